@@ -1,0 +1,32 @@
+"""nornir-bench: fast, safe nornir runners and the "how many workers are enough?" benchmark."""
+
+from nornir_bench.benchmark import BenchmarkRun, available_runners, run_benchmark
+from nornir_bench.exceptions import RunInterrupted, SimulatedFailure
+from nornir_bench.execution import run_host
+from nornir_bench.inventory import SyntheticInventory
+from nornir_bench.runners import ThreadPoolRunner
+from nornir_bench.summary import RunSummary, summarize
+from nornir_bench.tasks import asim_rtt, sim_rtt
+from nornir_bench.timing import HostTimer
+from nornir_bench.usage import ProcessUsage, process_usage
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BenchmarkRun",
+    "HostTimer",
+    "ProcessUsage",
+    "RunInterrupted",
+    "RunSummary",
+    "SimulatedFailure",
+    "SyntheticInventory",
+    "ThreadPoolRunner",
+    "__version__",
+    "asim_rtt",
+    "available_runners",
+    "process_usage",
+    "run_benchmark",
+    "run_host",
+    "sim_rtt",
+    "summarize",
+]

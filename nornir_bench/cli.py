@@ -1,0 +1,129 @@
+"""Command lines of nornir-bench: thin layers over the public API.
+
+``scripts/script.py WORKERS RTT`` is :func:`script_main`. Exit status: 0 every host ok,
+1 some host failed, 2 bad usage (one-line error, no traceback), 130 interrupted by Ctrl-C
+(the hosts that finished are still summarized).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from nornir_bench.benchmark import available_runners, run_benchmark
+from nornir_bench.usage import process_usage
+
+__all__ = ["EXIT_FAILED_HOSTS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "script_main"]
+
+EXIT_OK = 0
+EXIT_FAILED_HOSTS = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: what was wrong and what is allowed."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability from 0 to 1, got {text!r}")
+    return value
+
+
+def _script_parser() -> _Parser:
+    parser = _Parser(
+        prog="script.py",
+        description=(
+            "The 'how many threads are enough' study: one simulated device round trip on each "
+            "synthetic host, on any nornir runner. Ends with one line: hosts ok/failed, run "
+            "time, and the process's wall, user, sys and CPU %% as `time` reports them."
+        ),
+        epilog="Exit status: 0 all hosts ok, 1 some host failed, 2 bad usage, 130 Ctrl-C.",
+    )
+    parser.add_argument("workers", metavar="WORKERS", type=_positive_int,
+                        help="the runner's num_workers (hosts in flight at once)")
+    parser.add_argument("rtt", metavar="RTT", type=_seconds,
+                        help="simulated round-trip time per host, in seconds (e.g. 0.05)")
+    parser.add_argument("--hosts", type=_positive_int, default=10_000,
+                        help="number of synthetic hosts (default: 10000)")
+    parser.add_argument("--runner", default="threadpool",
+                        help="runner plugin name (default: threadpool); nornir's own: threaded")
+    parser.add_argument("--jitter", type=_seconds, default=0.0,
+                        help="each host's delay is drawn from RTT ± JITTER seconds")
+    parser.add_argument("--fail-rate", type=_probability, default=0.0,
+                        help="probability that a host's round trip fails (0 to 1)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="make jitter and failures the same on every run")
+    return parser
+
+
+def script_main(argv: Sequence[str] | None = None) -> int:
+    """Run ``script.py WORKERS RTT [options]``; returns the exit status."""
+    parser = _script_parser()
+    args = parser.parse_args(argv)
+    runners = available_runners()
+    if args.runner not in runners:
+        parser.error(f"unknown runner {args.runner!r}; available: {', '.join(runners)}")
+
+    run = run_benchmark(
+        args.workers,
+        args.rtt,
+        hosts=args.hosts,
+        runner=args.runner,
+        jitter=args.jitter,
+        fail_rate=args.fail_rate,
+        seed=args.seed,
+    )
+    workers = "no workers option" if run.workers is None else f"{run.workers} workers"
+    print(f"runner {run.runner}, {workers}, {args.hosts} hosts, "
+          f"task {run.task}(rtt={args.rtt})")
+    for line in run.summary.lines():
+        print(line)
+    if run.interrupted:
+        print(f"interrupted: {args.hosts - run.summary.hosts} hosts did not run")
+    usage = process_usage()
+    summary = run.summary
+    print(
+        f"{summary.ok} ok, {summary.failed} failed | run {summary.wall or 0:.3f} s | "
+        f"process: wall {usage.wall:.2f} s, user {usage.user:.2f} s, sys {usage.sys:.2f} s, "
+        f"cpu {usage.cpu_percent:.0f} %, max rss {usage.max_rss_mib:.0f} MiB"
+    )
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED_HOSTS if summary.failed else EXIT_OK
+
+
+def script_entry() -> NoReturn:
+    """``sys.exit`` wrapper for console scripts."""
+    sys.exit(script_main())

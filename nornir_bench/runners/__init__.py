@@ -1,0 +1,5 @@
+"""Runner plugins of nornir-bench, registered in nornir's ``nornir.plugins.runners`` group."""
+
+from nornir_bench.runners.threadpool import ThreadPoolRunner
+
+__all__ = ["ThreadPoolRunner"]
