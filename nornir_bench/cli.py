@@ -125,5 +125,12 @@ def script_main(argv: Sequence[str] | None = None) -> int:
 
 
 def script_entry() -> NoReturn:
-    """``sys.exit`` wrapper for console scripts."""
-    sys.exit(script_main())
+    """``sys.exit`` wrapper for console scripts; Ctrl-C outside a run exits 130 quietly."""
+    try:
+        status = script_main()
+    except KeyboardInterrupt:
+        # A runner that keeps partial results raises RunInterrupted inside script_main, which
+        # reports them; this is Ctrl-C during start-up, or a runner that keeps nothing.
+        print("interrupted before any result could be kept", file=sys.stderr)
+        status = EXIT_INTERRUPTED
+    sys.exit(status)

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result
 
+import nornir_bench._pickling  # noqa: F401  (results of every runner unpickle, see the module)
+
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import MultiResult, Task

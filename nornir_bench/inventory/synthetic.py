@@ -14,6 +14,8 @@ from typing import Any
 
 from nornir.core.inventory import Defaults, Group, Groups, Host, Hosts, Inventory, ParentGroups
 
+from nornir_bench._gc import collector_paused
+
 __all__ = ["SyntheticInventory"]
 
 
@@ -70,6 +72,10 @@ class SyntheticInventory:
 
     def load(self) -> Inventory:
         """Build the inventory: ``Host`` objects sharing one ``Defaults`` object."""
+        with collector_paused():  # every object built here is kept: nothing to collect
+            return self._build()
+
+    def _build(self) -> Inventory:
         defaults = self.defaults
         groups = Groups(
             (name, Group(name=name, defaults=defaults))

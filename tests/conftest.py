@@ -1,0 +1,89 @@
+"""Shared helpers: nornir objects on the synthetic inventory, result comparison, hook recording."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from nornir import InitNornir
+from nornir.core import Nornir
+from nornir.core.inventory import Host
+from nornir.core.task import AggregatedResult, MultiResult, Task
+
+
+def make_nornir(runner: str = "threadpool", hosts: int = 20, **options: Any) -> Nornir:
+    """A Nornir on ``hosts`` synthetic hosts with the named runner plugin."""
+    return InitNornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": hosts, "groups": 2}},
+        runner={"plugin": runner, "options": options},
+        logging={"enabled": False},
+    )
+
+
+def result_view(multi: MultiResult) -> list[tuple[Any, ...]]:
+    """What a user can see of a host's results, comparable across runs and runners."""
+    return [
+        (
+            r.name,
+            r.host.name if r.host else None,
+            r.result if r.exception is None else type(r.exception).__name__,
+            r.failed,
+            r.changed,
+            r.diff,
+            r.severity_level,
+            type(r.exception).__name__ if r.exception else None,
+        )
+        for r in multi
+    ]
+
+
+def aggregated_view(result: AggregatedResult) -> tuple[str, list[tuple[str, Any]]]:
+    return result.name, [(host, result_view(multi)) for host, multi in result.items()]
+
+
+class Recorder:
+    """A processor that records every hook call as (hook, task name, host name)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None]] = []
+        self._lock = threading.Lock()
+
+    def _add(self, hook: str, task: Task, host: Host | None) -> None:
+        with self._lock:
+            self.events.append((hook, task.name, host.name if host else None))
+
+    def task_started(self, task: Task) -> None:
+        self._add("task_started", task, None)
+
+    def task_completed(self, task: Task, result: AggregatedResult) -> None:
+        self._add("task_completed", task, None)
+
+    def task_instance_started(self, task: Task, host: Host) -> None:
+        self._add("task_instance_started", task, host)
+
+    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        self._add("task_instance_completed", task, host)
+
+    def subtask_instance_started(self, task: Task, host: Host) -> None:
+        self._add("subtask_instance_started", task, host)
+
+    def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        self._add("subtask_instance_completed", task, host)
+
+    def per_host(self) -> dict[str | None, list[tuple[str, str]]]:
+        """Events grouped by host, each host's in the order they happened."""
+        out: dict[str | None, list[tuple[str, str]]] = {}
+        for hook, task, host in self.events:
+            out.setdefault(host, []).append((hook, task))
+        return out
+
+
+@pytest.fixture
+def no_leaked_threads() -> Iterator[None]:
+    """Fails the test if it leaves threads running."""
+    before = set(threading.enumerate())
+    yield
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not left, f"threads left running: {left}"

@@ -1,0 +1,81 @@
+"""Simulated round trips: the draw, the failure, the blocking and awaitable twins."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nornir_bench import SimulatedFailure, asim_rtt, sim_rtt
+from nornir_bench.tasks import plan_round_trip
+from tests.conftest import make_nornir
+
+
+def _task(host: str) -> Any:
+    """Only ``task.host.name`` is read by the simulated tasks; the rest of Task is not tested here."""
+    return SimpleNamespace(host=SimpleNamespace(name=host))
+
+
+def test_plain_round_trip_is_exact_and_never_fails() -> None:
+    assert plan_round_trip("dev0", 0.05) == (0.05, False)
+
+
+def test_seeded_draw_depends_only_on_seed_and_host() -> None:
+    draws = [plan_round_trip(f"dev{i}", 0.1, jitter=0.05, fail_rate=0.3, seed=42) for i in range(300)]
+    again = [plan_round_trip(f"dev{i}", 0.1, jitter=0.05, fail_rate=0.3, seed=42) for i in range(300)]
+    other = [plan_round_trip(f"dev{i}", 0.1, jitter=0.05, fail_rate=0.3, seed=43) for i in range(300)]
+    assert draws == again and draws != other
+    assert all(0.05 <= d.delay <= 0.15 for d in draws)
+    assert 0 < sum(d.fails for d in draws) < 300
+
+
+def test_jitter_never_goes_below_zero() -> None:
+    assert all(plan_round_trip(f"h{i}", 0.0, jitter=0.01, seed=1).delay >= 0 for i in range(100))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rtt": -0.1}, "rtt must be a number of seconds >= 0"),
+        ({"rtt": float("nan")}, "rtt must be a number of seconds >= 0"),
+        ({"rtt": 0.1, "jitter": -1}, "jitter must be a number of seconds >= 0"),
+        ({"rtt": 0.1, "fail_rate": 1.5}, "fail_rate must be a probability from 0 to 1"),
+    ],
+)
+def test_bad_parameters_rejected(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        plan_round_trip("dev0", **kwargs)
+
+
+def test_sim_rtt_sleeps_at_least_the_delay_and_returns_it() -> None:
+    start = time.perf_counter()
+    assert sim_rtt(_task("dev0"), 0.02) == 0.02
+    assert time.perf_counter() - start >= 0.02
+
+
+def test_sim_and_asim_agree_on_delay_and_failure() -> None:
+    for i in range(40):
+        task = _task(f"dev{i}")
+        plan = plan_round_trip(task.host.name, 0.0, jitter=0.002, fail_rate=0.5, seed=9)
+        for run in (lambda: sim_rtt(task, 0.0, 0.002, 0.5, 9),
+                    lambda: asyncio.run(asim_rtt(task, 0.0, 0.002, 0.5, 9))):
+            if plan.fails:
+                with pytest.raises(SimulatedFailure, match=f"simulated failure on dev{i}"):
+                    run()
+            else:
+                assert run() == plan.delay
+
+
+def test_failures_through_nornir_are_named_and_picklable() -> None:
+    result = make_nornir("threadpool", hosts=10, num_workers=5).run(
+        task=sim_rtt, rtt=0.0, fail_rate=1.0, seed=3
+    )
+    assert sorted(result.failed_hosts) == sorted(f"dev{i}" for i in range(10))
+    exc = result["dev4"][0].exception
+    assert isinstance(exc, SimulatedFailure) and exc.host == "dev4"
+    copy = pickle.loads(pickle.dumps(exc))
+    assert (type(copy), str(copy), copy.host) == (SimulatedFailure, str(exc), "dev4")

@@ -1,0 +1,105 @@
+"""scripts/script.py as a user runs it: a real subprocess, exit status, output, bad input."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "script.py"
+SUMMARY = re.compile(
+    r"^(\d+) ok, (\d+) failed \| run [\d.]+ s \| process: wall [\d.]+ s, user [\d.]+ s, "
+    r"sys [\d.]+ s, cpu \d+ %, max rss \d+ MiB$"
+)
+
+
+def script(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "threaded", "serial"])
+def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
+    done = script("4", "0.001", "--hosts", "30", "--runner", runner)
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    match = SUMMARY.match(last)
+    assert match, last
+    assert match.groups() == ("30", "0")
+    assert f"runner {runner}" in done.stdout
+
+
+def test_failed_hosts_exit_1_and_are_named_without_tracebacks() -> None:
+    done = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "11")
+    assert done.returncode == 1
+    ok, failed = map(int, SUMMARY.match(done.stdout.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
+    assert ok + failed == 40 and 0 < failed < 40
+    assert f"failed with SimulatedFailure: {failed} hosts" in done.stdout
+    assert "Traceback" not in done.stdout
+
+
+def test_seeded_runs_fail_the_same_hosts() -> None:
+    first = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "5", "--jitter", "0.001")
+    second = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "5", "--jitter", "0.001")
+    failures = [line for line in first.stdout.splitlines() if line.startswith("failed with")]
+    assert failures and failures == [
+        line for line in second.stdout.splitlines() if line.startswith("failed with")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "allowed"),
+    [
+        (["0", "0.05"], "WORKERS: must be a whole number >= 1, got '0'"),
+        (["-4", "0.05"], "WORKERS: must be a whole number >= 1, got '-4'"),
+        (["many", "0.05"], "WORKERS: must be a whole number >= 1, got 'many'"),
+        (["10", "-0.05"], "RTT: must be a number of seconds >= 0, got '-0.05'"),
+        (["10", "nan"], "RTT: must be a number of seconds >= 0, got 'nan'"),
+        (["10", "0.05", "--hosts", "0"], "--hosts: must be a whole number >= 1, got '0'"),
+        (["10", "0.05", "--fail-rate", "2"], "--fail-rate: must be a probability from 0 to 1"),
+        (["10", "0.05", "--jitter", "-1"], "--jitter: must be a number of seconds >= 0"),
+        (["10", "0.05", "--runner", "warp"], "unknown runner 'warp'; available: "),
+        (["10"], "the following arguments are required: RTT"),
+    ],
+)
+def test_bad_input_one_line_exit_2(args: list[str], allowed: str) -> None:
+    done = script(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("script.py: error: ")
+    assert allowed in lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_unknown_runner_lists_the_installed_ones() -> None:
+    line = script("10", "0.05", "--runner", "warp").stderr.strip()
+    for name in ("serial", "threaded", "threadpool"):
+        assert name in line
+
+
+def test_ctrl_c_keeps_what_finished_and_exits_130() -> None:
+    # 2 workers x 0.05 s over 2,000 hosts would take 50 s: Ctrl-C lands mid-run.
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "2000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        time.sleep(2.0)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
+    assert 0 < ok < 2000 and failed == 0
+    assert f"interrupted: {2000 - ok} hosts did not run" in out
