@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from nornir_bench.benchmark import available_runners, run_benchmark
@@ -41,24 +41,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
-    return value
+def _float_argument(allowed: str, accept: Callable[[float], bool]) -> Callable[[str], float]:
+    """An argparse type: a float that ``accept`` approves, else an error naming ``allowed``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not accept(value):  # NaN fails every comparison, so it is rejected too
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a probability from 0 to 1, got {text!r}")
-    return value
+_seconds = _float_argument("a number of seconds >= 0", lambda v: math.isfinite(v) and v >= 0)
+_probability = _float_argument("a probability from 0 to 1", lambda v: 0 <= v <= 1)
 
 
 def _script_parser() -> _Parser:

@@ -32,7 +32,7 @@ from nornir_bench.runners._options import whole_number
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import MultiResult, Task
+    from nornir.core.task import Task
 
 __all__ = ["ThreadPoolRunner"]
 
@@ -65,8 +65,8 @@ class ThreadPoolRunner:
         """
         result = AggregatedResult(task.name)
         # Keys first, in host order, so the result iterates as nornir's does; each worker then
-        # overwrites its host's value in place, which keeps that order.
-        slots: dict[str, MultiResult | None] = dict.fromkeys(host.name for host in hosts)
+        # overwrites its host's placeholder in place as it finishes, which keeps that order.
+        result.update(dict.fromkeys(host.name for host in hosts))  # type: ignore[arg-type]
         pending = deque(hosts)
         escaped: list[BaseException] = []
 
@@ -75,7 +75,7 @@ class ThreadPoolRunner:
             try:
                 while True:
                     host = take()
-                    slots[host.name] = run_host(task, host)
+                    result[host.name] = run_host(task, host)
             except IndexError:  # only popleft raises it: run_host captures task errors
                 return
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
@@ -94,12 +94,12 @@ class ThreadPoolRunner:
         except KeyboardInterrupt:
             pending.clear()
             _join(threads)
-            finished = {name: mr for name, mr in slots.items() if mr is not None}
-            result.update(finished)
-            raise RunInterrupted(result, pending=len(hosts) - len(finished)) from None
+            unfinished = [name for name, multi in result.items() if multi is None]
+            for name in unfinished:
+                del result[name]
+            raise RunInterrupted(result, pending=len(unfinished)) from None
         if escaped:
             raise escaped[0]
-        result.update(slots)  # type: ignore[arg-type]  # every slot is filled once all joined
         return result
 
 
