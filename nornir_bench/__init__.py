@@ -1,10 +1,10 @@
 """nornir-bench: fast, safe nornir runners and the "how many workers are enough?" benchmark."""
 
 from nornir_bench.benchmark import BenchmarkRun, available_runners, run_benchmark
-from nornir_bench.exceptions import RunInterrupted, SimulatedFailure
-from nornir_bench.execution import run_host
+from nornir_bench.exceptions import RunInterrupted, SimulatedFailure, TaskTimeout
+from nornir_bench.execution import arun_host, arun_subtask, run_host
 from nornir_bench.inventory import SyntheticInventory
-from nornir_bench.runners import ThreadPoolRunner
+from nornir_bench.runners import AsyncioRunner, ThreadPoolRunner, arun
 from nornir_bench.summary import RunSummary, summarize
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from nornir_bench.timing import HostTimer
@@ -13,6 +13,7 @@ from nornir_bench.usage import ProcessUsage, process_usage
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncioRunner",
     "BenchmarkRun",
     "HostTimer",
     "ProcessUsage",
@@ -20,8 +21,12 @@ __all__ = [
     "RunSummary",
     "SimulatedFailure",
     "SyntheticInventory",
+    "TaskTimeout",
     "ThreadPoolRunner",
     "__version__",
+    "arun",
+    "arun_host",
+    "arun_subtask",
     "asim_rtt",
     "available_runners",
     "process_usage",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
 
-__all__ = ["RunInterrupted", "SimulatedFailure"]
+__all__ = ["RunInterrupted", "SimulatedFailure", "TaskTimeout"]
 
 
 class SimulatedFailure(Exception):
@@ -34,3 +34,16 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(f"interrupted: {len(result)} hosts finished, {pending} did not run")
         self.result = result
         self.pending = pending
+
+
+class TaskTimeout(TimeoutError):
+    """A host's task ran longer than the runner's ``task_timeout`` and was stopped."""
+
+    def __init__(self, task: str, host: str, seconds: float) -> None:
+        super().__init__(f"task {task!r} on host {host!r} timed out after {seconds:g} s")
+        self.task = task
+        self.host = host
+        self.seconds = seconds
+
+    def __reduce__(self) -> tuple[type[TaskTimeout], tuple[str, str, float]]:
+        return (type(self), (self.task, self.host, self.seconds))

@@ -11,26 +11,50 @@ exactly what nornir's ``Task.start`` does, in the same order:
 5. put it first in the task's ``MultiResult`` and fire ``task_instance_completed``.
 
 Subtasks started with ``task.run`` go through nornir's own ``Task.start`` and so behave exactly
-as in nornir. Owning the top-level step here is what lets later runners add async execution,
-timeouts and retries in one place.
+as in nornir.
+
+:func:`arun_host` is the same step for event-loop runners: the hooks and the result handling
+are shared, only the call differs. An ``async def`` task is awaited; a blocking task is handed
+to ``offload`` (a thread pool) so the loop keeps serving other hosts. An optional per-host
+timeout stops the task and fails the host with :class:`~nornir_bench.exceptions.TaskTimeout`.
+:func:`arun_subtask` is ``task.run`` for async tasks.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
+import inspect
 import logging
+import sys
 import traceback
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirSubTaskError
-from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result
+from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
+
+from nornir_bench.exceptions import TaskTimeout
 
 import nornir_bench._pickling  # noqa: F401  (results of every runner unpickle, see the module)
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import MultiResult, Task
+    from nornir.core.task import MultiResult
 
-__all__ = ["run_host"]
+__all__ = [
+    "Offload",
+    "arun_host",
+    "arun_subtask",
+    "is_async_task",
+    "offloading",
+    "run_host",
+    "stop_offloading",
+]
+
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
+"""Runs a blocking call off the event loop (in a thread pool) and awaits its return value."""
 
 # nornir's Task.start logs failures on this logger; keep using it so that the logging users
 # configured for nornir (``logging: {loggers: [nornir]}``) still sees every failed host.
@@ -53,11 +77,138 @@ def run_host(task: Task, host: Host) -> MultiResult:
     instance.host = host
     _started(instance, host)
     try:
-        _logger.debug("Host %r: running task %r", host.name, instance.name)
+        if _logger.isEnabledFor(logging.DEBUG):  # skips the arguments' cost when it is off
+            _logger.debug("Host %r: running task %r", host.name, instance.name)
         outcome = instance.task(instance, **instance.params)
     except Exception as exc:
         return _completed(instance, host, _failure(instance, host, exc))
     return _completed(instance, host, _wrap(host, outcome))
+
+
+async def arun_host(
+    task: Task,
+    host: Host,
+    *,
+    offload: Offload | None = None,
+    timeout: float | None = None,
+) -> MultiResult:
+    """The event-loop twin of :func:`run_host`: same hooks, same results, same error capture.
+
+    Args:
+        task: the task template; it is not modified.
+        host: the host to run it on.
+        offload: ``None`` to await the task function (``async def``); for a blocking task, a
+            function that runs the call in a thread and awaits it.
+        timeout: seconds the task may take on this host; past them it is cancelled (a blocking
+            call in a thread cannot be stopped: the host fails at the deadline and the thread's
+            late return is dropped) and the host fails with ``TaskTimeout``.
+
+    Returns:
+        The host's ``MultiResult``. Cancelling the coroutine (Ctrl-C) propagates
+        ``CancelledError``: a host that did not finish has no result.
+    """
+    instance = task.copy()
+    instance.host = host
+    _started(instance, host)
+    try:
+        if _logger.isEnabledFor(logging.DEBUG):  # skips the arguments' cost when it is off
+            _logger.debug("Host %r: running task %r", host.name, instance.name)
+        if offload is None:
+            call: Awaitable[Any] = instance.task(instance, **instance.params)
+        else:
+            call = offload(functools.partial(instance.task, instance, **instance.params))
+        outcome = await (call if timeout is None else _within(call, timeout, instance, host))
+    except Exception as exc:
+        return _completed(instance, host, _failure(instance, host, exc))
+    return _completed(instance, host, _wrap(host, outcome))
+
+
+def is_async_task(func: Callable[..., Any]) -> bool:
+    """Whether a task function is ``async def`` (also through ``functools.partial``)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - a callable object's async __call__
+    )
+
+
+# The offload of the run in progress, so that arun_subtask sends blocking subtasks to the same
+# bounded pool as the run's blocking tasks. Worker coroutines inherit it from the run.
+_current_offload: contextvars.ContextVar[Offload | None] = contextvars.ContextVar(
+    "nornir_bench_offload", default=None
+)
+
+
+def offloading(offload: Offload | None) -> contextvars.Token[Offload | None]:
+    """Make ``offload`` the pool for blocking subtasks of coroutines started after this call.
+
+    Returns the token that :func:`stop_offloading` takes to restore the previous one.
+    """
+    return _current_offload.set(offload)
+
+
+def stop_offloading(token: contextvars.Token[Offload | None]) -> None:
+    """Undo :func:`offloading`, so no closed pool stays visible to the caller's context."""
+    _current_offload.reset(token)
+
+
+async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -> MultiResult:
+    """``task.run`` for ``async def`` tasks: run ``subtask`` on ``task``'s host and await it.
+
+    The subtask may be ``async def`` or blocking (then it runs in the run's thread pool). As
+    with ``task.run``: it fires the subtask processor hooks, its result is added to ``task``'s
+    results, and if it fails ``NornirSubTaskError`` is raised (which fails the parent task).
+
+    Example::
+
+        async def backup(task):
+            await arun_subtask(task, asend_command, command="show version")
+            await arun_subtask(task, write_file, path=f"{task.host}.txt")
+    """
+    host = getattr(task, "host", None)
+    if host is None:
+        raise RuntimeError("arun_subtask must be called from within a running task")
+    kwargs.setdefault("severity_level", task.severity_level)
+    run_task = Task(
+        subtask,
+        task.nornir,
+        global_dry_run=task.global_dry_run,
+        processors=task.processors,
+        parent_task=task,
+        **kwargs,
+    )
+    offload = None if is_async_task(subtask) else (_current_offload.get() or _to_thread)
+    multi = await arun_host(run_task, host, offload=offload)
+    task.results.append(multi[0] if len(multi) == 1 else multi)  # type: ignore[arg-type]
+    if multi.failed:
+        raise NornirSubTaskError(task=run_task, result=multi)
+    return multi
+
+
+async def _to_thread(call: Callable[[], Any]) -> Any:
+    return await asyncio.to_thread(call)
+
+
+if sys.version_info >= (3, 11):
+
+    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
+        try:
+            async with asyncio.timeout(seconds) as deadline:
+                return await call
+        except TimeoutError as exc:
+            if deadline.expired():  # ours; a TimeoutError the task raised itself passes on
+                raise TaskTimeout(task.name, host.name, seconds) from exc
+            raise
+
+else:  # Python 3.10: no asyncio.timeout
+
+    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
+        try:
+            return await asyncio.wait_for(call, seconds)
+        except asyncio.TimeoutError as exc:
+            if isinstance(exc.__cause__, asyncio.CancelledError):  # wait_for's own deadline
+                raise TaskTimeout(task.name, host.name, seconds) from exc
+            raise
 
 
 def _started(task: Task, host: Host) -> None:

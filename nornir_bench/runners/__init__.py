@@ -1,5 +1,6 @@
 """Runner plugins of nornir-bench, registered in nornir's ``nornir.plugins.runners`` group."""
 
+from nornir_bench.runners.asyncio_runner import AsyncioRunner, arun
 from nornir_bench.runners.threadpool import ThreadPoolRunner
 
-__all__ = ["ThreadPoolRunner"]
+__all__ = ["AsyncioRunner", "ThreadPoolRunner", "arun"]

@@ -13,8 +13,8 @@ this runner does none of that:
 - a thread is started only while hosts are still waiting, so a fast task on few hosts never
   pays for ``num_workers`` thread starts;
 - every thread is joined before ``run()`` returns, on success, on error and on Ctrl-C;
-- the heap that existed before the run is frozen for the garbage collector meanwhile
-  (see ``nornir_bench._gc``), so collections do not walk the whole inventory while holding the GIL.
+- the garbage collector is tuned for the run (see ``nornir_bench._gc``): the pre-run heap is
+  frozen and collections come less often, so they do not stall every worker on the GIL.
 """
 
 from __future__ import annotations
@@ -23,16 +23,14 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
-from nornir.core.task import AggregatedResult
-
-from nornir_bench._gc import frozen_heap
-from nornir_bench.exceptions import RunInterrupted
+from nornir_bench._gc import tuned_for_run
 from nornir_bench.execution import run_host
 from nornir_bench.runners._options import whole_number
+from nornir_bench.runners._results import interrupted, placeholders
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import Task
+    from nornir.core.task import AggregatedResult, Task
 
 __all__ = ["ThreadPoolRunner"]
 
@@ -63,10 +61,7 @@ class ThreadPoolRunner:
             BaseException: a ``SystemExit`` or similar raised by a task is re-raised once every
                 thread has stopped, as nornir's runner re-raises it.
         """
-        result = AggregatedResult(task.name)
-        # Keys first, in host order, so the result iterates as nornir's does; each worker then
-        # overwrites its host's placeholder in place as it finishes, which keeps that order.
-        result.update(dict.fromkeys(host.name for host in hosts))  # type: ignore[arg-type]
+        result = placeholders(task, hosts)
         pending = deque(hosts)
         escaped: list[BaseException] = []
 
@@ -83,7 +78,7 @@ class ThreadPoolRunner:
 
         threads: list[threading.Thread] = []
         try:
-            with frozen_heap():
+            with tuned_for_run():
                 for i in range(min(self.num_workers, len(hosts))):
                     if not pending:
                         break
@@ -94,10 +89,7 @@ class ThreadPoolRunner:
         except KeyboardInterrupt:
             pending.clear()
             _join(threads)
-            unfinished = [name for name, multi in result.items() if multi is None]
-            for name in unfinished:
-                del result[name]
-            raise RunInterrupted(result, pending=len(unfinished)) from None
+            raise interrupted(result) from None
         if escaped:
             raise escaped[0]
         return result

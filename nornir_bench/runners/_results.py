@@ -1,0 +1,34 @@
+"""The result a runner fills in, shared by the runners: host order kept, unfinished hosts dropped."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nornir.core.task import AggregatedResult
+
+from nornir_bench.exceptions import RunInterrupted
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import Task
+
+__all__ = ["interrupted", "placeholders"]
+
+
+def placeholders(task: Task, hosts: list[Host]) -> AggregatedResult:
+    """An ``AggregatedResult`` keyed by the hosts in their order, every value ``None`` for now.
+
+    Workers overwrite their host's value as it finishes, which keeps nornir's host order without
+    a second pass over the results.
+    """
+    result = AggregatedResult(task.name)
+    result.update(dict.fromkeys(host.name for host in hosts))  # type: ignore[arg-type]
+    return result
+
+
+def interrupted(result: AggregatedResult) -> RunInterrupted:
+    """Drop the hosts that never finished from ``result``; the exception that reports it."""
+    unfinished = [name for name, multi in result.items() if multi is None]
+    for name in unfinished:
+        del result[name]
+    return RunInterrupted(result, pending=len(unfinished))

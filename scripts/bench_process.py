@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Whole-process benchmark, as the study timed it: `script.py` in a fresh process per run.
+
+    python scripts/bench_process.py [--rtt 0.05] [--hosts 10000] [--repeat 5]
+                                    [--points threaded:1000,threaded:10000,asyncio:10000]
+
+Each point runs ``scripts/script.py WORKERS RTT --runner R`` with this interpreter
+(``sys.executable``, so no launcher script such as a version manager's shim adds its own start-up)
+and is timed from outside, start to exit, as ``time`` did in the study; the child's own user
+and sys CPU come from ``resource.getrusage(RUSAGE_CHILDREN)``. Points are interleaved, so
+machine noise hits them alike. Prints medians with min-max, and each point's speed-up over the
+best nornir ``threaded`` point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent / "script.py"
+
+
+def one_run(runner: str, workers: int, rtt: float, hosts: int) -> tuple[float, float, float]:
+    """Wall, user and sys seconds of one ``script.py`` process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, str(SCRIPT), str(workers), str(rtt), "--hosts", str(hosts), "--runner", runner],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rtt", type=float, default=0.05)
+    parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--points", default="threaded:1000,threaded:10000,threadpool:1000,asyncio:10000")
+    args = parser.parse_args()
+    points = [(p.split(":")[0], int(p.split(":")[1])) for p in args.points.split(",")]
+    samples: dict[tuple[str, int], list[tuple[float, float, float]]] = {p: [] for p in points}
+    for _ in range(args.repeat):
+        for runner, workers in points:
+            samples[(runner, workers)].append(one_run(runner, workers, args.rtt, args.hosts))
+
+    medians = {p: statistics.median(s[0] for s in runs) for p, runs in samples.items()}
+    threaded = [m for (runner, _), m in medians.items() if runner == "threaded"]
+    best_threaded = min(threaded) if threaded else None
+    print(f"## whole process, {args.hosts} hosts, RTT {args.rtt * 1000:.0f} ms, "
+          f"median of {args.repeat} (min-max); {sys.executable}")
+    for (runner, workers), runs in samples.items():
+        walls = [r[0] for r in runs]
+        user = statistics.median(r[1] for r in runs)
+        sys_ = statistics.median(r[2] for r in runs)
+        wall = medians[(runner, workers)]
+        line = (f"{runner:>10} {workers:>6} workers: wall {wall:.3f} s ({min(walls):.3f}-{max(walls):.3f}), "
+                f"user {user:.2f} s, sys {sys_:.2f} s, cpu {100 * (user + sys_) / wall:.0f} %")
+        if best_threaded:
+            line += f", {best_threaded / wall:.2f} x faster than the best threaded"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
