@@ -73,12 +73,8 @@ def run_host(task: Task, host: Host) -> MultiResult:
         User errors never propagate; only ``BaseException`` that is not an ``Exception``
         (``KeyboardInterrupt``, ``SystemExit``) does, as in nornir.
     """
-    instance = task.copy()
-    instance.host = host
-    _started(instance, host)
+    instance = _start(task, host)
     try:
-        if _logger.isEnabledFor(logging.DEBUG):  # skips the arguments' cost when it is off
-            _logger.debug("Host %r: running task %r", host.name, instance.name)
         outcome = instance.task(instance, **instance.params)
     except Exception as exc:
         return _completed(instance, host, _failure(instance, host, exc))
@@ -107,12 +103,8 @@ async def arun_host(
         The host's ``MultiResult``. Cancelling the coroutine (Ctrl-C) propagates
         ``CancelledError``: a host that did not finish has no result.
     """
-    instance = task.copy()
-    instance.host = host
-    _started(instance, host)
+    instance = _start(task, host)
     try:
-        if _logger.isEnabledFor(logging.DEBUG):  # skips the arguments' cost when it is off
-            _logger.debug("Host %r: running task %r", host.name, instance.name)
         if offload is None:
             call: Awaitable[Any] = instance.task(instance, **instance.params)
         else:
@@ -211,11 +203,17 @@ else:  # Python 3.10: no asyncio.timeout
             raise
 
 
-def _started(task: Task, host: Host) -> None:
+def _start(template: Task, host: Host) -> Task:
+    """The host's own copy of the task, its start hook fired (what Task.start does first)."""
+    task = template.copy()
+    task.host = host
     if task.parent_task is not None:
         task.processors.subtask_instance_started(task, host)
     else:
         task.processors.task_instance_started(task, host)
+    if _logger.isEnabledFor(logging.DEBUG):  # skips the arguments' cost when it is off
+        _logger.debug("Host %r: running task %r", host.name, task.name)
+    return task
 
 
 def _wrap(host: Host, outcome: object) -> Result:

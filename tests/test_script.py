@@ -25,7 +25,7 @@ def script(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "threaded", "serial"])
+@pytest.mark.parametrize("runner", ["threadpool", "threaded", "serial", "asyncio"])
 def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
     done = script("4", "0.001", "--hosts", "30", "--runner", runner)
     assert done.returncode == 0, done.stderr
@@ -34,6 +34,8 @@ def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
     assert match, last
     assert match.groups() == ("30", "0")
     assert f"runner {runner}" in done.stdout
+    task = "asim_rtt" if runner == "asyncio" else "sim_rtt"
+    assert f"task {task}(rtt=0.001)" in done.stdout
 
 
 def test_failed_hosts_exit_1_and_are_named_without_tracebacks() -> None:
@@ -85,10 +87,11 @@ def test_unknown_runner_lists_the_installed_ones() -> None:
         assert name in line
 
 
-def test_ctrl_c_keeps_what_finished_and_exits_130() -> None:
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_ctrl_c_keeps_what_finished_and_exits_130(runner: str) -> None:
     # 2 workers x 0.05 s over 2,000 hosts would take 50 s: Ctrl-C lands mid-run.
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "2000"],
+        [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "2000", "--runner", runner],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -1,0 +1,48 @@
+"""Async twins of tests/tasksets.py: same names, same results, so runs compare one to one."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from nornir.core.task import Result, Task
+
+from nornir_bench import arun_subtask
+from tests import tasksets
+
+
+async def hello(task: Task) -> str:
+    await asyncio.sleep(0)
+    return f"hello from {task.host.name}"
+
+
+async def returns_result(task: Task) -> Result:
+    await asyncio.sleep(0)
+    index = int(task.host.name[3:])
+    return Result(host=task.host, result=index, changed=index % 2 == 0, diff=f"+{index}")
+
+
+async def fails_on_odd(task: Task) -> int:
+    await asyncio.sleep(0)
+    index = int(task.host.name[3:])
+    if index % 2:
+        raise ValueError(f"odd host {task.host.name}")
+    return index
+
+
+async def reports_failure(task: Task) -> Result:
+    return Result(host=task.host, result="bad state", failed=True)
+
+
+async def warns(task: Task) -> Result:
+    return Result(host=task.host, result="careful", severity_level=logging.WARNING)
+
+
+async def grouped(task: Task) -> str:
+    """An async subtask, then a blocking one (run in the pool), as tasksets.grouped does."""
+    await arun_subtask(task, hello)
+    await arun_subtask(task, tasksets._maybe_fail, name="maybe_fail")
+    return "grouped done"
+
+
+ASYNC_TASK_SET = [hello, returns_result, fails_on_odd, reports_failure, warns, grouped]
