@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
 
-__all__ = ["RunInterrupted", "SimulatedFailure", "TaskTimeout"]
+__all__ = ["RemoteException", "RunInterrupted", "SimulatedFailure", "TaskTimeout", "WorkerCrashed"]
 
 
 class SimulatedFailure(Exception):
@@ -47,3 +47,55 @@ class TaskTimeout(TimeoutError):
 
     def __reduce__(self) -> tuple[type[TaskTimeout], tuple[str, str, float]]:
         return (type(self), (self.task, self.host, self.seconds))
+
+
+class WorkerCrashed(RuntimeError):
+    """The worker process running this host died (a crash, ``os._exit``, a kill, out of memory).
+
+    Attributes:
+        pid: the worker's process id.
+        exitcode: its exit status; negative is the signal that killed it, as in multiprocessing.
+    """
+
+    def __init__(self, pid: int | None, exitcode: int | None, detail: str = "") -> None:
+        self.pid = pid
+        self.exitcode = exitcode
+        self.detail = detail
+        super().__init__(
+            f"worker process {pid} {describe_exit(exitcode)} while running this host" + detail
+        )
+
+    def __reduce__(self) -> tuple[type[WorkerCrashed], tuple[int | None, int | None, str]]:
+        return (type(self), (self.pid, self.exitcode, self.detail))
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``"was killed by signal 9 (SIGKILL)"`` or ``"exited with status 3"``."""
+    if exitcode is None:
+        return "stopped answering"
+    if exitcode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"was killed by signal {-exitcode} ({name})"
+    return f"exited with status {exitcode}"
+
+
+class RemoteException(Exception):
+    """An exception from a worker process that could not be pickled, kept as text.
+
+    Device libraries raise exceptions holding sockets or sessions; those cannot cross a process
+    boundary, so the worker sends this instead: the original type's name, message and traceback.
+    """
+
+    def __init__(self, type_name: str, message: str, traceback_text: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+        self.traceback_text = traceback_text
+
+    def __reduce__(self) -> tuple[type[RemoteException], tuple[str, str, str]]:
+        return (type(self), (self.type_name, self.message, self.traceback_text))

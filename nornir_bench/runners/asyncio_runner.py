@@ -17,15 +17,12 @@ coroutine, so 10,000 of them cost little more than one round trip.
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib.util
 import logging
-import math
 import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +30,8 @@ from nornir.core.task import Task
 
 from nornir_bench._gc import tuned_for_run
 from nornir_bench.execution import arun_host, is_async_task, offloading, stop_offloading
-from nornir_bench.runners._options import whole_number
+from nornir_bench.runners._offload import ThreadOffloader
+from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._results import interrupted, placeholders
 
 if TYPE_CHECKING:
@@ -77,16 +75,7 @@ class AsyncioRunner:
         self.num_workers = whole_number("asyncio", "num_workers", num_workers)
         self.loop = loop
         self.loop_implementation = _resolve_loop(loop)
-        if task_timeout is not None and (
-            isinstance(task_timeout, bool)
-            or not isinstance(task_timeout, (int, float))
-            or not (math.isfinite(task_timeout) and task_timeout > 0)
-        ):
-            raise ValueError(
-                "asyncio runner: task_timeout must be a number of seconds > 0, or None for no "
-                f"limit, got {task_timeout!r}"
-            )
-        self.task_timeout = task_timeout
+        self.task_timeout = seconds_or_none("asyncio", "task_timeout", task_timeout)
         self.max_threads = (
             num_workers if max_threads is None else whole_number("asyncio", "max_threads", max_threads)
         )
@@ -141,7 +130,7 @@ class AsyncioRunner:
         """Run every host, writing each host's ``MultiResult`` into ``result`` as it finishes."""
         pending = deque(hosts)
         timeout = self.task_timeout
-        threads = _Offloader(min(self.max_threads, len(hosts) or 1))
+        threads = ThreadOffloader(min(self.max_threads, len(hosts) or 1))
         # A blocking task goes to the pool whole; an async one may still run blocking subtasks.
         offload = None if is_async_task(task.task) else threads
         token = offloading(threads)
@@ -258,28 +247,6 @@ def _resolve_loop(loop: object) -> str:
     if loop == "auto":
         return "uvloop" if has_uvloop else "asyncio"
     return str(loop)
-
-
-class _Offloader:
-    """Runs blocking calls in a thread pool that is created on first use and closed after.
-
-    The pool is bounded; its threads start only as calls need them, and ``aclose`` waits for
-    them without blocking the loop (a blocking call cannot be stopped, only waited for).
-    """
-
-    def __init__(self, max_threads: int) -> None:
-        self.max_threads = max_threads
-        self._pool: ThreadPoolExecutor | None = None
-
-    def __call__(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.max_threads, thread_name_prefix="asyncio-runner")
-        return asyncio.get_running_loop().run_in_executor(self._pool, call)
-
-    async def aclose(self) -> None:
-        if self._pool is not None:
-            shutdown = functools.partial(self._pool.shutdown, wait=True, cancel_futures=True)
-            await asyncio.get_running_loop().run_in_executor(None, shutdown)
 
 
 @contextmanager

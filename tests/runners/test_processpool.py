@@ -1,0 +1,258 @@
+"""processpool: nornir semantics across processes, crash isolation, timeouts, clean shutdown."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nornir.core.exceptions import NornirExecutionError
+from nornir.core.task import Task
+
+from nornir_bench import ProcessPoolRunner, RemoteException, RunInterrupted, TaskTimeout, WorkerCrashed
+from tests import tasksets
+from tests.async_tasksets import ASYNC_TASK_SET
+from tests.conftest import Recorder, aggregated_view, make_nornir
+
+
+def child_pids() -> set[int]:
+    """Processes whose parent is this one (read from /proc: no helper library needed)."""
+    me, children = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                children.add(int(entry))
+    return children
+
+
+@pytest.fixture(autouse=True)
+def no_processes_left_behind() -> Iterator[None]:
+    before = child_pids()
+    yield
+    assert child_pids() - before == set(), "worker processes left running"
+
+
+def pool(hosts: int = 30, **options: Any) -> Any:
+    options.setdefault("num_procs", 2)
+    return make_nornir("processpool", hosts=hosts, **options)
+
+
+@pytest.mark.parametrize("task_fn", tasksets.TASK_SET, ids=lambda f: f.__name__)
+def test_blocking_tasks_give_what_threadpool_gives(task_fn: Any) -> None:
+    ours = pool(num_workers=4).run(task=task_fn)
+    theirs = make_nornir("threadpool", hosts=30, num_workers=4).run(task=task_fn)
+    assert aggregated_view(ours) == aggregated_view(theirs)
+
+
+@pytest.mark.parametrize("index", range(len(ASYNC_TASK_SET)), ids=lambda i: ASYNC_TASK_SET[i].__name__)
+def test_async_tasks_give_what_threadpool_gives_for_their_sync_twins(index: int) -> None:
+    ours = pool(num_workers=4).run(task=ASYNC_TASK_SET[index])
+    theirs = make_nornir("threadpool", hosts=30, num_workers=4).run(task=tasksets.TASK_SET[index])
+    assert aggregated_view(ours) == aggregated_view(theirs)
+
+
+def test_results_refer_to_the_parents_hosts_and_pickle() -> None:
+    nr = pool()
+    result = nr.run(task=tasksets.grouped)
+    for name, multi in result.items():
+        assert all(r.host is nr.inventory.hosts[name] for r in multi)
+    assert aggregated_view(pickle.loads(pickle.dumps(result))) == aggregated_view(result)
+
+
+def test_loaded_through_nornirs_entry_point() -> None:
+    nr = make_nornir("processpool", num_workers=9, num_procs=3, task_timeout=4)
+    assert isinstance(nr.runner, ProcessPoolRunner)
+    assert (nr.runner.num_workers, nr.runner.num_procs, nr.runner.task_timeout) == (9, 3, 4)
+    assert make_nornir("processpool").runner.num_procs == (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_workers": 0}, "num_workers must be a whole number >= 1, got 0"),
+        ({"num_procs": 0}, "num_procs must be a whole number >= 1, got 0"),
+        ({"num_procs": "2"}, "num_procs must be a whole number >= 1, got '2'"),
+        ({"chunk_size": 0}, "chunk_size must be a whole number >= 1, got 0"),
+        ({"task_timeout": -3}, "task_timeout must be a number of seconds > 0, or None"),
+    ],
+)
+def test_bad_options_rejected_when_built(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match="^processpool runner: " + message):
+        ProcessPoolRunner(**options)
+
+
+def test_processor_hooks_fire_in_the_parent_in_nornirs_order() -> None:
+    ours, theirs = Recorder(), Recorder()
+    pool(hosts=9, num_workers=3).with_processors([ours]).run(task=tasksets.grouped)
+    make_nornir("serial", hosts=9).with_processors([theirs]).run(task=tasksets.grouped)
+    assert ours.per_host() == theirs.per_host()
+
+
+def test_host_data_changes_reach_the_parent() -> None:
+    nr = pool(hosts=20, num_workers=3)
+    nr.run(task=tasksets.sets_data, key="seen")
+    assert {h.name: h.data.get("seen") for h in nr.inventory.hosts.values()} == {
+        f"dev{i}": f"DEV{i}" for i in range(20)
+    }
+
+
+def _crash(task: Task, how: str) -> int:
+    if task.host.name == "dev5":
+        if how == "exit":
+            os._exit(3)
+        elif how == "segfault":
+            import ctypes
+
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        else:  # what the kernel's out-of-memory killer does
+            os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.005)
+    return os.getpid()
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        ("exit", "exited with status 3"),
+        ("segfault", "was killed by signal 11 (SIGSEGV)"),
+        ("kill", "was killed by signal 9 (SIGKILL)"),
+    ],
+)
+def test_a_crashing_worker_fails_only_its_hosts_in_flight(how: str, says: str) -> None:
+    workers = 3
+    result = pool(hosts=40, num_workers=workers, chunk_size=1).run(task=_crash, how=how)
+    assert len(result) == 40  # no host missing
+    failed = result.failed_hosts
+    assert "dev5" in failed and 1 <= len(failed) <= workers
+    for name in failed:
+        exc = result[name][0].exception
+        assert isinstance(exc, WorkerCrashed) and says in str(exc)
+    ok_pids = {multi[0].result for name, multi in result.items() if name not in failed}
+    assert len(ok_pids) >= 2  # the crashed worker was replaced and the run went on
+
+
+def test_task_timeout_for_async_tasks() -> None:
+    async def slow_on_dev2(task: Task) -> str:
+        import asyncio
+
+        await asyncio.sleep(30 if task.host.name == "dev2" else 0)
+        return "done"
+
+    result = pool(hosts=6, task_timeout=0.3).run(task=slow_on_dev2)
+    assert sorted(result.failed_hosts) == ["dev2"]
+    assert isinstance(result["dev2"][0].exception, TaskTimeout)
+
+
+def test_task_timeout_for_a_blocking_task_replaces_its_worker() -> None:
+    def stuck_on_dev1(task: Task) -> int:
+        if task.host.name == "dev1":
+            time.sleep(60)  # cannot be interrupted in its thread
+        return os.getpid()
+
+    start = time.monotonic()
+    result = pool(hosts=12, num_workers=2, chunk_size=1, task_timeout=0.3).run(task=stuck_on_dev1)
+    assert time.monotonic() - start < 30  # the stuck thread's worker was killed, not waited for
+    assert sorted(result.failed_hosts) == ["dev1"]
+    assert isinstance(result["dev1"][0].exception, TaskTimeout)
+    assert len(result) == 12
+
+
+def test_unpicklable_exception_comes_back_as_text() -> None:
+    class DeviceError(Exception):
+        def __init__(self, message: str) -> None:
+            super().__init__(message)
+            self.session = threading.Lock()  # a live object: cannot be pickled
+
+    def fails(task: Task) -> None:
+        raise DeviceError(f"session to {task.host.name} dropped")
+
+    result = pool(hosts=4).run(task=fails)
+    exc = result["dev2"][0].exception
+    assert isinstance(exc, RemoteException)
+    assert (exc.type_name, exc.message) == ("DeviceError", "session to dev2 dropped")
+    assert "Traceback" in exc.traceback_text and "DeviceError" in exc.traceback_text
+    assert "DeviceError: session to dev2 dropped" in result["dev2"][0].result
+
+
+def test_closures_travel() -> None:
+    prefix = "seen by"
+
+    def closure(task: Task) -> str:
+        return f"{prefix} {task.host.name}"
+
+    result = pool(hosts=3).run(task=closure)
+    assert result["dev1"][0].result == "seen by dev1"
+
+
+def test_task_defined_in_main_of_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        from nornir import InitNornir
+
+        print("top level of the script runs once")  # not again in every worker
+
+        def where(task, word):
+            return f"{word} {task.host.name} in {os.getpid() != PARENT}"
+
+        PARENT = os.getpid()
+        nr = InitNornir(
+            inventory={"plugin": "synthetic", "options": {"hosts": 6}},
+            runner={"plugin": "processpool", "options": {"num_procs": 2}},
+            logging={"enabled": False},
+        )
+        result = nr.run(task=where, word="hello")
+        print(sorted(r[0].result for r in result.values())[0])
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("top level of the script runs once") == 1
+    assert "hello dev0 in True" in done.stdout
+
+
+def test_unsendable_task_arguments_rejected_clearly() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        with pytest.raises(ValueError, match="cannot be sent to worker processes"):
+            pool(hosts=2).run(task=tasksets.sets_data, key=sock)
+
+
+def test_error_path_leaves_no_process() -> None:
+    with pytest.raises(NornirExecutionError):
+        pool(hosts=6).run(task=tasksets.fails_on_odd, raise_on_error=True)
+
+
+def test_ctrl_c_stops_workers_and_keeps_finished_hosts() -> None:
+    def slow(task: Task) -> str:
+        if int(task.host.name[3:]) >= 4:
+            time.sleep(30)
+        return task.host.name
+
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(1.5, signal.pthread_kill, args=(main, signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(RunInterrupted) as info:
+            pool(hosts=20, num_workers=2, chunk_size=1).run(task=slow)
+    finally:
+        timer.cancel()
+    partial = info.value.result
+    assert sorted(partial) == ["dev0", "dev1", "dev2", "dev3"]
+    assert info.value.pending == 16
