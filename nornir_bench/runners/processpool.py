@@ -61,6 +61,13 @@ logger = logging.getLogger(__name__)
 _FROZEN_GRACE_SECONDS = 5.0
 _STOP_WAIT_SECONDS = 5.0
 
+# Arguments after the interpreter that start a worker on the socket named by a last argument.
+_WORKER_COMMAND = ["-m", "nornir_bench.runners._procmain"]
+
+# Workers lost in a row with no host finished in between before the pool stops replacing them:
+# a worker that cannot start at all (a broken environment) must not be respawned forever.
+_LOSSES_BEFORE_GIVING_UP = 3
+
 
 class ProcessPoolRunner:
     """Runs the task over the hosts in worker processes, each running many hosts at once.
@@ -175,6 +182,7 @@ class _Pool:
         self.pending = deque(range(len(hosts)))
         self.remaining = len(hosts)
         self.workers: list[_Worker] = []
+        self.losses_in_a_row = 0
 
     def start_workers(self) -> None:
         needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
@@ -199,7 +207,7 @@ class _Pool:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         with child_end:
             process = subprocess.Popen(
-                [sys.executable, "-m", "nornir_bench.runners._procmain", str(child_end.fileno())],
+                [sys.executable, *_WORKER_COMMAND, str(child_end.fileno())],
                 pass_fds=[child_end.fileno()],
                 stdin=subprocess.DEVNULL,
                 env=env,
@@ -213,7 +221,7 @@ class _Pool:
         if not worker.ready:
             try:
                 worker.conn.send_bytes(self.payload)
-            except OSError:  # died before it started: the next wait() reports it
+            except OSError:  # died before it started: its socket's EOF reports it next
                 return
             worker.ready = True
         room = self.runner.num_workers - len(worker.in_flight)
@@ -225,7 +233,7 @@ class _Pool:
                 worker.in_flight[index] = now
             try:
                 worker.conn.send_bytes(pickle.dumps(("hosts", chunk)))
-            except OSError:  # died meanwhile: its sentinel will say so, these hosts fail then
+            except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
                 return
             room -= count
 
@@ -262,6 +270,14 @@ class _Pool:
         for index in sorted(worker.in_flight):
             self._failed(index, (overdue or {}).get(index, error))
         worker.in_flight.clear()
+        self.losses_in_a_row += 1
+        if self.losses_in_a_row >= max(_LOSSES_BEFORE_GIVING_UP, self.runner.num_procs):
+            if self.workers:
+                return  # the others carry on with what is pending
+            logger.error("processpool: workers keep dying with no host done; giving up: %s", error)
+            while self.pending:
+                self._failed(self.pending.popleft(), error)
+            return
         self._replace()
 
     def _replace(self) -> None:
@@ -353,6 +369,7 @@ class _Pool:
             _replay_hooks(self.task, host, multi, events)
         self.result[host.name] = multi
         self.remaining -= 1
+        self.losses_in_a_row = 0
 
     def _failed(self, index: int, error: Exception) -> None:
         """A host the pool could not run: a failed result made by the core, hooks and all."""

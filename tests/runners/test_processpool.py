@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import signal
@@ -256,3 +257,18 @@ def test_ctrl_c_stops_workers_and_keeps_finished_hosts() -> None:
     partial = info.value.result
     assert sorted(partial) == ["dev0", "dev1", "dev2", "dev3"]
     assert info.value.pending == 16
+
+
+def test_workers_that_cannot_start_fail_the_hosts_instead_of_respawning_forever(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from nornir_bench.runners import processpool
+
+    # a worker whose interpreter exits at once, as in an environment where it cannot import
+    monkeypatch.setattr(processpool, "_WORKER_COMMAND", ["-c", "import sys; sys.exit(7)"])
+    with caplog.at_level(logging.ERROR, logger="nornir_bench.runners.processpool"):
+        result = pool(hosts=40, num_workers=2, chunk_size=1).run(task=tasksets.hello)
+    assert any("giving up" in r.getMessage() for r in caplog.records)  # not 20 respawns
+    assert len(result) == 40 and sorted(result.failed_hosts) == sorted(result)
+    exc = result["dev39"][0].exception
+    assert isinstance(exc, WorkerCrashed) and "exited with status 7" in str(exc)
