@@ -23,6 +23,7 @@ Messages are ``(kind, body)`` tuples, pickled:
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import pickle
 import signal
@@ -39,6 +40,7 @@ from nornir.core.state import GlobalState
 from nornir.core.task import MultiResult, Result, Task
 
 from nornir_bench._gc import tuned_for_run
+from nornir_bench.connections import aclose_connections, close_connections
 from nornir_bench.exceptions import RemoteException, TaskTimeout
 from nornir_bench.execution import arun_host, is_async_task, offloading
 from nornir_bench.runners._offload import ThreadOffloader
@@ -218,6 +220,10 @@ class _Run:
         if self.running:
             await asyncio.gather(*self.running, return_exceptions=True)
         self.flush()
+        # The run's hosts are this worker's copies: every connection they opened ends here.
+        await aclose_connections(self.spec.hosts)
+        if any(host.connections for host in self.spec.hosts):
+            await self.threads(functools.partial(close_connections, self.spec.hosts))
         await self.threads.aclose()
         self.tuning.__exit__(None, None, None)
 

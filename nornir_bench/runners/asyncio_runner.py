@@ -10,6 +10,7 @@ coroutine, so 10,000 of them cost little more than one round trip.
   wrapping, failed hosts, ``raise_on_error``, ``on_good``/``on_failed`` and dry run as in nornir.
 - Scheduling is ``min(num_workers, hosts)`` worker coroutines draining a deque of hosts (no
   semaphore, no task per host beyond that); each writes its host's result as it finishes.
+- Async connections the run opened (asyncssh sessions) are closed when it ends, on its loop.
 - ``nr.run(...)`` runs a fresh loop and closes it; code that already runs a loop (a Jupyter
   cell, an async application) awaits :func:`arun` instead.
 """
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import Task
 
 from nornir_bench._gc import tuned_for_run
+from nornir_bench.connections import aclose_connections
 from nornir_bench.execution import arun_host, is_async_task, offloading, stop_offloading
 from nornir_bench.runners._offload import ThreadOffloader
 from nornir_bench.runners._options import seconds_or_none, whole_number
@@ -171,6 +173,7 @@ class AsyncioRunner:
                     raise
         finally:
             stop_offloading(token)
+            await aclose_connections(hosts)  # they live on this loop (see connections.py)
             await threads.aclose()
 
     def _new_loop(self) -> asyncio.AbstractEventLoop:

@@ -40,6 +40,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
+from nornir.core.processor import Processors
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench._gc import tuned_for_run
@@ -183,6 +184,7 @@ class _Pool:
         self.remaining = len(hosts)
         self.workers: list[_Worker] = []
         self.losses_in_a_row = 0
+        self.started: dict[int, Task] = {}  # host index -> its task, started and not completed
 
     def start_workers(self) -> None:
         needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
@@ -231,6 +233,8 @@ class _Pool:
             now = time.monotonic()
             for index in chunk:
                 worker.in_flight[index] = now
+                if self.task.processors:
+                    self._started(index)
             try:
                 worker.conn.send_bytes(pickle.dumps(("hosts", chunk)))
             except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
@@ -366,24 +370,41 @@ class _Pool:
             host.data.clear()
             host.data.update(data)
         if self.task.processors:
-            _replay_hooks(self.task, host, multi, events)
+            _replay_hooks(self.started.pop(index), multi, events)
         self.result[host.name] = multi
         self.remaining -= 1
         self.losses_in_a_row = 0
 
+    def _started(self, index: int) -> None:
+        """Fire ``task_instance_started`` as the host leaves for its worker.
+
+        Here rather than with the replayed hooks, so that processors see the host start when
+        it does: a ``HostTimer`` measures its whole time in the worker, a progress bar its
+        hosts in flight.
+        """
+        top = self.task.copy()
+        top.host = host = self.hosts[index]
+        self.started[index] = top
+        self.task.processors.task_instance_started(top, host)
+
     def _failed(self, index: int, error: Exception) -> None:
         """A host the pool could not run: a failed result made by the core, hooks and all."""
+        started = self.started.pop(index, None)
         failure = Task(
             _raise,
             self.task.nornir,
             global_dry_run=self.task.global_dry_run,
-            processors=self.task.processors,
+            # A host already started gets only its completion hook, below.
+            processors=self.task.processors if started is None else Processors(),
             name=self.task.name,
             severity_level=self.task.severity_level,
             error=error,  # type: ignore[arg-type]  # nornir annotates task kwargs as str
         )
         host = self.hosts[index]
-        self.result[host.name] = run_host(failure, host)
+        multi = self.result[host.name] = run_host(failure, host)
+        if started is not None:
+            started.results = multi
+            self.task.processors.task_instance_completed(started, host, multi)
         self.remaining -= 1
 
 
@@ -404,11 +425,13 @@ def _relink(multi: MultiResult, host: Host) -> None:
             item.host = host
 
 
-def _replay_hooks(task: Task, host: Host, multi: MultiResult, events: list[tuple[Any, ...]]) -> None:
-    """Fire, in the parent, the hooks the host's run fired in its worker, in the same order."""
-    top = task.copy()
-    top.host = host
-    task.processors.task_instance_started(top, host)
+def _replay_hooks(top: Task, multi: MultiResult, events: list[tuple[Any, ...]]) -> None:
+    """Fire, in the parent, the hooks the host's run fired in its worker, in the same order.
+
+    ``top`` is the host's task, whose ``task_instance_started`` fired when the host was sent.
+    """
+    task = top
+    host = top.host
     stack = [top]
     for event in events:
         if event[0] == "started":

@@ -19,7 +19,8 @@ import pytest
 from nornir.core.exceptions import NornirExecutionError
 from nornir.core.task import Task
 
-from nornir_bench import ProcessPoolRunner, RemoteException, RunInterrupted, TaskTimeout, WorkerCrashed
+from nornir_bench import HostTimer, ProcessPoolRunner, RemoteException, RunInterrupted, TaskTimeout, WorkerCrashed
+from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.async_tasksets import ASYNC_TASK_SET
 from tests.conftest import Recorder, aggregated_view, make_nornir
@@ -101,6 +102,28 @@ def test_processor_hooks_fire_in_the_parent_in_nornirs_order() -> None:
     pool(hosts=9, num_workers=3).with_processors([ours]).run(task=tasksets.grouped)
     make_nornir("serial", hosts=9).with_processors([theirs]).run(task=tasksets.grouped)
     assert ours.per_host() == theirs.per_host()
+
+
+def test_a_host_timer_in_the_parent_measures_the_time_in_the_worker() -> None:
+    timer = HostTimer()
+    pool(hosts=6, num_workers=2).with_processors([timer]).run(task=asim_rtt, rtt=0.05)
+    assert len(timer.elapsed) == 6
+    # started as the host left for its worker, completed when its result came back
+    assert min(timer.elapsed.values()) >= 0.05
+
+
+def test_a_crashed_hosts_hooks_fire_once_each() -> None:
+    recorder = Recorder()
+    pool(hosts=12, num_workers=3, chunk_size=1).with_processors([recorder]).run(
+        task=_crash, how="exit"
+    )
+    per_host = recorder.per_host()
+    per_host.pop(None)  # the run's own task_started / task_completed
+    assert len(per_host) == 12
+    for name, events in per_host.items():
+        starts = [e for e in events if e[0] == "task_instance_started"]
+        ends = [e for e in events if e[0] == "task_instance_completed"]
+        assert (len(starts), len(ends)) == (1, 1), name
 
 
 def test_host_data_changes_reach_the_parent() -> None:

@@ -1,0 +1,66 @@
+"""Closing the connections a run opened on its event loop.
+
+nornir keeps a host's open connections in ``host.connections`` until the user calls
+``nr.close_connections()``, and its connection plugins close synchronously. An async
+connection (an asyncssh session) lives on the event loop that opened it, and the asyncio and
+process-pool runners close their loop when the run ends: a session left behind would be dead
+anyway, with its socket still open. So those runners, at the end of every run and on their own
+loop, await ``aclose()`` on each connection that has one and forget it. Blocking connections
+(netmiko) stay open across runs, as with nornir's own runners.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+__all__ = ["CLOSE_TIMEOUT", "aclose_connections", "close_connections"]
+
+logger = logging.getLogger(__name__)
+
+# Seconds one connection may take to close: a peer that stopped answering must not hold the
+# end of the run.
+CLOSE_TIMEOUT = 5.0
+
+
+async def aclose_connections(hosts: Iterable[Host]) -> None:
+    """Await ``aclose()`` on every async connection of ``hosts`` and remove it from the host.
+
+    A connection that fails to close, or takes over ``CLOSE_TIMEOUT`` seconds, is logged and
+    removed all the same: the run is over, and one bad session must not keep the others open.
+    """
+    closing: list[Awaitable[None]] = []
+    for host in hosts:
+        for name, connection in list(host.connections.items()):
+            aclose = getattr(connection, "aclose", None)
+            if callable(aclose):
+                del host.connections[name]
+                closing.append(_aclose(host.name, name, cast(Callable[[], Awaitable[Any]], aclose)))
+    if closing:
+        await asyncio.gather(*closing)
+
+
+def close_connections(hosts: Iterable[Host]) -> None:
+    """Close every connection of ``hosts`` synchronously, as ``host.close_connections()`` does.
+
+    Unlike nornir's, it goes on past a connection that fails to close.
+    """
+    for host in hosts:
+        for name, connection in list(host.connections.items()):
+            del host.connections[name]
+            try:
+                connection.close()
+            except Exception:  # noqa: BLE001 - the run is over; log it and close the rest
+                logger.warning("%s: closing connection %r failed", host.name, name, exc_info=True)
+
+
+async def _aclose(host: str, name: str, aclose: Callable[[], Awaitable[Any]]) -> None:
+    try:
+        await asyncio.wait_for(aclose(), CLOSE_TIMEOUT)
+    except Exception:  # noqa: BLE001 - the run is over; log it and close the rest
+        logger.warning("%s: closing connection %r failed", host, name, exc_info=True)
