@@ -48,6 +48,7 @@ __all__ = [
     "arun_host",
     "arun_subtask",
     "is_async_task",
+    "log_failure",
     "offloading",
     "run_host",
     "stop_offloading",
@@ -223,9 +224,14 @@ def _wrap(host: Host, outcome: object) -> Result:
 def _failure(task: Task, host: Host, exc: Exception) -> Result:
     """The failed ``Result`` nornir builds for an exception raised by a task."""
     tb = traceback.format_exc()
-    _logger.error("Host %r: task %r failed with traceback:\n%s", host.name, task.name, tb)
+    log_failure(host.name, task.name, tb)
     text = str(exc) if isinstance(exc, NornirSubTaskError) else tb
     return Result(host, exception=exc, result=text, failed=True)
+
+
+def log_failure(host: str, task: str, tb: str) -> None:
+    """Log a host's failed task as nornir's ``Task.start`` does (an ERROR with the traceback)."""
+    _logger.error("Host %r: task %r failed with traceback:\n%s", host, task, tb)
 
 
 def _completed(task: Task, host: Host, result: Result) -> MultiResult:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import logging
 import pickle
 import signal
 import threading
@@ -80,6 +81,10 @@ def worker_main(conn: Connection) -> None:
     """Entry point of a worker process."""
     # Ctrl-C in a terminal reaches the whole process group; the parent decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A worker has no logging set up, so logging's last resort would print each failed host's
+    # traceback on the user's terminal. The parent logs failures instead, where the user's
+    # logging is configured (see ``_Pool._finished``).
+    logging.getLogger().addHandler(logging.NullHandler())
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(_serve(conn))

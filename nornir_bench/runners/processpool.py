@@ -45,7 +45,7 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench._gc import tuned_for_run
 from nornir_bench.exceptions import TaskTimeout, WorkerCrashed
-from nornir_bench.execution import run_host
+from nornir_bench.execution import log_failure, run_host
 from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._procworker import RunSpec
 from nornir_bench.runners._results import interrupted, placeholders
@@ -369,6 +369,10 @@ class _Pool:
         if data != host.data:
             host.data.clear()
             host.data.update(data)
+        for item in multi:
+            if item.exception is not None and isinstance(item.result, str):
+                # Logged here, as the core logs it in-process: workers have no log handlers.
+                log_failure(host.name, str(item.name), item.result)
         if self.task.processors:
             _replay_hooks(self.started.pop(index), multi, events)
         self.result[host.name] = multi
