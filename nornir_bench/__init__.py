@@ -1,5 +1,8 @@
 """nornir-bench: fast, safe nornir runners and the "how many workers are enough?" benchmark."""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from nornir_bench.benchmark import BenchmarkRun, available_runners, run_benchmark
 from nornir_bench.exceptions import (
     RemoteException,
@@ -12,19 +15,69 @@ from nornir_bench.execution import arun_host, arun_subtask, run_host
 from nornir_bench.inventory import SyntheticInventory
 from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
 from nornir_bench.summary import RunSummary, summarize
-from nornir_bench.tasks import asim_rtt, sim_rtt
+from nornir_bench.tasks import (
+    BUILTIN_TASKS,
+    AsyncSSHSession,
+    asend_command,
+    asim_rtt,
+    atcp_ping,
+    send_command,
+    sim_rtt,
+    tcp_ping,
+)
 from nornir_bench.timing import HostTimer
 from nornir_bench.usage import ProcessUsage, process_usage
+
+if TYPE_CHECKING:
+    from nornir_bench.job import Job, JobError, load_job
+    from nornir_bench.jobrun import JobRun, run_job
+    from nornir_bench.lab import DeviceLab, LabError, RttServer, run_lab, run_rtt_server
+    from nornir_bench.progress import ProgressBar
+    from nornir_bench.records import JsonLinesWriter
+
+# Loaded on first use (PEP 562): job files, the lab and the progress bar cost ~25 ms of imports
+# that the benchmark script, timed as a whole process, never needs.
+_LAZY = {
+    "Job": "nornir_bench.job",
+    "JobError": "nornir_bench.job",
+    "load_job": "nornir_bench.job",
+    "JobRun": "nornir_bench.jobrun",
+    "run_job": "nornir_bench.jobrun",
+    "DeviceLab": "nornir_bench.lab",
+    "LabError": "nornir_bench.lab",
+    "RttServer": "nornir_bench.lab",
+    "run_lab": "nornir_bench.lab",
+    "run_rtt_server": "nornir_bench.lab",
+    "ProgressBar": "nornir_bench.progress",
+    "JsonLinesWriter": "nornir_bench.records",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'nornir_bench' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncSSHSession",
     "AsyncioRunner",
+    "BUILTIN_TASKS",
     "BenchmarkRun",
+    "DeviceLab",
     "HostTimer",
+    "Job",
+    "JobError",
+    "JobRun",
+    "JsonLinesWriter",
+    "LabError",
     "ProcessPoolRunner",
     "ProcessUsage",
+    "ProgressBar",
     "RemoteException",
+    "RttServer",
     "RunInterrupted",
     "RunSummary",
     "SimulatedFailure",
@@ -36,11 +89,19 @@ __all__ = [
     "arun",
     "arun_host",
     "arun_subtask",
+    "asend_command",
     "asim_rtt",
+    "atcp_ping",
     "available_runners",
+    "load_job",
     "process_usage",
     "run_benchmark",
     "run_host",
+    "run_job",
+    "run_lab",
+    "run_rtt_server",
+    "send_command",
     "sim_rtt",
     "summarize",
+    "tcp_ping",
 ]

@@ -1,8 +1,12 @@
 """Command lines of nornir-bench: thin layers over the public API.
 
-``scripts/script.py WORKERS RTT`` is :func:`script_main`. Exit status: 0 every host ok,
-1 some host failed, 2 bad usage (one-line error, no traceback), 130 interrupted by Ctrl-C
-(the hosts that finished are still summarized).
+- ``nornir-bench run JOB.yaml`` (:func:`main`): a job file's task on its inventory, with a
+  progress bar, per-host JSON Lines records, a summary and one line per failed host.
+- ``nornir-bench lab`` / ``nornir-bench rtt-server``: the local device lab.
+- ``scripts/script.py WORKERS RTT`` (:func:`script_main`): the "how many threads" benchmark.
+
+Exit status, for all: 0 every host ok, 1 some host failed, 2 bad usage or a bad job (one-line
+error, no traceback), 130 interrupted by Ctrl-C (the hosts that finished are still reported).
 """
 
 from __future__ import annotations
@@ -14,10 +18,20 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from pathlib import Path
+
 from nornir_bench.benchmark import available_runners, run_benchmark
 from nornir_bench.usage import process_usage
 
-__all__ = ["EXIT_FAILED_HOSTS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "script_main"]
+__all__ = [
+    "EXIT_FAILED_HOSTS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "main",
+    "script_entry",
+    "script_main",
+]
 
 EXIT_OK = 0
 EXIT_FAILED_HOSTS = 1
@@ -124,10 +138,99 @@ def script_main(argv: Sequence[str] | None = None) -> int:
     return EXIT_FAILED_HOSTS if summary.failed else EXIT_OK
 
 
-def script_entry() -> NoReturn:
-    """``sys.exit`` wrapper for console scripts; Ctrl-C outside a run exits 130 quietly."""
+def _main_parser() -> _Parser:
+    # Imported here, not at the top: script.py, timed as a whole process, needs none of it.
+    from nornir_bench.lab.commands import (
+        LAB_HELP,
+        RTT_SERVER_HELP,
+        add_lab_arguments,
+        add_rtt_server_arguments,
+        lab_command,
+        rtt_server_command,
+    )
+
+    parser = _Parser(
+        prog="nornir-bench",
+        description="Fast, safe nornir runners: run jobs on devices, or try them on a local lab.",
+        epilog="Exit status: 0 all hosts ok, 1 some host failed, 2 bad usage or job, 130 Ctrl-C.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                     parser_class=_Parser)
+    run = commands.add_parser(
+        "run", help="run a YAML job file's task on its inventory",
+        description="Run the task of a YAML job file (a nornir configuration plus task, filter, "
+        "output) on its hosts. Per-host records go to a JSON Lines file as hosts finish.",
+    )
+    run.add_argument("job", metavar="JOB.yaml", type=Path, help="the job file")
+    run.add_argument("--output", "-o", metavar="PATH", type=Path,
+                     help="JSON Lines file for per-host records (default: the job's output.path, "
+                     "else JOBNAME-DATE.jsonl here)")
+    run.add_argument("--quiet", "-q", action="store_true",
+                     help="no progress bar (there is none either when stderr is not a terminal)")
+    run.set_defaults(handler=_run_command)
+    lab = commands.add_parser("lab", help=LAB_HELP, description=LAB_HELP)
+    add_lab_arguments(lab)
+    lab.set_defaults(handler=lab_command)
+    rtt = commands.add_parser("rtt-server", help=RTT_SERVER_HELP, description=RTT_SERVER_HELP)
+    add_rtt_server_arguments(rtt)
+    rtt.set_defaults(handler=rtt_server_command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``nornir-bench`` command; returns the exit status."""
+    from nornir_bench.job import JobError
+    from nornir_bench.lab import LabError
+
+    args = _main_parser().parse_args(argv)
     try:
-        status = script_main()
+        return int(args.handler(args))
+    except (JobError, LabError) as exc:
+        print(f"nornir-bench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    from nornir_bench.job import load_job
+    from nornir_bench.jobrun import failure_lines, run_job
+
+    job = load_job(args.job)
+    try:
+        run = run_job(job, output=args.output, progress=False if args.quiet else None)
+    except OSError as exc:
+        print(f"nornir-bench: error: cannot write the results: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"job {job.path}: task {job.task_name} on {run.hosts} hosts, runner {job.runner_plugin}")
+    if run.summary is not None:
+        for line in run.summary.lines():
+            print(run.redact(line))
+    failures = failure_lines(run)
+    if failures:
+        print("failed hosts:")
+        print("\n".join(failures))
+    done = 0 if run.result is None else len(run.result)
+    if run.interrupted:
+        print(f"interrupted: {run.hosts - done} of {run.hosts} hosts did not finish")
+    print(f"per-host records: {run.output}")
+    if run.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED_HOSTS if run.summary is not None and run.summary.failed else EXIT_OK
+
+
+def script_entry() -> NoReturn:
+    """``sys.exit`` wrapper for ``scripts/script.py``; see :func:`_exit_with`."""
+    _exit_with(script_main)
+
+
+def entry() -> NoReturn:
+    """``sys.exit`` wrapper for the ``nornir-bench`` console script."""
+    _exit_with(main)
+
+
+def _exit_with(command: Callable[[], int]) -> NoReturn:
+    """Run ``command`` and exit with its status; Ctrl-C outside a run exits 130 quietly."""
+    try:
+        status = command()
     except KeyboardInterrupt:
         # A runner that keeps partial results raises RunInterrupted inside script_main, which
         # reports them; this is Ctrl-C during start-up, or a runner that keeps nothing.

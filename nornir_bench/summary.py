@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 from nornir.core.exceptions import NornirSubTaskError
 
 if TYPE_CHECKING:
-    from nornir.core.task import AggregatedResult, MultiResult
+    from nornir.core.task import AggregatedResult, MultiResult, Result
 
-__all__ = ["RunSummary", "failure_type", "summarize"]
+__all__ = ["RunSummary", "failure_of", "failure_type", "summarize"]
 
 # The failure kind of a host whose task returned ``Result(failed=True)`` without raising.
 FAILED_WITHOUT_EXCEPTION = "failed"
@@ -94,16 +94,27 @@ def summarize(
 
 
 def failure_type(multi: MultiResult) -> str:
-    """The type name of what made a host fail.
+    """The type name of what made a host fail (see :func:`failure_of`)."""
+    failure = failure_of(multi)
+    if failure is None or failure.exception is None:
+        return FAILED_WITHOUT_EXCEPTION
+    return type(failure.exception).__name__
+
+
+def failure_of(multi: MultiResult) -> Result | None:
+    """The result that says best why a host failed; ``None`` when it did not.
 
     A failed subtask makes its parent raise ``NornirSubTaskError``; the subtask's own exception
-    says more, so it is preferred.
+    says more, so its result is preferred. Without any exception, the first failed result.
     """
-    exceptions = [r.exception for r in multi if r.failed and r.exception is not None]
-    for exc in exceptions:
-        if not isinstance(exc, NornirSubTaskError):
-            return type(exc).__name__
-    return type(exceptions[0]).__name__ if exceptions else FAILED_WITHOUT_EXCEPTION
+    failed = [r for r in multi if r.failed]
+    raised = [r for r in failed if r.exception is not None]
+    for result in raised:
+        if not isinstance(result.exception, NornirSubTaskError):
+            return result
+    if raised:
+        return raised[0]
+    return failed[0] if failed else None
 
 
 def _percentile(ordered: list[float], pct: float) -> float | None:

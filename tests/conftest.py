@@ -12,6 +12,10 @@ from nornir.core import Nornir
 from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
+# Real device peers on loopback (FakeNOS lab, RTT server), shared by every test folder: one lab
+# per session.
+pytest_plugins = ["tests.devices"]
+
 
 def make_nornir(runner: str = "threadpool", hosts: int = 20, **options: Any) -> Nornir:
     """A Nornir on ``hosts`` synthetic hosts with the named runner plugin."""

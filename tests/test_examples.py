@@ -1,13 +1,19 @@
-"""The example configuration files under inventory/ load as shipped."""
+"""The examples load and run as shipped: configurations under inventory/, jobs under tasks/."""
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from nornir import InitNornir
 
 from nornir_bench import ThreadPoolRunner
+from nornir_bench.job import load_job
+from tests.devices import LAB, started, stopped
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,3 +32,51 @@ def test_lab_config_file(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sorted(nr.inventory.hosts) == ["rtr1", "rtr2", "sw1", "sw2"]
     assert nr.inventory.hosts["sw1"].platform == "arista_eos"
     assert all(h.hostname == "127.0.0.1" for h in nr.inventory.hosts.values())
+
+
+JOBS = sorted((ROOT / "tasks").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", JOBS, ids=[p.name for p in JOBS])
+def test_every_example_job_is_valid(path: Path) -> None:
+    job = load_job(path)
+    assert job.task_name and job.settings["inventory"]["plugin"]
+
+
+LAB_PORTS = range(6001, 6005)  # inventory/lab, as shipped
+
+
+def _lab_ports_in_use() -> list[int]:
+    busy = []
+    for port in LAB_PORTS:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                busy.append(port)
+    return busy
+
+
+def test_the_lab_jobs_run_against_the_lab_as_shipped(tmp_path: Path) -> None:
+    busy = _lab_ports_in_use()
+    if busy:
+        pytest.skip(f"the shipped lab's ports are taken on this machine: {busy}")
+    lab = started([*LAB, "lab", "inventory/lab"], "lab ready:", tmp_path)
+    try:
+        for name, hosts, expect in [
+            ("lab_show_version", 4, "Software"),
+            ("lab_show_clock_async", 2, "UTC"),
+            ("lab_tcp_ping", 4, "127.0.0.1:600"),
+        ]:
+            out = tmp_path / f"{name}.jsonl"
+            done = subprocess.run(
+                [sys.executable, "-m", "nornir_bench", "run", f"tasks/{name}.yaml", "-o", str(out)],
+                cwd=ROOT, capture_output=True, text=True, timeout=120,
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            rows = [json.loads(line) for line in out.read_text().splitlines()]
+            assert len(rows) == hosts and not any(r["failed"] for r in rows), name
+            assert all(expect in json.dumps(r["result"]) for r in rows), name
+    finally:
+        assert stopped(lab) == 0

@@ -1,0 +1,50 @@
+"""A local device lab: emulated SSH devices (FakeNOS) and the emulated-RTT TCP server.
+
+- :mod:`~nornir_bench.lab.devices`: which devices to emulate, from a nornir SimpleInventory or
+  generated, and the inventory that reaches them;
+- :mod:`~nornir_bench.lab.emulator`: :class:`DeviceLab` starts and stops them, :func:`run_lab`
+  is ``nornir-bench lab``;
+- :mod:`~nornir_bench.lab.rtt_server`: :class:`RttServer`, thousands of connections answered
+  after a set delay, and :func:`run_rtt_server`, ``nornir-bench rtt-server``;
+- :mod:`~nornir_bench.lab.commands`: their command-line options, for any argparse front end.
+
+FakeNOS is optional (``pip install 'nornir-bench[lab]'``): it is imported only when a lab
+starts, so the RTT server and the inventory helpers work without it.
+"""
+
+from nornir_bench.lab._errors import LabError
+from nornir_bench.lab.devices import (
+    DEFAULT_BASE_PORT,
+    DEFAULT_PLATFORMS,
+    LabDevice,
+    fakenos_platforms,
+    generate_lab_devices,
+    load_lab_devices,
+    render_inventory,
+    write_inventory,
+)
+from nornir_bench.lab.emulator import DeviceLab, run_lab
+from nornir_bench.lab.rtt_server import (
+    RttServer,
+    RttServerStats,
+    raise_open_file_limit,
+    run_rtt_server,
+)
+
+__all__ = [
+    "DEFAULT_BASE_PORT",
+    "DEFAULT_PLATFORMS",
+    "DeviceLab",
+    "LabDevice",
+    "LabError",
+    "RttServer",
+    "RttServerStats",
+    "fakenos_platforms",
+    "generate_lab_devices",
+    "load_lab_devices",
+    "raise_open_file_limit",
+    "render_inventory",
+    "run_lab",
+    "run_rtt_server",
+    "write_inventory",
+]

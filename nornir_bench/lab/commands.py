@@ -1,0 +1,101 @@
+"""The lab's command-line options and commands, for any argparse front end.
+
+``nornir-bench lab`` / ``nornir-bench rtt-server`` (also ``python -m nornir_bench ...``) build
+their sub-commands from these functions, so the options are declared once. Both commands
+raise :class:`~nornir_bench.lab.LabError` for bad input; the front end prints it and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from nornir_bench.lab.devices import DEFAULT_BASE_PORT, DEFAULT_PLATFORMS
+from nornir_bench.lab.emulator import DEFAULT_LAB_SIZE, run_lab
+from nornir_bench.lab.rtt_server import DEFAULT_RTT_PORT, run_rtt_server
+
+__all__ = ["add_lab_arguments", "add_rtt_server_arguments", "lab_command", "rtt_server_command"]
+
+LAB_HELP = "run emulated SSH devices (FakeNOS) on loopback until Ctrl-C"
+RTT_SERVER_HELP = "run the emulated-RTT device: echoes each request line after a delay"
+
+
+def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the ``lab`` command: an inventory to emulate, or a lab to generate."""
+    parser.add_argument(
+        "inventory",
+        nargs="?",
+        metavar="INVENTORY",
+        help="a nornir SimpleInventory directory (hosts.yaml, groups.yaml, defaults.yaml) or "
+        "hosts file whose hosts to emulate, e.g. inventory/lab; without it, a lab is generated",
+    )
+    generated = parser.add_argument_group("a generated lab (without INVENTORY)")
+    generated.add_argument(
+        "--count", type=int, metavar="N", help=f"how many devices (default {DEFAULT_LAB_SIZE})"
+    )
+    generated.add_argument(
+        "--platform",
+        dest="platforms",
+        nargs="+",
+        action="extend",
+        metavar="P",
+        help=f"FakeNOS platforms, given in turn (default {' '.join(DEFAULT_PLATFORMS)})",
+    )
+    generated.add_argument(
+        "--port",
+        type=int,
+        metavar="BASE",
+        help=f"the first device's port; the others follow (default {DEFAULT_BASE_PORT})",
+    )
+    generated.add_argument(
+        "--write", metavar="DIR", help="write the lab's nornir SimpleInventory to DIR (user / fakenos-lab)"
+    )
+
+
+def lab_command(args: argparse.Namespace) -> int:
+    """Run the lab described by ``args`` until signalled; the exit status (0)."""
+    run_lab(
+        args.inventory,
+        count=args.count,
+        platforms=args.platforms,
+        port=args.port,
+        write=args.write,
+    )
+    return 0
+
+
+def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the ``rtt-server`` command."""
+    parser.add_argument("--address", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_RTT_PORT,
+        help=f"listen port (default {DEFAULT_RTT_PORT})",
+    )
+    parser.add_argument(
+        "--ports",
+        type=int,
+        default=1,
+        metavar="N",
+        help="listen on N consecutive ports from --port (spreads thousands of emulated devices)",
+    )
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.05,
+        metavar="S",
+        help="seconds before each reply (default 0.05)",
+    )
+    parser.add_argument(
+        "--jitter",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="each delay varies by up to ± S seconds",
+    )
+
+
+def rtt_server_command(args: argparse.Namespace) -> int:
+    """Serve until signalled; the exit status (0)."""
+    run_rtt_server(args.address, args.port, args.delay, args.jitter, ports=args.ports)
+    return 0

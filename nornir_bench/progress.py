@@ -1,0 +1,86 @@
+"""``ProgressBar``: a nornir processor drawing a tqdm bar of hosts done and failed.
+
+A processor, so it works with every runner, nornir's own included: the process-pool runner
+fires the host hooks in the parent, and the thread runners' hooks are serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import IO, TYPE_CHECKING
+
+from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import AggregatedResult, MultiResult, Task
+
+__all__ = ["ProgressBar"]
+
+
+class _Bar(tqdm):  # type: ignore[type-arg]  # tqdm is generic in its items; ours are hosts
+    # tqdm's monitor is a thread that outlives the bar; a run must not leave threads behind.
+    monitor_interval = 0
+
+
+class ProgressBar:
+    """Shows ``hosts done/total [elapsed<ETA, rate] failed=N`` while a task runs.
+
+    Args:
+        file: where to draw; standard error by default.
+        enabled: ``None`` (the default) draws only when ``file`` is a terminal, so logs and
+            pipes stay clean; ``True``/``False`` force it on or off.
+    """
+
+    def __init__(self, *, file: IO[str] | None = None, enabled: bool | None = None) -> None:
+        self.file = file if file is not None else sys.stderr
+        self.enabled = _is_terminal(self.file) if enabled is None else enabled
+        self.failed = 0
+        self._bar: _Bar | None = None
+        self._lock = threading.Lock()
+
+    def task_started(self, task: Task) -> None:
+        if not self.enabled:
+            return
+        # nr.run's default selection: the hosts not failed in an earlier run.
+        hosts = task.nornir.inventory.hosts
+        total = len(hosts) - len(task.nornir.data.failed_hosts.intersection(hosts))
+        self.failed = 0
+        self._bar = _Bar(
+            total=total, desc=task.name, unit="host", file=self.file, dynamic_ncols=True
+        )
+
+    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        if self._bar is None:
+            return
+        with self._lock:
+            if result.failed:
+                self.failed += 1
+                self._bar.set_postfix(failed=self.failed, refresh=False)
+            self._bar.update()
+
+    def task_completed(self, task: Task, result: AggregatedResult) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Finish the bar; for a run that ended without ``task_completed`` (Ctrl-C)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def task_instance_started(self, task: Task, host: Host) -> None:
+        pass
+
+    def subtask_instance_started(self, task: Task, host: Host) -> None:
+        pass
+
+    def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        pass
+
+
+def _is_terminal(file: IO[str]) -> bool:
+    try:
+        return file.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False

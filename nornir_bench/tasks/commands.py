@@ -1,0 +1,108 @@
+"""Run a CLI command on a device: ``send_command`` (netmiko) and ``asend_command`` (asyncssh).
+
+``send_command`` is nornir-netmiko's ``netmiko_send_command``: the same connection plugin,
+the same output; it blocks, so event-loop runners run it in their thread pool.
+``asend_command`` awaits an asyncssh session (:mod:`nornir_bench.tasks.ssh_session`), so
+thousands of devices can be in flight on one loop. Both return a ``Result`` whose ``result``
+is the command's output text, in the same form (no echo, no prompt, ``\\n`` line ends).
+
+Each keeps one session per host in ``host.connections`` (``"netmiko"`` and ``"asyncssh"``),
+reused by every command on that host. The asyncio and processpool runners close the asyncssh
+sessions at the end of each run; netmiko sessions stay open until ``nr.close_connections()``,
+as in nornir.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from nornir.core.task import Result
+
+from nornir_bench.tasks.ssh_session import CONNECTION_NAME, session_of
+
+if TYPE_CHECKING:
+    from nornir.core.task import Task
+
+__all__ = ["DEFAULT_COMMAND_TIMEOUT", "asend_command", "send_command"]
+
+DEFAULT_COMMAND_TIMEOUT = 30.0
+"""Seconds ``asend_command`` allows for the login, and again for each command."""
+
+
+def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: Any) -> Result:
+    """Run ``command`` through nornir-netmiko's connection (blocking).
+
+    Args:
+        command: the CLI command, one line.
+        enable: enter privileged mode first (netmiko's ``enable()``; the enable password is
+            netmiko's ``secret`` in the host's ``connection_options.netmiko.extras``).
+        **kwargs: passed to netmiko's ``send_command`` (``read_timeout``, ``expect_string``,
+            ``use_textfsm`` ...).
+
+    Returns:
+        A ``Result`` whose ``result`` is the output.
+    """
+    # 0.17 s to import: only when used.
+    from nornir_netmiko.tasks import netmiko_send_command  # type: ignore[import-untyped]
+
+    result: Result = netmiko_send_command(
+        task, command_string=_checked(command), enable=enable, **kwargs
+    )
+    return result
+
+
+async def asend_command(
+    task: Task,
+    command: str,
+    *,
+    enable: bool = False,
+    timeout: float = DEFAULT_COMMAND_TIMEOUT,
+) -> Result:
+    """Run ``command`` over the host's asyncssh session, opening it on first use.
+
+    The session logs in with the host's ``hostname``, ``port`` (22 if unset), ``username``,
+    ``password`` and ``platform``, each overridable under ``connection_options.asyncssh``
+    in the inventory, whose ``extras`` go to ``asyncssh.connect`` (``secret`` is the enable
+    password). Paging is turned off once per session (``terminal length 0`` on Cisco and
+    Arista, ``set cli screen-length 0`` on Junos; elsewhere ``--More--`` is answered).
+
+    Args:
+        command: the CLI command, one line.
+        enable: enter privileged mode first, if the prompt is not already ``#``.
+        timeout: seconds for the login, and again for the command; past them the host fails
+            with ``TimeoutError`` (also when the device accepts TCP but never answers).
+
+    Returns:
+        A ``Result`` whose ``result`` is the output.
+
+    Raises:
+        asyncssh.PermissionDenied: wrong credentials.
+        OSError: the port refused, the host unreachable, the session closed by the device.
+        TimeoutError: no prompt within ``timeout``.
+    """
+    command = _checked(command)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"asend_command: timeout must be a number of seconds > 0, got {timeout!r}")
+    host = task.host
+    session = session_of(host)
+    async with session.lock:
+        if not session.is_open:
+            params = host.get_connection_parameters(CONNECTION_NAME)
+            await session.aopen(
+                params.hostname or host.name,
+                params.username,
+                params.password,
+                params.port,
+                params.platform,
+                params.extras,
+                task.nornir.config,
+                timeout=timeout,
+            )
+        output = await session.send_command(command, enable=enable, timeout=timeout)
+    return Result(host=host, result=output)
+
+
+def _checked(command: object) -> str:
+    if not isinstance(command, str) or not command.strip() or "\n" in command or "\r" in command:
+        raise ValueError(f"command must be one non-empty line of text, got {command!r}")
+    return command

@@ -1,0 +1,321 @@
+"""Real peers on loopback for tests: the FakeNOS lab, the RTT server, silent and closed ports.
+
+Fixtures (import them into a conftest or test module to use them):
+
+- ``fakenos_lab`` (session): 2 cisco_ios + 2 arista_eos FakeNOS devices on free ports, run by
+  ``python -m nornir_bench lab`` in a subprocess; yields a :class:`LabProcess`.
+- ``rtt_server`` (function): an :class:`~nornir_bench.lab.RttServer` (50 ms) on a free port,
+  served by a thread of the test process; yields a :class:`ServerThread`.
+
+Helpers: :func:`free_ports`, :func:`free_port_range`, :func:`started`, :func:`stopped`,
+:func:`silent_port`,
+:func:`closed_port`, :func:`full_port`, :func:`nornir_on`, :func:`rtt_server_thread`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+from nornir import InitNornir
+from nornir.core import Nornir
+
+from nornir_bench.lab import LabDevice, RttServer, RttServerStats, write_inventory
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = [sys.executable, "-m", "nornir_bench"]
+READY_TIMEOUT = 30.0  # seconds for a subprocess to print its ready line (imports included)
+STOP_TIMEOUT = 15.0  # seconds for it to exit after SIGINT before it is killed
+
+__all__ = [
+    "LabProcess",
+    "ServerThread",
+    "Started",
+    "closed_port",
+    "fakenos_lab",
+    "free_port_range",
+    "free_ports",
+    "full_port",
+    "nornir_on",
+    "rtt_server",
+    "rtt_server_thread",
+    "silent_port",
+    "started",
+    "stopped",
+]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago (all held, then released)."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+
+
+def free_port_range(count: int, attempts: int = 200) -> int:
+    """The first of ``count`` consecutive loopback ports that were all free a moment ago.
+
+    Drawn below the ephemeral range: right after a benchmark, tens of thousands of ephemeral
+    ports sit in TIME_WAIT for a minute, and those cannot be bound (not even with
+    SO_REUSEADDR, which the connections that left them did not set).
+    """
+    low = min(_ephemeral_start(), 65536) - count
+    for _ in range(attempts):
+        first = random.randint(20000, low) if low > 20000 else random.randint(1024, 65536 - count)
+        with ExitStack() as stack:
+            try:
+                for port in range(first, first + count):
+                    sock = stack.enter_context(socket.socket())
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return first
+    raise RuntimeError(f"no {count} consecutive free ports found")
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+@contextmanager
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections: bound (so nobody else takes it), not listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@contextmanager
+def silent_port() -> Iterator[int]:
+    """A loopback port that accepts TCP connections and never sends a byte.
+
+    The kernel completes the handshakes into the listen queue; nothing ever reads or writes.
+    """
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield sock.getsockname()[1]
+
+
+@contextmanager
+def full_port() -> Iterator[int]:
+    """A loopback port whose listen queue is full: new connections hang in the handshake.
+
+    The queue (backlog 0) is filled with connections nobody accepts until one no longer gets
+    through; from then on the kernel drops further connection attempts.
+    """
+    with ExitStack() as stack:
+        server = stack.enter_context(socket.socket())
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = server.getsockname()[1]
+        for _ in range(16):
+            client = stack.enter_context(socket.socket())
+            client.settimeout(0.2)
+            try:
+                client.connect(("127.0.0.1", port))
+            except TimeoutError:
+                break
+        else:
+            raise RuntimeError("the listen queue never filled")
+        yield port
+
+
+def nornir_on(inventory: Path, runner: str = "threadpool", **options: Any) -> Nornir:
+    """A Nornir on the SimpleInventory in the directory ``inventory``, with the named runner."""
+    return InitNornir(
+        runner={"plugin": runner, "options": options},
+        inventory={
+            "plugin": "SimpleInventory",
+            "options": {
+                "host_file": str(inventory / "hosts.yaml"),
+                "group_file": str(inventory / "groups.yaml"),
+                "defaults_file": str(inventory / "defaults.yaml"),
+            },
+        },
+        logging={"enabled": False},
+    )
+
+
+@dataclass
+class Started:
+    """A subprocess that printed its ready line; its stderr goes to a file (no pipe to fill)."""
+
+    process: subprocess.Popen[str]
+    ready: str
+    stdout: list[str]
+    stderr_path: Path
+    _reader: threading.Thread = field(repr=False)
+    _lines: queue.Queue[str | None] = field(repr=False)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+
+def started(
+    args: Sequence[str], ready: str, workdir: Path, timeout: float = READY_TIMEOUT
+) -> Started:
+    """Start ``args`` and wait for a stdout line beginning ``ready``; kill it if none comes."""
+    stderr_path = workdir / f"stderr-{len(list(workdir.glob('stderr-*')))}.txt"
+    with open(stderr_path, "w", encoding="utf-8") as err:
+        process = subprocess.Popen(
+            list(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1
+        )
+    lines: queue.Queue[str | None] = queue.Queue()
+    assert process.stdout is not None
+    reader = threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True)
+    reader.start()
+    seen: list[str] = []
+    handle = Started(process, "", seen, stderr_path, reader, lines)
+    try:
+        while True:
+            line = lines.get(timeout=timeout)
+            if line is None:
+                raise AssertionError(f"{args} exited before {ready!r}: {seen}\n{handle.stderr()}")
+            seen.append(line)
+            if line.startswith(ready):
+                handle.ready = line
+                return handle
+    except BaseException:
+        stopped(handle, signal.SIGKILL)
+        raise
+
+
+def stopped(handle: Started, sig: int = signal.SIGINT, timeout: float = STOP_TIMEOUT) -> int:
+    """Send ``sig`` and wait for the exit (killing it after ``timeout``); the exit status.
+
+    Afterwards ``handle.stdout`` holds every line it printed.
+    """
+    process = handle.process
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    handle._reader.join(timeout)
+    while True:
+        try:
+            line = handle._lines.get_nowait()
+        except queue.Empty:
+            break
+        if line is not None:
+            handle.stdout.append(line)
+    assert process.stdout is not None
+    process.stdout.close()
+    return process.returncode
+
+
+def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+@dataclass
+class LabProcess:
+    """The FakeNOS lab running in a subprocess, and the inventory that reaches it."""
+
+    inventory: Path
+    devices: list[LabDevice]
+    handle: Started
+
+    def nornir(self, runner: str = "threadpool", **options: Any) -> Nornir:
+        return nornir_on(self.inventory, runner, **options)
+
+
+@pytest.fixture(scope="session")
+def fakenos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
+    """Two cisco_ios and two arista_eos devices (user / fakenos-lab) on free loopback ports."""
+    folder = tmp_path_factory.mktemp("fakenos-lab")
+    ports = free_ports(4)
+    devices = [
+        LabDevice(name, "127.0.0.1", port, platform, "user", "fakenos-lab")
+        for name, port, platform in zip(
+            ("rtr1", "sw1", "rtr2", "sw2"), ports, ("cisco_ios", "arista_eos") * 2, strict=True
+        )
+    ]
+    inventory = folder / "inventory"
+    write_inventory(devices, inventory)
+    handle = started([*LAB, "lab", str(inventory)], "lab ready:", folder)
+    try:
+        yield LabProcess(inventory, devices, handle)
+    finally:
+        stopped(handle)
+
+
+@dataclass
+class ServerThread:
+    """An RTT server served by a thread of this process, with its own event loop."""
+
+    server: RttServer
+    thread: threading.Thread
+    loop: asyncio.AbstractEventLoop
+    stop: asyncio.Event
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def stats(self) -> RttServerStats:
+        return self.server.stats
+
+
+@contextmanager
+def rtt_server_thread(**options: Any) -> Iterator[ServerThread]:
+    """Serve ``RttServer(port=0, **options)`` in a thread until the block ends."""
+    server = RttServer("127.0.0.1", 0, **options)
+    ready = threading.Event()
+    failure: list[BaseException] = []
+    handles: dict[str, Any] = {}
+
+    async def serve() -> None:
+        handles["loop"] = asyncio.get_running_loop()
+        handles["stop"] = stop = asyncio.Event()
+        try:
+            async with server:
+                ready.set()
+                await stop.wait()
+        except BaseException as exc:
+            failure.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), name="rtt-server")
+    thread.start()
+    ready.wait(READY_TIMEOUT)
+    if failure:
+        thread.join()
+        raise failure[0]
+    running = ServerThread(server, thread, handles["loop"], handles["stop"])
+    try:
+        yield running
+    finally:
+        running.loop.call_soon_threadsafe(running.stop.set)
+        thread.join(STOP_TIMEOUT)
+
+
+@pytest.fixture
+def rtt_server() -> Iterator[ServerThread]:
+    """The RTT server at 50 ms on a free loopback port, for one test."""
+    with rtt_server_thread(delay=0.05) as running:
+        yield running

@@ -1,0 +1,146 @@
+"""send_command (netmiko, threadpool) and asend_command (asyncssh, asyncio) on FakeNOS devices."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import pytest
+from nornir.core.task import Task
+
+from nornir_bench import arun_subtask
+from nornir_bench.lab import LabDevice, write_inventory
+from nornir_bench.tasks import AsyncSSHSession, asend_command, send_command
+from tests.devices import LabProcess, closed_port, nornir_on, silent_port
+
+# What each platform's "show version" says, as FakeNOS emulates it.
+VERSION = {"cisco_ios": "Cisco IOS XE Software", "arista_eos": "cEOSLab"}
+WRONG = "Wr0ng-Pa55word-7e1"
+
+
+def one_host(tmp_path: Path, port: int, password: str = "fakenos-lab") -> Path:
+    write_inventory([LabDevice("r1", "127.0.0.1", port, "cisco_ios", "user", password)], tmp_path)
+    return tmp_path
+
+
+def test_send_command_through_netmiko_on_two_platforms(fakenos_lab: LabProcess) -> None:
+    nr = fakenos_lab.nornir("threadpool", num_workers=4)
+    try:
+        result = nr.run(task=send_command, command="show version", enable=True)
+    finally:
+        nr.close_connections()
+    assert not result.failed, result.failed_hosts
+    for device in fakenos_lab.devices:
+        assert VERSION[device.platform] in result[device.name].result
+        assert not result[device.name].result.startswith("show version")
+
+
+def test_asend_command_gives_what_send_command_gives(fakenos_lab: LabProcess) -> None:
+    sync = fakenos_lab.nornir("threadpool", num_workers=4)
+    try:
+        expected = sync.run(task=send_command, command="show version", enable=True)
+    finally:
+        sync.close_connections()
+    nr = fakenos_lab.nornir("asyncio")
+    result = nr.run(task=asend_command, command="show version", enable=True)
+    assert not result.failed, result.failed_hosts
+    assert {h: m.result for h, m in result.items()} == {h: m.result for h, m in expected.items()}
+    assert all(VERSION[d.platform] in result[d.name].result for d in fakenos_lab.devices)
+    # The runner closed every session at the end of the run.
+    assert all(host.connections == {} for host in nr.inventory.hosts.values())
+
+
+async def two_commands(task: Task) -> dict[str, Any]:
+    await arun_subtask(task, asend_command, command="show clock")
+    session = task.host.connections["asyncssh"]
+    assert isinstance(session, AsyncSSHSession)
+    first = session.connection
+    await arun_subtask(task, asend_command, command="show version", enable=True)
+    return {"same": first is not None and session.connection is first, "prompt": session.prompt}
+
+
+def test_commands_in_one_task_share_one_session(fakenos_lab: LabProcess) -> None:
+    nr = fakenos_lab.nornir("asyncio")
+    result = nr.run(task=two_commands)
+    assert not result.failed, result.failed_hosts
+    for device in fakenos_lab.devices:
+        own, clock, version = result[device.name]
+        assert own.result == {"same": True, "prompt": f"{device.name}#"}
+        assert clock.result and VERSION[device.platform] not in clock.result
+        assert VERSION[device.platform] in version.result
+    assert all(host.connections == {} for host in nr.inventory.hosts.values())
+
+
+async def concurrent_commands(task: Task) -> None:
+    await asyncio.gather(
+        arun_subtask(task, asend_command, command="show version", enable=True),
+        arun_subtask(task, asend_command, command="show clock"),
+        arun_subtask(task, asend_command, command="show version", enable=True),
+    )
+
+
+def test_concurrent_commands_on_one_host_do_not_interleave(fakenos_lab: LabProcess) -> None:
+    device = fakenos_lab.devices[0]
+    nr = fakenos_lab.nornir("asyncio").filter(name=device.name)
+    result = nr.run(task=concurrent_commands)
+    assert not result.failed, result.failed_hosts
+    _, first, clock, second = result[device.name]
+    assert first.result == second.result
+    assert VERSION[device.platform] in first.result and VERSION[device.platform] not in clock.result
+
+
+def failure(result: Any, host: str = "r1") -> tuple[BaseException, str]:
+    multi = result[host]
+    assert multi.failed
+    return multi.exception, str(multi.result)
+
+
+def test_wrong_password_fails_without_showing_it(fakenos_lab: LabProcess, tmp_path: Path) -> None:
+    inventory = one_host(tmp_path, fakenos_lab.devices[0].port, password=WRONG)
+    exc, text = failure(
+        nornir_on(inventory, "asyncio").run(task=asend_command, command="show clock")
+    )
+    assert isinstance(exc, asyncssh.PermissionDenied)
+    assert WRONG not in str(exc) and WRONG not in text and "Traceback" in text
+
+    sync = nornir_on(inventory, "threadpool")
+    try:
+        exc, text = failure(sync.run(task=send_command, command="show clock"))
+    finally:
+        sync.close_connections()
+    assert WRONG not in str(exc) and WRONG not in text
+
+
+def test_closed_port_fails_fast(tmp_path: Path) -> None:
+    with closed_port() as port:
+        nr = nornir_on(one_host(tmp_path, port), "asyncio")
+        start = time.monotonic()
+        exc, _ = failure(nr.run(task=asend_command, command="show clock", timeout=20))
+    assert isinstance(exc, ConnectionRefusedError)
+    assert time.monotonic() - start < 5
+
+
+def test_silent_device_fails_by_the_timeout(tmp_path: Path) -> None:
+    with silent_port() as port:
+        nr = nornir_on(one_host(tmp_path, port), "asyncio")
+        start = time.monotonic()
+        exc, _ = failure(nr.run(task=asend_command, command="show clock", timeout=1))
+        elapsed = time.monotonic() - start
+    assert isinstance(exc, TimeoutError)
+    assert str(exc) == f"127.0.0.1:{port}: no CLI prompt within 1 s of connecting"
+    assert 1 <= elapsed < 5
+
+
+@pytest.mark.parametrize("command", ["", "  ", "show\nclock", 42])
+def test_command_must_be_one_line(tmp_path: Path, command: object) -> None:
+    nr = nornir_on(one_host(tmp_path, 9), "asyncio")
+    exc, _ = failure(nr.run(task=asend_command, command=command))
+    assert isinstance(exc, ValueError) and "command must be one non-empty line" in str(exc)
+
+
+def test_sync_open_points_to_aopen() -> None:
+    with pytest.raises(TypeError, match="await session.aopen"):
+        AsyncSSHSession().open("127.0.0.1", "u", "p", 22, "cisco_ios")
