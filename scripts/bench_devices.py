@@ -211,7 +211,7 @@ def main() -> None:
         [
             sys.executable,
             "-m",
-            "nornir_bench.lab",
+            "nornir_bench",
             "rtt-server",
             "--port",
             str(args.port),
