@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from nornir_bench.lab import DeviceLab, LabError, RttServer, run_lab, run_rtt_server
     from nornir_bench.progress import ProgressBar
     from nornir_bench.records import JsonLinesWriter
+    from nornir_bench.sweep import SweepGrid, run_sweep
 
 # Loaded on first use (PEP 562): job files, the lab and the progress bar cost ~25 ms of imports
 # that the benchmark script, timed as a whole process, never needs.
@@ -50,6 +51,8 @@ _LAZY = {
     "run_rtt_server": "nornir_bench.lab",
     "ProgressBar": "nornir_bench.progress",
     "JsonLinesWriter": "nornir_bench.records",
+    "SweepGrid": "nornir_bench.sweep",
+    "run_sweep": "nornir_bench.sweep",
 }
 
 
@@ -81,6 +84,7 @@ __all__ = [
     "RunInterrupted",
     "RunSummary",
     "SimulatedFailure",
+    "SweepGrid",
     "SyntheticInventory",
     "TaskTimeout",
     "ThreadPoolRunner",
@@ -100,6 +104,7 @@ __all__ = [
     "run_job",
     "run_lab",
     "run_rtt_server",
+    "run_sweep",
     "send_command",
     "sim_rtt",
     "summarize",

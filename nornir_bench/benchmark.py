@@ -23,7 +23,13 @@ from nornir_bench.timing import HostTimer
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
 
-__all__ = ["BenchmarkRun", "available_runners", "prefers_async_tasks", "run_benchmark"]
+__all__ = [
+    "BenchmarkRun",
+    "available_runners",
+    "prefers_async_tasks",
+    "run_benchmark",
+    "takes_workers",
+]
 
 
 @dataclass(frozen=True)
@@ -98,10 +104,17 @@ def run_benchmark(
     )
 
 
-def _runner_options(runner: str, workers: int) -> dict[str, Any]:
-    """``{"num_workers": workers}`` for runners that take it (nornir's ``serial`` does not)."""
+def takes_workers(runner: str) -> bool:
+    """Whether the named runner plugin has a ``num_workers`` option (nornir's ``serial`` has not).
+
+    Runners without it ignore the worker count asked for.
+    """
     for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH):
         if ep.name == runner:
-            parameters = inspect.signature(ep.load()).parameters
-            return {"num_workers": workers} if "num_workers" in parameters else {}
-    return {}
+            return "num_workers" in inspect.signature(ep.load()).parameters
+    return False
+
+
+def _runner_options(runner: str, workers: int) -> dict[str, Any]:
+    """``{"num_workers": workers}`` for runners that take it (nornir's ``serial`` does not)."""
+    return {"num_workers": workers} if takes_workers(runner) else {}

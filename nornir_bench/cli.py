@@ -3,6 +3,8 @@
 - ``nornir-bench run JOB.yaml`` (:func:`main`): a job file's task on its inventory, with a
   progress bar, per-host JSON Lines records, a summary and one line per failed host.
 - ``nornir-bench lab`` / ``nornir-bench rtt-server``: the local device lab.
+- ``nornir-bench sweep``: the study's grid of runners x workers x RTT, each run a fresh process;
+  tables, CSV/JSON, plots and a recommended worker count (exit 1: some run failed).
 - ``scripts/script.py WORKERS RTT`` (:func:`script_main`): the "how many threads" benchmark.
 
 Exit status, for all: 0 every host ok, 1 some host failed, 2 bad usage or a bad job (one-line
@@ -16,9 +18,8 @@ import gc
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
-
 from pathlib import Path
+from typing import NoReturn, TypeVar
 
 from nornir_bench.benchmark import available_runners, run_benchmark
 from nornir_bench.usage import process_usage
@@ -73,6 +74,35 @@ def _float_argument(allowed: str, accept: Callable[[float], bool]) -> Callable[[
 
 _seconds = _float_argument("a number of seconds >= 0", lambda v: math.isfinite(v) and v >= 0)
 _probability = _float_argument("a probability from 0 to 1", lambda v: 0 <= v <= 1)
+
+_Item = TypeVar("_Item")
+
+
+def _comma_list(item: Callable[[str], _Item], allowed: str) -> Callable[[str], list[_Item]]:
+    """An argparse type: comma-separated ``item``s, at least one.
+
+    An empty list or item is an error naming ``allowed``; a bad item, the item's own error.
+    """
+
+    def parse(text: str) -> list[_Item]:
+        parts = [part.strip() for part in text.split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}")
+        return [item(part) for part in parts]
+
+    return parse
+
+
+def _known_runner(name: str) -> str:
+    runners = available_runners()
+    if name not in runners:
+        raise argparse.ArgumentTypeError(f"unknown runner {name!r}; available: {', '.join(runners)}")
+    return name
+
+
+_runner_list = _comma_list(_known_runner, "comma-separated runner names")
+_workers_list = _comma_list(_positive_int, "comma-separated whole numbers >= 1 (e.g. 100,1000)")
+_seconds_list = _comma_list(_seconds, "comma-separated seconds >= 0 (e.g. 0.05,0.1)")
 
 
 def _script_parser() -> _Parser:
@@ -148,6 +178,7 @@ def _main_parser() -> _Parser:
         lab_command,
         rtt_server_command,
     )
+    from nornir_bench.sweep.grid import DEFAULT_RTTS, DEFAULT_RUNNERS, DEFAULT_WORKERS
 
     parser = _Parser(
         prog="nornir-bench",
@@ -174,6 +205,36 @@ def _main_parser() -> _Parser:
     rtt = commands.add_parser("rtt-server", help=RTT_SERVER_HELP, description=RTT_SERVER_HELP)
     add_rtt_server_arguments(rtt)
     rtt.set_defaults(handler=rtt_server_command)
+    sweep = commands.add_parser(
+        "sweep", help="the threads-vs-coroutines study: runners x workers x RTT, tables and plots",
+        description="Run the 'how many threads are enough' benchmark (scripts/script.py) for "
+        "every runner x workers x RTT, each run in a fresh process timed from outside as `time` "
+        "did; print the study's tables and a recommended worker count, and write CSV, JSON and "
+        "plots to DIR. Stopped (Ctrl-C) or killed, it carries on from DIR/runs.jsonl when run "
+        "again with the same --out.",
+        epilog="Exit status: 0 all runs done, 1 some run failed (see DIR/results.csv), "
+        "2 bad usage or DIR holds runs of another setup, 130 Ctrl-C (what finished is written).",
+    )
+    sweep.add_argument("--runners", metavar="R,R", type=_runner_list,
+                       default=list(DEFAULT_RUNNERS),
+                       help=f"runner plugins (default: {','.join(DEFAULT_RUNNERS)}); nornir's own "
+                       "threaded and serial are baselines")
+    sweep.add_argument("--workers", metavar="N,N", type=_workers_list,
+                       default=list(DEFAULT_WORKERS),
+                       help=f"worker counts (default: {','.join(map(str, DEFAULT_WORKERS))})")
+    sweep.add_argument("--rtt", metavar="S,S", type=_seconds_list, default=list(DEFAULT_RTTS),
+                       help="simulated round-trip times in seconds "
+                       f"(default: {','.join(f'{rtt:g}' for rtt in DEFAULT_RTTS)})")
+    sweep.add_argument("--hosts", metavar="N", type=_positive_int, default=10_000,
+                       help="synthetic hosts per run (default: 10000)")
+    sweep.add_argument("--repeat", metavar="N", type=_positive_int, default=3,
+                       help="runs per point; the tables show the median (default: 3)")
+    sweep.add_argument("--out", "-o", metavar="DIR", type=Path, default=Path("sweep-results"),
+                       help="results folder, and the journal a stopped sweep resumes from "
+                       "(default: sweep-results)")
+    sweep.add_argument("--quiet", "-q", action="store_true",
+                       help="no progress bar (there is none either when stderr is not a terminal)")
+    sweep.set_defaults(handler=_sweep_command)
     return parser
 
 
@@ -215,6 +276,35 @@ def _run_command(args: argparse.Namespace) -> int:
     if run.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_FAILED_HOSTS if run.summary is not None and run.summary.failed else EXIT_OK
+
+
+def _sweep_command(args: argparse.Namespace) -> int:
+    from nornir_bench.sweep import PLOT_HINT, SweepError, SweepGrid, run_sweep, tables, write_report
+
+    grid = SweepGrid(runners=args.runners, workers=args.workers, rtts=args.rtt,
+                     hosts=args.hosts, repeat=args.repeat)
+    try:
+        result = run_sweep(grid, args.out, progress=False if args.quiet else None)
+    except SweepError as exc:
+        print(f"nornir-bench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        report = write_report(result, args.out)
+    except OSError as exc:
+        print(f"nornir-bench: error: cannot write the results: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(tables(result))
+    print()
+    names = [path.name for path in [*report.files, result.journal, *report.plots]]
+    print(f"results in {args.out}: {', '.join(names)}")
+    if report.plots_skipped:
+        print(PLOT_HINT)
+    if result.interrupted:
+        print(f"interrupted: {result.runs_done} of {result.runs_planned} runs done; "
+              "run the same command again to carry on")
+        return EXIT_INTERRUPTED
+    failed_hosts = any(point.failed for point in result.points)
+    return EXIT_FAILED_HOSTS if result.failed_runs or failed_hosts else EXIT_OK
 
 
 def script_entry() -> NoReturn:
