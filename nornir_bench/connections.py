@@ -36,6 +36,8 @@ async def aclose_connections(hosts: Iterable[Host]) -> None:
     """
     closing: list[Awaitable[None]] = []
     for host in hosts:
+        if not host.connections:  # most hosts of most runs: no list to build
+            continue
         for name, connection in list(host.connections.items()):
             aclose = getattr(connection, "aclose", None)
             if callable(aclose):
@@ -51,6 +53,8 @@ def close_connections(hosts: Iterable[Host]) -> None:
     Unlike nornir's, it goes on past a connection that fails to close.
     """
     for host in hosts:
+        if not host.connections:
+            continue
         for name, connection in list(host.connections.items()):
             del host.connections[name]
             try:

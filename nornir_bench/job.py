@@ -26,12 +26,10 @@ environment variables, a filter that matches nothing.
 
 from __future__ import annotations
 
-import collections.abc
 import importlib
 import importlib.metadata
 import inspect
 import sys
-import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +44,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
+from nornir_bench._signatures import parameters_of, show
+from nornir_bench.benchmark import prefers_async_tasks
 from nornir_bench.execution import is_async_task
 from nornir_bench.secrets import SecretError, expand_env, is_secret_key, resolve_inventory
 from nornir_bench.tasks import BUILTIN_TASKS
@@ -230,24 +230,20 @@ class _Loader:
                     f"({', '.join(_RUN_ARGUMENTS)}); rename it in the task",
                     at_key=True,
                 )
-        try:
-            signature = inspect.signature(task)
-        except (TypeError, ValueError):
+        taken = parameters_of(task, skip=1)  # the first is nornir's Task
+        if taken is None:
             return name, task, params
-        kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        accepted = [n for n, p in list(signature.parameters.items())[1:] if p.kind not in kinds]
-        takes = f"it takes: {', '.join(accepted) or 'no parameters'}"
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
-            for key in params:
-                if key not in accepted:
-                    raise self.error(
-                        node_params,
-                        key,
-                        f"task {name} has no parameter {key!r}; {takes}",
-                        at_key=True,
-                    )
+        takes = f"it takes: {', '.join(taken.names) or 'no parameters'}"
+        unknown = taken.unknown(params)
+        if unknown is not None:
+            raise self.error(
+                node_params,
+                unknown,
+                f"task {name} has no parameter {unknown!r}; {takes}",
+                at_key=True,
+            )
         try:
-            signature.bind(None, **params)
+            inspect.signature(task).bind(None, **params)
         except TypeError as exc:
             raise self.error(
                 node,
@@ -255,15 +251,10 @@ class _Loader:
                 f"task {name}: {exc}; {takes}",
                 at_key=True,
             ) from None
-        hints = _type_hints(task)
         for key, value in params.items():
-            if key in hints and not _fits(value, hints[key]):
-                raise self.error(
-                    node_params,
-                    key,
-                    f"task {name} parameter {key} must be {_describe(hints[key])}, "
-                    f"got {_show(value)}",
-                )
+            problem = taken.type_problem(key, value)
+            if problem is not None:
+                raise self.error(node_params, key, f"task {name} parameter {key} {problem}")
         return name, task, params
 
     def resolve_task(self, node: CommentedMap, name: str) -> Callable[..., Any]:
@@ -299,14 +290,7 @@ class _Loader:
             "inventory",
         )
         plugins = _plugins(InventoryPluginRegister, "nornir.plugins.inventory")
-        plugin = self.string(node, "plugin", "inventory") if "plugin" in node else "SimpleInventory"
-        if plugin not in plugins:
-            raise self.error(
-                node,
-                "plugin",
-                f"unknown inventory plugin {plugin!r}; available: {', '.join(sorted(plugins))}",
-            )
-        cls = plugins[plugin]
+        plugin, cls = self.plugin(node, "inventory", plugins, "SimpleInventory")
         options_node = self.mapping(node, "options")
         options = self.plugin_options(
             options_node, cls, f"inventory plugin {plugin}", "inventory.options"
@@ -354,19 +338,10 @@ class _Loader:
         self.keys(node, ("plugin", "options"), "runner")
         plugins = _plugins(RunnersPluginRegister, "nornir.plugins.runners")
         is_async = is_async_task(task)
-        if "plugin" in node:
-            plugin = self.string(node, "plugin", "runner")
-        else:
-            plugin = _DEFAULT_ASYNC_RUNNER if is_async else _DEFAULT_RUNNER
-        if plugin not in plugins:
-            raise self.error(
-                node,
-                "plugin",
-                f"unknown runner plugin {plugin!r}; available: {', '.join(sorted(plugins))}",
-            )
-        cls = plugins[plugin]
-        if is_async and not getattr(cls, "prefers_async_tasks", False):
-            able = sorted(n for n, c in plugins.items() if getattr(c, "prefers_async_tasks", False))
+        default = _DEFAULT_ASYNC_RUNNER if is_async else _DEFAULT_RUNNER
+        plugin, cls = self.plugin(node, "runner", plugins, default)
+        if is_async and not prefers_async_tasks(cls):
+            able = sorted(n for n, c in plugins.items() if prefers_async_tasks(c))
             raise self.error(
                 node,
                 "plugin",
@@ -402,7 +377,7 @@ class _Loader:
                 value = [value]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise self.error(
-                    node, key, f"filter {key} must be a name or a list of names, got {_show(value)}"
+                    node, key, f"filter {key} must be a name or a list of names, got {show(value)}"
                 )
             values[key] = tuple(value)
         return HostFilter(
@@ -411,35 +386,38 @@ class _Loader:
 
     # -- checks --------------------------------------------------------------------------
 
+    def plugin(
+        self, node: CommentedMap, section: str, plugins: dict[str, Any], default: str
+    ) -> tuple[str, Any]:
+        """The plugin ``node`` names (``default`` if none) and its class, or the valid names."""
+        name = self.string(node, "plugin", section) if "plugin" in node else default
+        if name not in plugins:
+            raise self.error(
+                node,
+                "plugin",
+                f"unknown {section} plugin {name!r}; available: {', '.join(sorted(plugins))}",
+            )
+        return name, plugins[name]
+
     def plugin_options(self, node: CommentedMap, cls: Any, what: str, where: str) -> dict[str, Any]:
         """``node`` (at ``where`` in the job) as a dict, each key a parameter of ``cls`` and
         each value of its type; ``what`` names ``cls`` in messages."""
         options: dict[str, Any] = self.plain(node, where)
-        try:
-            parameters = inspect.signature(cls).parameters
-        except (TypeError, ValueError):
+        taken = parameters_of(cls)
+        if taken is None:
             return options
-        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        named = [
-            n
-            for n, p in parameters.items()
-            if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        ]
-        hints = _type_hints(getattr(cls, "__init__") if isinstance(cls, type) else cls)
+        unknown = taken.unknown(options)
+        if unknown is not None:
+            raise self.error(
+                node,
+                unknown,
+                f"{what} has no option {unknown!r}; options: {', '.join(taken.names) or 'none'}",
+                at_key=True,
+            )
         for key, value in options.items():
-            if key not in parameters and not takes_any:
-                raise self.error(
-                    node,
-                    key,
-                    f"{what} has no option {key!r}; options: {', '.join(named) or 'none'}",
-                    at_key=True,
-                )
-            if key in hints and not _fits(value, hints[key]):
-                raise self.error(
-                    node,
-                    key,
-                    f"{what} option {key} must be {_describe(hints[key])}, got {_show(value)}",
-                )
+            problem = taken.type_problem(key, value)
+            if problem is not None:
+                raise self.error(node, key, f"{what} option {key} {problem}")
         return options
 
     def construct(self, cls: Any, options: dict[str, Any], node: CommentedMap, what: str) -> None:
@@ -465,7 +443,7 @@ class _Loader:
             return CommentedMap()
         if not isinstance(node, CommentedMap):
             raise self.error(
-                parent, key, f"{key} must be a mapping, got {_show(self.plain(node, key))}"
+                parent, key, f"{key} must be a mapping, got {show(self.plain(node, key))}"
             )
         return node
 
@@ -473,7 +451,7 @@ class _Loader:
         value = self.plain(node[key], f"{what}.{key}")
         if not isinstance(value, str) or not value:
             raise self.error(
-                node, key, f"{what} {key} must be a non-empty string, got {_show(value)}"
+                node, key, f"{what} {key} must be a non-empty string, got {show(value)}"
             )
         return value
 
@@ -539,69 +517,6 @@ def _yaml_error(exc: MarkedYAMLError, what: str, name: str | None = None) -> str
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def _show(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"
-
-
-def _type_hints(obj: Any) -> dict[str, Any]:
-    """``obj``'s parameter annotations, evaluated one by one: one naming a class imported only
-    for type checking (``task: Task``) must not cost the checks of the others."""
-    try:
-        return typing.get_type_hints(obj)
-    except Exception:  # noqa: BLE001 - some annotation cannot be evaluated: go one by one
-        pass
-    hints: dict[str, Any] = {}
-    namespace = getattr(inspect.unwrap(obj), "__globals__", {})
-    for name, annotation in getattr(obj, "__annotations__", {}).items():
-        try:
-            if isinstance(annotation, str):
-                annotation = eval(annotation, namespace)  # noqa: S307 - the function's own module
-            hints[name] = annotation
-        except Exception:  # noqa: BLE001, S112 - that one stays unchecked
-            continue
-    return hints
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether ``value`` (from YAML) can be an argument annotated ``hint``; unknown hints pass."""
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return True
-    if origin is typing.Union or (sys.version_info >= (3, 10) and origin is types.UnionType):
-        return any(_fits(value, arg) for arg in typing.get_args(hint))
-    if hint is type(None) or hint is None:
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin in (list, tuple, collections.abc.Sequence):
-        return isinstance(value, list)
-    if origin in (dict, collections.abc.Mapping):
-        return isinstance(value, dict)
-    return True
-
-
-def _describe(hint: Any) -> str:
-    if typing.get_origin(hint) is typing.Union or (
-        sys.version_info >= (3, 10) and typing.get_origin(hint) is types.UnionType
-    ):
-        return " or ".join(_describe(arg) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return "null"
-    if typing.get_origin(hint) in (list, tuple, collections.abc.Sequence):
-        return "a list"
-    if typing.get_origin(hint) in (dict, collections.abc.Mapping):
-        return "a mapping"
-    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(
-        hint, str(hint)
-    )
 
 
 def _importable_from(folder: Path) -> None:

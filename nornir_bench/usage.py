@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-__all__ = ["ProcessUsage", "process_usage"]
+__all__ = ["ProcessUsage", "cpu_percent", "max_rss_mib", "process_usage"]
 
 _IMPORTED_AT = time.time()
 
@@ -29,15 +29,24 @@ class ProcessUsage:
     @property
     def cpu_percent(self) -> float:
         """CPU time as a percentage of wall time, as ``time`` prints it (200 % = 2 busy cores)."""
-        return 100 * (self.user + self.sys) / self.wall if self.wall > 0 else 0.0
+        return cpu_percent(self.user, self.sys, self.wall)
+
+
+def cpu_percent(user: float, system: float, wall: float) -> float:
+    """CPU time as a percentage of wall time, as ``time`` prints it (200 % = 2 busy cores)."""
+    return 100 * (user + system) / wall if wall > 0 else 0.0
+
+
+def max_rss_mib(usage: resource.struct_rusage) -> float:
+    """Peak resident memory from ``getrusage``/``wait4``, in MiB."""
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    return usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
 def process_usage() -> ProcessUsage:
     """Measure this process now."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    # ru_maxrss is KiB on Linux, bytes on macOS.
-    rss_mib = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
-    return ProcessUsage(_wall_since_start(), usage.ru_utime, usage.ru_stime, rss_mib)
+    return ProcessUsage(_wall_since_start(), usage.ru_utime, usage.ru_stime, max_rss_mib(usage))
 
 
 def _wall_since_start() -> float:

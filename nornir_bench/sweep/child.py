@@ -14,12 +14,13 @@ import contextlib
 import os
 import resource
 import signal
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from nornir_bench.usage import max_rss_mib
 
 __all__ = ["TimedProcess", "time_process"]
 
@@ -72,14 +73,12 @@ def time_process(argv: Sequence[str], *, timeout: float) -> TimedProcess:
         err.seek(0)
         stdout = out.read().decode("utf-8", "replace")
         stderr = err.read().decode("utf-8", "replace")
-    # ru_maxrss is KiB on Linux, bytes on macOS.
-    rss_mib = usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
     return TimedProcess(
         status=None if ended is None else os.waitstatus_to_exitcode(status),
         wall=(time.perf_counter() if ended is None else ended) - start,
         user=usage.ru_utime,
         sys=usage.ru_stime,
-        max_rss_mib=rss_mib,
+        max_rss_mib=max_rss_mib(usage),
         stdout=stdout,
         stderr=stderr,
     )

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from nornir_bench.sweep.grid import Point, SweepGrid
+from nornir_bench.usage import cpu_percent
 
 __all__ = ["JOURNAL", "Journal", "RunRecord", "SweepError", "plan_runs", "sweep_environment"]
 
@@ -70,7 +71,7 @@ class RunRecord:
     @property
     def cpu_percent(self) -> float:
         """CPU time as a percentage of wall time, as ``time`` prints it (200 % = 2 busy cores)."""
-        return 100 * (self.user + self.sys) / self.wall if self.wall > 0 else 0.0
+        return cpu_percent(self.user, self.sys, self.wall)
 
 
 class Journal:
