@@ -173,10 +173,13 @@ def _main_parser() -> _Parser:
     from nornir_bench.lab.commands import (
         LAB_HELP,
         RTT_SERVER_HELP,
+        WAIT_LAB_HELP,
         add_lab_arguments,
         add_rtt_server_arguments,
+        add_wait_lab_arguments,
         lab_command,
         rtt_server_command,
+        wait_lab_command,
     )
     from nornir_bench.sweep.grid import DEFAULT_RTTS, DEFAULT_RUNNERS, DEFAULT_WORKERS
 
@@ -202,6 +205,13 @@ def _main_parser() -> _Parser:
     lab = commands.add_parser("lab", help=LAB_HELP, description=LAB_HELP)
     add_lab_arguments(lab)
     lab.set_defaults(handler=lab_command)
+    wait_lab = commands.add_parser(
+        "wait-lab", help=WAIT_LAB_HELP, description=WAIT_LAB_HELP,
+        epilog="Exit status: 0 every device accepts connections, 1 not within --timeout, "
+        "2 bad usage.",
+    )
+    add_wait_lab_arguments(wait_lab)
+    wait_lab.set_defaults(handler=wait_lab_command)
     rtt = commands.add_parser("rtt-server", help=RTT_SERVER_HELP, description=RTT_SERVER_HELP)
     add_rtt_server_arguments(rtt)
     rtt.set_defaults(handler=rtt_server_command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -56,6 +57,35 @@ def _lab_ports_in_use() -> list[int]:
             except OSError:
                 busy.append(port)
     return busy
+
+
+def readme_block(after: str) -> str:
+    """The first fenced bash block of README.md that follows the line ``after``."""
+    text = (ROOT / "README.md").read_text()
+    rest = text[text.index(after):]
+    start = rest.index("```bash\n") + len("```bash\n")
+    return rest[start:rest.index("```", start)]
+
+
+def test_the_readme_lab_block_works_pasted_as_written(tmp_path: Path) -> None:
+    busy = _lab_ports_in_use()
+    if busy:
+        pytest.skip(f"the shipped lab's ports are taken on this machine: {busy}")
+    block = readme_block("## Jobs against devices, or a local lab")
+    lines = block.strip().splitlines()
+    assert lines[0].startswith("python3 -m pip install")  # done by the test command already
+    # A copy of the checkout's example folders, so the records land in the test's folder.
+    for folder in ("inventory", "tasks"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    script = "set -e\n" + "\n".join(lines[1:]) + "\nwait\n"
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("failed: 0") == 2, done.stdout
+    assert done.stdout.splitlines()[-1].startswith("lab stopped"), done.stdout
+    assert len(list(tmp_path.glob("lab_show_*.jsonl"))) == 2
 
 
 def test_the_lab_jobs_run_against_the_lab_as_shipped(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@
   generated, and the inventory that reaches them;
 - :mod:`~nornir_bench.lab.emulator`: :class:`DeviceLab` starts and stops them, :func:`run_lab`
   is ``nornir-bench lab``;
+- :mod:`~nornir_bench.lab.ready`: :func:`wait_for_lab`, ``nornir-bench wait-lab``, for a lab
+  started in the background;
 - :mod:`~nornir_bench.lab.rtt_server`: :class:`RttServer`, thousands of connections answered
   after a set delay, and :func:`run_rtt_server`, ``nornir-bench rtt-server``;
 - :mod:`~nornir_bench.lab.commands`: their command-line options, for any argparse front end.
@@ -23,7 +25,8 @@ from nornir_bench.lab.devices import (
     render_inventory,
     write_inventory,
 )
-from nornir_bench.lab.emulator import DeviceLab, run_lab
+from nornir_bench.lab.emulator import DeviceLab, lab_devices, run_lab
+from nornir_bench.lab.ready import LabNotReady, wait_for_lab
 from nornir_bench.lab.rtt_server import (
     RttServer,
     RttServerStats,
@@ -37,14 +40,17 @@ __all__ = [
     "DeviceLab",
     "LabDevice",
     "LabError",
+    "LabNotReady",
     "RttServer",
     "RttServerStats",
     "fakenos_platforms",
     "generate_lab_devices",
+    "lab_devices",
     "load_lab_devices",
     "raise_open_file_limit",
     "render_inventory",
     "run_lab",
     "run_rtt_server",
+    "wait_for_lab",
     "write_inventory",
 ]

@@ -1,26 +1,48 @@
 """The lab's command-line options and commands, for any argparse front end.
 
-``nornir-bench lab`` / ``nornir-bench rtt-server`` (also ``python -m nornir_bench ...``) build
-their sub-commands from these functions, so the options are declared once. Both commands
-raise :class:`~nornir_bench.lab.LabError` for bad input; the front end prints it and exits 2.
+``nornir-bench lab`` / ``nornir-bench wait-lab`` / ``nornir-bench rtt-server`` (also
+``python -m nornir_bench ...``) build their sub-commands from these functions, so the options
+are declared once. The commands raise :class:`~nornir_bench.lab.LabError` for bad input; the
+front end prints it and exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from nornir_bench.lab.devices import DEFAULT_BASE_PORT, DEFAULT_PLATFORMS
-from nornir_bench.lab.emulator import DEFAULT_LAB_SIZE, run_lab
+from nornir_bench.lab.emulator import DEFAULT_LAB_SIZE, lab_devices, run_lab
+from nornir_bench.lab.ready import DEFAULT_WAIT_TIMEOUT, LabNotReady, wait_for_lab
 from nornir_bench.lab.rtt_server import DEFAULT_RTT_PORT, run_rtt_server
 
-__all__ = ["add_lab_arguments", "add_rtt_server_arguments", "lab_command", "rtt_server_command"]
+__all__ = [
+    "add_lab_arguments",
+    "add_rtt_server_arguments",
+    "add_wait_lab_arguments",
+    "lab_command",
+    "rtt_server_command",
+    "wait_lab_command",
+]
 
 LAB_HELP = "run emulated SSH devices (FakeNOS) on loopback until Ctrl-C"
+WAIT_LAB_HELP = (
+    "wait until every device of a lab (started with `nornir-bench lab ... &`) accepts "
+    "connections"
+)
 RTT_SERVER_HELP = "run the emulated-RTT device: echoes each request line after a delay"
 
 
 def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``lab`` command: an inventory to emulate, or a lab to generate."""
+    generated = _add_lab_description(parser)
+    generated.add_argument(
+        "--write", metavar="DIR", help="write the lab's nornir SimpleInventory to DIR (user / fakenos-lab)"
+    )
+
+
+def _add_lab_description(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """INVENTORY, or the options of a generated lab: shared by ``lab`` and ``wait-lab``."""
     parser.add_argument(
         "inventory",
         nargs="?",
@@ -46,9 +68,7 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BASE",
         help=f"the first device's port; the others follow (default {DEFAULT_BASE_PORT})",
     )
-    generated.add_argument(
-        "--write", metavar="DIR", help="write the lab's nornir SimpleInventory to DIR (user / fakenos-lab)"
-    )
+    return generated
 
 
 def lab_command(args: argparse.Namespace) -> int:
@@ -60,6 +80,30 @@ def lab_command(args: argparse.Namespace) -> int:
         port=args.port,
         write=args.write,
     )
+    return 0
+
+
+def add_wait_lab_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the ``wait-lab`` command: the lab as ``lab`` was given it, a timeout."""
+    _add_lab_description(parser)
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_WAIT_TIMEOUT,
+        metavar="S",
+        help=f"give up after S seconds, exit status 1 (default {DEFAULT_WAIT_TIMEOUT:g})",
+    )
+
+
+def wait_lab_command(args: argparse.Namespace) -> int:
+    """Wait for the lab described by ``args``; 0 once ready, 1 when it is not in time."""
+    devices = lab_devices(args.inventory, count=args.count, platforms=args.platforms, port=args.port)
+    try:
+        wait_for_lab(devices, args.timeout)
+    except LabNotReady as exc:  # not bad input (exit 2): the lab did not come up in time
+        print(f"nornir-bench: {exc}", file=sys.stderr)
+        return 1
+    print(f"lab ready: {len(devices)} devices accept connections")
     return 0
 
 

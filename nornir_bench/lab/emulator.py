@@ -2,8 +2,10 @@
 
 FakeNOS runs each device as threads of this process: a listener per device, a few threads per
 SSH session. :class:`DeviceLab` owns them: it checks every port is free before starting any
-device (so a port in use is one line, not a traceback from a thread), and stops all devices
-together, since FakeNOS stops one device in up to a second.
+device (so a port in use is one line, not a traceback from a thread), returns from ``start``
+only once every device accepts connections (FakeNOS binds in ``start`` but listens in a thread
+of its own, later), and stops all devices together, since FakeNOS stops one device in up to a
+second.
 
 :func:`run_lab` is what ``nornir-bench lab`` runs: start the devices, print where they listen,
 print ``lab ready:``, wait for Ctrl-C or SIGTERM, stop them.
@@ -18,6 +20,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -36,7 +39,7 @@ from nornir_bench.lab.devices import (
     write_inventory,
 )
 
-__all__ = ["DEFAULT_LAB_SIZE", "DeviceLab", "run_lab"]
+__all__ = ["DEFAULT_LAB_SIZE", "READY_TIMEOUT", "DeviceLab", "lab_devices", "run_lab"]
 
 DEFAULT_LAB_SIZE = 4
 """How many devices ``run_lab`` generates when given neither an inventory nor a count."""
@@ -44,6 +47,11 @@ DEFAULT_LAB_SIZE = 4
 # FakeNOS checks whether its listener should stop once a second; more stopping threads than
 # this only add threads, not speed.
 _MAX_STOPPERS = 64
+
+# Seconds every device has to start listening once FakeNOS has bound its port. A loaded CI
+# machine has been seen to take seconds to schedule a listener thread.
+READY_TIMEOUT = 30.0
+_READY_POLL_SECONDS = 0.01
 
 
 class DeviceLab:
@@ -68,11 +76,16 @@ class DeviceLab:
     def running(self) -> bool:
         return self._fakenos is not None
 
-    def start(self) -> None:
-        """Start every device; on any failure, none is left running.
+    def start(self, *, timeout: float = READY_TIMEOUT) -> None:
+        """Start every device and return once each accepts connections; on any failure, none
+        is left running.
+
+        Args:
+            timeout: seconds the devices have to start listening.
 
         Raises:
-            LabError: when a port is in use or cannot be listened on.
+            LabError: when a port is in use or cannot be listened on, or a device does not
+                listen within ``timeout``.
         """
         if self._fakenos is not None:
             return
@@ -85,7 +98,8 @@ class DeviceLab:
         except Exception as exc:  # pydantic's validation errors run over many lines
             raise LabError("FakeNOS rejected the lab: " + " ".join(str(exc).split())) from exc
         try:
-            fakenos.start()
+            _start_daemonic(fakenos)
+            _wait_listening(fakenos, self.devices, timeout)
         except OSError as exc:  # a port taken between the check and the start
             _stop_all(fakenos)
             raise LabError(f"cannot start the lab: {exc.strerror or exc}") from exc
@@ -147,19 +161,12 @@ def run_lab(
         LabError: for a bad option, an inventory it cannot use, FakeNOS missing, a port in use.
     """
     print_line = _printer(out)
-    if inventory is not None:
-        if count is not None or platforms or port is not None or write is not None:
-            raise LabError(
-                "count, platform, port and write describe a generated lab: "
-                "leave them out when the lab comes from an inventory"
-            )
-        devices = load_lab_devices(inventory)
-    else:
-        devices = generate_lab_devices(
-            DEFAULT_LAB_SIZE if count is None else count,
-            platforms=platforms or DEFAULT_PLATFORMS,
-            port=DEFAULT_BASE_PORT if port is None else port,
+    if inventory is not None and write is not None:
+        raise LabError(
+            "count, platform, port and write describe a generated lab: "
+            "leave them out when the lab comes from an inventory"
         )
+    devices = lab_devices(inventory, count=count, platforms=platforms, port=port)
     with _until_stopped(stop) as stopped, _quiet_emulator() as quiet, DeviceLab(devices):
         width = max(len(d.name) for d in devices)
         for device in devices:
@@ -172,14 +179,32 @@ def run_lab(
         print_line(f"lab ready: {len(devices)} devices; Ctrl-C or SIGTERM stops them")
         while not stopped.wait(0.5):
             pass
-    ended = quiet.sessions_ended
-    print_line(
-        "lab stopped"
-        + (
-            f" ({ended} device session{'s' * (ended != 1)} ended early, last: {quiet.last})"
-            if ended
-            else ""
-        )
+    print_line("lab stopped" + (f" ({quiet.describe()})" if quiet.ended else ""))
+
+
+def lab_devices(
+    inventory: str | os.PathLike[str] | None = None,
+    *,
+    count: int | None = None,
+    platforms: Sequence[str] | None = None,
+    port: int | None = None,
+) -> list[LabDevice]:
+    """The devices of a lab: an inventory's hosts, or a generated lab (see :func:`run_lab`).
+
+    Raises:
+        LabError: for an inventory it cannot use, or generator options given with one.
+    """
+    if inventory is not None:
+        if count is not None or platforms or port is not None:
+            raise LabError(
+                "count, platform, port and write describe a generated lab: "
+                "leave them out when the lab comes from an inventory"
+            )
+        return load_lab_devices(inventory)
+    return generate_lab_devices(
+        DEFAULT_LAB_SIZE if count is None else count,
+        platforms=platforms or DEFAULT_PLATFORMS,
+        port=DEFAULT_BASE_PORT if port is None else port,
     )
 
 
@@ -232,6 +257,70 @@ def _check_free(device: LabDevice) -> None:
             raise LabError(f"cannot listen on {where}: {exc.strerror or exc}") from None
 
 
+def _start_daemonic(fakenos: Any) -> None:
+    """``fakenos.start()``, called from a daemon thread.
+
+    A thread is a daemon if the thread that created it is: FakeNOS's listener threads, and the
+    session threads they start, are then daemons too. A session that never ends (a client that
+    left a half-open connection) then cannot keep the lab's process from exiting once the lab
+    has stopped; stopping still closes and joins every session as FakeNOS does.
+    """
+    failure: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            fakenos.start()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failure.append(exc)
+
+    starter = threading.Thread(target=start, name="lab-start", daemon=True)
+    starter.start()
+    starter.join()
+    if failure:
+        raise failure[0]
+
+
+def _wait_listening(fakenos: Any, devices: Sequence[LabDevice], timeout: float) -> None:
+    """Return once every device's port accepts connections.
+
+    FakeNOS binds each port in ``start()`` but calls ``listen()`` in a thread it starts there,
+    so without this wait a client connecting right after ``start()`` may be refused. The listen
+    state is read from the device's own socket (``SO_ACCEPTCONN``): probing by connecting would
+    open an SSH session on every device just to close it.
+    """
+    deadline = time.monotonic() + timeout
+    waiting = {d.name: d for d in devices}
+    while True:
+        for name in list(waiting):
+            if _listening(fakenos.hosts[name], waiting[name]):
+                del waiting[name]
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            late = ", ".join(f"{d.name} ({d.address}:{d.port})" for d in waiting.values())
+            raise LabError(
+                f"devices did not start listening within {timeout:g} s: {late}; "
+                "is the machine overloaded?"
+            )
+        time.sleep(_READY_POLL_SECONDS)
+
+
+def _listening(host: Any, device: LabDevice) -> bool:
+    """Whether the device's listening socket is in the listen state (accepts connections)."""
+    sock = getattr(getattr(host, "server", None), "_socket", None)
+    if isinstance(sock, socket.socket):
+        try:
+            return bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+        except OSError:  # closed: its listener failed; the deadline reports it
+            return False
+    # A FakeNOS without that attribute: a connection is the only way to know.
+    try:
+        socket.create_connection((device.address, device.port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 def _stop_all(fakenos: Any) -> None:
     """Stop every running device at once (each takes up to about a second to notice)."""
     hosts = [h for h in fakenos.hosts.values() if h.running]
@@ -269,12 +358,38 @@ def _until_stopped(stop: threading.Event | None) -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
+# How FakeNOS's session threads end when a client does not complete a session, in words. The
+# keys are fragments of the errors they end with (paramiko's, or FakeNOS's own: it calls
+# ``channel.makefile`` on the ``None`` that ``Transport.accept`` returns when the client left
+# before opening a shell).
+_EARLY_ENDS = (
+    ("SSH protocol banner", "without speaking SSH (TCP pings, port probes, wait-lab)"),
+    ("'makefile'", "before opening a shell (failed logins, or clients that gave up)"),
+)
+
+
 class _Quiet:
-    """What :func:`_quiet_emulator` kept off the terminal."""
+    """What :func:`_quiet_emulator` kept off the terminal: device sessions that ended early."""
 
     def __init__(self) -> None:
-        self.sessions_ended = 0
-        self.last: str = ""
+        self.ended: dict[str, int] = {}  # what it means -> how many
+
+    @property
+    def sessions_ended(self) -> int:
+        return sum(self.ended.values())
+
+    def count(self, detail: str) -> None:
+        meaning = next(
+            (words for fragment, words in _EARLY_ENDS if fragment in detail),
+            f"with an error ({detail})",
+        )
+        self.ended[meaning] = self.ended.get(meaning, 0) + 1
+
+    def describe(self) -> str:
+        """``"3 connections ended early: 2 without speaking SSH (...), 1 before ..."``"""
+        total = self.sessions_ended
+        parts = [f"{n} {meaning}" for meaning, n in self.ended.items()]
+        return f"{total} connection{'s' * (total != 1)} ended early: {', '.join(parts)}"
 
 
 @contextmanager
@@ -299,8 +414,7 @@ def _quiet_emulator() -> Iterator[_Quiet]:
         detail = f"{args.exc_type.__name__}: {' '.join(str(args.exc_value).split())}"
         name = args.thread.name if args.thread is not None else "?"
         if "connection_function" in name:  # a FakeNOS SSH session thread
-            quiet.sessions_ended += 1
-            quiet.last = detail
+            quiet.count(detail)
             return
         print(f"lab: thread {name} failed: {detail}", file=sys.stderr, flush=True)
 

@@ -43,12 +43,40 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
         A ``Result`` whose ``result`` is the output.
     """
     # 0.17 s to import: only when used.
+    from netmiko.exceptions import NetmikoTimeoutException
     from nornir_netmiko.tasks import netmiko_send_command  # type: ignore[import-untyped]
 
-    result: Result = netmiko_send_command(
-        task, command_string=_checked(command), enable=enable, **kwargs
-    )
+    try:
+        result: Result = netmiko_send_command(
+            task, command_string=_checked(command), enable=enable, **kwargs
+        )
+    except NetmikoTimeoutException as exc:
+        # netmiko words a refused port as "TCP connection to device failed", which reads as a
+        # slow network: say what happened, since it is usually a device (or lab) not up.
+        if _refused(exc):
+            params = task.host.get_connection_parameters("netmiko")
+            raise ConnectionRefusedError(
+                f"connection refused by {params.hostname}:{params.port or 22}: nothing listens "
+                "on that port (is the device, or the lab, up?)"
+            ) from exc
+        raise
     return result
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while handling a refused TCP connection."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ConnectionRefusedError):
+            return True
+        # paramiko's NoValidConnectionsError: one error per address tried, in ``errors``
+        errors = getattr(cause, "errors", None)
+        if isinstance(errors, dict) and errors:
+            return all(isinstance(e, ConnectionRefusedError) for e in errors.values())
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 async def asend_command(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,36 @@ def test_devices_listen_while_started_and_stop_together() -> None:
     assert not any(listened_on(port) for port in ports)
 
 
+def test_start_returns_only_once_every_device_listens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FakeNOS binds in start() but listens in a thread: a slow thread (a loaded CI machine)
+    must not let start() return, and `lab ready` be printed, before the devices listen."""
+    from fakenos.core.servers import TCPServerBase
+
+    listen = TCPServerBase._listen
+
+    def late_listen(self: TCPServerBase) -> None:
+        time.sleep(0.5)
+        listen(self)
+
+    monkeypatch.setattr(TCPServerBase, "_listen", late_listen)
+    ports = free_ports(2)
+    with DeviceLab([device(ports[0]), device(ports[1], "sw1", "arista_eos")]):
+        assert [listened_on(port) for port in ports] == [True, True]
+
+
+def test_a_device_that_never_listens_fails_the_start_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fakenos.core.servers import TCPServerBase
+
+    monkeypatch.setattr(TCPServerBase, "_listen", lambda self: None)
+    port = free_ports(1)[0]
+    lab = DeviceLab([device(port)])
+    with pytest.raises(LabError, match=rf"^devices did not start listening within 0.2 s: r1 "):
+        lab.start(timeout=0.2)
+    assert not lab.running and not listened_on(port)
+
+
 def test_port_in_use_is_one_line_and_starts_nothing() -> None:
     free, taken = free_ports(2)
     with socket.socket() as holder:
@@ -92,9 +124,10 @@ def test_run_lab_prints_devices_writes_the_inventory_and_stops_on_ctrl_c(tmp_pat
     finally:
         status = stopped(lab)
     assert status == 0
-    # The banner read was an SSH session that never logged in: counted, not printed.
-    assert lab.stdout[-1].startswith(
-        "lab stopped (1 device session ended early, last: SSHException"
+    # The banner read was a connection that never spoke SSH: counted and named, not printed.
+    assert lab.stdout[-1] == (
+        "lab stopped (1 connection ended early: "
+        "1 without speaking SSH (TCP pings, port probes, wait-lab))"
     )
     assert "Traceback" not in lab.stderr()
     assert refuses(base)
@@ -105,6 +138,86 @@ def test_run_lab_stops_on_sigterm(tmp_path: Path) -> None:
     lab = started([*LAB, "lab", "--count", "1", "--port", str(base)], "lab ready:", tmp_path)
     assert stopped(lab, signal.SIGTERM) == 0
     assert lab.stdout[-1] == "lab stopped" and "Traceback" not in lab.stderr()
+
+
+def test_the_stop_line_says_in_words_why_sessions_ended(tmp_path: Path) -> None:
+    """A failed login ends FakeNOS's session with AttributeError ('NoneType' ... 'makefile'):
+    the stop line says what that means instead."""
+    base = free_port_range(1)
+    lab = started([*LAB, "lab", "--count", "1", "--port", str(base)], "lab ready:", tmp_path)
+    try:
+        login = (
+            "import paramiko; c = paramiko.SSHClient();"
+            "c.set_missing_host_key_policy(paramiko.AutoAddPolicy());"
+            f"c.connect('127.0.0.1', {base}, username='user', password='not-the-lab-password',"
+            "look_for_keys=False, allow_agent=False, timeout=10)"
+        )
+        client = subprocess.run(
+            [sys.executable, "-c", login], capture_output=True, text=True, timeout=60
+        )
+        assert "AuthenticationException" in client.stderr
+        time.sleep(0.5)  # the device notices the client left
+    finally:
+        status = stopped(lab)
+    assert status == 0
+    assert lab.stdout[-1] == (
+        "lab stopped (1 connection ended early: "
+        "1 before opening a shell (failed logins, or clients that gave up))"
+    )
+    assert "makefile" not in lab.stderr()
+
+
+def test_a_client_that_never_leaves_does_not_keep_the_lab_from_exiting(tmp_path: Path) -> None:
+    """A session thread stuck on a half-open connection once kept the stopped lab's process
+    alive until it was killed."""
+    import paramiko
+
+    base = free_port_range(1)
+    lab = started([*LAB, "lab", "--count", "1", "--port", str(base)], "lab ready:", tmp_path)
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    try:
+        with pytest.raises(paramiko.AuthenticationException):
+            client.connect(
+                "127.0.0.1", base, username="user", password="not-the-lab-password",
+                look_for_keys=False, allow_agent=False, timeout=10,
+            )
+        assert stopped(lab) == 0  # not killed by `stopped` after its timeout
+    finally:
+        client.close()
+
+
+def test_wait_lab_returns_once_a_lab_started_in_the_background_is_up(tmp_path: Path) -> None:
+    base = free_port_range(2)
+    description = ["--count", "2", "--port", str(base)]
+    lab = subprocess.Popen(
+        [*LAB, "lab", *description], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        waited = subprocess.run(
+            [*LAB, "wait-lab", *description], cwd=ROOT, capture_output=True, text=True, timeout=90
+        )
+        assert waited.returncode == 0, waited.stderr
+        assert waited.stdout == "lab ready: 2 devices accept connections\n"
+        assert not refuses(base) and not refuses(base + 1)
+    finally:
+        lab.send_signal(signal.SIGINT)
+        lab.communicate(timeout=30)
+
+
+def test_wait_lab_gives_up_after_its_timeout_naming_the_devices() -> None:
+    with socket.socket() as holder:  # bound, not listening: refuses
+        holder.bind(("127.0.0.1", 0))
+        port = holder.getsockname()[1]
+        done = subprocess.run(
+            [*LAB, "wait-lab", "--count", "1", "--port", str(port), "--timeout", "0.3"],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"nornir-bench: the lab is not ready after 0.3 s: dev1 (127.0.0.1:{port}: connection "
+        "refused); is `nornir-bench lab` running with this inventory?"
+    ]
 
 
 def run_to_end(args: list[str]) -> tuple[int, str]:

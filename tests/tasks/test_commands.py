@@ -123,6 +123,18 @@ def test_closed_port_fails_fast(tmp_path: Path) -> None:
     assert time.monotonic() - start < 5
 
 
+def test_send_command_says_a_refused_port_was_refused(tmp_path: Path) -> None:
+    """netmiko words it "TCP connection to device failed", which reads as a slow network."""
+    with closed_port() as port:
+        nr = nornir_on(one_host(tmp_path, port), "threadpool")
+        exc, _ = failure(nr.run(task=send_command, command="show clock"))
+    assert isinstance(exc, ConnectionRefusedError)
+    assert str(exc) == (
+        f"connection refused by 127.0.0.1:{port}: nothing listens on that port "
+        "(is the device, or the lab, up?)"
+    )
+
+
 def test_silent_device_fails_by_the_timeout(tmp_path: Path) -> None:
     with silent_port() as port:
         nr = nornir_on(one_host(tmp_path, port), "asyncio")
