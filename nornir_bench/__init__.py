@@ -10,6 +10,7 @@ from nornir_bench.exceptions import (
     SimulatedFailure,
     TaskTimeout,
     WorkerCrashed,
+    WorkerUnavailable,
 )
 from nornir_bench.execution import arun_host, arun_subtask, run_host
 from nornir_bench.inventory import SyntheticInventory
@@ -89,6 +90,7 @@ __all__ = [
     "TaskTimeout",
     "ThreadPoolRunner",
     "WorkerCrashed",
+    "WorkerUnavailable",
     "__version__",
     "arun",
     "arun_host",

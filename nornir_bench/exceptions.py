@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
 
-__all__ = ["RemoteException", "RunInterrupted", "SimulatedFailure", "TaskTimeout", "WorkerCrashed"]
+__all__ = [
+    "RemoteException",
+    "RunInterrupted",
+    "SimulatedFailure",
+    "TaskTimeout",
+    "WorkerCrashed",
+    "WorkerUnavailable",
+]
 
 
 class SimulatedFailure(Exception):
@@ -55,18 +62,40 @@ class WorkerCrashed(RuntimeError):
     Attributes:
         pid: the worker's process id.
         exitcode: its exit status; negative is the signal that killed it, as in multiprocessing.
+        running: what it was running when it died: ``"this host"``, or another host's name.
+        detail: more about what that meant for this host.
     """
 
-    def __init__(self, pid: int | None, exitcode: int | None, detail: str = "") -> None:
+    def __init__(
+        self, pid: int | None, exitcode: int | None, detail: str = "", running: str = "this host"
+    ) -> None:
         self.pid = pid
         self.exitcode = exitcode
         self.detail = detail
+        self.running = running
         super().__init__(
-            f"worker process {pid} {describe_exit(exitcode)} while running this host" + detail
+            f"worker process {pid} {describe_exit(exitcode)} while running {running}" + detail
         )
 
-    def __reduce__(self) -> tuple[type[WorkerCrashed], tuple[int | None, int | None, str]]:
-        return (type(self), (self.pid, self.exitcode, self.detail))
+    def __reduce__(
+        self,
+    ) -> tuple[type[WorkerCrashed], tuple[int | None, int | None, str, str]]:
+        return (type(self), (self.pid, self.exitcode, self.detail, self.running))
+
+
+class WorkerUnavailable(RuntimeError):
+    """No worker process could run this host: workers could not start, or not load the run.
+
+    The host never ran. ``reason`` says what the workers did (exited at start, with what status;
+    or the error loading the task, e.g. a module the worker cannot import).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"no worker process could run this host: {reason}")
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[WorkerUnavailable], tuple[str]]:
+        return (type(self), (self.reason,))
 
 
 def describe_exit(exitcode: int | None) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "Offload",
     "arun_host",
     "arun_subtask",
+    "fail_host",
     "is_async_task",
     "log_failure",
     "offloading",
@@ -114,6 +115,29 @@ async def arun_host(
     except Exception as exc:
         return _completed(instance, host, _failure(instance, host, exc))
     return _completed(instance, host, _wrap(host, outcome))
+
+
+def fail_host(
+    task: Task, host: Host, error: Exception, *, started: Task | None = None
+) -> MultiResult:
+    """The ``MultiResult`` of a host whose task could not run, or not to its end, on ``host``.
+
+    For failures that are not the task's own (a worker process that died, a host never sent
+    anywhere): the same failed ``Result``, log line and hooks as a task raising ``error``,
+    without raising it. ``error`` must be this host's own instance: raising one instance for
+    many hosts would chain every raise into its ``__traceback__``.
+
+    Args:
+        task: the task template.
+        host: the host that failed.
+        error: why; it becomes the result's ``exception``, and its text the ``result``.
+        started: the host's task if its ``task_instance_started`` hook has already fired (only
+            the completion hook fires then); ``None`` fires both.
+    """
+    instance = _start(task, host) if started is None else started
+    text = "".join(traceback.format_exception(error))
+    log_failure(host.name, instance.name, text)
+    return _completed(instance, host, Result(host, exception=error, result=text, failed=True))
 
 
 def is_async_task(func: Callable[..., Any]) -> bool:

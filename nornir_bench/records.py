@@ -4,11 +4,15 @@ One line per host, written and flushed in ``task_instance_completed``: a run tha
 stopped with Ctrl-C keeps every host that had finished. A line holds::
 
     {"host": "rtr1", "failed": false, "elapsed": 0.412, "result": "...",
-     "exception": null, "message": null, "traceback": null}
+     "exception": null, "message": null, "traceback": null,
+     "attempts": 1, "failed_attempts": []}
 
 ``exception`` is the type name of what made the host fail (a failed subtask's own exception is
 preferred to the ``NornirSubTaskError`` of its parent), ``message`` its text and ``traceback``
-the full traceback, which the terminal never shows. Values that JSON cannot hold are written as
+the full traceback, which the terminal never shows. ``attempts`` counts the times the task
+started on the host, and ``failed_attempts`` holds ``{"exception", "message"}`` for each run
+before the one that counted (see :mod:`nornir_bench.attempts`: the process pool runs a host
+again when another host crashed its worker). Values that JSON cannot hold are written as
 their ``repr``; known secrets are masked.
 """
 
@@ -21,6 +25,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirSubTaskError
 
+from nornir_bench.attempts import attempts_of
 from nornir_bench.secrets import Redactor
 from nornir_bench.summary import failure_of
 from nornir_bench.timing import HostTimer
@@ -37,6 +42,7 @@ def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> 
     failure = failure_of(multi)
     exc = failure.exception if failure is not None else None
     first = multi[0]
+    attempts, failed_attempts = attempts_of(multi)
     return {
         "host": name,
         "failed": bool(multi.failed),
@@ -46,6 +52,8 @@ def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> 
         "exception": None if exc is None else type(exc).__name__,
         "message": None if exc is None else str(exc),
         "traceback": None if failure is None or exc is None else _traceback(failure.result, exc),
+        "attempts": attempts,
+        "failed_attempts": [{"exception": f.exception, "message": f.message} for f in failed_attempts],
     }
 
 

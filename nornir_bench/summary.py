@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from nornir.core.exceptions import NornirSubTaskError
 
+from nornir_bench.attempts import attempts_of
+
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult, MultiResult, Result
 
@@ -28,6 +30,8 @@ class RunSummary:
         throughput: hosts finished per second of ``wall``, when known.
         p50, p95, max: per-host elapsed seconds, when per-host times were given.
         failures: failure kind (exception type name) -> names of the hosts that failed so.
+        rerun: hosts whose task started more than once (the process pool runs a host again
+            when another host crashed its worker).
     """
 
     hosts: int
@@ -40,6 +44,7 @@ class RunSummary:
     p95: float | None = None
     max: float | None = None
     failures: dict[str, list[str]] = field(default_factory=dict)
+    rerun: int = 0
 
     def lines(self) -> list[str]:
         """The summary as short human-readable lines (no tracebacks)."""
@@ -53,8 +58,17 @@ class RunSummary:
             )
         for kind, names in sorted(self.failures.items(), key=lambda kv: -len(kv[1])):
             shown = ", ".join(names[:5]) + (f", ... (+{len(names) - 5})" if len(names) > 5 else "")
-            out.append(f"failed with {kind}: {len(names)} hosts ({shown})")
+            out.append(f"failed with {kind}: {_hosts(len(names))} ({shown})")
+        if self.rerun:
+            out.append(
+                f"run more than once: {_hosts(self.rerun)} (after worker crashes; "
+                "attempts and failed_attempts in the records)"
+            )
         return out
+
+
+def _hosts(count: int) -> str:
+    return f"{count} host{'s' * (count != 1)}"
 
 
 def summarize(
@@ -71,12 +85,14 @@ def summarize(
         wall: the run's seconds; gives throughput.
     """
     failures: dict[str, list[str]] = {}
-    changed = 0
+    changed = rerun = 0
     for name, multi in result.items():
         if multi.failed:
             failures.setdefault(failure_type(multi), []).append(name)
         if multi.changed:
             changed += 1
+        if attempts_of(multi)[0] > 1:
+            rerun += 1
     failed = sum(len(names) for names in failures.values())
     times = sorted(elapsed[name] for name in result if name in elapsed) if elapsed else []
     return RunSummary(
@@ -90,6 +106,7 @@ def summarize(
         p95=_percentile(times, 95),
         max=times[-1] if times else None,
         failures=failures,
+        rerun=rerun,
     )
 
 

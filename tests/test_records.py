@@ -39,6 +39,31 @@ def test_a_record_per_host_with_its_time_and_failure(runner: str) -> None:
             assert record["result"] == multi[0].result and record["traceback"] is None
 
 
+async def crashes_every_20th(task: Task) -> str:
+    import asyncio
+    import os
+
+    if int(task.host.name[3:]) % 20 == 7:
+        os._exit(1)  # its worker process dies, with the hosts in flight beside it
+    await asyncio.sleep(0.01)
+    return task.host.name
+
+
+def test_a_host_run_again_after_a_worker_crash_says_so_in_its_record() -> None:
+    out = io.StringIO()
+    nr = make_nornir("processpool", hosts=40, num_workers=20, num_procs=2)
+    nr.with_processors([JsonLinesWriter(out)]).run(task=crashes_every_20th)
+    records = {r["host"]: r for r in lines(out)}
+    assert len(records) == 40
+    assert records["dev7"]["exception"] == "WorkerCrashed"
+    assert (records["dev7"]["attempts"], records["dev7"]["failed_attempts"]) == (1, [])
+    again = [r for r in records.values() if r["attempts"] == 2]
+    assert again and all(not r["failed"] for r in again)
+    (earlier,) = again[0]["failed_attempts"]
+    assert earlier["exception"] == "WorkerCrashed"
+    assert "while running host 'dev" in earlier["message"]
+
+
 def returns_odd_things(task: Task) -> Result:
     return Result(host=task.host, result={"when": object(), "pw": "hunter2-secret"}, failed=True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nornir_bench import HostTimer, summarize
+from nornir_bench.attempts import FailedAttempt, record_attempts
 from tests.conftest import make_nornir
 from tests.tasksets import fails_on_odd, grouped, reports_failure, returns_result
 
@@ -62,3 +63,19 @@ def test_empty_result() -> None:
 @pytest.mark.parametrize("wall", [None, 0.0])
 def test_no_throughput_without_wall(wall: float | None) -> None:
     assert summarize(make_nornir(hosts=2).run(task=returns_result), wall=wall).throughput is None
+
+
+def test_one_host_is_one_host() -> None:
+    lines = summarize(make_nornir(hosts=2).run(task=fails_on_odd)).lines()
+    assert lines[-1] == "failed with ValueError: 1 host (dev1)"
+
+
+def test_hosts_run_more_than_once_are_counted() -> None:
+    result = make_nornir(hosts=3).run(task=returns_result)
+    record_attempts(result["dev1"], [FailedAttempt("WorkerCrashed", "worker process 1 ...")])
+    summary = summarize(result)
+    assert summary.rerun == 1
+    assert summary.lines()[-1] == (
+        "run more than once: 1 host (after worker crashes; attempts and failed_attempts in the "
+        "records)"
+    )

@@ -1,13 +1,15 @@
-"""``python -m nornir_bench.runners._procmain FD``: start a processpool worker on socket FD.
+"""``python -m nornir_bench.runners._procmain CONTROL FDS``: the processpool's fork server.
 
 A module of its own, which the package never imports: running a module the package has already
-imported (``-m ..._procworker``) would execute it twice and warn in every worker.
+imported (``-m ..._forkserver``) would execute it twice and warn. CONTROL and FDS are the
+descriptors of its two sockets to the pool (see :mod:`~nornir_bench.runners._forkserver`).
 """
 
+import socket
 import sys
 from multiprocessing.connection import Connection
 
-from nornir_bench.runners._procworker import worker_main
+from nornir_bench.runners._forkserver import serve_forks
 
 if __name__ == "__main__":
-    worker_main(Connection(int(sys.argv[1])))
+    serve_forks(Connection(int(sys.argv[1])), socket.socket(fileno=int(sys.argv[2])))

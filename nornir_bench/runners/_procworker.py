@@ -1,9 +1,11 @@
 """The worker process of the ``processpool`` runner.
 
-It is a fresh interpreter, ``python -m nornir_bench.runners._procmain FD``, talking to the
-parent over the socket FD: no fork of a threaded parent, and no re-import of the parent's
+It is forked by the fork server (:mod:`~nornir_bench.runners._forkserver`), a fresh interpreter
+that has loaded the run: no fork of the user's threaded process, and no re-import of its
 ``__main__`` (multiprocessing's spawn and forkserver both re-run it in every worker; the task
-arrives by cloudpickle instead, so functions defined in ``__main__`` still work).
+arrives by cloudpickle instead, so functions defined in ``__main__`` still work). It talks to the
+parent over a socket, and shows which host runs on its loop in a cell of shared memory (see
+:mod:`~nornir_bench.runners._crashes`).
 
 A worker runs one event loop. For each run the parent sends the task and the run's hosts once;
 then it sends host indices, and the worker starts every host it receives at once (the parent
@@ -15,9 +17,11 @@ the subtask hook events the parent replays on its own processors.
 Messages are ``(kind, body)`` tuples, pickled:
 
 - parent -> worker: ``("run", spec_bytes)``, ``("hosts", [index, ...])``, ``("stop", None)``
-- worker -> parent: ``("done", [(index, multi, data, events), ...])``; ``("tainted", None)``
-  when a blocking task overran ``task_timeout``: its thread cannot be stopped, so the parent
-  retires this worker once its other hosts are done.
+- worker -> parent: ``("ready", None)`` once it has loaded the run; ``("error", text)`` when
+  it cannot (a module the task needs does not import here: every worker would fail alike);
+  ``("done", [(index, multi, data, events), ...])``; ``("tainted", None)`` when a blocking task
+  overran ``task_timeout``: its thread cannot be stopped, so the parent retires this worker
+  once its other hosts are done.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from nornir_bench._gc import tuned_for_run
 from nornir_bench.connections import aclose_connections, close_connections
 from nornir_bench.exceptions import RemoteException, TaskTimeout
 from nornir_bench.execution import arun_host, is_async_task, offloading
+from nornir_bench.runners._crashes import Marked, RunningHost, counted
 from nornir_bench.runners._offload import ThreadOffloader
 
 if TYPE_CHECKING:
@@ -77,17 +82,23 @@ class RunSpec:
     task_timeout: float | None
 
 
-def worker_main(conn: Connection) -> None:
-    """Entry point of a worker process."""
-    # Ctrl-C in a terminal reaches the whole process group; the parent decides what stops.
+def worker_main(conn: Connection, cell_fd: int, spec: RunSpec | None = None) -> None:
+    """Entry point of a worker process: serve ``spec`` (if given: the run the fork server
+    loaded), then the runs the parent sends, until it says stop or goes away."""
+    # Ctrl-C in a terminal reaches the whole process group, and so does the SIGTERM of a
+    # service manager stopping a unit: the parent decides what stops, and stops its workers.
+    # If the parent is gone, the socket's end of file stops this worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # A worker has no logging set up, so logging's last resort would print each failed host's
     # traceback on the user's terminal. The parent logs failures instead, where the user's
     # logging is configured (see ``_Pool._finished``).
     logging.getLogger().addHandler(logging.NullHandler())
+    running = RunningHost(cell_fd)
+    running.start_watching()
     loop = asyncio.new_event_loop()
     try:
-        loop.run_until_complete(_serve(conn))
+        loop.run_until_complete(_serve(conn, running, spec))
     finally:
         loop.close()
         conn.close()
@@ -95,7 +106,7 @@ def worker_main(conn: Connection) -> None:
         gc.freeze()
 
 
-async def _serve(conn: Connection) -> None:
+async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> None:
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
@@ -110,7 +121,7 @@ async def _serve(conn: Connection) -> None:
                 return
 
     threading.Thread(target=read, name="processpool-reader", daemon=True).start()
-    run: _Run | None = None
+    run = None if spec is None else _load(conn, spec, cell)
     try:
         while True:
             kind, body = await inbox.get()
@@ -119,13 +130,27 @@ async def _serve(conn: Connection) -> None:
             if kind == "run":
                 if run is not None:
                     await run.aclose()
-                run = _Run(conn, cloudpickle.loads(body))
+                run = _load(conn, body, cell)
+                if run is None:
+                    break
             elif kind == "hosts" and run is not None:
                 for index in body:
                     run.start(index)
     finally:
         if run is not None:
             await run.aclose()
+
+
+def _load(conn: Connection, body: bytes | RunSpec, cell: RunningHost) -> _Run | None:
+    """The run (as sent, or already loaded), ``("ready", None)`` sent back; or ``("error", why)``."""
+    try:
+        run = _Run(conn, cloudpickle.loads(body) if isinstance(body, bytes) else body, cell)
+    except Exception as exc:  # noqa: BLE001 - any import or unpickling error: tell the parent
+        why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        conn.send_bytes(pickle.dumps(("error", why)))
+        return None
+    conn.send_bytes(pickle.dumps(("ready", None)))
+    return run
 
 
 class _Events:
@@ -156,9 +181,10 @@ class _Events:
 class _Run:
     """One run inside a worker: the task, the hosts, the pool for blocking calls, the outbox."""
 
-    def __init__(self, conn: Connection, spec: RunSpec) -> None:
+    def __init__(self, conn: Connection, spec: RunSpec, running: RunningHost) -> None:
         self.conn = conn
         self.spec = spec
+        self.cell = running.cell
         self.events = _Events()
         inventory = Inventory(hosts=Hosts(), groups=Groups(), defaults=Defaults())
         nornir = Nornir(
@@ -176,8 +202,11 @@ class _Run:
             **spec.params,
         )
         self.threads = ThreadOffloader(spec.num_workers)
-        self.offload = None if is_async_task(spec.func) else self.threads
-        offloading(self.threads)  # blocking subtasks of async tasks go to the same pool
+        # Counted: while a blocking call runs in a thread, a crash may come from that thread,
+        # so the host running on the loop is not necessarily the cause (see _crashes).
+        offload = counted(self.threads, running)
+        self.offload = None if is_async_task(spec.func) else offload
+        offloading(offload)  # blocking subtasks of async tasks go to the same pool
         self.outbox: list[tuple[int, MultiResult, dict[str, Any], list[Event]]] = []
         self.flush_timer: asyncio.TimerHandle | None = None
         self.running: set[asyncio.Task[None]] = set()
@@ -185,7 +214,9 @@ class _Run:
         self.tuning.__enter__()
 
     def start(self, index: int) -> None:
-        task = asyncio.get_running_loop().create_task(self._host(index))
+        # Marked: while the host's code runs on this loop, the parent can see which host it is
+        # should this process die (see _crashes).
+        task = asyncio.get_running_loop().create_task(Marked(self._host(index), index, self.cell))
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 

@@ -6,18 +6,22 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 (``async def`` tasks) or thread pool (blocking tasks), through the shared core.
 
 - The task (cloudpickle: functions from ``__main__`` and closures travel), nornir's config and
-  the run's hosts go to each worker once per run; after that only host indices go out, in
-  chunks, and finished hosts come back in batches, so IPC stays small next to the work.
-- Each worker is a fresh interpreter (``python -m nornir_bench.runners._procmain``) on a
-  socket pair: never a fork of a threaded parent, whatever Python's default start method, and
-  the parent's ``__main__`` is not re-run in every worker as multiprocessing would (Linux and
-  macOS; it passes the socket as an inherited file descriptor).
+  the run's hosts go to the fork server once per run, and every worker is forked holding them;
+  after that only host indices go out, in chunks, and finished hosts come back in batches, so
+  IPC stays small next to the work.
+- Workers are forked by a fork server: one fresh interpreter
+  (``python -m nornir_bench.runners._procmain``) that loads the run once and forks a worker in
+  milliseconds, so a crashed worker is replaced at once (see
+  :mod:`~nornir_bench.runners._forkserver`). Never a fork of the user's threaded process, and
+  the user's ``__main__`` is not re-run as multiprocessing would (Linux and macOS: sockets and
+  descriptors pass between processes).
 - Processor hooks fire in the parent for every host, subtask hooks included, so progress bars
   and result printers work; each host's ``MultiResult`` refers to the parent's ``Host`` and the
   task's changes to ``task.host.data`` are merged back into the parent's inventory.
-- A worker that dies (segfault, ``os._exit``, the out-of-memory killer) fails exactly the hosts
-  it had in flight with :class:`~nornir_bench.exceptions.WorkerCrashed`; it is replaced and every
-  other host runs. No host is ever missing from the result.
+- A worker that dies (segfault, ``os._exit``, the out-of-memory killer) is replaced. The host
+  that was running when it died fails with :class:`~nornir_bench.exceptions.WorkerCrashed`; the
+  other hosts it had in flight run again on another worker, once (the rule, in full:
+  :mod:`~nornir_bench.runners._crashes`). No host is ever missing from the result.
 - ``task_timeout``: the host fails with ``TaskTimeout``. A blocking task past its deadline
   cannot be stopped, so its worker is retired (killed and replaced) once its other hosts are
   done; a worker that stops answering altogether is killed at once.
@@ -30,22 +34,28 @@ import logging
 import math
 import os
 import pickle
-import socket
-import subprocess
 import sys
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
-from nornir.core.processor import Processors
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench._gc import tuned_for_run
-from nornir_bench.exceptions import TaskTimeout, WorkerCrashed
-from nornir_bench.execution import log_failure, run_host
+from nornir_bench.attempts import record_attempts
+from nornir_bench.exceptions import TaskTimeout, WorkerUnavailable, describe_exit
+from nornir_bench.execution import fail_host, log_failure
+from nornir_bench.runners._crashes import (
+    DEFAULT_CRASH_RERUNS,
+    START_FAILURES_BEFORE_GIVING_UP,
+    CrashLedger,
+    RunningHost,
+)
+from nornir_bench.runners._forkserver import ForkServer, WorkerStartError
 from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._procworker import RunSpec
 from nornir_bench.runners._results import interrupted, placeholders
@@ -53,7 +63,7 @@ from nornir_bench.runners._results import interrupted, placeholders
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["ProcessPoolRunner"]
+__all__ = ["MAX_PROCS_PER_CPU", "ProcessPoolRunner"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,12 +72,13 @@ logger = logging.getLogger(__name__)
 _FROZEN_GRACE_SECONDS = 5.0
 _STOP_WAIT_SECONDS = 5.0
 
-# Arguments after the interpreter that start a worker on the socket named by a last argument.
-_WORKER_COMMAND = ["-m", "nornir_bench.runners._procmain"]
+# Arguments after the interpreter that start the fork server (its sockets are appended).
+_FORK_SERVER_COMMAND = ["-m", "nornir_bench.runners._procmain"]
 
-# Workers lost in a row with no host finished in between before the pool stops replacing them:
-# a worker that cannot start at all (a broken environment) must not be respawned forever.
-_LOSSES_BEFORE_GIVING_UP = 3
+MAX_PROCS_PER_CPU = 4
+"""``num_procs`` is capped at this many worker processes per CPU: past the CPU count, processes
+add no computing power, only memory (about 30 MiB each) and start-up time; a few per CPU still
+narrow what one crash takes down."""
 
 
 class ProcessPoolRunner:
@@ -76,9 +87,14 @@ class ProcessPoolRunner:
     Args:
         num_workers: hosts in flight at once in each worker process (>= 1); kept as an
             attribute, as other nornir tools read it.
-        num_procs: worker processes (>= 1); default the machine's CPU count.
+        num_procs: worker processes (>= 1); default the machine's CPU count. More than
+            ``MAX_PROCS_PER_CPU`` per CPU is capped, with a warning; a run starts no more than
+            its hosts can keep busy.
         task_timeout: seconds each host's task may take (> 0), or ``None`` for no limit.
         chunk_size: hosts sent to a worker in one message; default chosen from ``num_workers``.
+        crash_reruns: how many times a host in flight on a worker that another host crashed
+            runs again on a fresh worker (>= 0; default 1; 0 for tasks that must never run
+            twice on a device). See :mod:`~nornir_bench.runners._crashes` for the rule.
 
     Raises:
         ValueError: for a bad option value, saying what is allowed.
@@ -93,19 +109,28 @@ class ProcessPoolRunner:
         num_procs: int | None = None,
         task_timeout: float | None = None,
         chunk_size: int | None = None,
+        crash_reruns: int = DEFAULT_CRASH_RERUNS,
     ) -> None:
         self.num_workers = whole_number("processpool", "num_workers", num_workers)
-        self.num_procs = (
-            os.cpu_count() or 1
-            if num_procs is None
-            else whole_number("processpool", "num_procs", num_procs)
-        )
+        cpus = os.cpu_count() or 1
+        self.num_procs = cpus if num_procs is None else whole_number("processpool", "num_procs", num_procs)
+        ceiling = MAX_PROCS_PER_CPU * cpus
+        if self.num_procs > ceiling:
+            warnings.warn(
+                f"processpool runner: num_procs {self.num_procs} capped at {ceiling} "
+                f"({MAX_PROCS_PER_CPU} per CPU): more worker processes add no computing power, "
+                "only memory",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.num_procs = ceiling
         self.task_timeout = seconds_or_none("processpool", "task_timeout", task_timeout)
         self.chunk_size = (
             max(1, min(64, self.num_workers // 4))
             if chunk_size is None
             else whole_number("processpool", "chunk_size", chunk_size)
         )
+        self.crash_reruns = whole_number("processpool", "crash_reruns", crash_reruns, minimum=0)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the worker processes.
@@ -120,8 +145,8 @@ class ProcessPoolRunner:
             return result
         pool = _Pool(self, task, hosts, result)
         try:
-            # Workers start (a fresh interpreter each) while the run is being pickled.
-            pool.start_workers()
+            # The fork server starts (a fresh interpreter) while the run is being pickled.
+            pool.start_fork_server()
             pool.payload = self._payload(task, hosts)
             with tuned_for_run():
                 pool.run()
@@ -145,7 +170,7 @@ class ProcessPoolRunner:
             task_timeout=self.task_timeout,
         )
         try:
-            payload = pickle.dumps(("run", cloudpickle.dumps(spec)), protocol=pickle.HIGHEST_PROTOCOL)
+            payload: bytes = cloudpickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:
             raise ValueError(
                 f"processpool runner: the task {task.name!r} or its arguments cannot be sent to "
@@ -156,17 +181,20 @@ class ProcessPoolRunner:
     def __repr__(self) -> str:
         return (
             f"ProcessPoolRunner(num_workers={self.num_workers}, num_procs={self.num_procs}, "
-            f"task_timeout={self.task_timeout!r}, chunk_size={self.chunk_size})"
+            f"task_timeout={self.task_timeout!r}, chunk_size={self.chunk_size}, "
+            f"crash_reruns={self.crash_reruns})"
         )
 
 
 @dataclass(eq=False)
 class _Worker:
-    process: subprocess.Popen[bytes]
+    pid: int
     conn: Connection
+    running: RunningHost  # which host runs on its loop, readable after it died
     in_flight: dict[int, float] = field(default_factory=dict)  # host index -> sent at
     retiring: bool = False
-    ready: bool = False  # has been sent this run's payload
+    loaded: bool = False  # has said it holds the run: it started
+    runs: str = "new"  # which hosts it has in flight: "new", "rerun" or "alone" (see _feed)
 
 
 class _Pool:
@@ -181,19 +209,26 @@ class _Pool:
         self.hosts = hosts
         self.result = result
         self.pending = deque(range(len(hosts)))
+        # Hosts to run again after a crash (see _crashes): with others, and one at a time.
+        self.reruns: deque[int] = deque()
+        self.alone: deque[int] = deque()
         self.remaining = len(hosts)
         self.workers: list[_Worker] = []
-        self.losses_in_a_row = 0
+        self.forks: ForkServer | None = None
+        self.crashes = CrashLedger(runner.crash_reruns)
         self.started: dict[int, Task] = {}  # host index -> its task, started and not completed
 
-    def start_workers(self) -> None:
-        needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
-        for _ in range(min(self.runner.num_procs, needed)):
-            self._start_worker()
+    def start_fork_server(self) -> None:
+        # The workers import what the parent can: tasks named by module path resolve there.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.forks = ForkServer(_FORK_SERVER_COMMAND, env)
 
     def run(self) -> None:
-        for worker in list(self.workers):
-            self._feed(worker)
+        assert self.forks is not None
+        self.forks.load(self.payload)
+        needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
+        for _ in range(min(self.runner.num_procs, needed)):
+            self._replace()
         while self.remaining:
             ready = set(wait([w.conn for w in self.workers], timeout=self._watchdog_timeout()))
             for worker in list(self.workers):
@@ -203,37 +238,25 @@ class _Pool:
 
     # -- workers ---------------------------------------------------------------------------
 
-    def _start_worker(self) -> _Worker:
-        parent_end, child_end = socket.socketpair()
-        # The worker imports what the parent can: tasks referenced by module path resolve there.
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        with child_end:
-            process = subprocess.Popen(
-                [sys.executable, *_WORKER_COMMAND, str(child_end.fileno())],
-                pass_fds=[child_end.fileno()],
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-        worker = _Worker(process, Connection(parent_end.detach()))
-        self.workers.append(worker)
-        return worker
-
     def _feed(self, worker: _Worker) -> None:
-        """Send hosts until the worker has ``num_workers`` in flight or none are left."""
-        if not worker.ready:
-            try:
-                worker.conn.send_bytes(self.payload)
-            except OSError:  # died before it started: its socket's EOF reports it next
-                return
-            worker.ready = True
-        room = self.runner.num_workers - len(worker.in_flight)
-        while self.pending and room > 0 and not worker.retiring:
-            count = min(self.runner.chunk_size, room, len(self.pending))
-            chunk = [self.pending.popleft() for _ in range(count)]
+        """Send hosts until the worker has ``num_workers`` in flight or none are left.
+
+        A worker runs one kind of host at a time (see :mod:`~nornir_bench.runners._crashes`):
+        hosts running for the first time; hosts run again after a crash another host caused,
+        together (a crash among new hosts, not known yet, must not catch them); or a suspect of
+        a crash whose cause is not known, alone (so that if it crashes again, it is named).
+        """
+        if not worker.in_flight:
+            worker.runs = "alone" if self.alone else "rerun" if self.reruns else "new"
+        queue = {"alone": self.alone, "rerun": self.reruns, "new": self.pending}[worker.runs]
+        room = (1 if worker.runs == "alone" else self.runner.num_workers) - len(worker.in_flight)
+        while queue and room > 0 and not worker.retiring:
+            count = min(self.runner.chunk_size, room, len(queue))
+            chunk = [queue.popleft() for _ in range(count)]
             now = time.monotonic()
             for index in chunk:
                 worker.in_flight[index] = now
-                if self.task.processors:
+                if self.task.processors and index not in self.started:  # not a host run again
                     self._started(index)
             try:
                 worker.conn.send_bytes(pickle.dumps(("hosts", chunk)))
@@ -243,8 +266,10 @@ class _Pool:
 
     def _receive(self, worker: _Worker) -> None:
         if not self._drain(worker):
-            # outside the except clause: the hosts' tracebacks should not chain an EOFError
-            self._lost(worker, WorkerCrashed(worker.process.pid, self._exitcode(worker)))
+            # outside the except clause: the hosts' failures should not chain an EOFError
+            self._lost(worker)
+            return
+        if worker not in self.workers:  # it could not load the run: the pool gave up
             return
         if worker.retiring and not worker.in_flight:
             self._retire(worker)
@@ -260,33 +285,101 @@ class _Pool:
                     for index, multi, data, events in body:
                         worker.in_flight.pop(index, None)
                         self._finished(index, multi, data, events)
+                elif kind == "ready":
+                    worker.loaded = True
+                    self.crashes.start_failures_in_a_row = 0
                 elif kind == "tainted":
                     worker.retiring = True
+                elif kind == "error":
+                    self._give_up(f"a worker process could not load the run: {body}")
+                    return True
         except (EOFError, OSError):
             return False
         return True
 
-    def _lost(self, worker: _Worker, error: Exception, overdue: dict[int, Exception] | None = None) -> None:
-        """``worker`` is gone: fail the hosts it had in flight, and replace it if work is left."""
+    def _lost(self, worker: _Worker, overdue: dict[int, Exception] | None = None) -> None:
+        """``worker`` is gone: settle the hosts it had in flight (the crash rule, see
+        :mod:`~nornir_bench.runners._crashes`), and replace it if work is left."""
         self._drain(worker)  # results it sent before it died still count
-        self._stop_worker(worker, kill=True)
-        logger.warning("processpool: %s; %d hosts failed", error, len(worker.in_flight))
-        for index in sorted(worker.in_flight):
-            self._failed(index, (overdue or {}).get(index, error))
-        worker.in_flight.clear()
-        self.losses_in_a_row += 1
-        if self.losses_in_a_row >= max(_LOSSES_BEFORE_GIVING_UP, self.runner.num_procs):
-            if self.workers:
-                return  # the others carry on with what is pending
-            logger.error("processpool: workers keep dying with no host done; giving up: %s", error)
-            while self.pending:
-                self._failed(self.pending.popleft(), error)
+        if worker not in self.workers:  # the pool gave up meanwhile
             return
+        exitcode = None if overdue else self._exitcode(worker)
+        running = worker.running.host()
+        self._stop_worker(worker, kill=True)
+        in_flight = sorted(worker.in_flight)
+        worker.in_flight.clear()
+        if not worker.loaded:  # died before it could run anything: its hosts never ran
+            queue = {"alone": self.alone, "rerun": self.reruns, "new": self.pending}[worker.runs]
+            queue.extendleft(reversed(in_flight))
+            self._start_failed(
+                f"worker processes {describe_exit(exitcode)} before they could start"
+            )
+            return
+        for index, error in (overdue or {}).items():  # a frozen worker: these are why
+            self._failed(index, error)
+            in_flight.remove(index)
+            self.crashes.blamed.add(index)
+            running = index
+        verdict = self.crashes.verdict(
+            in_flight,
+            pid=worker.pid,
+            exitcode=exitcode,
+            running=running,
+            name=lambda i: self.hosts[i].name,
+        )
+        for index, error in verdict.failed.items():
+            self._failed(index, error)
+        self.reruns.extend(verdict.rerun)
+        self.alone.extend(verdict.alone)
+        logger.warning(
+            "processpool: worker process %s %s; %d hosts failed, %d run again",
+            worker.pid,
+            describe_exit(exitcode),
+            len(verdict.failed) + len(overdue or {}),
+            len(verdict.rerun) + len(verdict.alone),
+        )
         self._replace()
 
+    def _start_failed(self, reason: str) -> None:
+        """A worker could not start: try another, until too many in a row have failed."""
+        self.crashes.start_failures_in_a_row += 1
+        failures = self.crashes.start_failures_in_a_row
+        if failures < max(START_FAILURES_BEFORE_GIVING_UP, self.runner.num_procs):
+            self._replace()
+        elif not self.workers:  # else the others carry on with what is pending
+            self._give_up(f"{reason} ({failures} in a row)")
+
+    def _give_up(self, reason: str) -> None:
+        """Workers cannot run this run at all: every host not finished fails with ``reason``."""
+        logger.error("processpool: giving up: %s", reason)
+        for worker in list(self.workers):
+            self.pending.extendleft(reversed(sorted(worker.in_flight)))
+            worker.in_flight.clear()
+        self._stop_workers(list(self.workers), kill=True)
+        for queue in (self.alone, self.reruns, self.pending):
+            while queue:
+                self._failed(queue.popleft(), WorkerUnavailable(reason))
+
     def _replace(self) -> None:
-        if self.pending:
-            self._feed(self._start_worker())
+        """Start a worker if hosts are waiting for one."""
+        if not (self.pending or self.reruns or self.alone):
+            return
+        assert self.forks is not None
+        try:
+            pid, conn, running = self.forks.fork(threads=self.runner.num_workers)
+        except WorkerStartError as exc:
+            if exc.load_error:  # every worker would fail alike
+                self._give_up(exc.reason)
+                return
+            # The fork server died (killed, out of memory): start another.
+            self.forks.close()
+            self.start_fork_server()
+            self.forks.load(self.payload)
+            self._start_failed(exc.reason)
+            return
+        worker = _Worker(pid, conn, running)
+        self.workers.append(worker)
+        self._feed(worker)
 
     def _retire(self, worker: _Worker) -> None:
         """Replace a worker with a stuck thread (a blocking task past its deadline)."""
@@ -297,12 +390,12 @@ class _Pool:
         self._stop_workers([worker], kill=kill)
 
     def _stop_workers(self, workers: list[_Worker], *, kill: bool) -> None:
-        """Ask (or force) ``workers`` to stop, all at once, and reap them."""
+        """Ask (or force) ``workers`` to stop, all at once, and wait until they have."""
         for worker in workers:
             if worker in self.workers:
                 self.workers.remove(worker)
             if kill:
-                worker.process.kill()
+                self._kill(worker)
                 continue
             try:
                 worker.conn.send_bytes(pickle.dumps(("stop", None)))
@@ -318,24 +411,25 @@ class _Pool:
                     worker.conn.recv_bytes()  # a late batch from a stopping worker: not needed
                 except (EOFError, OSError):
                     del open_conns[worker.conn]
-        for worker in workers:  # exited by now (or killed): reaping takes no time
-            try:
-                worker.process.wait(_STOP_WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                worker.process.kill()
-                worker.process.wait()
+        for worker in open_conns.values():  # did not stop in time
+            self._kill(worker)
+        for worker in workers:
             worker.conn.close()
+            worker.running.close()
+
+    def _kill(self, worker: _Worker) -> None:
+        if self.forks is not None:
+            self.forks.kill(worker.pid)
 
     def stop(self, *, kill: bool = False) -> None:
-        """Stop every worker (ask them, or kill them for Ctrl-C)."""
+        """Stop every worker (ask them, or kill them for Ctrl-C), then the fork server."""
         self._stop_workers(list(self.workers), kill=kill)
+        if self.forks is not None:
+            self.forks.close()  # reaps every worker; kills any still running
+            self.forks = None
 
-    @staticmethod
-    def _exitcode(worker: _Worker) -> int | None:
-        try:
-            return worker.process.wait(_STOP_WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            return None
+    def _exitcode(self, worker: _Worker) -> int | None:
+        return None if self.forks is None else self.forks.exit_status(worker.pid)
 
     # -- timeouts ----------------------------------------------------------------------------
 
@@ -352,12 +446,16 @@ class _Pool:
         for worker in list(self.workers):
             overdue = [i for i, sent in worker.in_flight.items() if sent < limit]
             if overdue:
-                pid = worker.process.pid
                 errors: dict[int, Exception] = {
                     i: TaskTimeout(self.task.name, self.hosts[i].name, timeout) for i in overdue
                 }
-                detail = f" (replaced: it stopped answering after a task passed {timeout:g} s)"
-                self._lost(worker, WorkerCrashed(pid, None, detail), errors)
+                logger.warning(
+                    "processpool: worker process %s stopped answering after a task passed %g s; "
+                    "replacing it",
+                    worker.pid,
+                    timeout,
+                )
+                self._lost(worker, errors)
 
     # -- results -----------------------------------------------------------------------------
 
@@ -366,6 +464,7 @@ class _Pool:
     ) -> None:
         host = self.hosts[index]
         _relink(multi, host)
+        record_attempts(multi, self.crashes.earlier_runs(index))
         if data != host.data:
             host.data.clear()
             host.data.update(data)
@@ -377,7 +476,6 @@ class _Pool:
             _replay_hooks(self.started.pop(index), multi, events)
         self.result[host.name] = multi
         self.remaining -= 1
-        self.losses_in_a_row = 0
 
     def _started(self, index: int) -> None:
         """Fire ``task_instance_started`` as the host leaves for its worker.
@@ -392,28 +490,13 @@ class _Pool:
         self.task.processors.task_instance_started(top, host)
 
     def _failed(self, index: int, error: Exception) -> None:
-        """A host the pool could not run: a failed result made by the core, hooks and all."""
-        started = self.started.pop(index, None)
-        failure = Task(
-            _raise,
-            self.task.nornir,
-            global_dry_run=self.task.global_dry_run,
-            # A host already started gets only its completion hook, below.
-            processors=self.task.processors if started is None else Processors(),
-            name=self.task.name,
-            severity_level=self.task.severity_level,
-            error=error,  # type: ignore[arg-type]  # nornir annotates task kwargs as str
-        )
+        """A host the pool could not run (to its end): a failed result made by the core, with
+        its hooks; ``error`` is this host's own."""
         host = self.hosts[index]
-        multi = self.result[host.name] = run_host(failure, host)
-        if started is not None:
-            started.results = multi
-            self.task.processors.task_instance_completed(started, host, multi)
+        multi = fail_host(self.task, host, error, started=self.started.pop(index, None))
+        record_attempts(multi, self.crashes.earlier_runs(index))
+        self.result[host.name] = multi
         self.remaining -= 1
-
-
-def _raise(task: Task, error: Exception) -> None:
-    raise error
 
 
 def _remote(task: Task) -> None:

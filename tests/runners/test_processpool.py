@@ -19,16 +19,29 @@ import pytest
 from nornir.core.exceptions import NornirExecutionError
 from nornir.core.task import Task
 
-from nornir_bench import HostTimer, ProcessPoolRunner, RemoteException, RunInterrupted, TaskTimeout, WorkerCrashed
+from nornir_bench import (
+    HostTimer,
+    ProcessPoolRunner,
+    RemoteException,
+    RunInterrupted,
+    TaskTimeout,
+    WorkerCrashed,
+    WorkerUnavailable,
+)
+from nornir_bench.attempts import attempts_of
+from nornir_bench.runners.processpool import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.async_tasksets import ASYNC_TASK_SET
 from tests.conftest import Recorder, aggregated_view, make_nornir
 
 
-def child_pids() -> set[int]:
-    """Processes whose parent is this one (read from /proc: no helper library needed)."""
-    me, children = os.getpid(), set()
+def descendant_pids() -> set[int]:
+    """This process's children, theirs, and so on (read from /proc: no helper library needed).
+
+    The fork server is a child; the workers are its children.
+    """
+    parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -36,16 +49,19 @@ def child_pids() -> set[int]:
                     fields = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == me:
-                children.add(int(entry))
-    return children
+            parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
 
 
 @pytest.fixture(autouse=True)
 def no_processes_left_behind() -> Iterator[None]:
-    before = child_pids()
+    before = descendant_pids()
     yield
-    assert child_pids() - before == set(), "worker processes left running"
+    assert descendant_pids() - before == set(), "worker processes left running"
 
 
 def pool(hosts: int = 30, **options: Any) -> Any:
@@ -89,6 +105,7 @@ def test_loaded_through_nornirs_entry_point() -> None:
         ({"num_procs": 0}, "num_procs must be a whole number >= 1, got 0"),
         ({"num_procs": "2"}, "num_procs must be a whole number >= 1, got '2'"),
         ({"chunk_size": 0}, "chunk_size must be a whole number >= 1, got 0"),
+        ({"crash_reruns": -1}, "crash_reruns must be a whole number >= 0, got -1"),
         ({"task_timeout": -3}, "task_timeout must be a number of seconds > 0, or None"),
     ],
 )
@@ -289,11 +306,167 @@ def test_workers_that_cannot_start_fail_the_hosts_instead_of_respawning_forever(
 ) -> None:
     from nornir_bench.runners import processpool
 
-    # a worker whose interpreter exits at once, as in an environment where it cannot import
-    monkeypatch.setattr(processpool, "_WORKER_COMMAND", ["-c", "import sys; sys.exit(7)"])
+    # an interpreter that exits at once, as in an environment where it cannot import
+    monkeypatch.setattr(processpool, "_FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
     with caplog.at_level(logging.ERROR, logger="nornir_bench.runners.processpool"):
         result = pool(hosts=40, num_workers=2, chunk_size=1).run(task=tasksets.hello)
-    assert any("giving up" in r.getMessage() for r in caplog.records)  # not 20 respawns
+    assert [r.getMessage() for r in caplog.records if "giving up" in r.getMessage()] == [
+        "processpool: giving up: the fork server exited with status 7 (3 in a row)"
+    ]
     assert len(result) == 40 and sorted(result.failed_hosts) == sorted(result)
     exc = result["dev39"][0].exception
-    assert isinstance(exc, WorkerCrashed) and "exited with status 7" in str(exc)
+    assert isinstance(exc, WorkerUnavailable)
+    assert str(exc) == (
+        "no worker process could run this host: the fork server exited with status 7 (3 in a row)"
+    )
+
+
+def test_a_task_the_workers_cannot_load_fails_every_host_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "parent_only.py").write_text("def task(task):\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import parent_only  # type: ignore[import-not-found]
+
+    # The workers take their import path from this process's: without the folder, they
+    # cannot import the module the task is pickled by reference to.
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    result = pool(hosts=12, num_workers=2).run(task=parent_only.task)
+    assert len(result) == 12 and len(result.failed_hosts) == 12
+    exc = result["dev3"][0].exception
+    assert isinstance(exc, WorkerUnavailable)
+    assert "could not load the run: ModuleNotFoundError: No module named 'parent_only'" in str(exc)
+
+
+CRASH_EVERY = 30
+
+
+async def crashes_its_worker(task: Task, rtt: float = 0.02) -> str:
+    """Every CRASH_EVERY-th host kills its worker at once; the others take ``rtt``."""
+    import asyncio
+
+    if int(task.host.name[3:]) % CRASH_EVERY == 7:
+        os._exit(1)
+    await asyncio.sleep(rtt)
+    return task.host.name
+
+
+@pytest.mark.timeout(60)
+def test_a_crash_storm_ends_and_fails_only_the_hosts_that_crash() -> None:
+    """Once: 10,000 hosts with 1 % crashing ran for 10 minutes without ending, each failed
+    host's result carrying the same exception, its traceback grown with every raise."""
+    hosts = 600
+    result = pool(hosts=hosts, num_workers=CRASH_EVERY).run(task=crashes_its_worker)
+    assert len(result) == hosts
+    crashers = sorted(f"dev{i}" for i in range(hosts) if i % CRASH_EVERY == 7)
+    assert sorted(result.failed_hosts) == crashers
+    errors = [result[name][0].exception for name in crashers]
+    assert len({id(e) for e in errors}) == len(errors)  # each host its own small exception
+    for name in crashers:
+        exc = result[name][0].exception
+        assert isinstance(exc, WorkerCrashed) and str(exc).endswith(
+            "exited with status 1 while running this host"
+        )
+        assert len(result[name][0].result) < 1000  # no traceback chain
+    # The hosts in flight with a crasher ran again, and say so.
+    again = [multi for multi in result.values() if attempts_of(multi)[0] == 2]
+    assert again and all(not multi.failed for multi in again)
+    attempts, failed = attempts_of(again[0])
+    assert failed[0].exception == "WorkerCrashed"
+    assert "while running host 'dev" in failed[0].message
+    assert failed[0].message.endswith("; run again on another worker")
+
+
+def _crash_in_a_thread(task: Task) -> int:
+    """A blocking task: it runs in a worker's thread, where the running host is not known."""
+    if task.host.name == "dev5":
+        os._exit(3)
+    time.sleep(0.2)
+    return os.getpid()
+
+
+def test_when_the_crashing_host_is_not_known_its_suspects_run_again_alone() -> None:
+    recorder = Recorder()
+    nr = pool(hosts=12, num_workers=3, chunk_size=1, num_procs=1).with_processors([recorder])
+    result = nr.run(task=_crash_in_a_thread)
+    assert len(result) == 12
+    # Run again alone, dev5 crashed its worker again: named, and failed.
+    assert sorted(result.failed_hosts) == ["dev5"]
+    exc = result["dev5"][0].exception
+    assert isinstance(exc, WorkerCrashed) and str(exc).endswith(
+        "exited with status 3 while running this host"
+    )
+    assert attempts_of(result["dev5"])[0] == 2
+    # The hosts in flight beside it at the first crash ran again alone, and succeeded.
+    again = {n: attempts_of(m)[1] for n, m in result.items() if attempts_of(m)[0] == 2}
+    assert sorted(again) == ["dev3", "dev4", "dev5"]
+    assert again["dev3"][0].message.endswith(
+        "while running its hosts in flight, this one among them; run again alone on another worker"
+    )
+    # Hooks fired once per host, not once per run.
+    per_host = recorder.per_host()
+    per_host.pop(None)
+    assert all(
+        [e[0] for e in events].count("task_instance_started") == 1 for events in per_host.values()
+    )
+
+
+def _segfault_in_a_thread(task: Task) -> int:
+    if task.host.name == "dev5":
+        import ctypes
+
+        ctypes.string_at(0)
+    time.sleep(0.2)
+    return os.getpid()
+
+
+def test_a_segfault_in_a_worker_thread_names_its_host() -> None:
+    """faulthandler's dump names the thread a fatal signal hit; the worker notes which host
+    each of its threads runs."""
+    result = pool(hosts=12, num_workers=3, chunk_size=1, num_procs=1).run(
+        task=_segfault_in_a_thread
+    )
+    assert sorted(result.failed_hosts) == ["dev5"]
+    assert str(result["dev5"][0].exception).endswith(
+        "was killed by signal 11 (SIGSEGV) while running this host"
+    )
+    assert attempts_of(result["dev5"])[0] == 1  # named at its first crash
+    again = {n: attempts_of(m)[1] for n, m in result.items() if attempts_of(m)[0] == 2}
+    assert again and all(
+        failed[0].message.endswith("while running host 'dev5'; run again on another worker")
+        for failed in again.values()
+    )
+
+
+def test_crash_reruns_0_never_runs_a_host_twice() -> None:
+    result = pool(hosts=12, num_workers=3, chunk_size=1, num_procs=1, crash_reruns=0).run(
+        task=_crash_in_a_thread
+    )
+    assert sorted(result.failed_hosts) == ["dev3", "dev4", "dev5"]
+    assert all(attempts_of(m)[0] == 1 for m in result.values())
+    assert str(result["dev3"][0].exception).endswith(
+        "; a host in flight runs again at most 0 times (crash_reruns)"
+    )
+
+
+def test_num_procs_is_capped_with_a_warning() -> None:
+    ceiling = MAX_PROCS_PER_CPU * (os.cpu_count() or 1)
+    with pytest.warns(RuntimeWarning, match=rf"num_procs 1000000 capped at {ceiling} "):
+        runner = ProcessPoolRunner(num_procs=1_000_000)
+    assert runner.num_procs == ceiling
+
+
+def test_a_run_starts_no_more_workers_than_the_cap(recwarn: pytest.WarningsRecorder) -> None:
+    result = pool(hosts=64, num_workers=1, num_procs=1_000_000).run(
+        task=_pid_after, seconds=0.05
+    )
+    assert not result.failed
+    assert len({multi.result for multi in result.values()}) <= MAX_PROCS_PER_CPU * (
+        os.cpu_count() or 1
+    )
+    assert [str(w.message).split(":")[0] for w in recwarn] == ["processpool runner"]
+
+
+def _pid_after(task: Task, seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()

@@ -1,0 +1,44 @@
+"""How many times a host's task ran, and why the runs before the one that counted did not.
+
+A host may run more than once: the process pool runs again, on a fresh worker, a host that was
+in flight on a worker another host crashed. Its ``MultiResult`` is then the one of the run that
+counted, as nornir would hold it; the earlier runs are kept on the host's own ``Result``
+(``multi[0]``) as two attributes, which pickle with it and which the JSON Lines records show:
+
+- ``attempts``: how many times the task started on the host (absent: 1);
+- ``failed_attempts``: a :class:`FailedAttempt` per run that did not count, oldest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nornir.core.task import MultiResult
+
+__all__ = ["FailedAttempt", "attempts_of", "record_attempts"]
+
+
+@dataclass(frozen=True)
+class FailedAttempt:
+    """A run of a host's task that did not count: the type name and message of why."""
+
+    exception: str
+    message: str
+
+
+def record_attempts(multi: MultiResult, failed: Sequence[FailedAttempt]) -> None:
+    """Note on the host's own result that ``failed`` runs came before this one."""
+    if failed:
+        first = multi[0]
+        first.attempts = len(failed) + 1  # type: ignore[attr-defined]
+        first.failed_attempts = list(failed)  # type: ignore[attr-defined]
+
+
+def attempts_of(multi: MultiResult) -> tuple[int, list[FailedAttempt]]:
+    """How many times the host's task started, and the runs that did not count."""
+    first = multi[0] if len(multi) else None
+    failed: list[FailedAttempt] = list(getattr(first, "failed_attempts", ()))
+    return int(getattr(first, "attempts", 1)), failed
