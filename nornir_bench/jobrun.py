@@ -71,7 +71,14 @@ def run_job(job: Job, *, output: Path | None = None, progress: bool | None = Non
     """
     nr, secrets = job.nornir()
     redact = Redactor(secrets)
-    redact.install()  # on nornir's log handlers, which InitNornir has just set up
+    # On the handlers InitNornir has just set up: one per logger the job's logging names.
+    with redact.installed(nr.config.logging.loggers):
+        return _run(job, nr, redact, output, progress)
+
+
+def _run(
+    job: Job, nr: Nornir, redact: Redactor, output: Path | None, progress: bool | None
+) -> JobRun:
     _no_last_resort_logging()
     path = output or job.output or default_output(job)
     if path.parent != Path():
@@ -109,9 +116,10 @@ def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
         failure = failure_of(multi)
         exc = failure.exception if failure is not None else None
         if exc is None:
-            what = f"failed: {str(failure.result if failure is not None else '')[:200]}"
+            what = f"failed: {run.redact(str(failure.result if failure is not None else ''))[:200]}"
         else:
-            message = str(exc).strip().splitlines()
+            # Masked before it is cut short: a secret cut in two would not be recognised.
+            message = run.redact(str(exc)).strip().splitlines()
             what = type(exc).__name__ + (f": {message[0][:200]}" if message else "")
         lines.append(run.redact(f"  {name}: {what}"))
     if len(failed) > limit:

@@ -13,7 +13,7 @@ the full traceback, which the terminal never shows. ``attempts`` counts the time
 started on the host, and ``failed_attempts`` holds ``{"exception", "message"}`` for each run
 before the one that counted (see :mod:`nornir_bench.attempts`: the process pool runs a host
 again when another host crashed its worker). Values that JSON cannot hold are written as
-their ``repr``; known secrets are masked.
+their ``repr``; known secrets are masked in every value before it is encoded.
 """
 
 from __future__ import annotations
@@ -89,7 +89,10 @@ class JsonLinesWriter(HostTimer):
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         super().task_instance_completed(task, host, result)
         record = host_record(host.name, result, self.elapsed.get(host.name))
-        line = self.redact(json.dumps(record, default=repr, ensure_ascii=False))
+        # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.
+        line = json.dumps(
+            self.redact.value(record), default=self.redact.json_default, ensure_ascii=False
+        )
         with self._lock:
             self.file.write(line + "\n")
             self.file.flush()

@@ -3,22 +3,36 @@
 A job file or an inventory may say ``password: ${ROUTER_PASSWORD}``: the value is read from the
 environment when the job loads, so no secret has to sit in a file. Every password and secret the
 run knows (from the environment or written literally) is then masked in whatever the run shows
-or writes: the terminal, the JSON Lines records and nornir's log, where a device library's
-exception or a task's own result might otherwise echo it.
+or writes: the terminal, the JSON Lines records and every log handler the job's logging
+configuration creates, where a device library's exception or a task's own result might
+otherwise echo it. Values are masked before they are encoded; and since a secret may reach a
+log line already encoded (``%r`` of it, a URL, a JSON document), the escaped forms it takes
+there are masked too.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Inventory
 
-__all__ = ["MASK", "Redactor", "SecretError", "expand_env", "is_secret_key", "resolve_inventory"]
+__all__ = [
+    "MASK",
+    "Redactor",
+    "SecretError",
+    "encoded_forms",
+    "expand_env",
+    "is_secret_key",
+    "resolve_inventory",
+]
 
 MASK = "********"
 
@@ -96,17 +110,36 @@ def _resolve_credentials(owner: Any, where: str, secrets: set[str]) -> None:
                 secrets.add(value)
 
 
+def encoded_forms(secret: str) -> set[str]:
+    """``secret`` as it appears in text that encoded it: as is, inside a JSON string, inside
+    a Python ``repr`` (of the string, or of its UTF-8 bytes), URL-encoded."""
+    forms = {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+    }
+    return {form for form in forms if form}
+
+
 class Redactor(logging.Filter):
-    """Masks known secrets in text; also a ``logging`` filter for handlers.
+    """Masks known secrets in text and in values; also a ``logging`` filter for handlers.
 
     Args:
-        secrets: the values to mask. Empty strings are ignored.
+        secrets: the values to mask, in any of their :func:`encoded_forms`. Empty strings are
+            ignored.
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
+        forms = {form for secret in secrets if secret for form in encoded_forms(secret)}
         # Longest first, so a secret that contains another is masked whole.
-        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self.secrets = sorted(forms, key=len, reverse=True)
+        self._handlers: list[logging.Handler] = []
 
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
@@ -115,16 +148,21 @@ class Redactor(logging.Filter):
         return text
 
     def value(self, obj: Any) -> Any:
-        """``obj`` with every string inside it (through dicts, lists and tuples) masked."""
+        """``obj`` with every string inside it (through dicts, lists, tuples and sets) masked,
+        before anything encodes it: encoding may escape a secret past recognition."""
         if not self.secrets:
             return obj
         if isinstance(obj, str):
             return self(obj)
         if isinstance(obj, Mapping):
             return {self.value(k): self.value(v) for k, v in obj.items()}
-        if isinstance(obj, (list, tuple)):
+        if isinstance(obj, (list, tuple, set, frozenset)):
             return [self.value(item) for item in obj]
         return obj
+
+    def json_default(self, obj: Any) -> Any:
+        """For ``json.dumps(default=...)``: a value JSON cannot hold, as its masked ``repr``."""
+        return self(repr(obj))
 
     def filter(self, record: logging.LogRecord) -> bool:
         if self.secrets:
@@ -138,8 +176,29 @@ class Redactor(logging.Filter):
 
     def install(self, loggers: Iterable[str] = ("", "nornir")) -> None:
         """Add this filter to every handler of ``loggers`` (filters on a logger miss records
-        propagated from its children; a handler's see them all)."""
-        for name in loggers:
+        propagated from its children; a handler's see them all).
+
+        nornir's logging configuration gives each logger it names (``logging.loggers``) its
+        own file handler: pass them all.
+        """
+        for name in ("", *loggers):
             for handler in logging.getLogger(name).handlers:
                 if self not in handler.filters:
                     handler.addFilter(self)
+                    self._handlers.append(handler)
+
+    def uninstall(self) -> None:
+        """Remove this filter from the handlers :meth:`install` added it to."""
+        for handler in self._handlers:
+            handler.removeFilter(self)
+        self._handlers.clear()
+
+    @contextmanager
+    def installed(self, loggers: Iterable[str] = ("", "nornir")) -> Iterator[Redactor]:
+        """:meth:`install` for the block, then :meth:`uninstall`: a process running job after
+        job does not pile filters up on long-lived handlers."""
+        self.install(loggers)
+        try:
+            yield self
+        finally:
+            self.uninstall()

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import pytest
 
-from nornir_bench.secrets import MASK, Redactor, SecretError, expand_env, is_secret_key
+from nornir_bench.secrets import (
+    MASK,
+    Redactor,
+    SecretError,
+    encoded_forms,
+    expand_env,
+    is_secret_key,
+)
 
 
 def test_expand_env_fills_in_variables(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,3 +67,89 @@ def test_the_redactor_masks_log_messages_arguments_and_tracebacks() -> None:
     text = stream.getvalue()
     assert "pw-123" not in text
     assert f"login {MASK} failed" in text and f"ValueError: bad {MASK}" in text
+
+
+def test_the_escaped_forms_of_a_secret_are_masked_too() -> None:
+    secret = 'ab"c\\d é/+'
+    redact = Redactor([secret])
+    for text in (
+        json.dumps({"message": f"login failed with {secret}"}),
+        repr(["login", secret]),
+        repr(secret.encode()),
+        f"ssh://user:{quote(secret, safe='')}@host",
+        f"https://host/?pw={quote_plus(secret)}",
+    ):
+        assert MASK in redact(text), text
+        for form in encoded_forms(secret):
+            assert form not in redact(text), (text, form)
+
+
+def test_installed_filters_are_removed_after_the_block() -> None:
+    handler = logging.StreamHandler(io.StringIO())
+    logger = logging.getLogger("nornir_bench.test_secrets.installed")
+    logger.addHandler(handler)
+    try:
+        for _ in range(3):  # a process running job after job
+            with Redactor(["pw-123"]).installed([logger.name]):
+                assert len(handler.filters) == 1
+        assert handler.filters == []
+    finally:
+        logger.removeHandler(handler)
+
+
+# A task module, next to the job file: a device library logging a URL with the password in it,
+# and a login failure whose message holds the password.
+DEVICE_TASKS = '''
+import logging
+from urllib.parse import quote
+
+
+def login(task):
+    password = task.host.password
+    logging.getLogger("devicelib").warning("connecting to ssh://netops:%s@%s", password, task.host)
+    logging.getLogger("devicelib").warning("encoded: ssh://netops:%s@x", quote(password, safe=""))
+    logging.getLogger("devicelib").warning("as repr: %r", {"password": password})
+    if int(task.host.name[3:]) % 2:
+        raise RuntimeError("login failed with " + password)
+    return {"sent": password}
+'''
+
+# Quotes and backslashes: escaped by JSON and by repr, which once hid it from the masking.
+NASTY = 'ab"c\\d\'e'
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> None:
+    (tmp_path / "devicetasks.py").write_text(DEVICE_TASKS)
+    (tmp_path / "job.yaml").write_text(
+        textwrap.dedent(f"""\
+        inventory:
+          plugin: synthetic
+          options: {{hosts: 4, username: netops, password: "${{NB_NASTY}}"}}
+        runner: {{plugin: {runner}, options: {{num_workers: 2}}}}
+        logging: {{enabled: true, level: DEBUG, log_file: nornir.log, loggers: [nornir, devicelib]}}
+        task: {{name: "devicetasks:login"}}
+        output: {{path: records.jsonl}}
+        """)
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", "job.yaml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "NB_NASTY": NASTY},
+    )
+    assert done.returncode == 1, done.stderr
+    log = (tmp_path / "nornir.log").read_text()
+    if runner != "processpool":  # its workers keep no log records but failures (runners.md)
+        assert "connecting to ssh://netops:********@dev1" in log  # the library's line, masked
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert {r["host"]: r["failed"] for r in records} == {
+        "dev0": False, "dev1": True, "dev2": False, "dev3": True
+    }
+    decoded = json.dumps(records, ensure_ascii=False) + "".join(
+        str(value) for r in records for value in r.values()
+    )
+    for where, text in [("stdout", done.stdout), ("stderr", done.stderr), ("log", log),
+                        ("records", decoded)]:
+        for form in encoded_forms(NASTY):
+            assert form not in text, (where, form)
+    assert "login failed with ********" in done.stdout
