@@ -11,6 +11,16 @@ defaults, 12 ms at threshold 20,000 (5,000: 28 ms; 100,000: no better); threadpo
 workers, 25-170 ms of collections per run, about 22 ms with the heap frozen. Garbage made
 during the run is still collected; both settings are restored when the last run ends.
 
+Freezing must not change what is eventually collected. Frozen objects are skipped by every
+collection, and unfreezing them does not count them towards the next full collection, which
+CPython starts when the objects in the oldest generation have grown by a quarter since the last
+one. A process running job after job, whose old results become garbage cycles (a failed
+host's exception, traceback and frames), would then freeze that garbage at each run's start and
+never collect it: 8.5 MiB more per run on 10,000 hosts with 10 % failing. So each run's start
+applies CPython's own rule to the heap it is about to freeze: grown by a quarter since the last
+full collection (or since the first run), collect it first (about 17 ms for a 10,000-host
+inventory, once every few runs at most).
+
 ``collector_paused`` is for building large object graphs that are all kept (an inventory): the
 allocations trigger the collector again and again, and each time it walks a growing heap and
 finds nothing to free. 1,000,000 synthetic hosts: 4.5 s with it, 1.9 s without.
@@ -23,15 +33,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["RUN_GEN0_THRESHOLD", "collector_paused", "tuned_for_run"]
+__all__ = ["FULL_COLLECTION_GROWTH", "RUN_GEN0_THRESHOLD", "collector_paused", "tuned_for_run"]
 
 RUN_GEN0_THRESHOLD = 20_000
+
+FULL_COLLECTION_GROWTH = 1.25
+"""A run's start collects the heap first once it has grown by this much (CPython's own rule)."""
 
 # The collector's settings are process-wide, so runs in several threads at once share them: the
 # first run to start tunes the collector, the last to end restores it.
 _lock = threading.Lock()
 _active_runs = 0
 _saved_threshold: tuple[int, int, int] | None = None
+_heap_after_full_collection: int | None = None  # objects frozen at the last full collection
 
 
 @contextmanager
@@ -41,7 +55,7 @@ def tuned_for_run() -> Iterator[None]:
     with _lock:
         _active_runs += 1
         if _active_runs == 1 and gc.isenabled():
-            gc.freeze()
+            _freeze_collected()
             _saved_threshold = gc.get_threshold()
             if _saved_threshold[0] < RUN_GEN0_THRESHOLD:  # a user's higher setting stays
                 gc.set_threshold(RUN_GEN0_THRESHOLD, *_saved_threshold[1:])
@@ -55,6 +69,21 @@ def tuned_for_run() -> Iterator[None]:
                 if _saved_threshold is not None:
                     gc.set_threshold(*_saved_threshold)
                     _saved_threshold = None
+
+
+def _freeze_collected() -> None:
+    """Freeze the heap, first collecting it if it has grown enough since the last full
+    collection that CPython would have run one (see the module's docstring)."""
+    global _heap_after_full_collection
+    gc.freeze()
+    heap = gc.get_freeze_count()  # ~2 ms for a 10,000-host inventory
+    if _heap_after_full_collection is None:
+        _heap_after_full_collection = heap
+    elif heap > FULL_COLLECTION_GROWTH * _heap_after_full_collection:
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        _heap_after_full_collection = gc.get_freeze_count()
 
 
 @contextmanager

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 
+import pytest
+
+from nornir_bench import SimulatedFailure
 from nornir_bench._gc import RUN_GEN0_THRESHOLD, collector_paused, tuned_for_run
+from nornir_bench.tasks import asim_rtt, sim_rtt
+from tests.conftest import make_nornir
 
 
 def test_run_tuning_is_undone_after_nested_and_concurrent_use() -> None:
@@ -54,3 +60,26 @@ def test_collector_paused_restores_the_previous_state() -> None:
         assert not gc.isenabled()  # a user's own choice to disable stays
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("runner", ["threaded", "threadpool", "asyncio", "processpool"])
+def test_the_failures_of_earlier_runs_do_not_pile_up(
+    runner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process running job after job: each run's failed results become garbage cycles
+    (exception, traceback, frames) when the next result replaces them. Freezing the heap at
+    each run's start once kept every one of them alive, run after run."""
+    # Not the subject here: thousands of failure log records, which pytest would capture.
+    monkeypatch.setattr(logging.getLogger("nornir.core.task"), "disabled", True)
+    hosts, runs = 1_000, 12
+    nr = make_nornir(runner, hosts=hosts, num_workers=50)
+    task = asim_rtt if getattr(nr.runner, "prefers_async_tasks", False) else sim_rtt
+    alive = []
+    for _ in range(runs):
+        result = nr.run(task=task, rtt=0, fail_rate=1.0, on_failed=True)
+        assert len(result.failed_hosts) == hosts
+        alive.append(sum(1 for o in gc.get_objects() if type(o) is SimulatedFailure))
+        del result
+    # The last run's failures are alive (its result was just dropped, not collected yet); the
+    # earlier runs' are garbage, collected once the heap has grown by a quarter.
+    assert max(alive[runs // 2 :]) <= 6 * hosts, alive
