@@ -78,9 +78,24 @@ def run_host(task: Task, host: Host) -> MultiResult:
     instance = _start(task, host)
     try:
         outcome = instance.task(instance, **instance.params)
+        if inspect.isawaitable(outcome):
+            _refuse(outcome, instance)
     except Exception as exc:
         return _completed(instance, host, _failure(instance, host, exc))
     return _completed(instance, host, _wrap(host, outcome))
+
+
+def _refuse(awaitable: Awaitable[Any], task: Task) -> None:
+    """An ``async def`` task on a runner that cannot await it: fail the host, saying so, rather
+    than report it ok with a coroutine that never ran as its result."""
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()  # no "coroutine was never awaited" warning: the message below says it
+    raise TypeError(
+        f"task {task.name!r} is async (it returned {type(awaitable).__name__} "
+        f"{getattr(awaitable, '__qualname__', '')!s}, which this runner cannot await): run it "
+        "with the asyncio or processpool runner, or make it a plain def"
+    )
 
 
 async def arun_host(
@@ -111,6 +126,8 @@ async def arun_host(
             call: Awaitable[Any] = instance.task(instance, **instance.params)
         else:
             call = offload(functools.partial(instance.task, instance, **instance.params))
+            # A plain function returning a coroutine (a lambda, a wrapper): await that too.
+            call = _awaited(call)
         outcome = await (call if timeout is None else _within(call, timeout, instance, host))
     except Exception as exc:
         return _completed(instance, host, _failure(instance, host, exc))
@@ -200,6 +217,13 @@ async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -
     if multi.failed:
         raise NornirSubTaskError(task=run_task, result=multi)
     return multi
+
+
+async def _awaited(call: Awaitable[Any]) -> Any:
+    outcome = await call
+    if inspect.isawaitable(outcome):
+        outcome = await outcome
+    return outcome
 
 
 async def _to_thread(call: Callable[[], Any]) -> Any:

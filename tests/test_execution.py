@@ -117,3 +117,28 @@ def test_failed_subtask_results_unpickle_with_same_text() -> None:
     assert isinstance(copy, NornirSubTaskError)
     assert str(copy) == str(original) == "Subtask: maybe_fail (failed)\n"
     assert result_view(copy.result) == result_view(original.result)
+
+
+async def _async_task(task: Task) -> str:
+    return "awaited"
+
+
+def test_an_async_task_on_a_blocking_runner_fails_its_hosts_clearly(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    """Once: every host reported ok, its result a coroutine that never ran."""
+    result = make_nornir("threadpool", hosts=3).run(task=_async_task)
+    assert sorted(result.failed_hosts) == ["dev0", "dev1", "dev2"]
+    exc = result["dev1"][0].exception
+    assert isinstance(exc, TypeError)
+    assert str(exc) == (
+        "task '_async_task' is async (it returned coroutine _async_task, which this runner "
+        "cannot await): run it with the asyncio or processpool runner, or make it a plain def"
+    )
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def test_a_blocking_task_returning_a_coroutine_is_awaited_by_the_asyncio_runner() -> None:
+    result = make_nornir("asyncio", hosts=3).run(task=lambda task: _async_task(task))
+    assert not result.failed
+    assert {multi.result for multi in result.values()} == {"awaited"}
