@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import NoReturn, TypeVar
 
 from nornir_bench.benchmark import available_runners, run_benchmark
+from nornir_bench.tasks.simulated import MAX_RTT
 from nornir_bench.usage import process_usage
 
 __all__ = [
@@ -72,7 +73,11 @@ def _float_argument(allowed: str, accept: Callable[[float], bool]) -> Callable[[
     return parse
 
 
-_seconds = _float_argument("a number of seconds >= 0", lambda v: math.isfinite(v) and v >= 0)
+# Round trips and jitter: past MAX_RTT a run would sleep for ever, or overflow.
+_seconds = _float_argument(
+    f"a number of seconds from 0 to {MAX_RTT:g} (an hour: longer than any device takes to answer)",
+    lambda v: 0 <= v <= MAX_RTT,
+)
 _probability = _float_argument("a probability from 0 to 1", lambda v: 0 <= v <= 1)
 
 _Item = TypeVar("_Item")
@@ -102,7 +107,9 @@ def _known_runner(name: str) -> str:
 
 _runner_list = _comma_list(_known_runner, "comma-separated runner names")
 _workers_list = _comma_list(_positive_int, "comma-separated whole numbers >= 1 (e.g. 100,1000)")
-_seconds_list = _comma_list(_seconds, "comma-separated seconds >= 0 (e.g. 0.05,0.1)")
+_seconds_list = _comma_list(
+    _seconds, f"comma-separated seconds from 0 to {MAX_RTT:g} (e.g. 0.05,0.1)"
+)
 
 
 def _script_parser() -> _Parser:
@@ -118,7 +125,8 @@ def _script_parser() -> _Parser:
     parser.add_argument("workers", metavar="WORKERS", type=_positive_int,
                         help="the runner's num_workers (hosts in flight at once)")
     parser.add_argument("rtt", metavar="RTT", type=_seconds,
-                        help="simulated round-trip time per host, in seconds (e.g. 0.05)")
+                        help="simulated round-trip time per host, in seconds (e.g. 0.05; "
+                        f"at most {MAX_RTT:g})")
     parser.add_argument("--hosts", type=_positive_int, default=10_000,
                         help="number of synthetic hosts (default: 10000)")
     parser.add_argument("--runner", default="threadpool",

@@ -20,8 +20,10 @@ directory. ``${NAME}`` in any string is the environment variable ``NAME``.
 
 Every mistake is a :class:`JobError` of one line, ``file:line:column: what was wrong`` and what
 is allowed: YAML syntax, unknown keys, unknown plugins and tasks (listing the valid names),
-options of the wrong type, parameters the task does not take, missing inventory files, unset
-environment variables, a filter that matches nothing.
+options of the wrong type, parameters the task does not take or its own check refuses, missing
+inventory files, unset environment variables, a filter that matches nothing; and files no job
+is, found before they cost time or memory (:mod:`nornir_bench._yaml_input`): too big, not
+UTF-8 text, nested too deep, aliases that expand past a bound.
 """
 
 from __future__ import annotations
@@ -40,15 +42,23 @@ from nornir.core.configuration import CoreConfig, LoggingConfig, SSHConfig
 from nornir.core.filter import F
 from nornir.core.plugins.inventory import InventoryPluginRegister, TransformFunctionRegister
 from nornir.core.plugins.runners import RunnersPluginRegister
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
 from nornir_bench._signatures import parameters_of, show
+from nornir_bench._yaml_input import (
+    MAX_DEPTH,
+    MAX_VALUES,
+    YamlInputError,
+    expanded_size,
+    read_job_yaml,
+    too_deep,
+    too_many_values,
+)
 from nornir_bench.benchmark import prefers_async_tasks
 from nornir_bench.execution import is_async_task
 from nornir_bench.secrets import SecretError, expand_env, is_secret_key, resolve_inventory
-from nornir_bench.tasks import BUILTIN_TASKS
+from nornir_bench.tasks import BUILTIN_TASKS, params_check_of
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -134,6 +144,7 @@ class Job:
             raise JobError(_yaml_error(exc, "inventory")) from None
         except Exception as exc:  # noqa: BLE001 - any plugin's error, reported in one line
             raise JobError(f"{self.path}: cannot load the inventory: {_one_line(exc)}") from None
+        self._check_inventory_data(nr)
         try:
             secrets = resolve_inventory(nr.inventory)
         except SecretError as exc:
@@ -149,6 +160,33 @@ class Job:
                 f"{self.path}: no host to run on: the filter matches none of the inventory"
             )
         return nr, self.secrets | secrets
+
+    def _check_inventory_data(self, nr: Nornir) -> None:
+        """Fail if some host's, group's or the defaults' ``data`` expands past ``MAX_VALUES``.
+
+        Inventory files are loaded by nornir, whose YAML loader keeps an alias's data shared:
+        harmless until something copies or compares it value by value (the processpool
+        runner compares each host's data after the task), which an alias bomb makes endless.
+        """
+        inventory = nr.inventory
+        owners = [
+            *((f"host {name}", host.data) for name, host in inventory.hosts.items()),
+            *((f"group {name}", group.data) for name, group in inventory.groups.items()),
+            ("defaults", inventory.defaults.data),
+        ]
+        sizes: dict[int, int] = {}  # shared: data that hosts share is measured once
+        for owner, data in owners:
+            try:
+                too_big = expanded_size(data, sizes) > MAX_VALUES
+            except RecursionError:  # nornir's own loader stops sooner; another plugin may not
+                raise JobError(
+                    f"{self.path}: inventory: {owner} data nests too deep to be checked"
+                ) from None
+            if too_big:
+                raise JobError(
+                    f"{self.path}: inventory: {too_many_values(f'{owner} data')}; at most "
+                    f"{MAX_VALUES:,} values per host, group or defaults"
+                )
 
 
 def load_job(path: str | Path) -> Job:
@@ -170,15 +208,15 @@ class _Loader:
 
     def load(self) -> Job:
         try:
-            text = self.path.read_text(encoding="utf-8")
+            root = read_job_yaml(self.path)
         except OSError as exc:
             raise JobError(
                 f"{self.path}: cannot read the job file: {exc.strerror or exc}"
             ) from None
-        try:
-            root = YAML(typ="rt").load(text)
         except MarkedYAMLError as exc:
             raise JobError(_yaml_error(exc, "job", str(self.path))) from None
+        except YamlInputError as exc:
+            raise JobError(str(exc)) from None
         if not isinstance(root, CommentedMap):
             raise JobError(
                 f"{self.path}:1:1: a job file must be a mapping with keys: {', '.join(JOB_KEYS)}"
@@ -232,6 +270,7 @@ class _Loader:
                 )
         taken = parameters_of(task, skip=1)  # the first is nornir's Task
         if taken is None:
+            self.check_params(node, name, task, params)
             return name, task, params
         takes = f"it takes: {', '.join(taken.names) or 'no parameters'}"
         unknown = taken.unknown(params)
@@ -255,7 +294,22 @@ class _Loader:
             problem = taken.type_problem(key, value)
             if problem is not None:
                 raise self.error(node_params, key, f"task {name} parameter {key} {problem}")
+        self.check_params(node, name, task, params)
         return name, task, params
+
+    def check_params(
+        self, node: CommentedMap, name: str, task: Callable[..., Any], params: dict[str, Any]
+    ) -> None:
+        """Run the task's own check of its parameters (``check_params_with``), if it has one."""
+        check = params_check_of(task)
+        if check is None:
+            return
+        try:
+            check(params)
+        except (TypeError, ValueError) as exc:
+            raise self.error(
+                node, "params" if "params" in node else "name", f"task {name}: {exc}", at_key=True
+            ) from None
 
     def resolve_task(self, node: CommentedMap, name: str) -> Callable[..., Any]:
         if name in BUILTIN_TASKS:
@@ -274,6 +328,13 @@ class _Loader:
         except Exception as exc:  # noqa: BLE001 - the user's module may raise anything
             raise self.error(
                 node, "name", f"task {name}: cannot import module {module_name!r}: {_one_line(exc)}"
+            ) from None
+        except SystemExit as exc:  # sys.exit() at import: not a run that did nothing, exit 0
+            raise self.error(
+                node,
+                "name",
+                f"task {name}: module {module_name!r} stopped the program while being imported "
+                f"(SystemExit {exc.code}); a task module must only define functions when imported",
             ) from None
         task = getattr(module, attribute, None)
         if not callable(task):
@@ -305,10 +366,18 @@ class _Loader:
         if plugin == "SimpleInventory" and "host_file" not in options:
             options["host_file"] = str(self.folder / "hosts.yaml")
             if not Path(options["host_file"]).is_file():
+                if "inventory" not in root:
+                    raise JobError(
+                        f"{self.path}:1:1: the job has no inventory section, and SimpleInventory "
+                        "(nornir's default) found no hosts.yaml next to the job; add "
+                        "inventory: {plugin: ..., options: {...}}"
+                    )
                 raise self.error(
-                    node,
-                    "plugin" if "plugin" in node else None,
-                    f"SimpleInventory needs options.host_file (no hosts.yaml next to the job)",
+                    node if "plugin" in node else root,
+                    "plugin" if "plugin" in node else "inventory",
+                    "SimpleInventory needs options.host_file: there is no hosts.yaml next to "
+                    "the job",
+                    at_key="plugin" not in node,
                 )
         self.construct(
             cls, options, options_node if options_node else node, f"inventory plugin {plugin}"
@@ -455,17 +524,23 @@ class _Loader:
             )
         return value
 
-    def plain(self, node: Any, where: str) -> Any:
-        """``node`` as plain dicts, lists and scalars, with ``${NAME}`` expanded."""
+    def plain(self, node: Any, where: str, depth: int = 1) -> Any:
+        """``node`` as plain dicts, lists and scalars, with ``${NAME}`` expanded.
+
+        ``depth`` is how many mappings and lists ``node`` sits in, itself included: past
+        ``MAX_DEPTH`` the job is refused rather than recursing on.
+        """
+        if isinstance(node, (CommentedMap, CommentedSeq)) and depth > MAX_DEPTH:
+            raise self.error(node, None, too_deep())
         if isinstance(node, CommentedMap):
             out = {}
             for key, value in node.items():
-                out[str(key)] = self.plain(value, f"{where}.{key}")
+                out[str(key)] = self.plain(value, f"{where}.{key}", depth + 1)
                 if is_secret_key(key) and isinstance(out[str(key)], str):
                     self.secrets.add(out[str(key)])
             return out
         if isinstance(node, CommentedSeq):
-            return [self.plain(item, f"{where}[{i}]") for i, item in enumerate(node)]
+            return [self.plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(node)]
         if isinstance(node, str):
             try:
                 return expand_env(str(node), f"{self.path}: {where}")
@@ -491,6 +566,8 @@ class _Loader:
             else:
                 line, column = node.lc.value(key)
         except (AttributeError, KeyError, TypeError):
+            return str(self.path)
+        if line is None or column is None:  # a section the job leaves out: not in the file
             return str(self.path)
         return f"{self.path}:{line + 1}:{column + 1}"
 

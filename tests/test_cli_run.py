@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -98,7 +99,10 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "exception",
             "message",
             "traceback",
+            "attempts",
+            "failed_attempts",
         }
+        assert (row["attempts"], row["failed_attempts"]) == (1, [])
         assert row["failed"] is False and row["exception"] is None and row["traceback"] is None
         assert row["elapsed"] >= 0.009  # the host's own time, on every runner
         assert row["result"] == pytest.approx(0.01, abs=0.01)
@@ -242,3 +246,115 @@ def test_an_unset_secret_variable_exits_2_naming_it(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "environment variable NB_TEST_SECRET is not set" in done.stderr
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line a bad job gets: exit 2, nothing run, no traceback."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("nornir-bench: error: ")
+    return line.removeprefix("nornir-bench: error: ")
+
+
+def test_a_job_with_no_inventory_and_no_hosts_file_says_what_to_add(tmp_path: Path) -> None:
+    (tmp_path / "noinv.yaml").write_text("task: {name: sim_rtt, params: {rtt: 0}}\n")
+    done = nornir_bench("run", "noinv.yaml", cwd=tmp_path)
+    assert one_error_line(done) == (
+        "noinv.yaml:1:1: the job has no inventory section, and SimpleInventory (nornir's "
+        "default) found no hosts.yaml next to the job; add inventory: {plugin: ..., options: "
+        "{...}}"
+    )
+
+
+def alias_bomb(levels: int = 9, *, indent: str = "  ") -> str:
+    """YAML lines, each a list of 9 aliases of the line before: 9**levels values expanded."""
+    lines = [f"{indent}l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        lines.append(f"{indent}l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+GOOD = "task: {name: asim_rtt, params: {rtt: 0}}\n"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("text", "encoding", "says"),
+    [
+        (GOOD + "user_defined: {city: Zürich}\n", "latin-1",
+         "job.yaml:7:23: the job file is not UTF-8 text (byte 0xfc); save it as UTF-8"),
+        (GOOD, "utf-16", "job.yaml: the job file is UTF-16; save it as UTF-8"),
+        (GOOD + "user_defined: {x: a\x00b}\n", "utf-8",
+         "job.yaml:7:20: the job file contains a NUL byte: not a text file; a job is YAML text"),
+        (GOOD + "user_defined: " + "[" * 2000 + "\n", "utf-8",
+         "job.yaml:7:79: nesting deeper than 64 levels; a job holds settings, not deep data"),
+        # l5 (line 13, after 5 lines of job_file's own) is the first list past 100,000
+        (GOOD + "user_defined:\n" + alias_bomb(), "utf-8",
+         "job.yaml:13:3: user_defined.l5 expands to more than 100,000 values (each use of a "
+         "YAML alias counts in full)"),
+        ("task: {name: asim_rtt, params: {rtt: .inf}}\n", "utf-8",
+         "job.yaml:6:24: task asim_rtt: rtt must be a number of seconds from 0 to 3600"),
+    ],
+    ids=["latin-1", "UTF-16", "NUL", "2000 levels", "alias bomb", "endless round trip"],
+)
+def test_a_file_no_job_is_exits_2_at_once_in_one_line(
+    tmp_path: Path, text: str, encoding: str, says: str
+) -> None:
+    """None of these may hang (the last one, unchecked, would sleep for ever on asyncio)."""
+    job = job_file(tmp_path, text, runner="asyncio")
+    job.write_bytes(job.read_text().encode(encoding))
+    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    assert line.startswith(str(job)) and says in line, line
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_task_module_exiting_0_on_import_is_an_error_not_a_run(tmp_path: Path) -> None:
+    (tmp_path / "nb_quits.py").write_text("raise SystemExit(0)\n\ndef run(task):\n    pass\n")
+    job = job_file(tmp_path, "task: {name: 'nb_quits:run'}\n")
+    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    assert line == (
+        f"{job}:6:14: task nb_quits:run: module 'nb_quits' stopped the program while being "
+        "imported (SystemExit 0); a task module must only define functions when imported"
+    )
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_misspelt_send_command_parameter_exits_2_before_connecting(tmp_path: Path) -> None:
+    with socket.socket() as device:  # a device's SSH port, on loopback
+        device.bind(("127.0.0.1", 0))
+        device.listen(8)
+        (tmp_path / "hosts.yaml").write_text(
+            f"r1: {{hostname: 127.0.0.1, port: {device.getsockname()[1]}, platform: cisco_ios, "
+            "username: u, password: p}\n"
+        )
+        job = tmp_path / "job.yaml"
+        job.write_text(
+            "task:\n  name: send_command\n  params:\n    command: show clock\n    enabel: true\n"
+        )
+        line = one_error_line(nornir_bench("run", "job.yaml", cwd=tmp_path))
+        device.setblocking(False)
+        with pytest.raises(BlockingIOError):  # no connection waiting: nothing connected
+            device.accept()
+    assert line.startswith(
+        "job.yaml:3:3: task send_command: send_command has no parameter 'enabel', nor has "
+        "netmiko's send_command; it takes: command, enable, use_timing, expect_string, "
+    ), line
+
+
+@pytest.mark.timeout(30)
+def test_an_alias_bomb_in_inventory_data_exits_2_instead_of_hanging(tmp_path: Path) -> None:
+    """The processpool runner compares each host's data after the task, value by value:
+    with 12 levels of aliases, for hours."""
+    (tmp_path / "hosts.yaml").write_text("r1:\n  data:\n" + alias_bomb(12, indent="    "))
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "runner: {plugin: processpool, options: {num_workers: 1}}\n"
+        "logging: {enabled: false}\n"
+        "task: {name: asim_rtt, params: {rtt: 0}}\n"
+    )
+    line = one_error_line(nornir_bench("run", "job.yaml", "-o", "out.jsonl", cwd=tmp_path))
+    assert line == (
+        "job.yaml: inventory: host r1 data expands to more than 100,000 values (each use of a "
+        "YAML alias counts in full); at most 100,000 values per host, group or defaults"
+    )

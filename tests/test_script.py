@@ -62,11 +62,18 @@ def test_seeded_runs_fail_the_same_hosts() -> None:
         (["0", "0.05"], "WORKERS: must be a whole number >= 1, got '0'"),
         (["-4", "0.05"], "WORKERS: must be a whole number >= 1, got '-4'"),
         (["many", "0.05"], "WORKERS: must be a whole number >= 1, got 'many'"),
-        (["10", "-0.05"], "RTT: must be a number of seconds >= 0, got '-0.05'"),
-        (["10", "nan"], "RTT: must be a number of seconds >= 0, got 'nan'"),
+        (["10", "-0.05"], "RTT: must be a number of seconds from 0 to 3600 (an hour: longer than "
+                          "any device takes to answer), got '-0.05'"),
+        (["10", "nan"], "RTT: must be a number of seconds from 0 to 3600"),
+        # Unbounded, the asyncio runner would sleep for ever and the threads overflow.
+        (["10", "1e300", "--hosts", "2", "--runner", "asyncio"], "RTT: must be a number of "
+         "seconds from 0 to 3600 (an hour: longer than any device takes to answer), got '1e300'"),
+        (["10", "inf", "--hosts", "2"], "RTT: must be a number of seconds from 0 to 3600"),
+        (["10", "3600.5"], "RTT: must be a number of seconds from 0 to 3600"),
         (["10", "0.05", "--hosts", "0"], "--hosts: must be a whole number >= 1, got '0'"),
         (["10", "0.05", "--fail-rate", "2"], "--fail-rate: must be a probability from 0 to 1"),
-        (["10", "0.05", "--jitter", "-1"], "--jitter: must be a number of seconds >= 0"),
+        (["10", "0.05", "--jitter", "-1"], "--jitter: must be a number of seconds from 0 to 3600"),
+        (["10", "0", "--jitter", "1e300"], "--jitter: must be a number of seconds from 0 to 3600"),
         (["10", "0.05", "--runner", "warp"], "unknown runner 'warp'; available: "),
         (["10"], "the following arguments are required: RTT"),
     ],

@@ -402,10 +402,12 @@ def test_a_file_that_is_not_a_journal_is_refused(tmp_path: Path) -> None:
         (["--workers", "100,,200"], "whole numbers >= 1 (e.g. 100,1000), got '100,,200'"),
         (["--workers", "100,0"], "argument --workers: must be a whole number >= 1, got '0'"),
         (["--workers", "many"], "argument --workers: must be a whole number >= 1, got 'many'"),
-        (["--rtt", ""], "argument --rtt: must be comma-separated seconds >= 0 (e.g. 0.05,0.1)"),
-        (["--rtt", "0.05,-1"], "argument --rtt: must be a number of seconds >= 0, got '-1'"),
-        (["--rtt", "-0.05"], "argument --rtt: must be a number of seconds >= 0, got '-0.05'"),
-        (["--rtt", "fast"], "argument --rtt: must be a number of seconds >= 0, got 'fast'"),
+        (["--rtt", ""], "--rtt: must be comma-separated seconds from 0 to 3600 (e.g. 0.05,0.1)"),
+        (["--rtt", "0.05,-1"], "--rtt: must be a number of seconds from 0 to 3600 (an hour: "),
+        (["--rtt", "-0.05"], "argument --rtt: must be a number of seconds from 0 to 3600"),
+        (["--rtt", "fast"], "argument --rtt: must be a number of seconds from 0 to 3600"),
+        (["--rtt", "0.05,1e300"], "than any device takes to answer), got '1e300'"),
+        (["--rtt", "inf"], "argument --rtt: must be a number of seconds from 0 to 3600"),
         (["--runners", "threadpool,warp"], "--runners: unknown runner 'warp'; available: "),
         (["--runners", ""], "argument --runners: must be comma-separated runner names, got ''"),
         (["--hosts", "0"], "argument --hosts: must be a whole number >= 1, got '0'"),
@@ -441,8 +443,10 @@ def test_grid_validates_like_the_command_line() -> None:
         SweepGrid(runners=[])
     with pytest.raises(ValueError, match="sweep: workers must be whole numbers >= 1, got 0"):
         SweepGrid(workers=[100, 0])
-    with pytest.raises(ValueError, match="sweep: rtts must be numbers of seconds >= 0, got -1"):
+    with pytest.raises(ValueError, match="sweep: rtts must be numbers of seconds from 0 to 3600"):
         SweepGrid(rtts=[-1])
+    with pytest.raises(ValueError, match="sweep: rtts must be .* to 3600, got 1e[+]300"):
+        SweepGrid(rtts=[0.05, 1e300])
     with pytest.raises(ValueError, match="sweep: rtts must not be empty"):
         SweepGrid(rtts=[])
     grid = SweepGrid(runners=["threaded", "asyncio", "threaded"], workers=[10, 2, 10], rtts=[1, 0])

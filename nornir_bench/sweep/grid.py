@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nornir_bench.benchmark import available_runners
+from nornir_bench.tasks.simulated import MAX_RTT
 
 __all__ = ["DEFAULT_RTTS", "DEFAULT_RUNNERS", "DEFAULT_WORKERS", "Point", "SweepGrid"]
 
@@ -40,7 +40,8 @@ class SweepGrid:
             :func:`nornir_bench.benchmark.available_runners`), nornir's ``threaded`` and
             ``serial`` included.
         workers: worker counts, each >= 1.
-        rtts: round-trip times in seconds, each >= 0.
+        rtts: round-trip times in seconds, each from 0 to
+            :data:`~nornir_bench.tasks.simulated.MAX_RTT`.
         hosts: synthetic hosts per run (>= 1).
         repeat: runs per point (>= 1); results are their median, with min and max.
 
@@ -68,9 +69,11 @@ class SweepGrid:
             _whole_number("workers", count, "whole numbers")
         for rtt in rtts:
             if isinstance(rtt, bool) or not isinstance(rtt, (int, float)) or not (
-                math.isfinite(rtt) and rtt >= 0
+                0 <= rtt <= MAX_RTT
             ):
-                raise ValueError(f"sweep: rtts must be numbers of seconds >= 0, got {rtt!r}")
+                raise ValueError(
+                    f"sweep: rtts must be numbers of seconds from 0 to {MAX_RTT:g}, got {rtt!r}"
+                )
         self.runners = tuple(dict.fromkeys(runners))
         self.workers = tuple(sorted(set(workers)))
         self.rtts = tuple(sorted({float(rtt) for rtt in rtts}))

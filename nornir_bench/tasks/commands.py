@@ -14,10 +14,14 @@ as in nornir.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Result
 
+from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.ssh_session import CONNECTION_NAME, session_of
 
 if TYPE_CHECKING:
@@ -29,6 +33,12 @@ DEFAULT_COMMAND_TIMEOUT = 30.0
 """Seconds ``asend_command`` allows for the login, and again for each command."""
 
 
+def _check_send_command(params: Mapping[str, Any]) -> None:
+    """The job loader's check of ``send_command`` parameters, as the task does it."""
+    _check_netmiko_arguments({k: v for k, v in params.items() if k not in ("command", "enable")})
+
+
+@check_params_with(_check_send_command)
 def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: Any) -> Result:
     """Run ``command`` through nornir-netmiko's connection (blocking).
 
@@ -36,19 +46,25 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
         command: the CLI command, one line.
         enable: enter privileged mode first (netmiko's ``enable()``; the enable password is
             netmiko's ``secret`` in the host's ``connection_options.netmiko.extras``).
-        **kwargs: passed to netmiko's ``send_command`` (``read_timeout``, ``expect_string``,
-            ``use_textfsm`` ...).
+        **kwargs: ``use_timing`` (netmiko's ``send_command_timing`` instead), and the rest is
+            passed to netmiko's ``send_command`` (``read_timeout``, ``expect_string``,
+            ``use_textfsm`` ...), or ``send_command_timing``.
 
     Returns:
         A ``Result`` whose ``result`` is the output.
+
+    Raises:
+        TypeError: a keyword argument netmiko's method does not take, before connecting.
     """
     # 0.17 s to import: only when used.
     from netmiko.exceptions import NetmikoTimeoutException
     from nornir_netmiko.tasks import netmiko_send_command  # type: ignore[import-untyped]
 
+    command = _checked(command)
+    _check_netmiko_arguments(kwargs)  # not after logging in to every device
     try:
         result: Result = netmiko_send_command(
-            task, command_string=_checked(command), enable=enable, **kwargs
+            task, command_string=command, enable=enable, **kwargs
         )
     except NetmikoTimeoutException as exc:
         # netmiko words a refused port as "TCP connection to device failed", which reads as a
@@ -61,6 +77,36 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
             ) from exc
         raise
     return result
+
+
+def _check_netmiko_arguments(kwargs: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` for a name in ``kwargs`` that nornir-netmiko's
+    ``netmiko_send_command`` would pass on and netmiko's method would refuse."""
+    timing = bool(kwargs.get("use_timing"))  # as netmiko_send_command decides
+    method = "send_command_timing" if timing else "send_command"
+    takes = _netmiko_parameters(method)
+    unknown = next((name for name in kwargs if name != "use_timing" and name not in takes), None)
+    if unknown is not None:
+        which = f"{method} (use_timing is true)" if timing else method
+        raise TypeError(
+            f"send_command has no parameter {unknown!r}, nor has netmiko's {which}; it takes: "
+            f"command, enable, use_timing, {', '.join(takes)}"
+        )
+
+
+@functools.cache
+def _netmiko_parameters(method: str) -> tuple[str, ...]:
+    """The keyword arguments of netmiko's ``BaseConnection.<method>`` but the command, which
+    ``send_command`` gives."""
+    from netmiko import BaseConnection
+
+    parameters = inspect.signature(getattr(BaseConnection, method)).parameters.values()
+    return tuple(
+        p.name
+        for p in parameters
+        if p.name not in ("self", "command_string")
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    )
 
 
 def _refused(exc: BaseException) -> bool:

@@ -10,14 +10,21 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir_bench.exceptions import SimulatedFailure
+from nornir_bench.tasks._params import check_params_with
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
 
-__all__ = ["RoundTrip", "asim_rtt", "plan_round_trip", "sim_rtt"]
+__all__ = ["MAX_RTT", "RoundTrip", "asim_rtt", "plan_round_trip", "sim_rtt"]
+
+MAX_RTT = 3600.0
+"""Longest ``rtt`` and ``jitter``, in seconds: an hour is longer than any device takes to
+answer, and an unbounded value would sleep forever (``asyncio.sleep``) or overflow
+(``time.sleep``)."""
 
 
 class RoundTrip(NamedTuple):
@@ -39,20 +46,17 @@ def plan_round_trip(
     Args:
         host: the host's name; with ``seed`` set, the draw depends only on (seed, host), so a
             host gets the same delay and outcome in every run, on every runner.
-        rtt: the base round-trip time in seconds (>= 0).
-        jitter: the delay is drawn uniformly from ``rtt ± jitter`` seconds, never below 0.
+        rtt: the base round-trip time in seconds, 0 to :data:`MAX_RTT`.
+        jitter: the delay is drawn uniformly from ``rtt ± jitter`` seconds, never below 0;
+            0 to :data:`MAX_RTT`.
         fail_rate: the probability (0 to 1) that the round trip fails.
         seed: makes the draw reproducible; ``None`` draws from the process's random state.
 
     Raises:
-        ValueError: for a negative ``rtt`` or ``jitter``, or ``fail_rate`` outside 0..1.
+        ValueError: for ``rtt`` or ``jitter`` outside 0..:data:`MAX_RTT`, or ``fail_rate``
+            outside 0..1.
     """
-    if not rtt >= 0:
-        raise ValueError(f"rtt must be a number of seconds >= 0, got {rtt!r}")
-    if not jitter >= 0:
-        raise ValueError(f"jitter must be a number of seconds >= 0, got {jitter!r}")
-    if not 0 <= fail_rate <= 1:
-        raise ValueError(f"fail_rate must be a probability from 0 to 1, got {fail_rate!r}")
+    _check_round_trip(rtt, jitter, fail_rate)
     if not jitter and not fail_rate:
         return RoundTrip(rtt, False)  # no draw needed: the common benchmark case stays cheap
     rng = random.Random(f"{seed}/{host}") if seed is not None else random
@@ -60,6 +64,28 @@ def plan_round_trip(
     return RoundTrip(delay, rng.random() < fail_rate)
 
 
+def _check_round_trip(rtt: float, jitter: float, fail_rate: float) -> None:
+    # One test on the path every host takes; the wording only when it fails.
+    # NaN fails every comparison, so it is refused too.
+    if 0 <= rtt <= MAX_RTT and 0 <= jitter <= MAX_RTT and 0 <= fail_rate <= 1:
+        return
+    for name, value in (("rtt", rtt), ("jitter", jitter)):
+        if not 0 <= value <= MAX_RTT:
+            raise ValueError(
+                f"{name} must be a number of seconds from 0 to {MAX_RTT:g} (an hour: longer "
+                f"than any device takes to answer), got {value!r}"
+            )
+    raise ValueError(f"fail_rate must be a probability from 0 to 1, got {fail_rate!r}")
+
+
+def _check_params(params: Mapping[str, Any]) -> None:
+    """The job loader's check of ``sim_rtt`` / ``asim_rtt`` parameters, as the tasks do it."""
+    _check_round_trip(
+        params.get("rtt", 0.0), params.get("jitter", 0.0), params.get("fail_rate", 0.0)
+    )
+
+
+@check_params_with(_check_params)
 def sim_rtt(
     task: Task,
     rtt: float,
@@ -79,6 +105,7 @@ def sim_rtt(
     return trip.delay
 
 
+@check_params_with(_check_params)
 async def asim_rtt(
     task: Task,
     rtt: float,

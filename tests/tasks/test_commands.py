@@ -13,7 +13,7 @@ from nornir.core.task import Task
 
 from nornir_bench import arun_subtask
 from nornir_bench.lab import LabDevice, write_inventory
-from nornir_bench.tasks import AsyncSSHSession, asend_command, send_command
+from nornir_bench.tasks import AsyncSSHSession, asend_command, params_check_of, send_command
 from tests.devices import LabProcess, closed_port, nornir_on, silent_port
 
 # What each platform's "show version" says, as FakeNOS emulates it.
@@ -156,3 +156,38 @@ def test_command_must_be_one_line(tmp_path: Path, command: object) -> None:
 def test_sync_open_points_to_aopen() -> None:
     with pytest.raises(TypeError, match="await session.aopen"):
         AsyncSSHSession().open("127.0.0.1", "u", "p", 22, "cisco_ios")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"enabel": True}, "send_command has no parameter 'enabel', nor has netmiko's send_command;"
+         " it takes: command, enable, use_timing, expect_string, read_timeout"),
+        ({"use_timing": True, "expect_string": "#"}, "send_command has no parameter "
+         "'expect_string', nor has netmiko's send_command_timing (use_timing is true); it takes: "
+         "command, enable, use_timing, last_read, read_timeout"),
+        ({"command_string": "show clock"}, "send_command has no parameter 'command_string'"),
+    ],
+)
+def test_send_command_refuses_a_misspelt_argument_before_connecting(
+    tmp_path: Path, kwargs: dict[str, Any], says: str
+) -> None:
+    """Unchecked, netmiko would refuse it after logging in, on every device; here the port
+    refuses connections, so an attempt to connect would fail with ConnectionRefusedError."""
+    with closed_port() as port:
+        nr = nornir_on(one_host(tmp_path, port), "threadpool")
+        try:
+            exc, _ = failure(nr.run(task=send_command, command="show clock", **kwargs))
+        finally:
+            nr.close_connections()
+    assert isinstance(exc, TypeError), exc
+    assert says in str(exc)
+
+
+def test_send_command_carries_the_check_job_files_run_first() -> None:
+    check = params_check_of(send_command)
+    assert check is not None
+    check({"command": "show clock", "enable": True, "read_timeout": 5, "use_textfsm": True})
+    check({"command": "show clock", "use_timing": True, "last_read": 1})
+    with pytest.raises(TypeError, match="no parameter 'enabel'"):
+        check({"command": "show clock", "enabel": True})

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nornir_bench import SimulatedFailure, asim_rtt, sim_rtt
-from nornir_bench.tasks import plan_round_trip
+from nornir_bench.tasks import MAX_RTT, params_check_of, plan_round_trip
 from tests.conftest import make_nornir
 
 
@@ -40,9 +40,13 @@ def test_jitter_never_goes_below_zero() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"rtt": -0.1}, "rtt must be a number of seconds >= 0"),
-        ({"rtt": float("nan")}, "rtt must be a number of seconds >= 0"),
-        ({"rtt": 0.1, "jitter": -1}, "jitter must be a number of seconds >= 0"),
+        ({"rtt": -0.1}, "rtt must be a number of seconds from 0 to 3600"),
+        ({"rtt": float("nan")}, "rtt must be a number of seconds from 0 to 3600"),
+        ({"rtt": float("inf")}, r"rtt must be a number of seconds from 0 to 3600 \(an hour"),
+        ({"rtt": 1e300}, "rtt must be a number of seconds from 0 to 3600"),
+        ({"rtt": MAX_RTT + 1}, "rtt must be a number of seconds from 0 to 3600"),
+        ({"rtt": 0.1, "jitter": -1}, "jitter must be a number of seconds from 0 to 3600"),
+        ({"rtt": 0.1, "jitter": 1e300}, "jitter must be a number of seconds from 0 to 3600"),
         ({"rtt": 0.1, "fail_rate": 1.5}, "fail_rate must be a probability from 0 to 1"),
     ],
 )
@@ -79,3 +83,41 @@ def test_failures_through_nornir_are_named_and_picklable() -> None:
     assert isinstance(exc, SimulatedFailure) and exc.host == "dev4"
     copy = pickle.loads(pickle.dumps(exc))
     assert (type(copy), str(copy), copy.host) == (SimulatedFailure, str(exc), "dev4")
+
+
+def test_the_longest_round_trip_allowed_is_max_rtt() -> None:
+    assert plan_round_trip("dev0", MAX_RTT, jitter=MAX_RTT, seed=1).delay <= 2 * MAX_RTT
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "kwargs", [{"rtt": float("inf")}, {"rtt": 1e300}, {"rtt": 0.0, "jitter": float("inf")}]
+)
+def test_an_endless_round_trip_is_refused_instead_of_sleeping_or_overflowing(
+    kwargs: dict[str, float],
+) -> None:
+    # Unchecked, asyncio.sleep(inf) never returns and time.sleep(1e300) overflows.
+    with pytest.raises(ValueError, match="must be a number of seconds from 0 to 3600"):
+        asyncio.run(asim_rtt(_task("dev0"), **kwargs))
+    with pytest.raises(ValueError, match="must be a number of seconds from 0 to 3600"):
+        sim_rtt(_task("dev0"), **kwargs)
+
+
+def test_an_endless_round_trip_fails_its_host_with_the_reason() -> None:
+    result = make_nornir("threadpool", hosts=2).run(task=sim_rtt, rtt=1e300)
+    assert sorted(result.failed_hosts) == ["dev0", "dev1"]
+    exc = result["dev0"][0].exception
+    assert isinstance(exc, ValueError), exc
+    assert str(exc) == (
+        "rtt must be a number of seconds from 0 to 3600 (an hour: longer than any device takes "
+        "to answer), got 1e+300"
+    )
+
+
+@pytest.mark.parametrize("task", [sim_rtt, asim_rtt])
+def test_both_tasks_carry_the_check_job_files_run_first(task: Any) -> None:
+    check = params_check_of(task)
+    assert check is not None
+    check({"rtt": 0.05, "jitter": 0.01, "fail_rate": 0.5})
+    with pytest.raises(ValueError, match="jitter must be a number of seconds from 0 to 3600"):
+        check({"rtt": 0.05, "jitter": float("inf")})
