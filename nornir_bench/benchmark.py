@@ -7,6 +7,7 @@ sweep) call it too, so every figure comes from the same code path.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from time import perf_counter
@@ -15,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from nornir import InitNornir
 from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH
 
+from nornir_bench._logging import no_last_resort_logging
 from nornir_bench.exceptions import RunInterrupted
+from nornir_bench.stopping import NotStarted, stoppable
 from nornir_bench.summary import RunSummary, summarize
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from nornir_bench.timing import HostTimer
@@ -67,6 +70,7 @@ def run_benchmark(
     jitter: float = 0.0,
     fail_rate: float = 0.0,
     seed: int | None = None,
+    on_start: Callable[[str, int | None, str], None] | None = None,
 ) -> BenchmarkRun:
     """Run one simulated round trip on each of ``hosts`` synthetic hosts.
 
@@ -75,28 +79,45 @@ def run_benchmark(
         rtt, jitter, fail_rate, seed: as for :func:`nornir_bench.tasks.sim_rtt`.
         hosts: how many synthetic hosts.
         runner: a registered runner plugin name (see :func:`available_runners`).
+        on_start: called with the runner's name, its ``num_workers`` (``None`` without) and the
+            task's name just before the run starts.
 
     Returns:
-        The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set.
+        The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
+        see :mod:`nornir_bench.stopping`). Failed hosts are counted, not printed: their
+        tracebacks stay off the terminal unless logging is configured.
     """
+    no_last_resort_logging()
     nr = InitNornir(
         inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
         runner={"plugin": runner, "options": _runner_options(runner, workers)},
         logging={"enabled": False},
     )
     timer = HostTimer()
-    nr = nr.with_processors([timer])
     task = asim_rtt if prefers_async_tasks(nr.runner) else sim_rtt
-    interrupted = False
-    start = perf_counter()
-    try:
-        result = nr.run(task=task, rtt=rtt, jitter=jitter, fail_rate=fail_rate, seed=seed)
-    except RunInterrupted as exc:
-        result, interrupted = exc.result, True
-    wall = perf_counter() - start
+    num_workers: int | None = getattr(nr.runner, "num_workers", None)
+    if on_start is not None:
+        on_start(runner, num_workers, task.__name__)
+    hosts_in_order = list(nr.inventory.hosts)
+    result: AggregatedResult | None = None
+    with stoppable(nr.runner, task) as stop:
+        interrupted = False
+        start = perf_counter()
+        try:
+            result = nr.with_processors([timer, stop.finished]).run(
+                task=stop.task, rtt=rtt, jitter=jitter, fail_rate=fail_rate, seed=seed
+            )
+        except RunInterrupted as exc:
+            result, interrupted = exc.result, True
+        except (NotStarted, KeyboardInterrupt):  # nornir's runners: what finished is kept
+            interrupted = True
+        wall = perf_counter() - start
+        interrupted = interrupted or stop.pressed.is_set()
+        if result is None:
+            result = stop.finished.aggregated(task.__name__, hosts_in_order)
     return BenchmarkRun(
         runner=runner,
-        workers=getattr(nr.runner, "num_workers", None),
+        workers=num_workers,
         task=task.__name__,
         result=result,
         summary=summarize(result, elapsed=timer.elapsed, wall=wall),

@@ -8,27 +8,34 @@
 - ``scripts/script.py WORKERS RTT`` (:func:`script_main`): the "how many threads" benchmark.
 
 Exit status, for all: 0 every host ok, 1 some host failed, 2 bad usage or a bad job (one-line
-error, no traceback), 130 interrupted by Ctrl-C (the hosts that finished are still reported).
+error, no traceback), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (as by Ctrl-C: the
+hosts that finished are still reported).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import logging
 import math
+import os
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
 from nornir_bench.benchmark import available_runners, run_benchmark
+from nornir_bench.stopping import sigterm_as_ctrl_c
 from nornir_bench.tasks.simulated import MAX_RTT
 from nornir_bench.usage import process_usage
 
 __all__ = [
+    "EXIT_BROKEN_PIPE",
     "EXIT_FAILED_HOSTS",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "main",
     "script_entry",
@@ -39,6 +46,8 @@ EXIT_OK = 0
 EXIT_FAILED_HOSTS = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as shells report a process SIGTERM ended
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of the output went away (``| head``)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,7 +129,8 @@ def _script_parser() -> _Parser:
             "synthetic host, on any nornir runner. Ends with one line: hosts ok/failed, run "
             "time, and the process's wall, user, sys and CPU %% as `time` reports them."
         ),
-        epilog="Exit status: 0 all hosts ok, 1 some host failed, 2 bad usage, 130 Ctrl-C.",
+        epilog="Exit status: 0 all hosts ok, 1 some host failed, 2 bad usage, 130 Ctrl-C, "
+        "143 SIGTERM.",
     )
     parser.add_argument("workers", metavar="WORKERS", type=_positive_int,
                         help="the runner's num_workers (hosts in flight at once)")
@@ -140,13 +150,23 @@ def _script_parser() -> _Parser:
     return parser
 
 
-def script_main(argv: Sequence[str] | None = None) -> int:
-    """Run ``script.py WORKERS RTT [options]``; returns the exit status."""
+def script_main(
+    argv: Sequence[str] | None = None, *, terminated: threading.Event | None = None
+) -> int:
+    """Run ``script.py WORKERS RTT [options]``; returns the exit status.
+
+    ``terminated`` is set when SIGTERM stopped the run (see :func:`sigterm_as_ctrl_c`).
+    """
     parser = _script_parser()
     args = parser.parse_args(argv)
     runners = available_runners()
     if args.runner not in runners:
         parser.error(f"unknown runner {args.runner!r}; available: {', '.join(runners)}")
+
+    def announce(runner: str, workers: int | None, task: str) -> None:
+        shown = "no workers option" if workers is None else f"{workers} workers"
+        print(f"runner {runner}, {shown}, {_hosts(args.hosts)}, task {task}(rtt={args.rtt})",
+              flush=True)
 
     run = run_benchmark(
         args.workers,
@@ -156,14 +176,12 @@ def script_main(argv: Sequence[str] | None = None) -> int:
         jitter=args.jitter,
         fail_rate=args.fail_rate,
         seed=args.seed,
+        on_start=announce,
     )
-    workers = "no workers option" if run.workers is None else f"{run.workers} workers"
-    print(f"runner {run.runner}, {workers}, {args.hosts} hosts, "
-          f"task {run.task}(rtt={args.rtt})")
     for line in run.summary.lines():
         print(line)
     if run.interrupted:
-        print(f"interrupted: {args.hosts - run.summary.hosts} hosts did not run")
+        print(f"interrupted{_by(terminated)}: {args.hosts - run.summary.hosts} hosts did not run")
     usage = process_usage()
     summary = run.summary
     print(
@@ -172,8 +190,21 @@ def script_main(argv: Sequence[str] | None = None) -> int:
         f"cpu {usage.cpu_percent:.0f} %, max rss {usage.max_rss_mib:.0f} MiB"
     )
     if run.interrupted:
-        return EXIT_INTERRUPTED
+        return _interrupted(terminated)
     return EXIT_FAILED_HOSTS if summary.failed else EXIT_OK
+
+
+def _hosts(count: int) -> str:
+    return f"{count} host{'s' * (count != 1)}"
+
+
+def _by(terminated: threading.Event | None) -> str:
+    """`` (SIGTERM)`` when SIGTERM stopped the run: say which signal it was."""
+    return " (SIGTERM)" if terminated is not None and terminated.is_set() else ""
+
+
+def _interrupted(terminated: threading.Event | None) -> int:
+    return EXIT_TERMINATED if terminated is not None and terminated.is_set() else EXIT_INTERRUPTED
 
 
 def _main_parser() -> _Parser:
@@ -194,9 +225,10 @@ def _main_parser() -> _Parser:
     parser = _Parser(
         prog="nornir-bench",
         description="Fast, safe nornir runners: run jobs on devices, or try them on a local lab.",
-        epilog="Exit status: 0 all hosts ok, 1 some host failed, 2 bad usage or job, 130 Ctrl-C.",
+        epilog="Exit status: 0 all hosts ok, 1 some host failed, 2 bad usage or job, 130 Ctrl-C, "
+        "143 SIGTERM (what finished is reported).",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
                                      parser_class=_Parser)
     run = commands.add_parser(
         "run", help="run a YAML job file's task on its inventory",
@@ -256,12 +288,20 @@ def _main_parser() -> _Parser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``nornir-bench`` command; returns the exit status."""
+def main(argv: Sequence[str] | None = None, *, terminated: threading.Event | None = None) -> int:
+    """The ``nornir-bench`` command; returns the exit status.
+
+    ``terminated`` is set when SIGTERM stopped the run (see :func:`sigterm_as_ctrl_c`).
+    """
     from nornir_bench.job import JobError
     from nornir_bench.lab import LabError
 
-    args = _main_parser().parse_args(argv)
+    parser = _main_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # the commands, rather than one line saying one is required
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args.terminated = terminated
     try:
         return int(args.handler(args))
     except (JobError, LabError) as exc:
@@ -279,21 +319,26 @@ def _run_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"nornir-bench: error: cannot write the results: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"job {job.path}: task {job.task_name} on {run.hosts} hosts, runner {job.runner_plugin}")
-    if run.summary is not None:
-        for line in run.summary.lines():
-            print(run.redact(line))
+    print(
+        f"job {job.path}: task {job.task_name} on {_hosts(run.hosts)}, runner {job.runner_plugin}"
+    )
+    for line in run.summary.lines():
+        print(run.redact(line))
     failures = failure_lines(run)
     if failures:
         print("failed hosts:")
         print("\n".join(failures))
-    done = 0 if run.result is None else len(run.result)
     if run.interrupted:
-        print(f"interrupted: {run.hosts - done} of {run.hosts} hosts did not finish")
+        print(
+            f"interrupted{_by(args.terminated)}: {run.hosts - len(run.result)} of "
+            f"{_hosts(run.hosts)} did not finish"
+            + (" (hosts in flight abandoned: their devices may not have finished)"
+               if run.abandoned else "")
+        )
     print(f"per-host records: {run.output}")
     if run.interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_FAILED_HOSTS if run.summary is not None and run.summary.failed else EXIT_OK
+        return _interrupted(args.terminated)
+    return EXIT_FAILED_HOSTS if run.summary.failed else EXIT_OK
 
 
 def _sweep_command(args: argparse.Namespace) -> int:
@@ -335,18 +380,38 @@ def entry() -> NoReturn:
     _exit_with(main)
 
 
-def _exit_with(command: Callable[[], int]) -> NoReturn:
-    """Run ``command`` and exit with its status; Ctrl-C outside a run exits 130 quietly."""
-    try:
-        status = command()
-    except KeyboardInterrupt:
-        # A runner that keeps partial results raises RunInterrupted inside script_main, which
-        # reports them; this is Ctrl-C during start-up, or a runner that keeps nothing.
-        print("interrupted before any result could be kept", file=sys.stderr)
-        status = EXIT_INTERRUPTED
+def _exit_with(command: Callable[..., int]) -> NoReturn:
+    """Run ``command`` and exit with its status.
+
+    SIGTERM does what Ctrl-C does (the status is then 143, not 130). Ctrl-C before a run
+    started exits quietly. After a run whose hosts in flight were abandoned (Ctrl-C twice),
+    threads that cannot be stopped may still be running a blocking call: the process exits
+    without waiting for them, as Ctrl-C asked.
+    """
+    with sigterm_as_ctrl_c() as terminated:
+        try:
+            status = command(terminated=terminated)
+            sys.stdout.flush()
+        except KeyboardInterrupt:
+            # Runs report what finished themselves; this is Ctrl-C while starting up.
+            print(f"interrupted{_by(terminated)} before any host ran", file=sys.stderr)
+            status = _interrupted(terminated)
+        except BrokenPipeError:
+            # What was left to print has nowhere to go; as a shell tool killed by SIGPIPE.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            status = EXIT_BROKEN_PIPE
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED) and _threads_left():
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(status)
     # The work is done and reported. The interpreter's last act would be a full collection
     # walking every object the run made (43 ms of a 0.4 s process at 10,000 hosts) only to
     # free them all at exit anyway; frozen objects are skipped. atexit handlers still run.
-    sys.stdout.flush()
     gc.freeze()
     sys.exit(status)
+
+
+def _threads_left() -> bool:
+    """Whether threads the interpreter would wait for at exit are still running."""
+    main_thread = threading.main_thread()
+    return any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate())

@@ -2,24 +2,33 @@
 
 :func:`run_job` is what ``nornir-bench run`` does, without the printing; it is public so that
 a scheduler or a notebook can run job files too.
+
+Ctrl-C stops the run on any runner (see :mod:`nornir_bench.stopping`): no host starts after
+it, the hosts in flight finish and are kept; a second Ctrl-C abandons them. Each run writes
+its own records file, and never one that another run is writing.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import errno
+import fcntl
+import os
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from nornir.core.exceptions import NornirExecutionError
 
+from nornir_bench._logging import no_last_resort_logging
 from nornir_bench.exceptions import RunInterrupted
 from nornir_bench.progress import ProgressBar
 from nornir_bench.records import JsonLinesWriter
 from nornir_bench.secrets import Redactor
+from nornir_bench.stopping import NotStarted, stoppable
 from nornir_bench.summary import RunSummary, failure_of, summarize
 
 if TYPE_CHECKING:
@@ -28,7 +37,11 @@ if TYPE_CHECKING:
 
     from nornir_bench.job import Job
 
-__all__ = ["JobRun", "default_output", "failure_lines", "run_job"]
+__all__ = ["JobRun", "default_output", "failure_lines", "open_records", "run_job"]
+
+# Runs started in the same second get -2, -3 ... after the default name; past this many, the
+# folder is taken to be unwritable in a way that retrying cannot fix.
+_MAX_SAME_NAME = 1000
 
 
 @dataclass(frozen=True)
@@ -42,14 +55,18 @@ class JobRun:
         hosts: how many hosts the run was to cover.
         interrupted: stopped by Ctrl-C; ``result`` has the hosts that had finished.
         redact: masks the run's secrets in any text shown from it.
+        abandoned: a second Ctrl-C left hosts in flight unfinished; their threads may still
+            be running (a blocking call cannot be stopped), so the caller should exit without
+            waiting for them.
     """
 
-    result: AggregatedResult | None
-    summary: RunSummary | None
+    result: AggregatedResult
+    summary: RunSummary
     output: Path
     hosts: int
     interrupted: bool
     redact: Redactor
+    abandoned: bool = False
 
 
 def default_output(job: Job) -> Path:
@@ -79,37 +96,88 @@ def run_job(job: Job, *, output: Path | None = None, progress: bool | None = Non
 def _run(
     job: Job, nr: Nornir, redact: Redactor, output: Path | None, progress: bool | None
 ) -> JobRun:
-    _no_last_resort_logging()
-    path = output or job.output or default_output(job)
-    if path.parent != Path():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    hosts = len(nr.inventory.hosts)
+    no_last_resort_logging()
+    path, file = open_records(output or job.output, job)
+    hosts = list(nr.inventory.hosts)
     bar = ProgressBar(enabled=progress)
-    with path.open("w", encoding="utf-8") as file:
+    with file, stoppable(nr.runner, job.task, on_first_press=_say_stopping) as stop:
         records = JsonLinesWriter(file, redact=redact)
         result: AggregatedResult | None = None
-        interrupted = False
+        interrupted = abandoned = False
         started = time.perf_counter()
         try:
-            result = nr.with_processors([records, bar]).run(task=job.task, **job.params)
+            result = nr.with_processors([records, bar, stop.finished]).run(
+                task=stop.task, **job.params
+            )
         except NornirExecutionError as exc:  # core.raise_on_error: the run finished all the same
             result = exc.result
-        except RunInterrupted as exc:
+        except RunInterrupted as exc:  # nornir-bench's runners: Ctrl-C, the finished hosts kept
             result, interrupted = exc.result, True
-        except KeyboardInterrupt:  # nornir's own runners: what finished is in the file
+        except NotStarted:  # other runners: Ctrl-C, hosts in flight finished, none started after
             interrupted = True
+        except KeyboardInterrupt:  # a second Ctrl-C: hosts in flight abandoned
+            interrupted = abandoned = True
         finally:
             wall = time.perf_counter() - started
             bar.close()
+        interrupted = interrupted or stop.pressed.is_set()
+        if result is None:
+            result = stop.finished.aggregated(getattr(stop.task, "__name__", job.task_name), hosts)
+        if not abandoned:  # else a thread may still be using a connection
             _close_connections(nr)
-    summary = None if result is None else summarize(result, elapsed=records.elapsed, wall=wall)
-    return JobRun(result, summary, path, hosts, interrupted, redact)
+    summary = summarize(result, elapsed=records.elapsed, wall=wall)
+    return JobRun(result, summary, path, len(hosts), interrupted, redact, abandoned)
+
+
+def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
+    """The records file of one run, opened for writing, never shared with another run.
+
+    With no ``path``, a new file (:func:`default_output`, then ``-2``, ``-3`` ... when runs
+    start in the same second), created exclusively. A ``path`` given is truncated only once
+    this run holds it: if another run is writing it, that is an error.
+
+    Raises:
+        OSError: when the file cannot be created or is being written by another run.
+    """
+    if path is None:
+        base = default_output(job)
+        for number in range(1, _MAX_SAME_NAME + 1):
+            path = base if number == 1 else base.with_name(f"{base.stem}-{number}{base.suffix}")
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(errno.EEXIST, f"{_MAX_SAME_NAME} records files named", str(base))
+    else:
+        if path.parent != Path():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file is closed
+    except BlockingIOError:
+        os.close(fd)
+        raise OSError(
+            errno.EBUSY,
+            "another run is writing it: give this run another --output (or output.path)",
+            str(path),
+        ) from None
+    os.ftruncate(fd, 0)
+    return path, open(fd, "w", encoding="utf-8")  # noqa: SIM115 - the caller closes it
+
+
+def _say_stopping() -> None:
+    print(
+        "\nstopping: no new host starts; waiting for the hosts in flight "
+        "(Ctrl-C again to abandon them)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
     """One line per failed host, ``host: Exception: first line of its message``; no tracebacks."""
-    if run.result is None:
-        return []
     lines = []
     failed = [(name, multi) for name, multi in run.result.items() if multi.failed]
     for name, multi in failed[:limit]:
@@ -125,19 +193,6 @@ def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
     if len(failed) > limit:
         lines.append(f"  ... and {len(failed) - limit} more: see {run.output}")
     return lines
-
-
-def _no_last_resort_logging() -> None:
-    """Keep library log records (paramiko's thread tracebacks...) off the terminal.
-
-    With no handler configured anywhere, logging prints WARNING and above on standard error, so
-    a device that drops a session would print a traceback across the progress bar. The job's
-    ``logging.loggers`` puts such loggers in nornir's log instead (e.g. ``[nornir, paramiko]``).
-    Only when the root logger has no handler: an application's own logging is left alone.
-    """
-    root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(logging.NullHandler())
 
 
 def _close_connections(nr: Nornir) -> None:

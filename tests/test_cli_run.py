@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -208,7 +209,6 @@ def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        ([], "the following arguments are required: COMMAND"),
         (["run"], "the following arguments are required: JOB.yaml"),
         (["walk"], "invalid choice: 'walk'"),
         (["run", "missing.yaml"], "missing.yaml: cannot read the job file"),
@@ -219,6 +219,16 @@ def test_bad_usage_exits_2_in_one_line(tmp_path: Path, args: list[str], says: st
     assert done.returncode == 2
     assert says in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 or done.stderr.startswith("usage:")
+    assert "Traceback" not in done.stderr
+
+
+def test_no_command_shows_the_commands(tmp_path: Path) -> None:
+    """Once: only "error: the following arguments are required: COMMAND"."""
+    done = nornir_bench(cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("usage: nornir-bench [-h] COMMAND ...")
+    for command in ("run", "lab", "wait-lab", "rtt-server", "sweep"):
+        assert re.search(rf"^    {command}\b", done.stderr, re.M), command
     assert "Traceback" not in done.stderr
 
 

@@ -44,7 +44,8 @@ def error_of(path: Path) -> str:
 def test_a_good_job_loads_with_its_defaults(tmp_path: Path) -> None:
     job = load_job(write(tmp_path, SYNTHETIC + "task: {name: sim_rtt, params: {rtt: 0.001}}\n"))
     assert job.task is sim_rtt and job.params == {"rtt": 0.001}
-    assert job.runner_plugin == "threaded"  # nornir's default
+    # nornir-bench's threadpool, not nornir's threaded: same options, stops on Ctrl-C
+    assert job.runner_plugin == "threadpool"
     nr, secrets = job.nornir()
     assert len(nr.inventory.hosts) == 10 and secrets == frozenset()
 

@@ -113,3 +113,43 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(runner: str) -> None:
     ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
     assert 0 < ok < 2000 and failed == 0
     assert f"interrupted: {2000 - ok} hosts did not run" in out
+
+
+PROCESS = re.compile(r"wall ([\d.]+) s, user ([\d.]+) s, sys ([\d.]+) s")
+
+
+def test_failed_hosts_are_counted_not_printed() -> None:
+    """Once: every failed host's traceback was printed, inside the timed run."""
+    done = script("50", "0", "--hosts", "400", "--fail-rate", "0.25", "--seed", "3")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    assert done.stderr == ""
+    assert "failed with SimulatedFailure:" in done.stdout
+
+
+def test_the_wall_starts_with_the_interpreter_not_the_process_a_shell_exec_replaced() -> None:
+    """Once: a shell that slept, then exec'd the script, had its sleep counted as the run's."""
+    done = subprocess.run(
+        ["bash", "-c", f'sleep 5; exec "{sys.executable}" "{SCRIPT}" 1 0 --hosts 1'],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    match = PROCESS.search(done.stdout)
+    assert match, done.stdout
+    assert float(match.group(1)) < 5  # the 5 s the shell slept are not the script's
+
+
+def test_cpu_includes_the_worker_processes() -> None:
+    """Once, processpool's user and sys time left out its workers, which did the work."""
+    before = os.times()
+    done = script("200", "0", "--hosts", "20000", "--runner", "processpool", timeout=120)
+    after = os.times()
+    assert done.returncode == 0, done.stderr
+    match = PROCESS.search(done.stdout)
+    assert match, done.stdout
+    reported = float(match.group(2)) + float(match.group(3))
+    # What the waited-for script and its descendants used, measured from outside.
+    outside = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    assert reported >= 0.9 * outside - 0.05, (reported, outside)

@@ -101,6 +101,7 @@ class ProcessPoolRunner:
     """
 
     prefers_async_tasks = True
+    stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
 
     def __init__(
         self,

@@ -49,6 +49,8 @@ class ThreadPoolRunner:
         ValueError: when ``num_workers`` is not a whole number >= 1.
     """
 
+    stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
+
     def __init__(self, num_workers: int = 20) -> None:
         self.num_workers = whole_number("threadpool", "num_workers", num_workers)
 
