@@ -21,9 +21,10 @@ import math
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import NoReturn, TextIO, TypeVar
 
 from nornir_bench.benchmark import available_runners, run_benchmark
 from nornir_bench.stopping import sigterm_as_ctrl_c
@@ -388,6 +389,7 @@ def _exit_with(command: Callable[..., int]) -> NoReturn:
     threads that cannot be stopped may still be running a blocking call: the process exits
     without waiting for them, as Ctrl-C asked.
     """
+    warnings.showwarning = _one_line_warning
     with sigterm_as_ctrl_c() as terminated:
         try:
             status = command(terminated=terminated)
@@ -409,6 +411,18 @@ def _exit_with(command: Callable[..., int]) -> NoReturn:
     # free them all at exit anyway; frozen objects are skipped. atexit handlers still run.
     gc.freeze()
     sys.exit(status)
+
+
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as users of a command read them: one line, no source file or code."""
+    print(f"nornir-bench: warning: {message}", file=file or sys.stderr)
 
 
 def _threads_left() -> bool:

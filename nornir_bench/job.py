@@ -33,6 +33,7 @@ import importlib.metadata
 import inspect
 import sys
 import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -492,9 +493,14 @@ class _Loader:
         return options
 
     def construct(self, cls: Any, options: dict[str, Any], node: CommentedMap, what: str) -> None:
-        """Build the plugin once, so its own checks of the options report here, in one line."""
+        """Build the plugin once, so its own checks of the options report here, in one line.
+
+        Its warnings are not shown here: the run builds it again, and warns then.
+        """
         try:
-            cls(**options)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cls(**options)
         except (TypeError, ValueError) as exc:
             raise JobError(f"{self.where(node)}: {what}: {_one_line(exc)}") from None
 

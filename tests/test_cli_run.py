@@ -222,6 +222,15 @@ def test_bad_usage_exits_2_in_one_line(tmp_path: Path, args: list[str], says: st
     assert "Traceback" not in done.stderr
 
 
+def test_a_capped_num_procs_is_one_warning_line(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: asim_rtt, params: {rtt: 0}}\n", runner="processpool")
+    job.write_text(job.read_text().replace("{num_workers: 4}", "{num_procs: 1000000}"))
+    done = nornir_bench("run", str(job), "-o", "r.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("nornir-bench: warning: processpool runner: num_procs 1000000 capped")
+
+
 def test_no_command_shows_the_commands(tmp_path: Path) -> None:
     """Once: only "error: the following arguments are required: COMMAND"."""
     done = nornir_bench(cwd=tmp_path)

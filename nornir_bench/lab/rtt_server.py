@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import TextIO, cast
 
 from nornir_bench.lab._errors import LabError
+from nornir_bench.tasks.simulated import MAX_RTT
 
 __all__ = [
     "DEFAULT_RTT_PORT",
@@ -104,9 +105,12 @@ class RttServer:
                 f"got {port} (port 0 picks a single free port)"
             )
         for name, value in (("delay", delay), ("jitter", jitter)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                0 <= value <= MAX_RTT
+            ):
                 raise LabError(
-                    f"rtt server: {name} must be a number of seconds >= 0, got {value!r}"
+                    f"rtt server: {name} must be a number of seconds from 0 to {MAX_RTT:g} (an "
+                    f"hour: longer than any device takes to answer), got {value!r}"
                 )
         if isinstance(backlog, bool) or not isinstance(backlog, int) or backlog < 1:
             raise LabError(f"rtt server: backlog must be a whole number >= 1, got {backlog!r}")
@@ -368,7 +372,8 @@ async def _serve(server: RttServer, limit: int | None, out: TextIO) -> None:
             loop.remove_signal_handler(sig)
     stats = server.stats
     print(
-        f"rtt server stopped: {stats.accepted} connections, {stats.requests} requests, "
+        f"rtt server stopped: {_count(stats.accepted, 'connection')}, "
+        f"{_count(stats.requests, 'request')}, "
         f"at most {stats.peak_connections} at once",
         file=out,
         flush=True,
@@ -385,3 +390,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 
 def _join(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
