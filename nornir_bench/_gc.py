@@ -19,7 +19,9 @@ host's exception, traceback and frames), would then freeze that garbage at each 
 never collect it: 8.5 MiB more per run on 10,000 hosts with 10 % failing. So each run's start
 applies CPython's own rule to the heap it is about to freeze: grown by a quarter since the last
 full collection (or since the first run), collect it first (about 17 ms for a 10,000-host
-inventory, once every few runs at most).
+inventory, once every few runs at most). The heap is measured by the memory blocks Python has
+allocated (``sys.getallocatedblocks``, 10 µs), not by the objects the collector tracks
+(``gc.get_freeze_count`` walks them all: 3.4 ms, a third of a microsecond per host).
 
 ``collector_paused`` is for building large object graphs that are all kept (an inventory): the
 allocations trigger the collector again and again, and each time it walks a growing heap and
@@ -29,6 +31,7 @@ finds nothing to free. 1,000,000 synthetic hosts: 4.5 s with it, 1.9 s without.
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,7 +48,7 @@ FULL_COLLECTION_GROWTH = 1.25
 _lock = threading.Lock()
 _active_runs = 0
 _saved_threshold: tuple[int, int, int] | None = None
-_heap_after_full_collection: int | None = None  # objects frozen at the last full collection
+_heap_after_full_collection: int | None = None  # allocated blocks after the last collection
 
 
 @contextmanager
@@ -75,15 +78,13 @@ def _freeze_collected() -> None:
     """Freeze the heap, first collecting it if it has grown enough since the last full
     collection that CPython would have run one (see the module's docstring)."""
     global _heap_after_full_collection
-    gc.freeze()
-    heap = gc.get_freeze_count()  # ~2 ms for a 10,000-host inventory
+    heap = sys.getallocatedblocks()
     if _heap_after_full_collection is None:
         _heap_after_full_collection = heap
     elif heap > FULL_COLLECTION_GROWTH * _heap_after_full_collection:
-        gc.unfreeze()
         gc.collect()
-        gc.freeze()
-        _heap_after_full_collection = gc.get_freeze_count()
+        _heap_after_full_collection = sys.getallocatedblocks()
+    gc.freeze()
 
 
 @contextmanager

@@ -30,6 +30,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirSubTaskError
@@ -78,23 +79,21 @@ def run_host(task: Task, host: Host) -> MultiResult:
     instance = _start(task, host)
     try:
         outcome = instance.task(instance, **instance.params)
-        if inspect.isawaitable(outcome):
+        if isinstance(outcome, CoroutineType):  # not inspect.isawaitable: 0.3 µs a host
             _refuse(outcome, instance)
     except Exception as exc:
         return _completed(instance, host, _failure(instance, host, exc))
     return _completed(instance, host, _wrap(host, outcome))
 
 
-def _refuse(awaitable: Awaitable[Any], task: Task) -> None:
+def _refuse(coroutine: CoroutineType[Any, Any, Any], task: Task) -> None:
     """An ``async def`` task on a runner that cannot await it: fail the host, saying so, rather
     than report it ok with a coroutine that never ran as its result."""
-    close = getattr(awaitable, "close", None)
-    if callable(close):
-        close()  # no "coroutine was never awaited" warning: the message below says it
+    coroutine.close()  # no "coroutine was never awaited" warning: the message below says it
     raise TypeError(
-        f"task {task.name!r} is async (it returned {type(awaitable).__name__} "
-        f"{getattr(awaitable, '__qualname__', '')!s}, which this runner cannot await): run it "
-        "with the asyncio or processpool runner, or make it a plain def"
+        f"task {task.name!r} is async (it returned coroutine {coroutine.__qualname__}, which "
+        "this runner cannot await): run it with the asyncio or processpool runner, or make it "
+        "a plain def"
     )
 
 
@@ -126,9 +125,12 @@ async def arun_host(
             call: Awaitable[Any] = instance.task(instance, **instance.params)
         else:
             call = offload(functools.partial(instance.task, instance, **instance.params))
-            # A plain function returning a coroutine (a lambda, a wrapper): await that too.
-            call = _awaited(call)
         outcome = await (call if timeout is None else _within(call, timeout, instance, host))
+        if offload is not None and isinstance(outcome, CoroutineType):
+            # A plain function that returned a coroutine (a lambda, a wrapper): await it too.
+            outcome = await (
+                outcome if timeout is None else _within(outcome, timeout, instance, host)
+            )
     except Exception as exc:
         return _completed(instance, host, _failure(instance, host, exc))
     return _completed(instance, host, _wrap(host, outcome))
@@ -217,13 +219,6 @@ async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -
     if multi.failed:
         raise NornirSubTaskError(task=run_task, result=multi)
     return multi
-
-
-async def _awaited(call: Awaitable[Any]) -> Any:
-    outcome = await call
-    if inspect.isawaitable(outcome):
-        outcome = await outcome
-    return outcome
 
 
 async def _to_thread(call: Callable[[], Any]) -> Any:
