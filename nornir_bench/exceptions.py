@@ -35,12 +35,19 @@ class RunInterrupted(KeyboardInterrupt):
 
     It is a ``KeyboardInterrupt``, so code that does not know it still stops as on Ctrl-C,
     and code that does can keep what finished.
+
+    Attributes:
+        result: the hosts that finished, in host order.
+        pending: how many did not.
+        abandoned: a second Ctrl-C did not wait for the hosts in flight: blocking calls may
+            still be running in threads, which nothing can stop.
     """
 
-    def __init__(self, result: AggregatedResult, pending: int) -> None:
+    def __init__(self, result: AggregatedResult, pending: int, abandoned: bool = False) -> None:
         super().__init__(f"interrupted: {len(result)} hosts finished, {pending} did not run")
         self.result = result
         self.pending = pending
+        self.abandoned = abandoned
 
 
 class TaskTimeout(TimeoutError):

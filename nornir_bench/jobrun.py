@@ -112,7 +112,7 @@ def _run(
         except NornirExecutionError as exc:  # core.raise_on_error: the run finished all the same
             result = exc.result
         except RunInterrupted as exc:  # nornir-bench's runners: Ctrl-C, the finished hosts kept
-            result, interrupted = exc.result, True
+            result, interrupted, abandoned = exc.result, True, exc.abandoned
         except NotStarted:  # other runners: Ctrl-C, hosts in flight finished, none started after
             interrupted = True
         except KeyboardInterrupt:  # a second Ctrl-C: hosts in flight abandoned

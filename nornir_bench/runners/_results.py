@@ -26,9 +26,15 @@ def placeholders(task: Task, hosts: list[Host]) -> AggregatedResult:
     return result
 
 
-def interrupted(result: AggregatedResult) -> RunInterrupted:
-    """Drop the hosts that never finished from ``result``; the exception that reports it."""
-    unfinished = [name for name, multi in result.items() if multi is None]
-    for name in unfinished:
-        del result[name]
-    return RunInterrupted(result, pending=len(unfinished))
+def interrupted(result: AggregatedResult, *, abandoned: bool = False) -> RunInterrupted:
+    """The exception that reports a run stopped by Ctrl-C, holding the hosts that finished.
+
+    Its ``result`` is a new ``AggregatedResult`` of the finished hosts, in host order: with
+    ``abandoned`` (a second Ctrl-C), hosts still in flight in threads that cannot be stopped
+    would otherwise write into it later.
+    """
+    finished = AggregatedResult(result.name)
+    for name, multi in result.items():
+        if multi is not None:
+            finished[name] = multi
+    return RunInterrupted(finished, pending=len(result) - len(finished), abandoned=abandoned)

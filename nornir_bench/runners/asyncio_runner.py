@@ -90,7 +90,9 @@ class AsyncioRunner:
             RuntimeError: when called from a thread whose event loop is running: await
                 :func:`arun` there instead (nesting loops would deadlock or crash).
             RunInterrupted: on Ctrl-C; in-flight hosts are cancelled, and the exception's
-                ``result`` holds every host that had finished.
+                ``result`` holds every host that had finished. Blocking calls already running
+                in the thread pool are waited for, unless Ctrl-C is pressed again: then it is
+                raised at once, ``abandoned`` set.
         """
         try:
             asyncio.get_running_loop()
@@ -103,21 +105,21 @@ class AsyncioRunner:
             )
         result = placeholders(task, hosts)
         loop = self._new_loop()
+        abandoned = False
         try:
             main = loop.create_task(self._fill(task, hosts, result))
-            with _ctrl_c_cancels(main):
+            with _ctrl_c_cancels(main) as ctrl_c:
                 try:
                     loop.run_until_complete(main)
-                except (asyncio.CancelledError, KeyboardInterrupt):
-                    # Ctrl-C: cancelled by our handler, or a KeyboardInterrupt raised in the loop
-                    # where no handler of ours could be installed; let the cancellation finish.
-                    if not main.done():
-                        main.cancel()
-                        with _suppress_cancel():
-                            loop.run_until_complete(main)
-                    raise interrupted(result) from None
+                except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+                    # Ctrl-C: cancelled by our handler (a KeyboardInterrupt from it is the second
+                    # Ctrl-C), or a KeyboardInterrupt raised in the loop where no handler of ours
+                    # could be installed; let the cancellation finish.
+                    abandoned = isinstance(exc, KeyboardInterrupt) and ctrl_c.presses > 1
+                    abandoned = _end_cancelled(loop, main, wait=not abandoned)
+                    raise interrupted(result, abandoned=abandoned) from None
         finally:
-            _close(loop)
+            _close(loop, wait_for_threads=not abandoned)
         return result
 
     async def arun_hosts(self, task: Task, hosts: list[Host]) -> AggregatedResult:
@@ -253,8 +255,34 @@ def _resolve_loop(loop: object) -> str:
     return str(loop)
 
 
+def _end_cancelled(loop: asyncio.AbstractEventLoop, main: asyncio.Task[None], *, wait: bool) -> bool:
+    """Cancel ``main`` and run it to its end; whether its wait for blocking calls in threads
+    was given up (``wait`` false, or a Ctrl-C during it).
+
+    Once cancelled, ``main`` still waits for blocking calls running in the thread pool (they
+    cannot be stopped); cancelling it again cuts that wait short.
+    """
+    for attempt in range(2):
+        if main.done():
+            return attempt > 0 or not wait
+        main.cancel()
+        try:
+            with _suppress_cancel():
+                loop.run_until_complete(main)
+            return attempt > 0 or not wait
+        except KeyboardInterrupt:  # Ctrl-C again while waiting: cancel the wait itself
+            wait = False
+    return True
+
+
+class _CtrlC:
+    """How many times Ctrl-C was pressed during a run."""
+
+    presses = 0
+
+
 @contextmanager
-def _ctrl_c_cancels(main: asyncio.Task[None]) -> Iterator[None]:
+def _ctrl_c_cancels(main: asyncio.Task[None]) -> Iterator[_CtrlC]:
     """While the loop runs, Ctrl-C cancels ``main`` rather than raising mid-host.
 
     A ``KeyboardInterrupt`` raised wherever the loop happens to be could cut a host's processor
@@ -262,25 +290,24 @@ def _ctrl_c_cancels(main: asyncio.Task[None]) -> Iterator[None]:
     Ctrl-C raises at once, for a run that will not stop. Only in the main thread, and only if
     the user has not installed a SIGINT handler of their own.
     """
+    ctrl_c = _CtrlC()
     if (
         threading.current_thread() is not threading.main_thread()
         or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     ):
-        yield
+        yield ctrl_c
         return
     loop = main.get_loop()
-    pressed = False
 
     def on_ctrl_c(signum: int, frame: object) -> None:
-        nonlocal pressed
-        if pressed:
+        ctrl_c.presses += 1
+        if ctrl_c.presses > 1:
             raise KeyboardInterrupt
-        pressed = True
         loop.call_soon_threadsafe(main.cancel)
 
     signal.signal(signal.SIGINT, on_ctrl_c)
     try:
-        yield
+        yield ctrl_c
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -293,8 +320,12 @@ def _suppress_cancel() -> Iterator[None]:
         pass
 
 
-def _close(loop: asyncio.AbstractEventLoop) -> None:
-    """Close ``loop`` as ``asyncio.run`` does: no task, async generator or thread left behind."""
+def _close(loop: asyncio.AbstractEventLoop, *, wait_for_threads: bool = True) -> None:
+    """Close ``loop`` as ``asyncio.run`` does: no task, async generator or thread left behind.
+
+    Without ``wait_for_threads`` (a run abandoned by a second Ctrl-C), the default executor is
+    not waited for: a thread of it may be waiting for a blocking call that never returns.
+    """
     try:
         leftover = asyncio.all_tasks(loop)
         for task in leftover:
@@ -303,7 +334,8 @@ def _close(loop: asyncio.AbstractEventLoop) -> None:
             gathered: Coroutine[Any, Any, Any] = _gather_quietly(leftover)
             loop.run_until_complete(gathered)
         loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
+        if wait_for_threads:
+            loop.run_until_complete(loop.shutdown_default_executor())
     finally:
         asyncio.set_event_loop(None)
         loop.close()

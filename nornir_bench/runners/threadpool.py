@@ -59,7 +59,9 @@ class ThreadPoolRunner:
 
         Raises:
             RunInterrupted: on Ctrl-C; in-flight hosts finish, the rest do not start, and the
-                exception's ``result`` holds every finished host.
+                exception's ``result`` holds every finished host. A second Ctrl-C raises it at
+                once, ``abandoned`` set, without waiting for the hosts in flight (their threads
+                are daemons: they do not keep the process alive).
             BaseException: a ``SystemExit`` or similar raised by a task is re-raised once every
                 thread has stopped, as nornir's runner re-raises it.
         """
@@ -90,7 +92,10 @@ class ThreadPoolRunner:
                 _join(threads)
         except KeyboardInterrupt:
             pending.clear()
-            _join(threads)
+            try:
+                _join(threads)
+            except KeyboardInterrupt:  # Ctrl-C again: do not wait for the hosts in flight
+                raise interrupted(result, abandoned=True) from None
             raise interrupted(result) from None
         if escaped:
             raise escaped[0]
