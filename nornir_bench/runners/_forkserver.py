@@ -246,11 +246,13 @@ def _load(body: bytes) -> tuple[Any, str]:
 
 def _fork(given: list[int], spec: Any, inherited: tuple[Any, ...]) -> int:
     """Fork a worker on descriptors ``given`` (its socket, its cell) holding ``spec``."""
+    server = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     status = 0
     try:
+        _die_with(server)
         control, fds, selector, wake_read, wake_write = inherited
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -267,6 +269,19 @@ def _fork(given: list[int], spec: Any, inherited: tuple[Any, ...]) -> int:
         status = 1
     finally:
         os._exit(status)
+
+
+def _die_with(server: int) -> None:
+    """On Linux, have the kernel kill this worker if the fork server dies (the out-of-memory
+    killer, a stray kill): the pool could no longer reach it to stop it."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != server:  # it died before the line above: too late to be told
+        os._exit(1)
 
 
 def _reap(children: set[int], control: Connection) -> None:

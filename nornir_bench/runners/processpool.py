@@ -305,7 +305,9 @@ class _Pool:
         if worker not in self.workers:  # the pool gave up meanwhile
             return
         exitcode = None if overdue else self._exitcode(worker)
-        running = worker.running.host()
+        # Without an exit status (its fork server died and took it along), nothing says a host
+        # of its own ended it: whatever its loop was running is no culprit.
+        running = worker.running.host() if exitcode is not None else None
         self._stop_worker(worker, kill=True)
         in_flight = sorted(worker.in_flight)
         worker.in_flight.clear()

@@ -470,3 +470,67 @@ def test_a_run_starts_no_more_workers_than_the_cap(recwarn: pytest.WarningsRecor
 def _pid_after(task: Task, seconds: float) -> int:
     time.sleep(seconds)
     return os.getpid()
+
+
+def _stuck_on_dev3(task: Task) -> str:
+    time.sleep(30 if task.host.name == "dev3" else 0.2)  # dev3: a device that hangs
+    return task.host.name
+
+
+def _fork_server_processes() -> set[int]:
+    """Every process running the fork server's command: the fork servers and their workers."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if b"nornir_bench.runners._procmain" in f.read():
+                        found.add(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def _kill_the_fork_server_once_it_has_workers(parent: int) -> None:
+    """SIGKILL this process's fork server, as the OOM killer might, once it has forked."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        running = _fork_server_processes()
+        servers = {pid for pid in running if _parent_of(pid) == parent}
+        if any(_parent_of(pid) in servers for pid in running):
+            time.sleep(0.3)  # the workers are running hosts, dev3 among them
+            for pid in servers:
+                os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.01)
+
+
+def test_a_dead_fork_server_takes_its_workers_along_and_the_run_goes_on() -> None:
+    """Once, workers outlived a fork server that was killed: the pool could no longer kill
+    them, and one stuck in a blocking call was left running after the run."""
+    before = _fork_server_processes()
+    timer = threading.Thread(
+        target=_kill_the_fork_server_once_it_has_workers, args=(os.getpid(),), daemon=True
+    )
+    timer.start()
+    try:
+        result = pool(hosts=24, num_workers=4, chunk_size=1, task_timeout=1).run(
+            task=_stuck_on_dev3
+        )
+        left = _fork_server_processes() - before
+    finally:
+        timer.join(20)
+        for pid in _fork_server_processes() - before:
+            os.kill(pid, signal.SIGKILL)
+    assert left == set(), "processes of the pool left running after the run"
+    assert len(result) == 24
+    assert sorted(result.failed_hosts) == ["dev3"]
+    assert isinstance(result["dev3"][0].exception, TaskTimeout)
