@@ -544,8 +544,10 @@ class _Loader:
             out = {}
             for key, value in node.items():
                 out[str(key)] = self.plain(value, f"{where}.{key}", depth + 1)
-                if is_secret_key(key) and isinstance(out[str(key)], str):
-                    self.secrets.add(out[str(key)])
+                value = out[str(key)]
+                if is_secret_key(key) and isinstance(value, (str, int, float)):
+                    if not isinstance(value, bool):  # password: 123456 is read as a number
+                        self.secrets.add(str(value))
             return out
         if isinstance(node, CommentedSeq):
             return [self.plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(node)]

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -89,8 +90,15 @@ def run_job(job: Job, *, output: Path | None = None, progress: bool | None = Non
     nr, secrets = job.nornir()
     redact = Redactor(secrets)
     # On the handlers InitNornir has just set up: one per logger the job's logging names.
-    with redact.installed(nr.config.logging.loggers):
-        return _run(job, nr, redact, output, progress)
+    redact.install(nr.config.logging.loggers)
+    run: JobRun | None = None
+    try:
+        run = _run(job, nr, redact, output, progress)
+        return run
+    finally:
+        # Hosts abandoned by a second Ctrl-C may still log from their threads: keep masking.
+        if run is None or not run.abandoned:
+            redact.uninstall()
 
 
 def _run(
@@ -155,16 +163,20 @@ def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
             path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file is closed
-    except BlockingIOError:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # not a pipe, a terminal, /dev/stdout
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when it is closed
+            except BlockingIOError:
+                raise OSError(
+                    errno.EBUSY,
+                    "another run is writing it: give this run another --output (or output.path)",
+                    str(path),
+                ) from None
+            os.ftruncate(fd, 0)
+        return path, open(fd, "w", encoding="utf-8")  # noqa: SIM115 - the caller closes it
+    except BaseException:
         os.close(fd)
-        raise OSError(
-            errno.EBUSY,
-            "another run is writing it: give this run another --output (or output.path)",
-            str(path),
-        ) from None
-    os.ftruncate(fd, 0)
-    return path, open(fd, "w", encoding="utf-8")  # noqa: SIM115 - the caller closes it
+        raise
 
 
 def _say_stopping() -> None:

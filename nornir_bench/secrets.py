@@ -70,8 +70,10 @@ def resolve_inventory(inventory: Inventory) -> set[str]:
     """Expand ``${NAME}`` in the credentials of the inventory's defaults, groups and hosts.
 
     Covers ``username``, ``password`` and each ``connection_options`` entry's ``username``,
-    ``password`` and string ``extras`` (netmiko's enable ``secret`` lives there). Host and group
-    objects are changed in place, so inheritance hands the expanded values down.
+    ``password`` and ``extras``, at any depth (netmiko's enable ``secret``, NAPALM's
+    ``optional_args.secret``). Host and group objects are changed in place, so inheritance
+    hands the expanded values down. A password written as a number (``password: 123456``)
+    is masked too.
 
     Returns:
         Every password and secret found, expanded or literal, for :class:`Redactor`.
@@ -87,16 +89,32 @@ def resolve_inventory(inventory: Inventory) -> set[str]:
         _resolve_credentials(owner, where, secrets)
         for plugin, options in (owner.connection_options or {}).items():
             _resolve_credentials(options, f"{where} connection_options {plugin}", secrets)
-            extras = options.extras
-            if isinstance(extras, dict):
-                for key, value in extras.items():
-                    if isinstance(value, str):
-                        extras[key] = expand_env(
-                            value, f"{where} connection_options {plugin} {key}"
-                        )
-                        if is_secret_key(key):
-                            secrets.add(extras[key])
+            if isinstance(options.extras, dict):
+                _resolve_extras(options.extras, f"{where} connection_options {plugin}", secrets)
     return secrets
+
+
+# Extras are a plugin's own settings, rarely more than a few levels deep; deeper is not walked.
+_MAX_EXTRAS_DEPTH = 16
+
+
+def _resolve_extras(
+    extras: dict[Any, Any], where: str, secrets: set[str], secret: bool = False, depth: int = 0
+) -> None:
+    """Expand ``${NAME}`` in every string of ``extras``, collecting those under a secret key
+    (``secret``, ``password``... at any level: ``optional_args: {secret: ...}``)."""
+    if depth > _MAX_EXTRAS_DEPTH:
+        return
+    for key, value in extras.items():
+        under_secret = secret or is_secret_key(key)
+        if isinstance(value, str):
+            extras[key] = expand_env(value, f"{where} {key}")
+            if under_secret:
+                secrets.add(extras[key])
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and under_secret:
+            secrets.add(str(value))
+        elif isinstance(value, dict):
+            _resolve_extras(value, f"{where} {key}", secrets, under_secret, depth + 1)
 
 
 def _resolve_credentials(owner: Any, where: str, secrets: set[str]) -> None:
@@ -108,16 +126,22 @@ def _resolve_credentials(owner: Any, where: str, secrets: set[str]) -> None:
             setattr(owner, attribute, value)
             if attribute == "password":
                 secrets.add(value)
+        elif attribute == "password" and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            secrets.add(str(raw))  # YAML reads password: 123456 as a number
 
 
 def encoded_forms(secret: str) -> set[str]:
     """``secret`` as it appears in text that encoded it: as is, inside a JSON string, inside
     a Python ``repr`` (of the string, or of its UTF-8 bytes), URL-encoded."""
+    escaped = secret.replace("\\", "\\\\")
     forms = {
         secret,
         json.dumps(secret)[1:-1],
         json.dumps(secret, ensure_ascii=False)[1:-1],
         repr(secret)[1:-1],
+        # repr quotes with ' and escapes a ' inside when the text holds both kinds of quote
+        escaped.replace("'", "\\'"),
+        escaped.replace('"', '\\"'),
         repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
         quote(secret, safe=""),
         quote(secret),

@@ -146,7 +146,8 @@ def stoppable(
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        # None: a handler set from C (an embedding application), which Python cannot put back.
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
 
 
 def _guarded(task: Callable[..., Any], pressed: threading.Event) -> Callable[..., Any]:
@@ -194,4 +195,4 @@ def sigterm_as_ctrl_c() -> Iterator[threading.Event]:
     try:
         yield received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -377,3 +377,12 @@ def test_an_alias_bomb_in_inventory_data_exits_2_instead_of_hanging(tmp_path: Pa
         "job.yaml: inventory: host r1 data expands to more than 100,000 values (each use of a "
         "YAML alias counts in full); at most 100,000 values per host, group or defaults"
     )
+
+
+def test_records_can_go_to_standard_output(tmp_path: Path) -> None:
+    """A pipe or a terminal cannot be truncated or locked: they are written as they are."""
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
+    done = nornir_bench("run", str(job), "-o", "/dev/stdout", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert sorted(r["host"] for r in lines) == ["dev0", "dev1", "dev2"]

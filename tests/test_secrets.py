@@ -153,3 +153,99 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
         for form in encoded_forms(NASTY):
             assert form not in text, (where, form)
     assert "login failed with ********" in done.stdout
+
+
+def test_a_quote_escaped_inside_a_longer_repr_is_masked() -> None:
+    """repr escapes ' as \\' when the text around the secret holds both kinds of quote."""
+    secret = "it's-s3cret"
+    text = repr(f'"{secret}"')  # '"it\'s-s3cret"'
+    assert secret.replace("'", "\\'") in text
+    assert Redactor([secret])(text) == repr('"********"')
+
+
+def test_nested_extras_and_numeric_passwords_are_masked(tmp_path: Path) -> None:
+    from nornir import InitNornir
+
+    from nornir_bench.secrets import resolve_inventory
+
+    (tmp_path / "hosts.yaml").write_text(
+        textwrap.dedent("""\
+        r1:
+          hostname: 127.0.0.1
+          password: 123456
+          connection_options:
+            napalm:
+              extras:
+                optional_args: {secret: "${NB_NESTED}", transport: ssh}
+        """)
+    )
+    os.environ["NB_NESTED"] = "enable-Nested-9"
+    try:
+        nr = InitNornir(
+            inventory={"plugin": "SimpleInventory", "options": {"host_file": str(tmp_path / "hosts.yaml")}},
+            logging={"enabled": False},
+        )
+        secrets = resolve_inventory(nr.inventory)
+    finally:
+        del os.environ["NB_NESTED"]
+    assert {"123456", "enable-Nested-9"} <= secrets
+    assert "ssh" not in secrets
+    extras = nr.inventory.hosts["r1"].connection_options["napalm"].extras
+    assert extras["optional_args"]["secret"] == "enable-Nested-9"  # expanded in place
+
+
+LATE_LOGGER = '''
+import logging, signal, threading, time
+
+
+def late(task):
+    if task.host.name == "dev0":  # Ctrl-C twice, once the run is under way
+        for _ in range(2):
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            time.sleep(0.1)
+    time.sleep(0.5)
+    logging.getLogger("devicelib").error("late login with %s", task.host.password)
+    return 1
+'''
+
+
+# pytest's own log capture is a root handler: nornir warns about it configuring logging too.
+@pytest.mark.filterwarnings("ignore::nornir.core.exceptions.ConflictingConfigurationWarning")
+def test_threads_abandoned_by_a_second_ctrl_c_still_log_masked(tmp_path: Path) -> None:
+    """run_job in a long-lived process: hosts abandoned by a second Ctrl-C log after it."""
+    # nornir's logging configuration changes these loggers: put them back as they were.
+    loggers = [logging.getLogger(name) for name in ("nornir", "devicelib")]
+    saved = [(lg, lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
+    try:
+        _abandoned_run_logs_masked(tmp_path)
+    finally:
+        for lg, level, propagate, handlers in saved:
+            for handler in lg.handlers:
+                if handler not in handlers:
+                    handler.close()
+            lg.handlers[:] = handlers
+            lg.setLevel(level)
+            lg.propagate = propagate
+
+
+def _abandoned_run_logs_masked(tmp_path: Path) -> None:
+    import time
+
+    from nornir_bench.job import load_job
+    from nornir_bench.jobrun import run_job
+
+    (tmp_path / "latetasks.py").write_text(LATE_LOGGER)
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        textwrap.dedent("""\
+        inventory: {plugin: synthetic, options: {hosts: 2, password: "Late-Pa55word"}}
+        runner: {plugin: threadpool, options: {num_workers: 2}}
+        logging: {enabled: true, log_file: nornir.log, loggers: [nornir, devicelib]}
+        task: {name: "latetasks:late"}
+        """)
+    )
+    run = run_job(load_job(job), output=tmp_path / "r.jsonl", progress=False)
+    assert run.abandoned
+    time.sleep(1)  # the abandoned hosts log now
+    log = (tmp_path / "nornir.log").read_text()
+    assert "late login with ********" in log and "Late-Pa55word" not in log

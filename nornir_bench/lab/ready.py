@@ -47,7 +47,10 @@ def wait_for_lab(devices: Sequence[LabDevice], timeout: float = DEFAULT_WAIT_TIM
     last: dict[str, str] = {}
     while True:
         for device in list(waiting):
-            error = _refusal(device)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            error = _refusal(device, min(_CONNECT_TIMEOUT, left))
             if error is None:
                 waiting.remove(device)
             else:
@@ -56,7 +59,8 @@ def wait_for_lab(devices: Sequence[LabDevice], timeout: float = DEFAULT_WAIT_TIM
             return
         if time.monotonic() >= deadline:
             late = ", ".join(
-                f"{d.name} ({d.address}:{d.port}: {last[d.name]})" for d in waiting[:5]
+                f"{d.name} ({d.address}:{d.port}: {last.get(d.name, 'not tried')})"
+                for d in waiting[:5]
             )
             more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
             raise LabNotReady(
@@ -66,10 +70,10 @@ def wait_for_lab(devices: Sequence[LabDevice], timeout: float = DEFAULT_WAIT_TIM
         time.sleep(_RETRY_SECONDS)
 
 
-def _refusal(device: LabDevice) -> str | None:
+def _refusal(device: LabDevice, timeout: float) -> str | None:
     """``None`` if the device accepts a connection, else why not, in a few words."""
     try:
-        socket.create_connection((device.address, device.port), timeout=_CONNECT_TIMEOUT).close()
+        socket.create_connection((device.address, device.port), timeout=timeout).close()
     except ConnectionRefusedError:
         return "connection refused"
     except OSError as exc:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nornir_bench.lab import DeviceLab, LabDevice, LabError, load_lab_devices
-from tests.devices import LAB, ROOT, free_port_range, free_ports, started, stopped
+from tests.devices import LAB, ROOT, free_port_range, free_ports, full_port, started, stopped
 
 
 def device(port: int, name: str = "r1", platform: str = "cisco_ios") -> LabDevice:
@@ -250,3 +250,15 @@ def test_run_lab_bad_input_exits_2(args: list[str], message: str) -> None:
     status, stderr = run_to_end([*LAB, "lab", *args])
     assert status == 2
     assert len(stderr.strip().splitlines()) == 1 and message in stderr
+
+
+def test_wait_lab_keeps_to_its_timeout_when_devices_do_not_answer() -> None:
+    """Devices that never complete a connection once cost 2 s each past the timeout."""
+    from nornir_bench.lab import LabNotReady, wait_for_lab
+
+    with full_port() as port:
+        devices = [device(port, f"r{i}") for i in range(5)]
+        started_at = time.monotonic()
+        with pytest.raises(LabNotReady, match="not ready after 0.5 s"):
+            wait_for_lab(devices, timeout=0.5)
+        assert time.monotonic() - started_at < 5  # not 5 devices x 2 s
