@@ -173,7 +173,8 @@ def _anonymous_file() -> int:
     """A file in memory, with no name: ``memfd_create`` on Linux, an unlinked file elsewhere."""
     memfd_create = getattr(os, "memfd_create", None)
     if memfd_create is not None:
-        fd: int = memfd_create("nornir-bench-running-host", 0)
+        # Close-on-exec (the default): a program a task starts must not hold it.
+        fd: int = memfd_create("nornir-bench-running-host")
         return fd
     fd, path = tempfile.mkstemp(prefix="nornir-bench-")
     os.unlink(path)
@@ -277,6 +278,7 @@ class CrashLedger:
         exitcode: int | None,
         running: int | None,
         name: Callable[[int], str],
+        cause_known: bool = True,
     ) -> Verdict:
         """Apply the rule to the hosts ``in_flight`` on a worker that died.
 
@@ -285,10 +287,14 @@ class CrashLedger:
             pid, exitcode: the worker's.
             running: the index of the host running on its loop when it died, if known.
             name: gives a host's name from its index, for messages.
+            cause_known: ``False`` when it died of something else than its hosts (its fork
+                server died and took it along): none of them is to blame, all run again.
         """
         verdict = Verdict()
-        if running is not None and (running in in_flight or running in self.blamed):
-            culprit: int | None = running
+        if not cause_known:
+            culprit: int | None = None
+        elif running is not None and (running in in_flight or running in self.blamed):
+            culprit = running
         elif len(in_flight) == 1:
             culprit = in_flight[0]
         else:
@@ -297,7 +303,12 @@ class CrashLedger:
             if index == culprit:
                 verdict.failed[index] = WorkerCrashed(pid, exitcode)
                 continue
-            if culprit is not None:
+            if not cause_known:
+                crash = WorkerCrashed(
+                    pid, exitcode, running="its hosts in flight, when its fork server died"
+                )
+                again = "run again on a worker of a new fork server"
+            elif culprit is not None:
                 crash = WorkerCrashed(pid, exitcode, running=f"host {name(culprit)!r}")
                 again = "run again on another worker"
             else:
@@ -316,7 +327,8 @@ class CrashLedger:
                 )
                 continue
             seen.append(FailedAttempt("WorkerCrashed", f"{crash}; {again}"))
-            (verdict.rerun if culprit is not None else verdict.alone).append(index)
+            suspect = cause_known and culprit is None
+            (verdict.alone if suspect else verdict.rerun).append(index)
         return verdict
 
     def earlier_runs(self, index: int) -> list[FailedAttempt]:

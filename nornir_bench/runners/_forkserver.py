@@ -49,6 +49,10 @@ __all__ = ["ForkServer", "Forked", "WorkerStartError", "serve_forks"]
 
 _STOP_WAIT_SECONDS = 5.0
 
+LOAD_TIMEOUT = 300.0
+"""Seconds the fork server may take to answer a fork: it loads the run first, which imports
+the task's modules (some take seconds); past this, something hangs at import."""
+
 Forked = tuple[int, Connection, RunningHost]
 """A new worker: its pid, the pool's end of its socket, its running-host cell."""
 
@@ -88,10 +92,17 @@ class ForkServer:
             )
         self.control = Connection(control.detach())
         self.statuses: dict[int, int] = {}  # pid -> return code, reported and not yet asked for
+        self._forgotten: set[int] = set()  # pids whose exit report is not wanted
 
     def load(self, spec: bytes) -> None:
-        """Send the run to load (cloudpickle bytes of a ``RunSpec``); forks then hold it."""
-        self._send(("run", spec))
+        """Send the run to load (cloudpickle bytes of a ``RunSpec``); forks then hold it.
+
+        A fork server that died already is reported by the next :meth:`fork`.
+        """
+        try:
+            self._send(("run", spec))
+        except OSError:
+            pass
 
     def fork(self, *, threads: int) -> Forked:
         """A new worker holding the loaded run, whose pool runs at most ``threads`` threads.
@@ -106,10 +117,17 @@ class ForkServer:
                 try:
                     socket.send_fds(self.fds, [b"f"], [worker_end.fileno(), running.fileno()])
                     self._send(("fork", None))
-                    kind, body = self._reply()
+                    kind, body = self._reply(LOAD_TIMEOUT)
                 except (OSError, EOFError):
                     raise WorkerStartError(
                         f"the fork server {describe_exit(self._returncode())}"
+                    ) from None
+                except TimeoutError:
+                    self.process.kill()
+                    raise WorkerStartError(
+                        f"the fork server did not answer within {LOAD_TIMEOUT:g} s (does a "
+                        "module the task imports hang?)",
+                        load_error=True,
                     ) from None
             if kind == "error":
                 raise WorkerStartError(str(body), load_error=True)
@@ -131,6 +149,11 @@ class ForkServer:
         except (OSError, EOFError):
             return None
         return self.statuses.pop(pid)
+
+    def forget(self, pid: int) -> None:
+        """Drop worker ``pid``'s exit report, now or when it comes: nobody will ask for it."""
+        if self.statuses.pop(pid, None) is None:
+            self._forgotten.add(pid)
 
     def kill(self, pid: int) -> None:
         """Kill worker ``pid`` (SIGKILL) if it is still running."""
@@ -156,16 +179,27 @@ class ForkServer:
     def _send(self, message: tuple[str, Any]) -> None:
         self.control.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def _reply(self) -> tuple[str, Any]:
-        """The next message that is not an exit report (those are kept for ``exit_status``)."""
+    def _reply(self, timeout: float) -> tuple[str, Any]:
+        """The next message that is not an exit report (those are kept for ``exit_status``).
+
+        Raises:
+            TimeoutError: none within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
         while True:
+            if not self.control.poll(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError
             message = pickle.loads(self.control.recv_bytes())
             if not self._take(message):
                 return message  # type: ignore[no-any-return]
 
     def _take(self, message: tuple[Any, ...]) -> bool:
         if message[0] == "exited":
-            self.statuses[message[1]] = message[2]
+            pid = message[1]
+            if pid in self._forgotten:
+                self._forgotten.discard(pid)
+            else:
+                self.statuses[pid] = message[2]
             return True
         return False
 
@@ -207,6 +241,8 @@ def serve_forks(control: Connection, fds: socket.socket) -> None:
                     spec, error = _load(body)
                 elif kind == "fork":
                     _, given, _, _ = socket.recv_fds(fds, 1, 2)
+                    for fd in given:  # forks keep them; programs a task runs must not
+                        os.set_inheritable(fd, False)
                     if spec is None:
                         reply: tuple[str, Any] = ("error", error)
                     else:
@@ -247,6 +283,9 @@ def _load(body: bytes) -> tuple[Any, str]:
 def _fork(given: list[int], spec: Any, inherited: tuple[Any, ...]) -> int:
     """Fork a worker on descriptors ``given`` (its socket, its cell) holding ``spec``."""
     server = os.getpid()
+    # What the task's modules printed while loading must not be printed again by every fork.
+    sys.stdout.flush()
+    sys.stderr.flush()
     pid = os.fork()
     if pid:
         return pid
@@ -268,7 +307,11 @@ def _fork(given: list[int], spec: Any, inherited: tuple[Any, ...]) -> int:
         traceback.print_exc()
         status = 1
     finally:
-        os._exit(status)
+        try:  # what the tasks printed; os._exit flushes nothing
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
 
 
 def _die_with(server: int) -> None:

@@ -25,7 +25,9 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 - ``task_timeout``: the host fails with ``TaskTimeout``. A blocking task past its deadline
   cannot be stopped, so its worker is retired (killed and replaced) once its other hosts are
   done; a worker that stops answering altogether is killed at once.
-- Workers are stopped when ``run()`` returns, on error and on Ctrl-C.
+- Ctrl-C stops sending hosts and lets the hosts in flight finish, as the other runners do; a
+  second Ctrl-C kills the workers at once. Workers are stopped when ``run()`` returns, on error
+  and on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -138,8 +140,9 @@ class ProcessPoolRunner:
 
         Raises:
             ValueError: when the task or its arguments cannot be sent to another process.
-            RunInterrupted: on Ctrl-C; workers are stopped, the exception's ``result`` holds
-                every host that had finished.
+            RunInterrupted: on Ctrl-C; no host is sent after it, the hosts in flight finish,
+                and the exception's ``result`` holds every host that had finished. A second
+                Ctrl-C kills the workers at once (``abandoned`` set).
         """
         result = placeholders(task, hosts)
         if not hosts:
@@ -150,10 +153,16 @@ class ProcessPoolRunner:
             pool.start_fork_server()
             pool.payload = self._payload(task, hosts)
             with tuned_for_run():
-                pool.run()
-        except KeyboardInterrupt:
-            pool.stop(kill=True)
-            raise interrupted(result) from None
+                try:
+                    pool.run()
+                except KeyboardInterrupt:
+                    pool.stop_sending()
+                    try:
+                        pool.run()  # until the hosts in flight are done
+                    except KeyboardInterrupt:  # again: do not wait for them
+                        pool.stop(kill=True)
+                        raise interrupted(result, abandoned=True) from None
+                    raise interrupted(result) from None
         finally:
             pool.stop()
         return result
@@ -192,6 +201,7 @@ class _Worker:
     pid: int
     conn: Connection
     running: RunningHost  # which host runs on its loop, readable after it died
+    forks: ForkServer  # the fork server that forked it: its exit status comes from there
     in_flight: dict[int, float] = field(default_factory=dict)  # host index -> sent at
     retiring: bool = False
     loaded: bool = False  # has said it holds the run: it started
@@ -217,6 +227,7 @@ class _Pool:
         self.workers: list[_Worker] = []
         self.forks: ForkServer | None = None
         self.crashes = CrashLedger(runner.crash_reruns)
+        self.sending = True  # False once Ctrl-C was pressed: no more hosts go out
         self.started: dict[int, Task] = {}  # host index -> its task, started and not completed
 
     def start_fork_server(self) -> None:
@@ -225,17 +236,25 @@ class _Pool:
         self.forks = ForkServer(_FORK_SERVER_COMMAND, env)
 
     def run(self) -> None:
+        """Run the hosts to their end; after :meth:`stop_sending`, only those in flight."""
         assert self.forks is not None
-        self.forks.load(self.payload)
-        needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
-        for _ in range(min(self.runner.num_procs, needed)):
-            self._replace()
-        while self.remaining:
+        if not self.workers and self.sending:
+            self.forks.load(self.payload)
+            needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
+            for _ in range(min(self.runner.num_procs, needed)):
+                self._replace()
+        while self.remaining if self.sending else any(w.in_flight for w in self.workers):
             ready = set(wait([w.conn for w in self.workers], timeout=self._watchdog_timeout()))
             for worker in list(self.workers):
                 if worker.conn in ready:
                     self._receive(worker)
             self._watchdog()
+
+    def stop_sending(self) -> None:
+        """Ctrl-C: send no more hosts; those not sent yet (or waiting to run again) do not run."""
+        self.sending = False
+        for queue in (self.pending, self.reruns, self.alone):
+            queue.clear()
 
     # -- workers ---------------------------------------------------------------------------
 
@@ -304,9 +323,11 @@ class _Pool:
         self._drain(worker)  # results it sent before it died still count
         if worker not in self.workers:  # the pool gave up meanwhile
             return
+        if overdue is not None:  # only those its last results did not settle
+            overdue = {i: e for i, e in overdue.items() if i in worker.in_flight}
         exitcode = None if overdue else self._exitcode(worker)
-        # Without an exit status (its fork server died and took it along), nothing says a host
-        # of its own ended it: whatever its loop was running is no culprit.
+        # Its fork server died and took it along: no host of its own ended it.
+        server_died = exitcode is None and not overdue and worker.forks.process.poll() is not None
         running = worker.running.host() if exitcode is not None else None
         self._stop_worker(worker, kill=True)
         in_flight = sorted(worker.in_flight)
@@ -329,11 +350,13 @@ class _Pool:
             exitcode=exitcode,
             running=running,
             name=lambda i: self.hosts[i].name,
+            cause_known=not server_died,
         )
         for index, error in verdict.failed.items():
             self._failed(index, error)
-        self.reruns.extend(verdict.rerun)
-        self.alone.extend(verdict.alone)
+        if self.sending:  # after Ctrl-C, hosts that did not finish do not run again
+            self.reruns.extend(verdict.rerun)
+            self.alone.extend(verdict.alone)
         logger.warning(
             "processpool: worker process %s %s; %d hosts failed, %d run again",
             worker.pid,
@@ -365,7 +388,7 @@ class _Pool:
 
     def _replace(self) -> None:
         """Start a worker if hosts are waiting for one."""
-        if not (self.pending or self.reruns or self.alone):
+        if not self.sending or not (self.pending or self.reruns or self.alone):
             return
         assert self.forks is not None
         try:
@@ -380,7 +403,7 @@ class _Pool:
             self.forks.load(self.payload)
             self._start_failed(exc.reason)
             return
-        worker = _Worker(pid, conn, running)
+        worker = _Worker(pid, conn, running, self.forks)
         self.workers.append(worker)
         self._feed(worker)
 
@@ -421,8 +444,8 @@ class _Pool:
             worker.running.close()
 
     def _kill(self, worker: _Worker) -> None:
-        if self.forks is not None:
-            self.forks.kill(worker.pid)
+        worker.forks.kill(worker.pid)
+        worker.forks.forget(worker.pid)  # its exit report, when it comes, is not needed
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop every worker (ask them, or kill them for Ctrl-C), then the fork server."""
@@ -431,8 +454,9 @@ class _Pool:
             self.forks.close()  # reaps every worker; kills any still running
             self.forks = None
 
-    def _exitcode(self, worker: _Worker) -> int | None:
-        return None if self.forks is None else self.forks.exit_status(worker.pid)
+    @staticmethod
+    def _exitcode(worker: _Worker) -> int | None:
+        return worker.forks.exit_status(worker.pid)
 
     # -- timeouts ----------------------------------------------------------------------------
 
@@ -447,6 +471,8 @@ class _Pool:
             return
         limit = time.monotonic() - timeout - _FROZEN_GRACE_SECONDS
         for worker in list(self.workers):
+            if any(sent < limit for sent in worker.in_flight.values()):
+                self._drain(worker)  # what it has sent meanwhile settles those hosts
             overdue = [i for i, sent in worker.in_flight.items() if sent < limit]
             if overdue:
                 errors: dict[int, Exception] = {

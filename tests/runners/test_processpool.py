@@ -6,12 +6,14 @@ import logging
 import os
 import pickle
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -281,24 +283,147 @@ def test_error_path_leaves_no_process() -> None:
         pool(hosts=6).run(task=tasksets.fails_on_odd, raise_on_error=True)
 
 
-def test_ctrl_c_stops_workers_and_keeps_finished_hosts() -> None:
+def test_ctrl_c_sends_no_more_hosts_and_lets_those_in_flight_finish() -> None:
+    """Once, the first Ctrl-C killed the workers: hosts in the middle of a device session were
+    cut off, while the command said in-flight hosts finish."""
+
     def slow(task: Task) -> str:
-        if int(task.host.name[3:]) >= 4:
-            time.sleep(30)
+        time.sleep(0.5)
         return task.host.name
 
     main = threading.main_thread().ident
     assert main is not None
-    timer = threading.Timer(1.5, signal.pthread_kill, args=(main, signal.SIGINT))
+    recorder = Recorder()
+    timer = threading.Timer(1.2, signal.pthread_kill, args=(main, signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(RunInterrupted) as info:
-            pool(hosts=20, num_workers=2, chunk_size=1).run(task=slow)
+            pool(hosts=40, num_workers=2, chunk_size=1).with_processors([recorder]).run(task=slow)
     finally:
         timer.cancel()
     partial = info.value.result
-    assert sorted(partial) == ["dev0", "dev1", "dev2", "dev3"]
-    assert info.value.pending == 16
+    sent = {host for hook, _, host in recorder.events if hook == "task_instance_started"}
+    assert 4 <= len(partial) < 40
+    assert set(partial) == sent  # every host sent to a worker finished
+    assert not partial.failed and not info.value.abandoned
+    assert info.value.pending == 40 - len(partial)
+
+
+def test_a_second_ctrl_c_kills_the_workers_at_once() -> None:
+    def stuck(task: Task) -> str:
+        time.sleep(30)
+        return task.host.name
+
+    main = threading.main_thread().ident
+    assert main is not None
+    presses = [threading.Timer(t, signal.pthread_kill, args=(main, signal.SIGINT)) for t in (1, 1.3)]
+    for timer in presses:
+        timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(RunInterrupted) as info:
+            pool(hosts=8, num_workers=2).run(task=stuck)
+    finally:
+        for timer in presses:
+            timer.cancel()
+    assert time.monotonic() - started < 15  # not the 30 s of the hosts in flight
+    assert info.value.abandoned and len(info.value.result) == 0
+
+
+def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
+    """Once, a worker that answered just as the watchdog took it for frozen had its host
+    counted twice, its good result overwritten, and the run ended with a ValueError."""
+    from nornir_bench.execution import run_host
+    from nornir_bench.runners._crashes import RunningHost
+    from nornir_bench.runners._results import placeholders
+    from nornir_bench.runners.processpool import _Pool, _Worker
+
+    class ForkServerGone:
+        """Not the subject here: the fork server of a worker the pool kills."""
+
+        class process:
+            @staticmethod
+            def poll() -> None:
+                return None
+
+        def exit_status(self, pid: int) -> None:
+            return None
+
+        def kill(self, pid: int) -> None:
+            pass
+
+        def forget(self, pid: int) -> None:
+            pass
+
+    nr = pool(hosts=2, task_timeout=1)
+    task = Task(tasksets.hello, nr, global_dry_run=False, processors=nr.processors)
+    hosts = list(nr.inventory.hosts.values())
+    result = placeholders(task, hosts)
+    runner = _Pool(nr.runner, task, hosts, result)
+    runner.pending.clear()
+    pool_end, worker_end = socket.socketpair()
+    worker = _Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
+    worker.loaded = True
+    worker.in_flight = {0: 0.0, 1: 0.0}
+    runner.workers.append(worker)
+    # dev0's result was on its way when the watchdog fired; dev1 never finished
+    done = run_host(task, hosts[0])
+    with Connection(worker_end.detach()) as sent:
+        sent.send_bytes(pickle.dumps(("done", [(0, done, hosts[0].data, [])])))
+        overdue: dict[int, Exception] = {i: TaskTimeout("hello", hosts[i].name, 1) for i in (0, 1)}
+        runner._lost(worker, overdue)
+    assert runner.remaining == 0
+    assert not result["dev0"].failed and result["dev0"].result == "hello from dev0"
+    assert isinstance(result["dev1"][0].exception, TaskTimeout)
+
+
+def test_what_tasks_print_in_workers_reaches_the_output(tmp_path: Path) -> None:
+    """Workers end with os._exit: once, their buffered output was lost in a pipe."""
+    script = tmp_path / "prints.py"
+    script.write_text(textwrap.dedent("""
+        from nornir import InitNornir
+
+        def say(task):
+            print(f"said by {task.host.name}")
+
+        nr = InitNornir(
+            inventory={"plugin": "synthetic", "options": {"hosts": 6}},
+            runner={"plugin": "processpool", "options": {"num_procs": 2}},
+            logging={"enabled": False},
+        )
+        nr.run(task=say)
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.splitlines()) == [f"said by dev{i}" for i in range(6)]
+
+
+def _starts_a_program_then_crashes(task: Task, pid_file: str) -> str:
+    if task.host.name == "dev1":
+        child = subprocess.Popen(["sleep", "30"], close_fds=False)  # inherits what it may
+        Path(pid_file).write_text(str(child.pid))
+        os._exit(1)
+    return task.host.name
+
+
+@pytest.mark.timeout(60)
+def test_a_program_a_task_started_does_not_hide_its_workers_death(tmp_path: Path) -> None:
+    """Once, a program started by a task held the worker's socket: when the worker died, the
+    pool never saw it, and waited for ever."""
+    pid_file = tmp_path / "child.pid"
+    try:
+        result = pool(hosts=4, num_workers=4).run(
+            task=_starts_a_program_then_crashes, pid_file=str(pid_file)
+        )
+    finally:
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert isinstance(result["dev1"][0].exception, WorkerCrashed)
+    assert sorted(result) == ["dev0", "dev1", "dev2", "dev3"]
 
 
 def test_workers_that_cannot_start_fail_the_hosts_instead_of_respawning_forever(
@@ -319,6 +444,29 @@ def test_workers_that_cannot_start_fail_the_hosts_instead_of_respawning_forever(
     assert str(exc) == (
         "no worker process could run this host: the fork server exited with status 7 (3 in a row)"
     )
+
+
+def test_a_fork_server_that_dies_at_once_fails_a_big_run_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once: sending the payload of thousands of hosts to a fork server that had already
+    exited raised BrokenPipeError out of run()."""
+    from nornir_bench.runners import processpool
+
+    monkeypatch.setattr(processpool, "_FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
+    monkeypatch.setattr(logging.getLogger("nornir.core.task"), "disabled", True)
+    result = pool(hosts=5000, num_workers=50).run(task=tasksets.hello)
+    assert len(result) == 5000 and len(result.failed_hosts) == 5000
+    assert isinstance(result["dev4999"][0].exception, WorkerUnavailable)
+
+
+def test_workers_a_dead_fork_server_took_along_are_not_blamed() -> None:
+    from nornir_bench.runners._crashes import CrashLedger
+
+    verdict = CrashLedger().verdict(
+        [7], pid=1, exitcode=None, running=7, name=lambda i: f"dev{i}", cause_known=False
+    )
+    assert verdict.failed == {} and verdict.rerun == [7] and verdict.alone == []
 
 
 def test_a_task_the_workers_cannot_load_fails_every_host_with_the_reason(
