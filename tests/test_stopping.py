@@ -82,7 +82,7 @@ def finished_in_summary(stdout: str) -> int:
     return int(match.group(1))
 
 
-@pytest.mark.parametrize("runner", ["threaded", "serial", "threadpool", "asyncio"])
+@pytest.mark.parametrize("runner", ["threaded", "serial", "threadpool", "asyncio", "processpool"])
 def test_ctrl_c_stops_starting_hosts_and_reports_what_finished(
     tmp_path: Path, runner: str
 ) -> None:
