@@ -11,6 +11,8 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,22 @@ def slow_job(tmp_path: Path, runner: str, rtt: float = 0.5) -> Path:
     return path
 
 
+@contextmanager
+def spawned(args: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
+    """``args`` running with pipes, in a session of its own (not the test's process group; and
+    not a shell's background job, which would ignore SIGINT); killed if still running after."""
+    process = subprocess.Popen(
+        args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 def wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> None:
     """Until ``path`` has ``count`` lines (hosts finished), or the process ended."""
     deadline = time.monotonic() + 60
@@ -53,14 +71,8 @@ def interrupted_run(
 ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, object]], float]:
     """``nornir-bench run`` on 200 slow hosts, ``signals`` sent once ``after`` have finished."""
     out = tmp_path / "records.jsonl"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench", "run", str(slow_job(tmp_path, runner)),
-         "-o", str(out)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # Not in the test's process group; a shell's background job would ignore SIGINT.
-        start_new_session=True,
-    )
-    try:
+    args = [sys.executable, "-m", "nornir_bench", "run", str(slow_job(tmp_path, runner))]
+    with spawned([*args, "-o", str(out)], tmp_path) as process:
         wait_for_lines(out, after, process)
         sent = time.monotonic()
         for sig in signals:
@@ -68,10 +80,6 @@ def interrupted_run(
             time.sleep(0.1)
         stdout, stderr = process.communicate(timeout=60)
         took = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     return done, [json.loads(line) for line in out.read_text().splitlines()], took
 
@@ -122,12 +130,8 @@ def test_a_second_ctrl_c_abandons_the_hosts_in_flight(tmp_path: Path, runner: st
         logging: {{enabled: false}}
         """)
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "records.jsonl"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
-    try:
+    args = [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "records.jsonl"]
+    with spawned(args, tmp_path) as process:
         deadline = time.monotonic() + 60
         while not (tmp_path / "started").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -137,10 +141,6 @@ def test_a_second_ctrl_c_abandons_the_hosts_in_flight(tmp_path: Path, runner: st
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=60)
         took = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert took < 15, took  # not the 30 s the hosts in flight would take
@@ -161,21 +161,13 @@ def test_sigterm_is_ctrl_c_with_exit_status_143(tmp_path: Path, runner: str) -> 
 
 def test_the_benchmark_keeps_what_finished_on_the_serial_runner() -> None:
     """Once: "interrupted before any result could be kept" though ~50 hosts had finished."""
-    process = subprocess.Popen(
-        [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial", "--hosts", "400"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
-    try:
+    args = [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial", "--hosts", "400"]
+    with spawned(args, ROOT) as process:
         assert process.stdout is not None
         assert process.stdout.readline().startswith("runner serial")  # the run has started
         time.sleep(1.5)
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
     assert process.returncode == 130, stderr
     finished = finished_in_summary(stdout)
     assert 1 <= finished < 400
