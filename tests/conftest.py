@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +16,17 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 # Real device peers on loopback (FakeNOS lab, RTT server), shared by every test folder: one lab
 # per session.
 pytest_plugins = ["tests.devices"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Deliver Ctrl-C to the tests and the processes they start.
+
+    A shell starts a background job (``bash .ci/run &``, ``nohup``) with SIGINT ignored, and an
+    ignored signal stays ignored across ``exec``: the tests that press Ctrl-C would press it
+    for nothing. A handler (unlike an ignored signal) is reset to the default at ``exec``.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def make_nornir(runner: str = "threadpool", hosts: int = 20, **options: Any) -> Nornir:

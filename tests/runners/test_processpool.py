@@ -381,10 +381,14 @@ def test_what_tasks_print_in_workers_reaches_the_output(tmp_path: Path) -> None:
     """Workers end with os._exit: once, their buffered output was lost in a pipe."""
     script = tmp_path / "prints.py"
     script.write_text(textwrap.dedent("""
+        import sys
+
         from nornir import InitNornir
 
         def say(task):
-            print(f"said by {task.host.name}")
+            # one write: print() writes the text and the newline apart, which threads printing
+            # at once interleave when output is unbuffered (PYTHONUNBUFFERED)
+            sys.stdout.write(f"said by {task.host.name}\\n")
 
         nr = InitNornir(
             inventory={"plugin": "synthetic", "options": {"hosts": 6}},
