@@ -3,8 +3,12 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.benchmark import BenchmarkRun, available_runners, run_benchmark
-from nornir_bench.exceptions import (
+from nornir_bench import _moved
+from nornir_bench.bench.benchmark import BenchmarkRun, available_runners, run_benchmark
+from nornir_bench.bench.summary import RunSummary, summarize
+from nornir_bench.bench.usage import ProcessUsage, process_usage
+from nornir_bench.core.exceptions import (
+    NornirBenchError,
     RemoteException,
     RunInterrupted,
     SimulatedFailure,
@@ -12,10 +16,10 @@ from nornir_bench.exceptions import (
     WorkerCrashed,
     WorkerUnavailable,
 )
-from nornir_bench.execution import arun_host, arun_subtask, run_host
+from nornir_bench.core.execution import arun_host, arun_subtask, run_host
 from nornir_bench.inventory import SyntheticInventory
+from nornir_bench.processors.timing import HostTimer
 from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
-from nornir_bench.summary import RunSummary, summarize
 from nornir_bench.tasks import (
     BUILTIN_TASKS,
     AsyncSSHSession,
@@ -26,35 +30,36 @@ from nornir_bench.tasks import (
     sim_rtt,
     tcp_ping,
 )
-from nornir_bench.timing import HostTimer
-from nornir_bench.usage import ProcessUsage, process_usage
 
 if TYPE_CHECKING:
-    from nornir_bench.job import Job, JobError, load_job
-    from nornir_bench.jobrun import JobRun, run_job
+    from nornir_bench.bench.sweep import SweepGrid, run_sweep
+    from nornir_bench.jobs.load import Job, JobError, load_job
+    from nornir_bench.jobs.run import JobRun, run_job
     from nornir_bench.lab import DeviceLab, LabError, RttServer, run_lab, run_rtt_server
-    from nornir_bench.progress import ProgressBar
-    from nornir_bench.records import JsonLinesWriter
-    from nornir_bench.sweep import SweepGrid, run_sweep
+    from nornir_bench.processors.progress import ProgressBar
+    from nornir_bench.processors.records import JsonLinesWriter
 
 # Loaded on first use (PEP 562): job files, the lab and the progress bar cost ~25 ms of imports
 # that the benchmark script, timed as a whole process, never needs.
 _LAZY = {
-    "Job": "nornir_bench.job",
-    "JobError": "nornir_bench.job",
-    "load_job": "nornir_bench.job",
-    "JobRun": "nornir_bench.jobrun",
-    "run_job": "nornir_bench.jobrun",
+    "Job": "nornir_bench.jobs.load",
+    "JobError": "nornir_bench.jobs.load",
+    "load_job": "nornir_bench.jobs.load",
+    "JobRun": "nornir_bench.jobs.run",
+    "run_job": "nornir_bench.jobs.run",
     "DeviceLab": "nornir_bench.lab",
     "LabError": "nornir_bench.lab",
     "RttServer": "nornir_bench.lab",
     "run_lab": "nornir_bench.lab",
     "run_rtt_server": "nornir_bench.lab",
-    "ProgressBar": "nornir_bench.progress",
-    "JsonLinesWriter": "nornir_bench.records",
-    "SweepGrid": "nornir_bench.sweep",
-    "run_sweep": "nornir_bench.sweep",
+    "ProgressBar": "nornir_bench.processors.progress",
+    "JsonLinesWriter": "nornir_bench.processors.records",
+    "SweepGrid": "nornir_bench.bench.sweep",
+    "run_sweep": "nornir_bench.bench.sweep",
 }
+
+
+_moved.install()
 
 
 def __getattr__(name: str) -> Any:
@@ -77,6 +82,7 @@ __all__ = [
     "JobRun",
     "JsonLinesWriter",
     "LabError",
+    "NornirBenchError",
     "ProcessPoolRunner",
     "ProcessUsage",
     "ProgressBar",

@@ -13,7 +13,7 @@ import pytest
 from nornir import InitNornir
 
 from nornir_bench import ThreadPoolRunner
-from nornir_bench.job import load_job
+from nornir_bench.jobs.load import load_job
 from tests.devices import LAB, started, stopped
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from typing import Any
 
 from nornir.core.inventory import Defaults, Group, Groups, Host, Hosts, Inventory, ParentGroups
 
-from nornir_bench._gc import collector_paused
+from nornir_bench.core._gc import collector_paused
 
 __all__ = ["SyntheticInventory"]
 

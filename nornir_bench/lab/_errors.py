@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from nornir_bench.core.exceptions import NornirBenchError
+
 __all__ = ["LabError"]
 
 
-class LabError(ValueError):
+class LabError(NornirBenchError, ValueError):
     """Bad input for the device lab or the RTT server, told in one line.
 
     The message says what was wrong and what is allowed, and never contains a password; the

@@ -25,8 +25,8 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from nornir_bench.jobs.secrets import SecretError, expand_env
 from nornir_bench.lab._errors import LabError
-from nornir_bench.secrets import SecretError, expand_env
 
 __all__ = [
     "DEFAULT_BASE_PORT",

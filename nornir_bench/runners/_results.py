@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from nornir.core.task import AggregatedResult
 
-from nornir_bench.exceptions import RunInterrupted
+from nornir_bench.core.exceptions import RunInterrupted
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Task
 
-from nornir_bench._gc import tuned_for_run
-from nornir_bench.connections import aclose_connections
-from nornir_bench.execution import arun_host, is_async_task, offloading, stop_offloading
-from nornir_bench.runners._offload import ThreadOffloader
+from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.connections import aclose_connections
+from nornir_bench.core.execution import arun_host, is_async_task, offloading, stop_offloading
+from nornir_bench.core.offload import ThreadOffloader
 from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._results import interrupted, placeholders
 

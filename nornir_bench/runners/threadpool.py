@@ -13,7 +13,7 @@ this runner does none of that:
 - a thread is started only while hosts are still waiting, so a fast task on few hosts never
   pays for ``num_workers`` thread starts;
 - every thread is joined before ``run()`` returns, on success, on error and on Ctrl-C;
-- the garbage collector is tuned for the run (see ``nornir_bench._gc``): the pre-run heap is
+- the garbage collector is tuned for the run (see ``nornir_bench.core._gc``): the pre-run heap is
   frozen and collections come less often, so they do not stall every worker on the GIL.
 """
 
@@ -23,8 +23,8 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
-from nornir_bench._gc import tuned_for_run
-from nornir_bench.execution import run_host
+from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.execution import run_host
 from nornir_bench.runners._options import whole_number
 from nornir_bench.runners._results import interrupted, placeholders
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from nornir_bench.exceptions import SimulatedFailure
+from nornir_bench.core.exceptions import SimulatedFailure
 from nornir_bench.tasks._params import check_params_with
 
 if TYPE_CHECKING:

@@ -78,7 +78,7 @@ def test_a_device_that_never_listens_fails_the_start_in_one_line(
     monkeypatch.setattr(TCPServerBase, "_listen", lambda self: None)
     port = free_ports(1)[0]
     lab = DeviceLab([device(port)])
-    with pytest.raises(LabError, match=rf"^devices did not start listening within 0.2 s: r1 "):
+    with pytest.raises(LabError, match=r"^devices did not start listening within 0.2 s: r1 "):
         lab.start(timeout=0.2)
     assert not lab.running and not listened_on(port)
 

@@ -30,8 +30,8 @@ from nornir_bench import (
     WorkerCrashed,
     WorkerUnavailable,
 )
-from nornir_bench.attempts import attempts_of
-from nornir_bench.runners.processpool import MAX_PROCS_PER_CPU
+from nornir_bench.core.attempts import attempts_of
+from nornir_bench.runners.processpool.pool import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.async_tasksets import ASYNC_TASK_SET
@@ -333,10 +333,10 @@ def test_a_second_ctrl_c_kills_the_workers_at_once() -> None:
 def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     """Once, a worker that answered just as the watchdog took it for frozen had its host
     counted twice, its good result overwritten, and the run ended with a ValueError."""
-    from nornir_bench.execution import run_host
-    from nornir_bench.runners._crashes import RunningHost
+    from nornir_bench.core.execution import run_host
     from nornir_bench.runners._results import placeholders
-    from nornir_bench.runners.processpool import _Pool, _Worker
+    from nornir_bench.runners.processpool.crashes import RunningHost
+    from nornir_bench.runners.processpool.pool import _Pool, _Worker
 
     class ForkServerGone:
         """Not the subject here: the fork server of a worker the pool kills."""
@@ -433,11 +433,11 @@ def test_a_program_a_task_started_does_not_hide_its_workers_death(tmp_path: Path
 def test_workers_that_cannot_start_fail_the_hosts_instead_of_respawning_forever(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from nornir_bench.runners import processpool
+    from nornir_bench.runners.processpool import pool as processpool
 
     # an interpreter that exits at once, as in an environment where it cannot import
     monkeypatch.setattr(processpool, "_FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
-    with caplog.at_level(logging.ERROR, logger="nornir_bench.runners.processpool"):
+    with caplog.at_level(logging.ERROR, logger="nornir_bench.runners.processpool.pool"):
         result = pool(hosts=40, num_workers=2, chunk_size=1).run(task=tasksets.hello)
     assert [r.getMessage() for r in caplog.records if "giving up" in r.getMessage()] == [
         "processpool: giving up: the fork server exited with status 7 (3 in a row)"
@@ -455,7 +455,7 @@ def test_a_fork_server_that_dies_at_once_fails_a_big_run_with_the_reason(
 ) -> None:
     """Once: sending the payload of thousands of hosts to a fork server that had already
     exited raised BrokenPipeError out of run()."""
-    from nornir_bench.runners import processpool
+    from nornir_bench.runners.processpool import pool as processpool
 
     monkeypatch.setattr(processpool, "_FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
     monkeypatch.setattr(logging.getLogger("nornir.core.task"), "disabled", True)
@@ -465,7 +465,7 @@ def test_a_fork_server_that_dies_at_once_fails_a_big_run_with_the_reason(
 
 
 def test_workers_a_dead_fork_server_took_along_are_not_blamed() -> None:
-    from nornir_bench.runners._crashes import CrashLedger
+    from nornir_bench.runners.processpool.crashes import CrashLedger
 
     verdict = CrashLedger().verdict(
         [7], pid=1, exitcode=None, running=7, name=lambda i: f"dev{i}", cause_known=False
@@ -636,7 +636,7 @@ def _fork_server_processes() -> set[int]:
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if b"nornir_bench.runners._procmain" in f.read():
+                    if b"nornir_bench.runners.processpool._main" in f.read():
                         found.add(int(entry))
             except OSError:
                 continue

@@ -1,0 +1,141 @@
+"""The study's benchmark as an API: N synthetic hosts, one simulated round trip each.
+
+``scripts/script.py`` is a thin command line over :func:`run_benchmark`; later tools (the
+sweep) call it too, so every figure comes from the same code path.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from nornir import InitNornir
+from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH
+
+from nornir_bench.bench.summary import RunSummary, summarize
+from nornir_bench.core._logging import no_last_resort_logging
+from nornir_bench.core.exceptions import RunInterrupted
+from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.processors.timing import HostTimer
+from nornir_bench.tasks import asim_rtt, sim_rtt
+
+if TYPE_CHECKING:
+    from nornir.core.task import AggregatedResult
+
+__all__ = [
+    "BenchmarkRun",
+    "available_runners",
+    "prefers_async_tasks",
+    "run_benchmark",
+    "takes_workers",
+]
+
+
+@dataclass(frozen=True)
+class BenchmarkRun:
+    """One benchmark run: what ran, what came back, and how long it took."""
+
+    runner: str
+    workers: int | None
+    task: str
+    result: AggregatedResult
+    summary: RunSummary
+    interrupted: bool
+
+
+def available_runners() -> list[str]:
+    """Names of the runner plugins installed in nornir's entry point group."""
+    return sorted({ep.name for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH)})
+
+
+def prefers_async_tasks(runner: object) -> bool:
+    """Whether a runner (class or instance) runs ``async def`` tasks natively.
+
+    Runners say so with a ``prefers_async_tasks = True`` class attribute; nornir's own runners
+    and ``threadpool`` do not, so they get blocking tasks.
+    """
+    return bool(getattr(runner, "prefers_async_tasks", False))
+
+
+def run_benchmark(
+    workers: int,
+    rtt: float,
+    *,
+    hosts: int = 10_000,
+    runner: str = "threadpool",
+    jitter: float = 0.0,
+    fail_rate: float = 0.0,
+    seed: int | None = None,
+    on_start: Callable[[str, int | None, str], None] | None = None,
+) -> BenchmarkRun:
+    """Run one simulated round trip on each of ``hosts`` synthetic hosts.
+
+    Args:
+        workers: the runner's ``num_workers``; ignored by runners without that option.
+        rtt, jitter, fail_rate, seed: as for :func:`nornir_bench.tasks.sim_rtt`.
+        hosts: how many synthetic hosts.
+        runner: a registered runner plugin name (see :func:`available_runners`).
+        on_start: called with the runner's name, its ``num_workers`` (``None`` without) and the
+            task's name just before the run starts.
+
+    Returns:
+        The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
+        see :mod:`nornir_bench.core.stopping`). Failed hosts are counted, not printed: their
+        tracebacks stay off the terminal unless logging is configured.
+    """
+    no_last_resort_logging()
+    nr = InitNornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
+        runner={"plugin": runner, "options": _runner_options(runner, workers)},
+        logging={"enabled": False},
+    )
+    timer = HostTimer()
+    task = asim_rtt if prefers_async_tasks(nr.runner) else sim_rtt
+    num_workers: int | None = getattr(nr.runner, "num_workers", None)
+    if on_start is not None:
+        on_start(runner, num_workers, task.__name__)
+    hosts_in_order = list(nr.inventory.hosts)
+    result: AggregatedResult | None = None
+    with stoppable(nr.runner, task) as stop:
+        interrupted = False
+        start = perf_counter()
+        try:
+            result = nr.with_processors([timer, stop.finished]).run(
+                task=stop.task, rtt=rtt, jitter=jitter, fail_rate=fail_rate, seed=seed
+            )
+        except RunInterrupted as exc:
+            result, interrupted = exc.result, True
+        except (NotStarted, KeyboardInterrupt):  # nornir's runners: what finished is kept
+            interrupted = True
+        wall = perf_counter() - start
+        interrupted = interrupted or stop.pressed.is_set()
+        if result is None:
+            result = stop.finished.aggregated(task.__name__, hosts_in_order)
+    return BenchmarkRun(
+        runner=runner,
+        workers=num_workers,
+        task=task.__name__,
+        result=result,
+        summary=summarize(result, elapsed=timer.elapsed, wall=wall),
+        interrupted=interrupted,
+    )
+
+
+def takes_workers(runner: str) -> bool:
+    """Whether the named runner plugin has a ``num_workers`` option (nornir's ``serial`` has not).
+
+    Runners without it ignore the worker count asked for.
+    """
+    for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH):
+        if ep.name == runner:
+            return "num_workers" in inspect.signature(ep.load()).parameters
+    return False
+
+
+def _runner_options(runner: str, workers: int) -> dict[str, Any]:
+    """``{"num_workers": workers}`` for runners that take it (nornir's ``serial`` does not)."""
+    return {"num_workers": workers} if takes_workers(runner) else {}

@@ -1,0 +1,203 @@
+"""Running a sweep: each run of each point in a fresh process, journaled as it finishes.
+
+Each run is ``scripts/script.py`` (the same :func:`nornir_bench.cli.script_main`) in a new
+interpreter, timed from outside as ``time`` timed the study (:mod:`nornir_bench.bench.sweep.child`),
+so start-up and imports count. Runs go round by round over the whole grid, so machine noise
+hits every point alike and a stopped sweep has a little of everything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import signal
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from nornir_bench.bench.benchmark import takes_workers
+from nornir_bench.bench.sweep.child import TimedProcess, time_process
+from nornir_bench.bench.sweep.grid import Point, SweepGrid
+from nornir_bench.bench.sweep.journal import (
+    JOURNAL,
+    Journal,
+    RunRecord,
+    SweepError,
+    plan_runs,
+    sweep_environment,
+)
+from nornir_bench.bench.sweep.results import PointResult, Recommendation, aggregate, recommend
+
+__all__ = ["SweepResult", "child_timeout", "run_sweep"]
+
+# The child: script.py's own entry point, so the sweep times exactly what script.py runs.
+_CHILD_CODE = "from nornir_bench.cli import script_entry; script_entry()"
+# script.py's last line: "10000 ok, 0 failed | run 0.680 s | process: ..."
+_SUMMARY = re.compile(r"^(\d+) ok, (\d+) failed \| run ([\d.]+) s \|")
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What the journal holds for a grid, after :func:`run_sweep`.
+
+    Attributes:
+        points: the grid's points with at least one run, in grid order.
+        recommendations: one per runner and RTT that has a successful point.
+        runs_planned, runs_done: the runs this call set out to do, and finished.
+        interrupted: stopped by Ctrl-C; what finished is in the journal and in ``points``.
+        started: when the journal was started (ISO 8601).
+    """
+
+    grid: SweepGrid
+    environment: dict[str, Any]
+    journal: Path
+    points: list[PointResult]
+    recommendations: list[Recommendation]
+    runs_planned: int
+    runs_done: int
+    interrupted: bool
+    started: str
+
+    @property
+    def complete(self) -> bool:
+        """Every point of the grid has all its runs (successful or failed)."""
+        runs = {(p.runner, p.workers, p.rtt): p.repeats + p.errors for p in self.points}
+        return all(
+            runs.get((p.runner, p.workers, p.rtt), 0) >= self.grid.repeat
+            for p in self.grid.points()
+        )
+
+    @property
+    def failed_runs(self) -> int:
+        return sum(point.errors for point in self.points)
+
+
+def run_sweep(grid: SweepGrid, out: Path, *, progress: bool | None = None) -> SweepResult:
+    """Measure every run of ``grid`` that ``out``'s journal lacks; Ctrl-C stops cleanly.
+
+    A run whose child fails (exits other than 0 or 1, is killed, or overruns
+    :func:`child_timeout`) is journaled as failed with its standard error's last line, and the
+    sweep goes on. On Ctrl-C the run in flight is dropped and its process killed.
+
+    Args:
+        grid: what to measure.
+        out: the results folder, created if needed; ``out/runs.jsonl`` is the journal.
+        progress: a progress bar of runs on standard error; ``None``: when it is a terminal.
+
+    Returns:
+        The grid's points as the journal holds them; write them with
+        :func:`nornir_bench.bench.sweep.report.write_report`.
+
+    Raises:
+        SweepError: ``out`` cannot be used, or its journal is from another setup.
+    """
+    environment = sweep_environment()
+    path = out / JOURNAL
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        journal = Journal(path, hosts=grid.hosts, environment=environment)
+    except OSError as exc:
+        raise SweepError(f"cannot use the results folder {out}: {exc.strerror or exc}") from None
+    plan = plan_runs(grid, journal.runs)
+    journaled = len(journal.runs)
+    has_workers = {runner: takes_workers(runner) for runner in grid.runners}
+    interrupted = False
+    enabled = _is_terminal() if progress is None else progress
+    bar = _Bar(total=len(plan), desc="sweep", unit="run", file=sys.stderr, dynamic_ncols=True,
+               disable=not enabled)
+    try:
+        with journal:
+            for point in plan:
+                bar.set_postfix_str(point.label())
+                workers = point.workers if has_workers[point.runner] else 1
+                timeout = child_timeout(grid.hosts, workers, point.rtt)
+                journal.add(_run_point(point, grid.hosts, timeout))
+                bar.update()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+    # Read back: the journal is the truth, whichever line Ctrl-C came between.
+    journal = Journal(path, hosts=grid.hosts, environment=environment)
+    points = aggregate(grid, journal.runs)
+    return SweepResult(
+        grid=grid,
+        environment=environment,
+        journal=path,
+        points=points,
+        recommendations=recommend(points),
+        runs_planned=len(plan),
+        runs_done=len(journal.runs) - journaled,
+        interrupted=interrupted,
+        started=journal.started,
+    )
+
+
+def child_timeout(hosts: int, workers: int, rtt: float) -> float:
+    """Seconds a run may take: 10 x its ideal time (rounds of ``workers`` hosts) + 60 s."""
+    return 10 * math.ceil(hosts / workers) * rtt + 60
+
+
+class _Bar(tqdm):  # type: ignore[type-arg]  # tqdm is generic in its items; ours are runs
+    # tqdm's monitor is a thread that outlives the bar; a sweep must not leave threads behind.
+    monitor_interval = 0
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
+
+
+def _run_point(point: Point, hosts: int, timeout: float) -> RunRecord:
+    """Run ``point`` once in a fresh process; a failed child is a record, not an exception.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C, here or in the child (a terminal's reaches both).
+    """
+    argv = [
+        sys.executable, "-c", _CHILD_CODE, str(point.workers), repr(point.rtt),
+        "--hosts", str(hosts), "--runner", point.runner,
+    ]
+    child = time_process(argv, timeout=timeout)
+    if child.status in (130, -signal.SIGINT):
+        raise KeyboardInterrupt
+    lines = child.stdout.strip().splitlines()
+    summary = _SUMMARY.match(lines[-1]) if lines else None
+    error = None if summary and child.status in (0, 1) else _failure(child, timeout)
+    counts = summary if error is None else None
+    return RunRecord(
+        runner=point.runner,
+        workers=point.workers,
+        rtt=point.rtt,
+        hosts=hosts,
+        status=child.status,
+        wall=child.wall,
+        user=child.user,
+        sys=child.sys,
+        max_rss_mib=child.max_rss_mib,
+        ok=int(counts[1]) if counts else None,
+        failed=int(counts[2]) if counts else None,
+        run_wall=float(counts[3]) if counts else None,
+        error=error,
+        finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def _failure(child: TimedProcess, timeout: float) -> str:
+    """Why a child failed, in one line: its status, and its standard error's last line."""
+    if child.status is None:
+        what = f"timed out after {timeout:.0f} s and was killed"
+    elif child.status < 0:
+        what = f"killed by {signal.Signals(-child.status).name}"
+    elif child.status in (0, 1):
+        what = f"exit status {child.status} without a summary line"
+    else:
+        what = f"exit status {child.status}"
+    lines = [line.strip() for line in child.stderr.splitlines() if line.strip()]
+    return f"{what}: {lines[-1]}" if lines else what

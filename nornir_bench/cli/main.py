@@ -1,0 +1,79 @@
+"""The ``nornir-bench`` command: its sub-commands, each a module of this package.
+
+Each command module declares ``add_arguments(parser)`` and ``command(args) -> int`` (the lab's
+three commands share :mod:`~nornir_bench.cli.lab`); this module only assembles them, so a new
+command is a new module and one line in :data:`_COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from nornir_bench.cli._common import EXIT_USAGE, Parser, exit_with
+from nornir_bench.core.exceptions import NornirBenchError
+
+__all__ = ["entry", "main"]
+
+# name -> (module, help attribute, add_arguments function, command function, epilog).
+# Modules are imported when the parser is built, not when this module is: script.py, timed as a
+# whole process, imports the cli package and needs none of them.
+_COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
+    "run": ("nornir_bench.cli.run", "HELP", "add_arguments", "command", None),
+    "lab": ("nornir_bench.cli.lab", "LAB_HELP", "add_lab_arguments", "lab_command", None),
+    "wait-lab": (
+        "nornir_bench.cli.lab", "WAIT_LAB_HELP", "add_wait_lab_arguments", "wait_lab_command",
+        "Exit status: 0 every device accepts connections, 1 not within --timeout, 2 bad usage.",
+    ),
+    "rtt-server": (
+        "nornir_bench.cli.lab", "RTT_SERVER_HELP", "add_rtt_server_arguments",
+        "rtt_server_command", None,
+    ),
+    "sweep": ("nornir_bench.cli.sweep", "HELP", "add_arguments", "command", None),
+}
+
+
+def _main_parser() -> Parser:
+    parser = Parser(
+        prog="nornir-bench",
+        description="Fast, safe nornir runners: run jobs on devices, or try them on a local lab.",
+        epilog="Exit status: 0 all hosts ok, 1 some host failed, 2 bad usage or job, 130 Ctrl-C, "
+        "143 SIGTERM (what finished is reported).",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                                     parser_class=Parser)
+    for name, (module_name, help_name, add_name, command_name, epilog) in _COMMANDS.items():
+        module = importlib.import_module(module_name)
+        help_text = getattr(module, help_name)
+        sub = commands.add_parser(name, help=help_text, description=help_text, epilog=epilog)
+        add_arguments: Callable[[argparse.ArgumentParser], None] = getattr(module, add_name)
+        add_arguments(sub)
+        sub.set_defaults(handler=getattr(module, command_name))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, terminated: threading.Event | None = None) -> int:
+    """The ``nornir-bench`` command; returns the exit status.
+
+    ``terminated`` is set when SIGTERM stopped the run (see :func:`sigterm_as_ctrl_c`).
+    """
+    parser = _main_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # the commands, rather than one line saying one is required
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args.terminated = terminated
+    try:
+        return int(args.handler(args))
+    except NornirBenchError as exc:
+        print(f"nornir-bench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def entry() -> NoReturn:
+    """``sys.exit`` wrapper for the ``nornir-bench`` console script."""
+    exit_with(main)

@@ -1,0 +1,9 @@
+"""The core every runner shares: running one task on one host, and what a run needs around it.
+
+- :mod:`~nornir_bench.core.execution`: one host's task, as nornir's ``Task.start`` runs it;
+- :mod:`~nornir_bench.core.exceptions`: the errors runners put on hosts, and the package's base;
+- :mod:`~nornir_bench.core.offload`, :mod:`~nornir_bench.core.connections`: what an async run
+  owns (its thread pool for blocking calls, its connections);
+- :mod:`~nornir_bench.core.stopping`: Ctrl-C and SIGTERM on any runner;
+- :mod:`~nornir_bench.core.attempts`: how many times a host's task ran.
+"""

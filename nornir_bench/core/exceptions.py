@@ -1,0 +1,149 @@
+"""Exceptions that nornir-bench raises or records on hosts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nornir.core.task import AggregatedResult
+
+__all__ = [
+    "NornirBenchError",
+    "RemoteException",
+    "RunInterrupted",
+    "SimulatedFailure",
+    "TaskTimeout",
+    "WorkerCrashed",
+    "WorkerUnavailable",
+]
+
+
+class NornirBenchError(Exception):
+    """Bad input or set-up, said in one line: what was wrong and what is allowed.
+
+    The base of :class:`~nornir_bench.jobs.load.JobError`, :class:`~nornir_bench.lab.LabError`,
+    :class:`~nornir_bench.bench.sweep.SweepError` and
+    :class:`~nornir_bench.jobs.secrets.SecretError`; the commands print any of them as
+    ``nornir-bench: error: ...`` and exit 2. What goes wrong on a host (a task's error, a crashed
+    worker) is not one of these: it is that host's failed result.
+    """
+
+
+class SimulatedFailure(Exception):
+    """A device failure drawn by a simulated task (``sim_rtt``'s ``fail_rate``)."""
+
+    def __init__(self, host: str, delay: float) -> None:
+        super().__init__(f"simulated failure on {host} after {delay * 1000:.1f} ms")
+        self.host = host
+        self.delay = delay
+
+    def __reduce__(self) -> tuple[type[SimulatedFailure], tuple[str, float]]:
+        # Exceptions pickle their ``args`` by default; ours were built from other arguments.
+        return (type(self), (self.host, self.delay))
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; ``result`` holds every host that had finished.
+
+    It is a ``KeyboardInterrupt``, so code that does not know it still stops as on Ctrl-C,
+    and code that does can keep what finished.
+
+    Attributes:
+        result: the hosts that finished, in host order.
+        pending: how many did not.
+        abandoned: a second Ctrl-C did not wait for the hosts in flight: blocking calls may
+            still be running in threads, which nothing can stop.
+    """
+
+    def __init__(self, result: AggregatedResult, pending: int, abandoned: bool = False) -> None:
+        super().__init__(f"interrupted: {len(result)} hosts finished, {pending} did not run")
+        self.result = result
+        self.pending = pending
+        self.abandoned = abandoned
+
+
+class TaskTimeout(TimeoutError):
+    """A host's task ran longer than the runner's ``task_timeout`` and was stopped."""
+
+    def __init__(self, task: str, host: str, seconds: float) -> None:
+        super().__init__(f"task {task!r} on host {host!r} timed out after {seconds:g} s")
+        self.task = task
+        self.host = host
+        self.seconds = seconds
+
+    def __reduce__(self) -> tuple[type[TaskTimeout], tuple[str, str, float]]:
+        return (type(self), (self.task, self.host, self.seconds))
+
+
+class WorkerCrashed(RuntimeError):
+    """The worker process running this host died (a crash, ``os._exit``, a kill, out of memory).
+
+    Attributes:
+        pid: the worker's process id.
+        exitcode: its exit status; negative is the signal that killed it, as in multiprocessing.
+        running: what it was running when it died: ``"this host"``, or another host's name.
+        detail: more about what that meant for this host.
+    """
+
+    def __init__(
+        self, pid: int | None, exitcode: int | None, detail: str = "", running: str = "this host"
+    ) -> None:
+        self.pid = pid
+        self.exitcode = exitcode
+        self.detail = detail
+        self.running = running
+        super().__init__(
+            f"worker process {pid} {describe_exit(exitcode)} while running {running}" + detail
+        )
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[WorkerCrashed], tuple[int | None, int | None, str, str]]:
+        return (type(self), (self.pid, self.exitcode, self.detail, self.running))
+
+
+class WorkerUnavailable(RuntimeError):
+    """No worker process could run this host: workers could not start, or not load the run.
+
+    The host never ran. ``reason`` says what the workers did (exited at start, with what status;
+    or the error loading the task, e.g. a module the worker cannot import).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"no worker process could run this host: {reason}")
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[WorkerUnavailable], tuple[str]]:
+        return (type(self), (self.reason,))
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """``"was killed by signal 9 (SIGKILL)"`` or ``"exited with status 3"``."""
+    if exitcode is None:
+        return "stopped answering"
+    if exitcode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"was killed by signal {-exitcode} ({name})"
+    return f"exited with status {exitcode}"
+
+
+class RemoteException(Exception):
+    """An exception from a worker process that could not be pickled, kept as text.
+
+    Device libraries raise exceptions holding sockets or sessions; those cannot cross a process
+    boundary, so the worker sends this instead: the original type's name, message and traceback.
+    """
+
+    def __init__(self, type_name: str, message: str, traceback_text: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+        self.traceback_text = traceback_text
+
+    def __reduce__(self) -> tuple[type[RemoteException], tuple[str, str, str]]:
+        return (type(self), (self.type_name, self.message, self.traceback_text))

@@ -1,0 +1,288 @@
+"""The shared host-execution core: run one nornir task on one host.
+
+Every runner in nornir-bench calls :func:`run_host`; none re-implements task execution. It does
+exactly what nornir's ``Task.start`` does, in the same order:
+
+1. fire ``task_instance_started`` (``subtask_instance_started`` for a subtask);
+2. call the task function; wrap a plain return value in a ``Result``;
+3. turn any ``Exception`` into a failed ``Result`` carrying the traceback text (for a failed
+   subtask, the ``NornirSubTaskError`` message, as nornir does), logged on nornir's own logger;
+4. name the result after the task and set its severity (``ERROR`` when it failed);
+5. put it first in the task's ``MultiResult`` and fire ``task_instance_completed``.
+
+Subtasks started with ``task.run`` go through nornir's own ``Task.start`` and so behave exactly
+as in nornir.
+
+:func:`arun_host` is the same step for event-loop runners: the hooks and the result handling
+are shared, only the call differs. An ``async def`` task is awaited; a blocking task is handed
+to ``offload`` (a thread pool) so the loop keeps serving other hosts. An optional per-host
+timeout stops the task and fails the host with :class:`~nornir_bench.core.exceptions.TaskTimeout`.
+:func:`arun_subtask` is ``task.run`` for async tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import logging
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any
+
+from nornir.core.exceptions import NornirSubTaskError
+from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
+
+import nornir_bench.core._pickling  # noqa: F401  (results of every runner unpickle, see the module)
+from nornir_bench.core.exceptions import TaskTimeout
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import MultiResult
+
+__all__ = [
+    "Offload",
+    "arun_host",
+    "arun_subtask",
+    "fail_host",
+    "is_async_task",
+    "log_failure",
+    "offloading",
+    "run_host",
+    "stop_offloading",
+]
+
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
+"""Runs a blocking call off the event loop (in a thread pool) and awaits its return value."""
+
+# nornir's Task.start logs failures on this logger; keep using it so that the logging users
+# configured for nornir (``logging: {loggers: [nornir]}``) still sees every failed host.
+_logger = logging.getLogger("nornir.core.task")
+
+
+def run_host(task: Task, host: Host) -> MultiResult:
+    """Run a copy of ``task`` on ``host`` exactly as nornir's ``Task.start`` would.
+
+    Args:
+        task: the task template built by ``Nornir.run``; it is not modified.
+        host: the host to run it on.
+
+    Returns:
+        The host's ``MultiResult``: the task's own ``Result`` first, then its subtasks'.
+        User errors never propagate; only ``BaseException`` that is not an ``Exception``
+        (``KeyboardInterrupt``, ``SystemExit``) does, as in nornir.
+    """
+    instance = _start(task, host)
+    try:
+        outcome = instance.task(instance, **instance.params)
+        if isinstance(outcome, CoroutineType):  # not inspect.isawaitable: 0.3 µs a host
+            _refuse(outcome, instance)
+    except Exception as exc:
+        return _completed(instance, host, _failure(instance, host, exc))
+    return _completed(instance, host, _wrap(host, outcome))
+
+
+def _refuse(coroutine: CoroutineType[Any, Any, Any], task: Task) -> None:
+    """An ``async def`` task on a runner that cannot await it: fail the host, saying so, rather
+    than report it ok with a coroutine that never ran as its result."""
+    coroutine.close()  # no "coroutine was never awaited" warning: the message below says it
+    raise TypeError(
+        f"task {task.name!r} is async (it returned coroutine {coroutine.__qualname__}, which "
+        "this runner cannot await): run it with the asyncio or processpool runner, or make it "
+        "a plain def"
+    )
+
+
+async def arun_host(
+    task: Task,
+    host: Host,
+    *,
+    offload: Offload | None = None,
+    timeout: float | None = None,
+) -> MultiResult:
+    """The event-loop twin of :func:`run_host`: same hooks, same results, same error capture.
+
+    Args:
+        task: the task template; it is not modified.
+        host: the host to run it on.
+        offload: ``None`` to await the task function (``async def``); for a blocking task, a
+            function that runs the call in a thread and awaits it.
+        timeout: seconds the task may take on this host; past them it is cancelled (a blocking
+            call in a thread cannot be stopped: the host fails at the deadline and the thread's
+            late return is dropped) and the host fails with ``TaskTimeout``.
+
+    Returns:
+        The host's ``MultiResult``. Cancelling the coroutine (Ctrl-C) propagates
+        ``CancelledError``: a host that did not finish has no result.
+    """
+    instance = _start(task, host)
+    try:
+        if offload is None:
+            call: Awaitable[Any] = instance.task(instance, **instance.params)
+        else:
+            call = offload(functools.partial(instance.task, instance, **instance.params))
+        outcome = await (call if timeout is None else _within(call, timeout, instance, host))
+        if offload is not None and isinstance(outcome, CoroutineType):
+            # A plain function that returned a coroutine (a lambda, a wrapper): await it too.
+            outcome = await (
+                outcome if timeout is None else _within(outcome, timeout, instance, host)
+            )
+    except Exception as exc:
+        return _completed(instance, host, _failure(instance, host, exc))
+    return _completed(instance, host, _wrap(host, outcome))
+
+
+def fail_host(
+    task: Task, host: Host, error: Exception, *, started: Task | None = None
+) -> MultiResult:
+    """The ``MultiResult`` of a host whose task could not run, or not to its end, on ``host``.
+
+    For failures that are not the task's own (a worker process that died, a host never sent
+    anywhere): the same failed ``Result``, log line and hooks as a task raising ``error``,
+    without raising it. ``error`` must be this host's own instance: raising one instance for
+    many hosts would chain every raise into its ``__traceback__``.
+
+    Args:
+        task: the task template.
+        host: the host that failed.
+        error: why; it becomes the result's ``exception``, and its text the ``result``.
+        started: the host's task if its ``task_instance_started`` hook has already fired (only
+            the completion hook fires then); ``None`` fires both.
+    """
+    instance = _start(task, host) if started is None else started
+    text = "".join(traceback.format_exception(error))
+    log_failure(host.name, instance.name, text)
+    return _completed(instance, host, Result(host, exception=error, result=text, failed=True))
+
+
+def is_async_task(func: Callable[..., Any]) -> bool:
+    """Whether a task function is ``async def`` (also through ``functools.partial``)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - a callable object's async __call__
+    )
+
+
+# The offload of the run in progress, so that arun_subtask sends blocking subtasks to the same
+# bounded pool as the run's blocking tasks. Worker coroutines inherit it from the run.
+_current_offload: contextvars.ContextVar[Offload | None] = contextvars.ContextVar(
+    "nornir_bench_offload", default=None
+)
+
+
+def offloading(offload: Offload | None) -> contextvars.Token[Offload | None]:
+    """Make ``offload`` the pool for blocking subtasks of coroutines started after this call.
+
+    Returns the token that :func:`stop_offloading` takes to restore the previous one.
+    """
+    return _current_offload.set(offload)
+
+
+def stop_offloading(token: contextvars.Token[Offload | None]) -> None:
+    """Undo :func:`offloading`, so no closed pool stays visible to the caller's context."""
+    _current_offload.reset(token)
+
+
+async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -> MultiResult:
+    """``task.run`` for ``async def`` tasks: run ``subtask`` on ``task``'s host and await it.
+
+    The subtask may be ``async def`` or blocking (then it runs in the run's thread pool). As
+    with ``task.run``: it fires the subtask processor hooks, its result is added to ``task``'s
+    results, and if it fails ``NornirSubTaskError`` is raised (which fails the parent task).
+
+    Example::
+
+        async def backup(task):
+            await arun_subtask(task, asend_command, command="show version")
+            await arun_subtask(task, write_file, path=f"{task.host}.txt")
+    """
+    host = getattr(task, "host", None)
+    if host is None:
+        raise RuntimeError("arun_subtask must be called from within a running task")
+    kwargs.setdefault("severity_level", task.severity_level)
+    run_task = Task(
+        subtask,
+        task.nornir,
+        global_dry_run=task.global_dry_run,
+        processors=task.processors,
+        parent_task=task,
+        **kwargs,
+    )
+    offload = None if is_async_task(subtask) else (_current_offload.get() or _to_thread)
+    multi = await arun_host(run_task, host, offload=offload)
+    task.results.append(multi[0] if len(multi) == 1 else multi)  # type: ignore[arg-type]
+    if multi.failed:
+        raise NornirSubTaskError(task=run_task, result=multi)
+    return multi
+
+
+async def _to_thread(call: Callable[[], Any]) -> Any:
+    return await asyncio.to_thread(call)
+
+
+if sys.version_info >= (3, 11):
+
+    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
+        try:
+            async with asyncio.timeout(seconds) as deadline:
+                return await call
+        except TimeoutError as exc:
+            if deadline.expired():  # ours; a TimeoutError the task raised itself passes on
+                raise TaskTimeout(task.name, host.name, seconds) from exc
+            raise
+
+else:  # Python 3.10: no asyncio.timeout
+
+    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
+        try:
+            return await asyncio.wait_for(call, seconds)
+        except asyncio.TimeoutError as exc:
+            if isinstance(exc.__cause__, asyncio.CancelledError):  # wait_for's own deadline
+                raise TaskTimeout(task.name, host.name, seconds) from exc
+            raise
+
+
+def _start(template: Task, host: Host) -> Task:
+    """The host's own copy of the task, its start hook fired (what Task.start does first)."""
+    task = template.copy()
+    task.host = host
+    if task.parent_task is not None:
+        task.processors.subtask_instance_started(task, host)
+    else:
+        task.processors.task_instance_started(task, host)
+    if _logger.isEnabledFor(logging.DEBUG):  # skips the arguments' cost when it is off
+        _logger.debug("Host %r: running task %r", host.name, task.name)
+    return task
+
+
+def _wrap(host: Host, outcome: object) -> Result:
+    return outcome if isinstance(outcome, Result) else Result(host=host, result=outcome)
+
+
+def _failure(task: Task, host: Host, exc: Exception) -> Result:
+    """The failed ``Result`` nornir builds for an exception raised by a task."""
+    tb = traceback.format_exc()
+    log_failure(host.name, task.name, tb)
+    text = str(exc) if isinstance(exc, NornirSubTaskError) else tb
+    return Result(host, exception=exc, result=text, failed=True)
+
+
+def log_failure(host: str, task: str, tb: str) -> None:
+    """Log a host's failed task as nornir's ``Task.start`` does (an ERROR with the traceback)."""
+    _logger.error("Host %r: task %r failed with traceback:\n%s", host, task, tb)
+
+
+def _completed(task: Task, host: Host, result: Result) -> MultiResult:
+    result.name = task.name  # type: ignore[assignment]  # nornir annotates it as None
+    if result.severity_level == DEFAULT_SEVERITY_LEVEL:
+        result.severity_level = logging.ERROR if result.failed else task.severity_level
+    task.results.insert(0, result)
+    if task.parent_task is not None:
+        task.processors.subtask_instance_completed(task, host, task.results)
+    else:
+        task.processors.task_instance_completed(task, host, task.results)
+    return task.results

@@ -1,0 +1,6 @@
+"""Job files: a YAML file naming an inventory, a runner and a task, checked and run.
+
+- :mod:`~nornir_bench.jobs.load`: :func:`load_job`, every mistake one line with file:line:col;
+- :mod:`~nornir_bench.jobs.run`: :func:`run_job`, with records, progress and failure lines;
+- :mod:`~nornir_bench.jobs.secrets`: ``${NAME}`` from the environment, and masking them.
+"""

@@ -1,0 +1,8 @@
+"""nornir processors: what a user sees of a run, on every runner, nornir's own included.
+
+- :mod:`~nornir_bench.processors.timing`: :class:`HostTimer`, each host's time;
+- :mod:`~nornir_bench.processors.progress`: :class:`ProgressBar`, a tqdm bar;
+- :mod:`~nornir_bench.processors.records`: :class:`JsonLinesWriter`, one JSON line per host.
+
+Each module is imported on its own (the progress bar costs tqdm's import).
+"""

@@ -1,0 +1,99 @@
+"""Per-host records, streamed to a JSON Lines file as each host finishes.
+
+One line per host, written and flushed in ``task_instance_completed``: a run that crashes or is
+stopped with Ctrl-C keeps every host that had finished. A line holds::
+
+    {"host": "rtr1", "failed": false, "elapsed": 0.412, "result": "...",
+     "exception": null, "message": null, "traceback": null,
+     "attempts": 1, "failed_attempts": []}
+
+``exception`` is the type name of what made the host fail (a failed subtask's own exception is
+preferred to the ``NornirSubTaskError`` of its parent), ``message`` its text and ``traceback``
+the full traceback, which the terminal never shows. ``attempts`` counts the times the task
+started on the host, and ``failed_attempts`` holds ``{"exception", "message"}`` for each run
+before the one that counted (see :mod:`nornir_bench.core.attempts`: the process pool runs a host
+again when another host crashed its worker). Values that JSON cannot hold are written as
+their ``repr``; known secrets are masked in every value before it is encoded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+from typing import IO, TYPE_CHECKING, Any
+
+from nornir.core.exceptions import NornirSubTaskError
+
+from nornir_bench.bench.summary import failure_of
+from nornir_bench.core.attempts import attempts_of
+from nornir_bench.jobs.secrets import Redactor
+from nornir_bench.processors.timing import HostTimer
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import MultiResult, Task
+
+__all__ = ["JsonLinesWriter", "host_record"]
+
+
+def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> dict[str, Any]:
+    """The record of one host's run (see the module's docstring for its keys)."""
+    failure = failure_of(multi)
+    exc = failure.exception if failure is not None else None
+    first = multi[0]
+    attempts, failed_attempts = attempts_of(multi)
+    return {
+        "host": name,
+        "failed": bool(multi.failed),
+        "elapsed": elapsed,
+        # With an exception, nornir puts the traceback text in ``result``: it goes below.
+        "result": None if first.exception is not None else first.result,
+        "exception": None if exc is None else type(exc).__name__,
+        "message": None if exc is None else str(exc),
+        "traceback": None if failure is None or exc is None else _traceback(failure.result, exc),
+        "attempts": attempts,
+        "failed_attempts": [{"exception": f.exception, "message": f.message} for f in failed_attempts],
+    }
+
+
+def _traceback(text: object, exc: BaseException) -> str:
+    if (
+        isinstance(text, str)
+        and text.startswith("Traceback")
+        and not isinstance(exc, NornirSubTaskError)
+    ):
+        return text
+    lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return "".join(lines)
+
+
+class JsonLinesWriter(HostTimer):
+    """A processor writing each host's record to ``file`` as the host finishes.
+
+    Args:
+        file: an open text file; the writer flushes it after each line, and does not close it.
+        redact: masks secrets in each line (none by default).
+
+    It is also a :class:`HostTimer`: ``elapsed`` holds every host's seconds, as in the records.
+    Lines are written under a lock, so runners that finish hosts on several threads are safe.
+    """
+
+    def __init__(self, file: IO[str], *, redact: Redactor | None = None) -> None:
+        super().__init__()
+        self.file = file
+        self.redact = redact or Redactor()
+        self.written = 0
+        self._lock = threading.Lock()
+
+    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        super().task_instance_completed(task, host, result)
+        record = host_record(host.name, result, self.elapsed.get(host.name))
+        # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.
+        line = json.dumps(
+            self.redact.value(record), default=self.redact.json_default, ensure_ascii=False
+        )
+        with self._lock:
+            self.file.write(line + "\n")
+            self.file.flush()
+            self.written += 1

@@ -1,0 +1,81 @@
+"""Per-host aggregation: counts, failure kinds, per-host times, throughput."""
+
+from __future__ import annotations
+
+import pytest
+
+from nornir_bench import HostTimer, summarize
+from nornir_bench.core.attempts import FailedAttempt, record_attempts
+from tests.conftest import make_nornir
+from tests.tasksets import fails_on_odd, grouped, reports_failure, returns_result
+
+
+def test_counts_and_failures_grouped_by_type() -> None:
+    nr = make_nornir("threadpool", hosts=10, num_workers=3)
+    summary = summarize(nr.run(task=fails_on_odd), wall=2.0)
+    assert (summary.hosts, summary.ok, summary.failed, summary.changed) == (10, 5, 5, 0)
+    assert summary.failures == {"ValueError": ["dev1", "dev3", "dev5", "dev7", "dev9"]}
+    assert summary.throughput == 5.0
+
+
+def test_failed_subtask_reported_by_its_own_exception() -> None:
+    summary = summarize(make_nornir("threadpool", hosts=6).run(task=grouped))
+    assert summary.failures == {"RuntimeError": ["dev0", "dev3"]}
+
+
+def test_failure_without_exception_and_changed_hosts() -> None:
+    assert summarize(make_nornir(hosts=2).run(task=reports_failure)).failures == {
+        "failed": ["dev0", "dev1"]
+    }
+    assert summarize(make_nornir(hosts=6).run(task=returns_result)).changed == 3
+
+
+def test_per_host_times_from_the_timer() -> None:
+    timer = HostTimer()
+    nr = make_nornir("threadpool", hosts=20, num_workers=4).with_processors([timer])
+    result = nr.run(task=returns_result)
+    assert sorted(timer.elapsed) == sorted(result)
+    summary = summarize(result, elapsed=timer.elapsed)
+    assert summary.p50 is not None and summary.p95 is not None and summary.max is not None
+    assert 0 <= summary.p50 <= summary.p95 <= summary.max
+
+
+def test_percentiles_nearest_rank() -> None:
+    result = make_nornir(hosts=20).run(task=returns_result)
+    elapsed = {f"dev{i}": float(i + 1) for i in range(20)}  # 1 .. 20 seconds
+    summary = summarize(result, elapsed=elapsed)
+    assert (summary.p50, summary.p95, summary.max) == (10.0, 19.0, 20.0)
+
+
+def test_lines_are_short_and_name_failures() -> None:
+    result = make_nornir(hosts=14).run(task=fails_on_odd)
+    lines = summarize(result, wall=0.5).lines()
+    assert lines[0] == "hosts: 14, ok: 7, failed: 7, changed: 0"
+    assert lines[-1].startswith("failed with ValueError: 7 hosts (dev1, dev3, dev5, dev7, dev9, ... (+2))")
+    assert not any("Traceback" in line for line in lines)
+
+
+def test_empty_result() -> None:
+    summary = summarize(make_nornir(hosts=3).filter(name="none").run(task=grouped))
+    assert (summary.hosts, summary.p50, summary.throughput) == (0, None, None)
+
+
+@pytest.mark.parametrize("wall", [None, 0.0])
+def test_no_throughput_without_wall(wall: float | None) -> None:
+    assert summarize(make_nornir(hosts=2).run(task=returns_result), wall=wall).throughput is None
+
+
+def test_one_host_is_one_host() -> None:
+    lines = summarize(make_nornir(hosts=2).run(task=fails_on_odd)).lines()
+    assert lines[-1] == "failed with ValueError: 1 host (dev1)"
+
+
+def test_hosts_run_more_than_once_are_counted() -> None:
+    result = make_nornir(hosts=3).run(task=returns_result)
+    record_attempts(result["dev1"], [FailedAttempt("WorkerCrashed", "worker process 1 ...")])
+    summary = summarize(result)
+    assert summary.rerun == 1
+    assert summary.lines()[-1] == (
+        "run more than once: 1 host (after worker crashes; attempts and failed_attempts in the "
+        "records)"
+    )

@@ -1,0 +1,388 @@
+"""``nornir-bench run`` as a user runs it: a real subprocess, its exit status, output and records."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SECRET = "Sw0rdf1sh-from-env"
+
+# A task module the jobs name as ``jobtasks:...``: it sits next to the job file, as a user's would.
+TASKS = '''
+import time
+from nornir.core.task import Result
+
+
+class DeviceRefused(Exception):
+    pass
+
+
+def flaky(task, fail_every=3):
+    """Fails every ``fail_every``-th host, with the password in the message (as a careless
+    library might), to show it never reaches the output."""
+    number = int(task.host.name[3:])
+    if number % fail_every == 0:
+        raise DeviceRefused(f"login refused for {task.host.username}/{task.host.password}")
+    return {"host": task.host.name, "echo": task.host.password}
+
+
+def slow(task, seconds):
+    time.sleep(seconds)
+    return task.host.name
+
+
+def nested(task):
+    task.run(task=flaky, fail_every=1)
+'''
+
+
+def job_file(tmp_path: Path, body: str, *, hosts: int = 12, runner: str = "threadpool") -> Path:
+    (tmp_path / "jobtasks.py").write_text(TASKS)
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        inventory:
+          plugin: synthetic
+          options: {{hosts: {hosts}, username: netops, password: "${{NB_TEST_SECRET}}"}}
+        runner: {{plugin: {runner}, options: {{num_workers: 4}}}}
+        logging: {{enabled: true, level: DEBUG, log_file: nornir.log}}
+        """)
+        + textwrap.dedent(body)
+    )
+    return path
+
+
+def nornir_bench(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NB_TEST_SECRET": SECRET}
+    return subprocess.run(
+        [sys.executable, "-m", "nornir_bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "threaded"])
+def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
+    tmp_path: Path, runner: str
+) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0.01}}\n", runner=runner)
+    done = nornir_bench("run", str(job), "--output", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"task sim_rtt on 12 hosts, runner {runner}" in done.stdout
+    assert "hosts: 12, ok: 12, failed: 0" in done.stdout
+    assert "per-host records: out.jsonl" in done.stdout
+    rows = records(tmp_path / "out.jsonl")
+    assert sorted(r["host"] for r in rows) == sorted(f"dev{i}" for i in range(12))
+    for row in rows:
+        assert set(row) == {
+            "host",
+            "failed",
+            "elapsed",
+            "result",
+            "exception",
+            "message",
+            "traceback",
+            "attempts",
+            "failed_attempts",
+        }
+        assert (row["attempts"], row["failed_attempts"]) == (1, [])
+        assert row["failed"] is False and row["exception"] is None and row["traceback"] is None
+        assert row["elapsed"] >= 0.009  # the host's own time, on every runner
+        assert row["result"] == pytest.approx(0.01, abs=0.01)
+
+
+def test_failed_hosts_exit_1_one_line_each_tracebacks_only_in_the_file(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 3}}\n")
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "hosts: 12, ok: 8, failed: 4" in done.stdout
+    assert "failed with DeviceRefused: 4 hosts (dev0, dev3, dev6, dev9)" in done.stdout
+    host_lines = [line for line in done.stdout.splitlines() if line.startswith("  dev")]
+    assert sorted(host_lines) == [
+        f"  dev{i}: DeviceRefused: login refused for netops/********" for i in (0, 3, 6, 9)
+    ]
+    assert "Traceback" not in done.stdout + done.stderr
+    by_host = {r["host"]: r for r in records(tmp_path / "out.jsonl")}
+    assert by_host["dev3"]["failed"] is True
+    assert by_host["dev3"]["exception"] == "DeviceRefused"
+    assert by_host["dev3"]["message"] == "login refused for netops/********"
+    assert by_host["dev3"]["traceback"].startswith("Traceback (most recent call last)")
+    assert by_host["dev3"]["result"] is None
+    assert by_host["dev4"]["result"] == {"host": "dev4", "echo": "********"}
+
+
+def test_a_failed_subtask_is_reported_by_its_own_exception(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: 'jobtasks:nested'}\n", hosts=2)
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "  dev0: DeviceRefused: login refused for netops/********" in done.stdout
+    assert {r["exception"] for r in records(tmp_path / "out.jsonl")} == {"DeviceRefused"}
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+def test_the_password_never_reaches_the_terminal_the_records_or_the_log(
+    tmp_path: Path, runner: str
+) -> None:
+    job = job_file(
+        tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 2}}\n", runner=runner
+    )
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1
+    log = (tmp_path / "nornir.log").read_text()
+    written = (tmp_path / "out.jsonl").read_text()
+    assert "login refused" in log and "login refused" in written  # the failures were logged
+    for output in (done.stdout, done.stderr, written, log):
+        assert SECRET not in output
+    assert "********" in written and "********" in done.stdout
+
+
+def test_the_default_output_file_is_named_after_the_job(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
+    done = nornir_bench("run", str(job), cwd=tmp_path)
+    assert done.returncode == 0
+    (written,) = tmp_path.glob("job-*.jsonl")
+    assert f"per-host records: {written.name}" in done.stdout
+    assert len(records(written)) == 3
+
+
+def test_the_jobs_output_path_is_used_unless_overridden(tmp_path: Path) -> None:
+    job = job_file(
+        tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\noutput: {path: res/r.jsonl}\n", hosts=3
+    )
+    assert nornir_bench("run", str(job), cwd=tmp_path).returncode == 0
+    assert len(records(tmp_path / "res" / "r.jsonl")) == 3
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.stderr == ""
+
+
+def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
+    job = job_file(
+        tmp_path,
+        "task: {name: 'jobtasks:slow', params: {seconds: 0.2}}\n",
+        hosts=400,
+        runner="asyncio",
+    )
+    env = {**os.environ, "NB_TEST_SECRET": SECRET}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out_file = tmp_path / "out.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not out_file.exists() or len(out_file.read_text()) == 0):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    finished = records(out_file)
+    assert 0 < len(finished) < 400
+    assert f"interrupted: {400 - len(finished)} of 400 hosts did not finish" in stdout
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["run"], "the following arguments are required: JOB.yaml"),
+        (["walk"], "invalid choice: 'walk'"),
+        (["run", "missing.yaml"], "missing.yaml: cannot read the job file"),
+    ],
+)
+def test_bad_usage_exits_2_in_one_line(tmp_path: Path, args: list[str], says: str) -> None:
+    done = nornir_bench(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert says in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 or done.stderr.startswith("usage:")
+    assert "Traceback" not in done.stderr
+
+
+def test_a_capped_num_procs_is_one_warning_line(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: asim_rtt, params: {rtt: 0}}\n", runner="processpool")
+    job.write_text(job.read_text().replace("{num_workers: 4}", "{num_procs: 1000000}"))
+    done = nornir_bench("run", str(job), "-o", "r.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("nornir-bench: warning: processpool runner: num_procs 1000000 capped")
+
+
+def test_no_command_shows_the_commands(tmp_path: Path) -> None:
+    """Once: only "error: the following arguments are required: COMMAND"."""
+    done = nornir_bench(cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("usage: nornir-bench [-h] COMMAND ...")
+    for command in ("run", "lab", "wait-lab", "rtt-server", "sweep"):
+        assert re.search(rf"^    {command}\b", done.stderr, re.M), command
+    assert "Traceback" not in done.stderr
+
+
+def test_a_bad_job_exits_2_with_file_line_and_column(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\nrunner_options: {}\n")
+    done = nornir_bench("run", str(job), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"nornir-bench: error: {job}:7:1: unknown key 'runner_options' in the job; allowed: "
+        "inventory, runner, core, logging, ssh, user_defined, task, filter, output"
+    )
+    assert done.stdout == ""
+
+
+def test_an_unset_secret_variable_exits_2_naming_it(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n")
+    env = {k: v for k, v in os.environ.items() if k != "NB_TEST_SECRET"}
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", str(job)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 2
+    assert "environment variable NB_TEST_SECRET is not set" in done.stderr
+
+
+def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one line a bad job gets: exit 2, nothing run, no traceback."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("nornir-bench: error: ")
+    return line.removeprefix("nornir-bench: error: ")
+
+
+def test_a_job_with_no_inventory_and_no_hosts_file_says_what_to_add(tmp_path: Path) -> None:
+    (tmp_path / "noinv.yaml").write_text("task: {name: sim_rtt, params: {rtt: 0}}\n")
+    done = nornir_bench("run", "noinv.yaml", cwd=tmp_path)
+    assert one_error_line(done) == (
+        "noinv.yaml:1:1: the job has no inventory section, and SimpleInventory (nornir's "
+        "default) found no hosts.yaml next to the job; add inventory: {plugin: ..., options: "
+        "{...}}"
+    )
+
+
+def alias_bomb(levels: int = 9, *, indent: str = "  ") -> str:
+    """YAML lines, each a list of 9 aliases of the line before: 9**levels values expanded."""
+    lines = [f"{indent}l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        lines.append(f"{indent}l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+GOOD = "task: {name: asim_rtt, params: {rtt: 0}}\n"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("text", "encoding", "says"),
+    [
+        (GOOD + "user_defined: {city: Zürich}\n", "latin-1",
+         "job.yaml:7:23: the job file is not UTF-8 text (byte 0xfc); save it as UTF-8"),
+        (GOOD, "utf-16", "job.yaml: the job file is UTF-16; save it as UTF-8"),
+        (GOOD + "user_defined: {x: a\x00b}\n", "utf-8",
+         "job.yaml:7:20: the job file contains a NUL byte: not a text file; a job is YAML text"),
+        (GOOD + "user_defined: " + "[" * 2000 + "\n", "utf-8",
+         "job.yaml:7:79: nesting deeper than 64 levels; a job holds settings, not deep data"),
+        # l5 (line 13, after 5 lines of job_file's own) is the first list past 100,000
+        (GOOD + "user_defined:\n" + alias_bomb(), "utf-8",
+         "job.yaml:13:3: user_defined.l5 expands to more than 100,000 values (each use of a "
+         "YAML alias counts in full)"),
+        ("task: {name: asim_rtt, params: {rtt: .inf}}\n", "utf-8",
+         "job.yaml:6:24: task asim_rtt: rtt must be a number of seconds from 0 to 3600"),
+    ],
+    ids=["latin-1", "UTF-16", "NUL", "2000 levels", "alias bomb", "endless round trip"],
+)
+def test_a_file_no_job_is_exits_2_at_once_in_one_line(
+    tmp_path: Path, text: str, encoding: str, says: str
+) -> None:
+    """None of these may hang (the last one, unchecked, would sleep for ever on asyncio)."""
+    job = job_file(tmp_path, text, runner="asyncio")
+    job.write_bytes(job.read_text().encode(encoding))
+    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    assert line.startswith(str(job)) and says in line, line
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_task_module_exiting_0_on_import_is_an_error_not_a_run(tmp_path: Path) -> None:
+    (tmp_path / "nb_quits.py").write_text("raise SystemExit(0)\n\ndef run(task):\n    pass\n")
+    job = job_file(tmp_path, "task: {name: 'nb_quits:run'}\n")
+    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    assert line == (
+        f"{job}:6:14: task nb_quits:run: module 'nb_quits' stopped the program while being "
+        "imported (SystemExit 0); a task module must only define functions when imported"
+    )
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_misspelt_send_command_parameter_exits_2_before_connecting(tmp_path: Path) -> None:
+    with socket.socket() as device:  # a device's SSH port, on loopback
+        device.bind(("127.0.0.1", 0))
+        device.listen(8)
+        (tmp_path / "hosts.yaml").write_text(
+            f"r1: {{hostname: 127.0.0.1, port: {device.getsockname()[1]}, platform: cisco_ios, "
+            "username: u, password: p}\n"
+        )
+        job = tmp_path / "job.yaml"
+        job.write_text(
+            "task:\n  name: send_command\n  params:\n    command: show clock\n    enabel: true\n"
+        )
+        line = one_error_line(nornir_bench("run", "job.yaml", cwd=tmp_path))
+        device.setblocking(False)
+        with pytest.raises(BlockingIOError):  # no connection waiting: nothing connected
+            device.accept()
+    assert line.startswith(
+        "job.yaml:3:3: task send_command: send_command has no parameter 'enabel', nor has "
+        "netmiko's send_command; it takes: command, enable, use_timing, expect_string, "
+    ), line
+
+
+@pytest.mark.timeout(30)
+def test_an_alias_bomb_in_inventory_data_exits_2_instead_of_hanging(tmp_path: Path) -> None:
+    """The processpool runner compares each host's data after the task, value by value:
+    with 12 levels of aliases, for hours."""
+    (tmp_path / "hosts.yaml").write_text("r1:\n  data:\n" + alias_bomb(12, indent="    "))
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "runner: {plugin: processpool, options: {num_workers: 1}}\n"
+        "logging: {enabled: false}\n"
+        "task: {name: asim_rtt, params: {rtt: 0}}\n"
+    )
+    line = one_error_line(nornir_bench("run", "job.yaml", "-o", "out.jsonl", cwd=tmp_path))
+    assert line == (
+        "job.yaml: inventory: host r1 data expands to more than 100,000 values (each use of a "
+        "YAML alias counts in full); at most 100,000 values per host, group or defaults"
+    )
+
+
+def test_records_can_go_to_standard_output(tmp_path: Path) -> None:
+    """A pipe or a terminal cannot be truncated or locked: they are written as they are."""
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
+    done = nornir_bench("run", str(job), "-o", "/dev/stdout", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert sorted(r["host"] for r in lines) == ["dev0", "dev1", "dev2"]

@@ -1,0 +1,155 @@
+"""scripts/script.py as a user runs it: a real subprocess, exit status, output, bad input."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "script.py"
+SUMMARY = re.compile(
+    r"^(\d+) ok, (\d+) failed \| run [\d.]+ s \| process: wall [\d.]+ s, user [\d.]+ s, "
+    r"sys [\d.]+ s, cpu \d+ %, max rss \d+ MiB$"
+)
+
+
+def script(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "threaded", "serial", "asyncio", "processpool"])
+def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
+    done = script("4", "0.001", "--hosts", "30", "--runner", runner)
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    match = SUMMARY.match(last)
+    assert match, last
+    assert match.groups() == ("30", "0")
+    assert f"runner {runner}" in done.stdout
+    task = "asim_rtt" if runner in ("asyncio", "processpool") else "sim_rtt"
+    assert f"task {task}(rtt=0.001)" in done.stdout
+
+
+def test_failed_hosts_exit_1_and_are_named_without_tracebacks() -> None:
+    done = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "11")
+    assert done.returncode == 1
+    ok, failed = map(int, SUMMARY.match(done.stdout.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
+    assert ok + failed == 40 and 0 < failed < 40
+    assert f"failed with SimulatedFailure: {failed} hosts" in done.stdout
+    assert "Traceback" not in done.stdout
+
+
+def test_seeded_runs_fail_the_same_hosts() -> None:
+    first = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "5", "--jitter", "0.001")
+    second = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "5", "--jitter", "0.001")
+    failures = [line for line in first.stdout.splitlines() if line.startswith("failed with")]
+    assert failures and failures == [
+        line for line in second.stdout.splitlines() if line.startswith("failed with")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "allowed"),
+    [
+        (["0", "0.05"], "WORKERS: must be a whole number >= 1, got '0'"),
+        (["-4", "0.05"], "WORKERS: must be a whole number >= 1, got '-4'"),
+        (["many", "0.05"], "WORKERS: must be a whole number >= 1, got 'many'"),
+        (["10", "-0.05"], "RTT: must be a number of seconds from 0 to 3600 (an hour: longer than "
+                          "any device takes to answer), got '-0.05'"),
+        (["10", "nan"], "RTT: must be a number of seconds from 0 to 3600"),
+        # Unbounded, the asyncio runner would sleep for ever and the threads overflow.
+        (["10", "1e300", "--hosts", "2", "--runner", "asyncio"], "RTT: must be a number of "
+         "seconds from 0 to 3600 (an hour: longer than any device takes to answer), got '1e300'"),
+        (["10", "inf", "--hosts", "2"], "RTT: must be a number of seconds from 0 to 3600"),
+        (["10", "3600.5"], "RTT: must be a number of seconds from 0 to 3600"),
+        (["10", "0.05", "--hosts", "0"], "--hosts: must be a whole number >= 1, got '0'"),
+        (["10", "0.05", "--fail-rate", "2"], "--fail-rate: must be a probability from 0 to 1"),
+        (["10", "0.05", "--jitter", "-1"], "--jitter: must be a number of seconds from 0 to 3600"),
+        (["10", "0", "--jitter", "1e300"], "--jitter: must be a number of seconds from 0 to 3600"),
+        (["10", "0.05", "--runner", "warp"], "unknown runner 'warp'; available: "),
+        (["10"], "the following arguments are required: RTT"),
+    ],
+)
+def test_bad_input_one_line_exit_2(args: list[str], allowed: str) -> None:
+    done = script(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("script.py: error: ")
+    assert allowed in lines[0]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_unknown_runner_lists_the_installed_ones() -> None:
+    line = script("10", "0.05", "--runner", "warp").stderr.strip()
+    for name in ("serial", "threaded", "threadpool"):
+        assert name in line
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_ctrl_c_keeps_what_finished_and_exits_130(runner: str) -> None:
+    # 2 workers x 0.05 s over 2,000 hosts would take 50 s: Ctrl-C lands mid-run.
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "2000", "--runner", runner],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        time.sleep(2.0)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
+    assert 0 < ok < 2000 and failed == 0
+    assert f"interrupted: {2000 - ok} hosts did not run" in out
+
+
+PROCESS = re.compile(r"wall ([\d.]+) s, user ([\d.]+) s, sys ([\d.]+) s")
+
+
+def test_failed_hosts_are_counted_not_printed() -> None:
+    """Once: every failed host's traceback was printed, inside the timed run."""
+    done = script("50", "0", "--hosts", "400", "--fail-rate", "0.25", "--seed", "3")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    assert done.stderr == ""
+    assert "failed with SimulatedFailure:" in done.stdout
+
+
+def test_the_wall_starts_with_the_interpreter_not_the_process_a_shell_exec_replaced() -> None:
+    """Once: a shell that slept, then exec'd the script, had its sleep counted as the run's."""
+    done = subprocess.run(
+        ["bash", "-c", f'sleep 5; exec "{sys.executable}" "{SCRIPT}" 1 0 --hosts 1'],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    match = PROCESS.search(done.stdout)
+    assert match, done.stdout
+    assert float(match.group(1)) < 5  # the 5 s the shell slept are not the script's
+
+
+def test_cpu_includes_the_worker_processes() -> None:
+    """Once, processpool's user and sys time left out its workers, which did the work."""
+    before = os.times()
+    done = script("200", "0", "--hosts", "20000", "--runner", "processpool", timeout=120)
+    after = os.times()
+    assert done.returncode == 0, done.stderr
+    match = PROCESS.search(done.stdout)
+    assert match, done.stdout
+    reported = float(match.group(2)) + float(match.group(3))
+    # What the waited-for script and its descendants used, measured from outside.
+    outside = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    assert reported >= 0.9 * outside - 0.05, (reported, outside)

@@ -1,0 +1,222 @@
+"""Ctrl-C and SIGTERM on any runner: no host starts after them, and what finished is kept."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from nornir_bench.core.stopping import stoppable
+from nornir_bench.jobs.load import load_job
+from nornir_bench.jobs.run import open_records
+from tests.conftest import make_nornir
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTS = 200
+
+
+def slow_job(tmp_path: Path, runner: str, rtt: float = 0.5) -> Path:
+    options = "{num_workers: 20}" if runner != "serial" else "{}"
+    path = tmp_path / "slow.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        inventory: {{plugin: synthetic, options: {{hosts: {HOSTS}}}}}
+        runner: {{plugin: {runner}, options: {options}}}
+        task: {{name: sim_rtt, params: {{rtt: {rtt}}}}}
+        logging: {{enabled: false}}
+        """)
+    )
+    return path
+
+
+@contextmanager
+def spawned(args: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
+    """``args`` running with pipes, in a session of its own (not the test's process group; and
+    not a shell's background job, which would ignore SIGINT); killed if still running after."""
+    process = subprocess.Popen(
+        args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> None:
+    """Until ``path`` has ``count`` lines (hosts finished), or the process ended."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if path.exists() and path.read_text().count("\n") >= count:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never reached {count} lines")
+
+
+def interrupted_run(
+    tmp_path: Path, runner: str, *signals: signal.Signals, after: int = 20
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, object]], float]:
+    """``nornir-bench run`` on 200 slow hosts, ``signals`` sent once ``after`` have finished."""
+    out = tmp_path / "records.jsonl"
+    args = [sys.executable, "-m", "nornir_bench", "run", str(slow_job(tmp_path, runner))]
+    with spawned([*args, "-o", str(out)], tmp_path) as process:
+        wait_for_lines(out, after, process)
+        sent = time.monotonic()
+        for sig in signals:
+            process.send_signal(sig)
+            time.sleep(0.1)
+        stdout, stderr = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return done, [json.loads(line) for line in out.read_text().splitlines()], took
+
+
+def finished_in_summary(stdout: str) -> int:
+    match = re.search(r"^hosts: (\d+), ok", stdout, re.M)
+    assert match, stdout
+    return int(match.group(1))
+
+
+@pytest.mark.parametrize("runner", ["threaded", "serial", "threadpool", "asyncio", "processpool"])
+def test_ctrl_c_stops_starting_hosts_and_reports_what_finished(
+    tmp_path: Path, runner: str
+) -> None:
+    """Once, with nornir's threaded runner (nornir-bench run's default then), Ctrl-C did
+    nothing until every host had run, and the summary said that none had finished."""
+    done, records, _ = interrupted_run(tmp_path, runner, signal.SIGINT)
+    assert done.returncode == 130, done.stderr
+    finished = finished_in_summary(done.stdout)
+    assert 20 <= finished < HOSTS  # the hosts in flight finished; no more started
+    assert len(records) == finished and len({r["host"] for r in records}) == finished
+    assert f"interrupted: {HOSTS - finished} of {HOSTS} hosts did not finish" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+STUCK_TASK = """
+import time
+from pathlib import Path
+
+
+def stuck(task):
+    Path("started").touch()  # the run is under way: the runner handles Ctrl-C from now on
+    time.sleep(30)  # a blocking call that cannot be interrupted, as on a hung device
+    return task.host.name
+"""
+
+
+@pytest.mark.parametrize("runner", ["threaded", "threadpool", "asyncio", "processpool"])
+def test_a_second_ctrl_c_abandons_the_hosts_in_flight(tmp_path: Path, runner: str) -> None:
+    """The first Ctrl-C waits for the hosts in flight; the second must not."""
+    (tmp_path / "stuck.py").write_text(STUCK_TASK)
+    job = tmp_path / "stuck.yaml"
+    job.write_text(
+        textwrap.dedent(f"""\
+        inventory: {{plugin: synthetic, options: {{hosts: 8}}}}
+        runner: {{plugin: {runner}, options: {{num_workers: 4}}}}
+        task: {{name: "stuck:stuck"}}
+        logging: {{enabled: false}}
+        """)
+    )
+    args = [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "records.jsonl"]
+    with spawned(args, tmp_path) as process:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+        took = time.monotonic() - sent
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert took < 15, took  # not the 30 s the hosts in flight would take
+    assert "interrupted: 8 of 8 hosts did not finish" in stdout
+
+
+@pytest.mark.parametrize("runner", ["threaded", "threadpool", "asyncio", "processpool"])
+def test_sigterm_is_ctrl_c_with_exit_status_143(tmp_path: Path, runner: str) -> None:
+    """Once, SIGTERM ended the run at once: no summary, and hosts in flight had no record."""
+    done, records, _ = interrupted_run(tmp_path, runner, signal.SIGTERM)
+    assert done.returncode == 143, done.stderr
+    finished = finished_in_summary(done.stdout)
+    assert 20 <= finished < HOSTS and len(records) == finished
+    assert f"interrupted (SIGTERM): {HOSTS - finished} of {HOSTS} hosts did not finish" in (
+        done.stdout
+    )
+
+
+def test_the_benchmark_keeps_what_finished_on_the_serial_runner() -> None:
+    """Once: "interrupted before any result could be kept" though ~50 hosts had finished."""
+    args = [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial", "--hosts", "400"]
+    with spawned(args, ROOT) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("runner serial")  # the run has started
+        time.sleep(1.5)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    finished = finished_in_summary(stdout)
+    assert 1 <= finished < 400
+    assert f"interrupted: {400 - finished} hosts did not run" in stdout
+    assert "could be kept" not in stderr
+
+
+def test_stoppable_stops_nornirs_serial_runner_in_process() -> None:
+    nr = make_nornir("serial", hosts=100)
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def slow(task: object) -> str:
+        time.sleep(0.02)
+        return "ok"
+
+    timer = threading.Timer(0.5, signal.pthread_kill, args=(main, signal.SIGINT))
+    with stoppable(nr.runner, slow) as stop:
+        timer.start()
+        with pytest.raises(BaseException) as caught:  # NotStarted, from the next host
+            nr.with_processors([stop.finished]).run(task=stop.task)
+    assert type(caught.value).__name__ == "NotStarted"
+    assert 5 <= len(stop.finished.results) < 100
+    assert stop.pressed.is_set()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_runs_started_in_the_same_second_never_share_a_records_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once, two runs of one job in the same second wrote into one file: corrupt lines."""
+    monkeypatch.chdir(tmp_path)
+    job = load_job(slow_job(tmp_path, "threadpool"))
+    first_path, first = open_records(None, job)
+    second_path, second = open_records(None, job)
+    with first, second:
+        assert first_path != second_path
+        assert second_path.name == first_path.name.replace(".jsonl", "-2.jsonl")
+
+
+def test_a_records_file_another_run_is_writing_is_refused(tmp_path: Path) -> None:
+    job = load_job(slow_job(tmp_path, "threadpool"))
+    path = tmp_path / "shared.jsonl"
+    _, writing = open_records(path, job)
+    with writing:
+        writing.write("a line of the first run\n")
+        writing.flush()
+        with pytest.raises(OSError, match="another run is writing it"):
+            open_records(path, job)
+        assert path.read_text() == "a line of the first run\n"  # not truncated
+    _, again = open_records(path, job)  # the first run is over: the file is free again
+    again.close()
+    assert path.read_text() == ""
