@@ -27,7 +27,6 @@ import contextvars
 import functools
 import inspect
 import logging
-import sys
 import traceback
 from collections.abc import Awaitable, Callable
 from types import CoroutineType
@@ -38,6 +37,7 @@ from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
 import nornir_bench.core._pickling  # noqa: F401  (results of every runner unpickle, see the module)
 from nornir_bench.core.exceptions import TaskTimeout
+from nornir_bench.core.timeouts import within
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -224,26 +224,8 @@ async def _to_thread(call: Callable[[], Any]) -> Any:
     return await asyncio.to_thread(call)
 
 
-if sys.version_info >= (3, 11):
-
-    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
-        try:
-            async with asyncio.timeout(seconds) as deadline:
-                return await call
-        except TimeoutError as exc:
-            if deadline.expired():  # ours; a TimeoutError the task raised itself passes on
-                raise TaskTimeout(task.name, host.name, seconds) from exc
-            raise
-
-else:  # Python 3.10: no asyncio.timeout
-
-    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
-        try:
-            return await asyncio.wait_for(call, seconds)
-        except asyncio.TimeoutError as exc:
-            if isinstance(exc.__cause__, asyncio.CancelledError):  # wait_for's own deadline
-                raise TaskTimeout(task.name, host.name, seconds) from exc
-            raise
+def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Awaitable[Any]:
+    return within(call, seconds, lambda: TaskTimeout(task.name, host.name, seconds))
 
 
 def _start(template: Task, host: Host) -> Task:

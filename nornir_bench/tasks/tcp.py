@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
 import time
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
+
+from nornir_bench.core.timeouts import within
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -154,7 +154,7 @@ async def atcp_ping(
     exchange = _Exchange(loop, ping.probe)
     start = time.perf_counter()
     try:
-        replied = await _within(exchange.run(loop, ping.host, ping.port), ping.timeout)
+        replied = await within(exchange.run(loop, ping.host, ping.port), ping.timeout, TimeoutError)
     except TimeoutError:
         raise (ping.no_reply() if exchange.connected_at else ping.no_connection()) from None
     finally:
@@ -207,18 +207,3 @@ class _Exchange(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
             self._transport = None
-
-
-if sys.version_info >= (3, 11):
-
-    async def _within(call: Awaitable[T], seconds: float) -> T:
-        async with asyncio.timeout(seconds):  # no task per call, unlike wait_for
-            return await call
-
-else:  # Python 3.10: no asyncio.timeout
-
-    async def _within(call: Awaitable[T], seconds: float) -> T:
-        try:
-            return await asyncio.wait_for(call, seconds)
-        except asyncio.TimeoutError:
-            raise TimeoutError from None

@@ -51,6 +51,7 @@ from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.attempts import record_attempts
 from nornir_bench.core.exceptions import TaskTimeout, WorkerUnavailable, describe_exit
 from nornir_bench.core.execution import fail_host, log_failure
+from nornir_bench.core.loops import resolve_loop
 from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._results import interrupted, placeholders
 from nornir_bench.runners.processpool.crashes import (
@@ -60,6 +61,16 @@ from nornir_bench.runners.processpool.crashes import (
     RunningHost,
 )
 from nornir_bench.runners.processpool.forkserver import ForkServer, WorkerStartError
+from nornir_bench.runners.processpool.messages import (
+    Done,
+    LoadFailed,
+    Ready,
+    RunHosts,
+    Stop,
+    Tainted,
+    receive,
+    send,
+)
 from nornir_bench.runners.processpool.worker import RunSpec
 
 if TYPE_CHECKING:
@@ -97,6 +108,8 @@ class ProcessPoolRunner:
         crash_reruns: how many times a host in flight on a worker that another host crashed
             runs again on a fresh worker (>= 0; default 1; 0 for tasks that must never run
             twice on a device). See :mod:`~nornir_bench.runners.processpool.crashes` for the rule.
+        loop: each worker's event loop: ``"auto"`` (uvloop when installed, else asyncio),
+            ``"asyncio"`` or ``"uvloop"``, as the asyncio runner's.
 
     Raises:
         ValueError: for a bad option value, saying what is allowed.
@@ -113,6 +126,7 @@ class ProcessPoolRunner:
         task_timeout: float | None = None,
         chunk_size: int | None = None,
         crash_reruns: int = DEFAULT_CRASH_RERUNS,
+        loop: str = "auto",
     ) -> None:
         self.num_workers = whole_number("processpool", "num_workers", num_workers)
         cpus = os.cpu_count() or 1
@@ -134,6 +148,8 @@ class ProcessPoolRunner:
             else whole_number("processpool", "chunk_size", chunk_size)
         )
         self.crash_reruns = whole_number("processpool", "crash_reruns", crash_reruns, minimum=0)
+        self.loop = loop
+        self.loop_implementation = resolve_loop(loop, what="processpool runner")
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the worker processes.
@@ -178,6 +194,7 @@ class ProcessPoolRunner:
             hosts=hosts,
             num_workers=self.num_workers,
             task_timeout=self.task_timeout,
+            loop=self.loop_implementation,
         )
         try:
             payload: bytes = cloudpickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
@@ -192,7 +209,7 @@ class ProcessPoolRunner:
         return (
             f"ProcessPoolRunner(num_workers={self.num_workers}, num_procs={self.num_procs}, "
             f"task_timeout={self.task_timeout!r}, chunk_size={self.chunk_size}, "
-            f"crash_reruns={self.crash_reruns})"
+            f"crash_reruns={self.crash_reruns}, loop={self.loop!r})"
         )
 
 
@@ -279,7 +296,7 @@ class _Pool:
                 if self.task.processors and index not in self.started:  # not a host run again
                     self._started(index)
             try:
-                worker.conn.send_bytes(pickle.dumps(("hosts", chunk)))
+                send(worker.conn, RunHosts(chunk))
             except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
                 return
             room -= count
@@ -300,18 +317,18 @@ class _Pool:
         """Take every message waiting from ``worker``; False if its end of the socket closed."""
         try:
             while worker.conn.poll():
-                kind, body = pickle.loads(worker.conn.recv_bytes())
-                if kind == "done":
-                    for index, multi, data, events in body:
+                message = receive(worker.conn)
+                if isinstance(message, Done):
+                    for index, multi, data, events in message.batch:
                         worker.in_flight.pop(index, None)
                         self._finished(index, multi, data, events)
-                elif kind == "ready":
+                elif isinstance(message, Ready):
                     worker.loaded = True
                     self.crashes.start_failures_in_a_row = 0
-                elif kind == "tainted":
+                elif isinstance(message, Tainted):
                     worker.retiring = True
-                elif kind == "error":
-                    self._give_up(f"a worker process could not load the run: {body}")
+                elif isinstance(message, LoadFailed):
+                    self._give_up(f"a worker process could not load the run: {message.reason}")
                     return True
         except (EOFError, OSError):
             return False
@@ -424,7 +441,7 @@ class _Pool:
                 self._kill(worker)
                 continue
             try:
-                worker.conn.send_bytes(pickle.dumps(("stop", None)))
+                send(worker.conn, Stop())
             except OSError:
                 pass
         # A worker closes its socket as it exits: wait on that rather than polling each process.
