@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Task
 
-from nornir_bench.core.execution import arun_host
+from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import LOOPS, new_event_loop, resolve_loop
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.runners._options import seconds_or_none, whole_number
@@ -201,23 +201,23 @@ async def arun(
             "nr.with_runner(AsyncioRunner())"
         )
     # The steps of nornir's Nornir.run, in its order, with the runner call awaited.
-    run_task = Task(
-        task, nr, global_dry_run=nr.data.dry_run, name=name, processors=nr.processors, **kwargs
+    template = run_task(
+        task, nr, dry_run=nr.data.dry_run, processors=nr.processors, name=name, **kwargs
     )
-    nr.processors.task_started(run_task)
+    nr.processors.task_started(template)
     failed = nr.data.failed_hosts
     run_on = [h for n, h in nr.inventory.hosts.items() if on_good and n not in failed]
     run_on += [h for n, h in nr.inventory.hosts.items() if on_failed and n in failed]
     if run_on:
-        logger.info("Running task %r with args %s on %d hosts", run_task.name, kwargs, len(run_on))
+        logger.info("Running task %r with args %s on %d hosts", template.name, kwargs, len(run_on))
     else:
-        logger.warning("Task %r has not been run – 0 hosts selected", run_task.name)
-    result = await runner.arun_hosts(run_task, run_on)
+        logger.warning("Task %r has not been run – 0 hosts selected", template.name)
+    result = await runner.arun_hosts(template, run_on)
     if raise_on_error if raise_on_error is not None else nr.config.core.raise_on_error:
         result.raise_on_error()
     else:
         nr.data.failed_hosts.update(result.failed_hosts.keys())
-    nr.processors.task_completed(run_task, result)
+    nr.processors.task_completed(template, result)
     return result
 
 

@@ -50,7 +50,7 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.attempts import record_attempts
 from nornir_bench.core.exceptions import TaskTimeout, WorkerUnavailable, describe_exit
-from nornir_bench.core.execution import fail_host, log_failure
+from nornir_bench.core.execution import child_task, fail_host, log_failure, start_host
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._results import interrupted, placeholders
@@ -530,10 +530,7 @@ class _Pool:
         it does: a ``HostTimer`` measures its whole time in the worker, a progress bar its
         hosts in flight.
         """
-        top = self.task.copy()
-        top.host = host = self.hosts[index]
-        self.started[index] = top
-        self.task.processors.task_instance_started(top, host)
+        self.started[index] = start_host(self.task, self.hosts[index])
 
     def _failed(self, index: int, error: Exception) -> None:
         """A host the pool could not run (to its end): a failed result made by the core, with
@@ -568,15 +565,7 @@ def _replay_hooks(top: Task, multi: MultiResult, events: list[tuple[Any, ...]]) 
     stack = [top]
     for event in events:
         if event[0] == "started":
-            sub = Task(
-                _remote,
-                task.nornir,
-                global_dry_run=task.global_dry_run,
-                processors=task.processors,
-                name=event[1],
-                parent_task=stack[-1],
-            )
-            sub.host = host
+            sub = child_task(stack[-1], _remote, name=event[1])
             task.processors.subtask_instance_started(sub, host)
             stack.append(sub)
         else:

@@ -37,7 +37,7 @@ from nornir.core.state import GlobalState
 from nornir.core.task import MultiResult, Result, Task
 
 from nornir_bench.core.exceptions import RemoteException, TaskTimeout
-from nornir_bench.core.execution import arun_host
+from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import new_event_loop
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
@@ -196,10 +196,10 @@ class _Run:
             config=spec.config,
             data=GlobalState(dry_run=spec.dry_run),
         )
-        self.task = Task(
+        self.task = run_task(
             spec.func,
             nornir,
-            global_dry_run=spec.dry_run,
+            dry_run=spec.dry_run,
             processors=Processors([self.events]),
             name=spec.name,
             severity_level=spec.severity_level,
