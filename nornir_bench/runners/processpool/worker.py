@@ -40,6 +40,7 @@ from nornir_bench.core.exceptions import RemoteException, TaskTimeout
 from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import new_event_loop
 from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.processors.base import NoOpProcessor
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
 from nornir_bench.runners.processpool.messages import (
     Done,
@@ -157,7 +158,7 @@ def _load(conn: Connection, body: bytes | RunSpec, cell: RunningHost) -> _Run | 
     return run
 
 
-class _Events:
+class _Events(NoOpProcessor):
     """A processor recording each host's subtask hooks, for the parent to replay in order."""
 
     def __init__(self) -> None:
@@ -168,18 +169,6 @@ class _Events:
 
     def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         self.by_host.setdefault(host.name, []).append(("completed", task.name, result))
-
-    def task_started(self, task: Task) -> None:
-        pass
-
-    def task_completed(self, task: Task, result: Any) -> None:
-        pass
-
-    def task_instance_started(self, task: Task, host: Host) -> None:
-        pass
-
-    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
-        pass
 
 
 class _Run:
@@ -308,4 +297,3 @@ def _pickles(value: object) -> bool:
     except Exception:  # noqa: BLE001 - any failure means it cannot cross the process boundary
         return False
     return True
-
