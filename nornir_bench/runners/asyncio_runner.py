@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Task
 
+from nornir_bench.core.checks import seconds_or_none, whole_number
 from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import LOOPS, new_event_loop, resolve_loop
 from nornir_bench.core.session import AsyncRunSession
-from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import interrupted, placeholders
 
@@ -72,12 +72,14 @@ class AsyncioRunner:
         task_timeout: float | None = None,
         max_threads: int | None = None,
     ) -> None:
-        self.num_workers = whole_number("asyncio", "num_workers", num_workers)
+        self.num_workers = whole_number("asyncio runner: num_workers", num_workers, minimum=1)
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what="asyncio runner")
-        self.task_timeout = seconds_or_none("asyncio", "task_timeout", task_timeout)
+        self.task_timeout = seconds_or_none("asyncio runner: task_timeout", task_timeout)
         self.max_threads = (
-            num_workers if max_threads is None else whole_number("asyncio", "max_threads", max_threads)
+            num_workers
+            if max_threads is None
+            else whole_number("asyncio runner: max_threads", max_threads, minimum=1)
         )
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:

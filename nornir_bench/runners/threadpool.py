@@ -23,8 +23,8 @@ import threading
 from typing import TYPE_CHECKING
 
 from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_host
-from nornir_bench.runners._options import whole_number
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import interrupted, placeholders
 
@@ -52,7 +52,7 @@ class ThreadPoolRunner:
     stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
 
     def __init__(self, num_workers: int = 20) -> None:
-        self.num_workers = whole_number("threadpool", "num_workers", num_workers)
+        self.num_workers = whole_number("threadpool runner: num_workers", num_workers, minimum=1)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on every host in ``hosts``.

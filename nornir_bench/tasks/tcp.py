@@ -17,6 +17,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
+from nornir_bench.core.checks import number, whole_number
 from nornir_bench.core.timeouts import within
 
 if TYPE_CHECKING:
@@ -54,12 +55,8 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
         """
         host = task.host
         chosen = port if port is not None else (host.port or _DEFAULT_PORT)
-        if isinstance(chosen, bool) or not isinstance(chosen, int) or not 1 <= chosen <= 65535:
-            raise ValueError(
-                f"tcp_ping: port must be a whole number from 1 to 65535, got {chosen!r}"
-            )
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ValueError(f"tcp_ping: timeout must be a number of seconds > 0, got {timeout!r}")
+        whole_number("tcp_ping: port", chosen, minimum=1, maximum=65535)
+        number("tcp_ping: timeout", timeout, above=0, unit="a number of seconds")
         if probe is not None and (
             not isinstance(probe, str) or not probe or "\n" in probe or "\r" in probe
         ):

@@ -49,10 +49,10 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.attempts import record_attempts
+from nornir_bench.core.checks import seconds_or_none, whole_number
 from nornir_bench.core.exceptions import TaskTimeout, WorkerUnavailable, describe_exit
 from nornir_bench.core.execution import child_task, fail_host, log_failure, start_host
 from nornir_bench.core.loops import resolve_loop
-from nornir_bench.runners._options import seconds_or_none, whole_number
 from nornir_bench.runners._results import interrupted, placeholders
 from nornir_bench.runners.processpool.crashes import (
     DEFAULT_CRASH_RERUNS,
@@ -128,9 +128,13 @@ class ProcessPoolRunner:
         crash_reruns: int = DEFAULT_CRASH_RERUNS,
         loop: str = "auto",
     ) -> None:
-        self.num_workers = whole_number("processpool", "num_workers", num_workers)
+        self.num_workers = whole_number("processpool runner: num_workers", num_workers, minimum=1)
         cpus = os.cpu_count() or 1
-        self.num_procs = cpus if num_procs is None else whole_number("processpool", "num_procs", num_procs)
+        self.num_procs = (
+            cpus
+            if num_procs is None
+            else whole_number("processpool runner: num_procs", num_procs, minimum=1)
+        )
         ceiling = MAX_PROCS_PER_CPU * cpus
         if self.num_procs > ceiling:
             warnings.warn(
@@ -141,13 +145,15 @@ class ProcessPoolRunner:
                 stacklevel=2,
             )
             self.num_procs = ceiling
-        self.task_timeout = seconds_or_none("processpool", "task_timeout", task_timeout)
+        self.task_timeout = seconds_or_none("processpool runner: task_timeout", task_timeout)
         self.chunk_size = (
             max(1, min(64, self.num_workers // 4))
             if chunk_size is None
-            else whole_number("processpool", "chunk_size", chunk_size)
+            else whole_number("processpool runner: chunk_size", chunk_size, minimum=1)
         )
-        self.crash_reruns = whole_number("processpool", "crash_reruns", crash_reruns, minimum=0)
+        self.crash_reruns = whole_number(
+            "processpool runner: crash_reruns", crash_reruns, minimum=0
+        )
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what="processpool runner")
 
