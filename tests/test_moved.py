@@ -38,4 +38,4 @@ def test_the_documented_imports_work() -> None:
     from nornir_bench.cli import main, script_entry  # noqa: F401  (docs/benchmarks.md)
     from nornir_bench.runners.processpool import ProcessPoolRunner  # the entry point's path
 
-    assert ProcessPoolRunner.__module__ == "nornir_bench.runners.processpool.pool"
+    assert ProcessPoolRunner.__module__ == "nornir_bench.runners.processpool.runner"

@@ -63,6 +63,9 @@ def session_of(host: Host) -> AsyncSSHSession:
     return fresh
 
 
+# Over 200 lines, on purpose: opening, logging in, privileged mode, commands and closing are
+# one session's states, sharing its channel, buffer and lock; the terminal rules (prompts,
+# paging, echo) are already apart, in _terminal.
 class AsyncSSHSession:
     """One CLI session: an asyncssh connection and an interactive shell with a PTY.
 
