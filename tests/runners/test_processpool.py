@@ -648,15 +648,18 @@ def _stuck_on_dev3(task: Task) -> str:
 
 
 def _fork_server_processes() -> set[int]:
-    """Every process running the fork server's command: the fork servers and their workers."""
+    """Every process running the fork server's command in this process group: the fork servers
+    and their workers (orphaned ones too), not those of other test runs on the machine."""
     found = set()
+    group = os.getpgrp()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
                     if b"nornir_bench.runners.processpool._main" in f.read():
-                        found.add(int(entry))
-            except OSError:
+                        if os.getpgid(int(entry)) == group:
+                            found.add(int(entry))
+            except (OSError, ProcessLookupError):
                 continue
     return found
 
