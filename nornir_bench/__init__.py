@@ -4,7 +4,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench import _moved
-from nornir_bench.bench.benchmark import BenchmarkRun, available_runners, run_benchmark
+from nornir_bench.bench.benchmark import BenchmarkRun, run_benchmark
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.bench.usage import ProcessUsage, process_usage
 from nornir_bench.core.exceptions import (
@@ -20,6 +20,7 @@ from nornir_bench.core.execution import arun_host, arun_subtask, run_host
 from nornir_bench.inventory import SyntheticInventory
 from nornir_bench.processors.timing import HostTimer
 from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
+from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks import (
     BUILTIN_TASKS,
     AsyncSSHSession,

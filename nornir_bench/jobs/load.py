@@ -46,7 +46,6 @@ from nornir.core.plugins.runners import RunnersPluginRegister
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
-from nornir_bench.bench.benchmark import prefers_async_tasks
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.execution import is_async_task
 from nornir_bench.jobs._signatures import parameters_of, show
@@ -60,6 +59,7 @@ from nornir_bench.jobs._yaml_input import (
     too_many_values,
 )
 from nornir_bench.jobs.secrets import SecretError, expand_env, is_secret_key, resolve_inventory
+from nornir_bench.runners.registry import prefers_async_tasks
 from nornir_bench.tasks import BUILTIN_TASKS, params_check_of
 
 if TYPE_CHECKING:
