@@ -5,6 +5,8 @@ from __future__ import annotations
 import codecs
 import random
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -509,3 +511,14 @@ def test_inventory_data_may_share_an_alias(tmp_path: Path) -> None:
     (tmp_path / "groups.yaml").write_text("{}\n")
     nr, _ = load_job(write(tmp_path, INVENTORY_JOB)).nornir()
     assert nr.inventory.hosts["r2"].data == {"site": "x", "vlans": [1, 2, 3]}
+
+
+def test_loading_a_job_does_not_import_the_benchmark() -> None:
+    """Job files ask the runner registry, not the benchmark, which runners await async tasks."""
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, nornir_bench.jobs.load\n"
+         "assert 'nornir_bench.bench.benchmark' not in sys.modules, 'benchmark imported'\n"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
