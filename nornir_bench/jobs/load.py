@@ -54,6 +54,7 @@ from nornir_bench.jobs._yaml_input import (
     MAX_VALUES,
     YamlInputError,
     expanded_size,
+    position,
     read_job_yaml,
     too_deep,
     too_many_values,
@@ -566,21 +567,10 @@ class _Loader:
         return node
 
     def where(self, node: Any, key: Any = None, *, at_key: bool = False) -> str:
-        """``file:line:column`` of ``node[key]`` (of the key itself with ``at_key``)."""
-        try:
-            if key is None:
-                line, column = node.lc.line, node.lc.col
-            elif isinstance(node, CommentedSeq):
-                line, column = node.lc.item(key)
-            elif at_key or not isinstance(node.get(key), (str, int, float, bool)):
-                line, column = node.lc.key(key)
-            else:
-                line, column = node.lc.value(key)
-        except (AttributeError, KeyError, TypeError):
-            return str(self.path)
-        if line is None or column is None:  # a section the job leaves out: not in the file
-            return str(self.path)
-        return f"{self.path}:{line + 1}:{column + 1}"
+        """``file:line:column`` of ``node[key]`` (of the key itself with ``at_key``); the
+        file alone for a value that is not in it."""
+        at = position(node, key, at_key=at_key)
+        return str(self.path) if at is None else f"{self.path}:{at[0]}:{at[1]}"
 
     def error(self, node: Any, key: Any, message: str, *, at_key: bool = False) -> JobError:
         return JobError(f"{self.where(node, key, at_key=at_key)}: {message}")
