@@ -59,7 +59,13 @@ from nornir_bench.jobs._yaml_input import (
     too_deep,
     too_many_values,
 )
-from nornir_bench.jobs.secrets import SecretError, expand_env, is_secret_key, resolve_inventory
+from nornir_bench.jobs.secrets import (
+    SecretError,
+    expand_env,
+    is_secret_key,
+    resolve_inventory,
+    secret_text,
+)
 from nornir_bench.runners.registry import prefers_async_tasks
 from nornir_bench.tasks import BUILTIN_TASKS, params_check_of
 
@@ -544,12 +550,10 @@ class _Loader:
             raise self.error(node, None, too_deep())
         if isinstance(node, CommentedMap):
             out = {}
-            for key, value in node.items():
-                out[str(key)] = self.plain(value, f"{where}.{key}", depth + 1)
-                value = out[str(key)]
-                if is_secret_key(key) and isinstance(value, (str, int, float)):
-                    if not isinstance(value, bool):  # password: 123456 is read as a number
-                        self.secrets.add(str(value))
+            for key, child in node.items():
+                value = out[str(key)] = self.plain(child, f"{where}.{key}", depth + 1)
+                if is_secret_key(key) and (text := secret_text(value)) is not None:
+                    self.secrets.add(text)
             return out
         if isinstance(node, CommentedSeq):
             return [self.plain(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(node)]
