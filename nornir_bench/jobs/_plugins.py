@@ -59,10 +59,10 @@ def plugin_options(
             f"{what} has no option {unknown!r}; options: {', '.join(taken.names) or 'none'}",
             at_key=True,
         )
-    for key, value in options.items():
-        problem = taken.type_problem(key, value)
-        if problem is not None:
-            raise job.error(node, key, f"{what} option {key} {problem}")
+    mistyped = taken.mistyped(options)
+    if mistyped is not None:
+        key, problem = mistyped
+        raise job.error(node, key, f"{what} option {key} {problem}")
     return options
 
 

@@ -78,10 +78,10 @@ def _check_signature(
         inspect.signature(task).bind(None, **params)
     except TypeError as exc:
         raise _params_error(job, node, f"task {name}: {exc}; {takes}") from None
-    for key, value in params.items():
-        problem = taken.type_problem(key, value)
-        if problem is not None:
-            raise job.error(params_node, key, f"task {name} parameter {key} {problem}")
+    mistyped = taken.mistyped(params)
+    if mistyped is not None:
+        key, problem = mistyped
+        raise job.error(params_node, key, f"task {name} parameter {key} {problem}")
 
 
 def _check_own(
