@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import nornir_bench
 from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner
 from nornir_bench.runners.registry import available_runners, prefers_async_tasks, takes_workers
+from tests.conftest import imported_by
 
 
 def test_ours_and_nornirs_runners_are_installed() -> None:
@@ -25,13 +23,8 @@ def test_what_each_runner_can_do() -> None:
 
 
 def test_asking_the_registry_loads_no_runner() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c",
-         "import sys\n"
-         "from nornir_bench.runners.registry import available_runners\n"
-         "assert 'threadpool' in available_runners()\n"
-         "loaded = [m for m in sys.modules if m.startswith('nornir_bench.runners.')]\n"
-         "assert loaded == ['nornir_bench.runners.registry'], loaded\n"],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    loaded = imported_by("from nornir_bench.runners.registry import available_runners\n"
+                         "assert 'threadpool' in available_runners()")
+    assert [name for name in loaded if name.startswith("nornir_bench.runners.")] == [
+        "nornir_bench.runners.registry"
+    ]
