@@ -4,7 +4,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench import _moved
-from nornir_bench.bench.benchmark import BenchmarkRun, available_runners, run_benchmark
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.bench.usage import ProcessUsage, process_usage
 from nornir_bench.core.exceptions import (
@@ -19,7 +18,7 @@ from nornir_bench.core.exceptions import (
 from nornir_bench.core.execution import arun_host, arun_subtask, run_host
 from nornir_bench.inventory import SyntheticInventory
 from nornir_bench.processors.timing import HostTimer
-from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
+from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks import (
     BUILTIN_TASKS,
     AsyncSSHSession,
@@ -32,16 +31,25 @@ from nornir_bench.tasks import (
 )
 
 if TYPE_CHECKING:
+    from nornir_bench.bench.benchmark import BenchmarkRun, run_benchmark
     from nornir_bench.bench.sweep import SweepGrid, run_sweep
     from nornir_bench.jobs.load import Job, JobError, load_job
     from nornir_bench.jobs.run import JobRun, run_job
     from nornir_bench.lab import DeviceLab, LabError, RttServer, run_lab, run_rtt_server
     from nornir_bench.processors.progress import ProgressBar
     from nornir_bench.processors.records import JsonLinesWriter
+    from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
 
 # Loaded on first use (PEP 562): job files, the lab and the progress bar cost ~25 ms of imports
-# that the benchmark script, timed as a whole process, never needs.
+# that the benchmark script, timed as a whole process, never needs; the runners and the
+# benchmark are not needed to load a job (nornir loads the job's runner by its entry point).
 _LAZY = {
+    "AsyncioRunner": "nornir_bench.runners",
+    "ProcessPoolRunner": "nornir_bench.runners",
+    "ThreadPoolRunner": "nornir_bench.runners",
+    "arun": "nornir_bench.runners",
+    "BenchmarkRun": "nornir_bench.bench.benchmark",
+    "run_benchmark": "nornir_bench.bench.benchmark",
     "Job": "nornir_bench.jobs.load",
     "JobError": "nornir_bench.jobs.load",
     "load_job": "nornir_bench.jobs.load",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +29,16 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def imported_by(code: str) -> list[str]:
+    """The nornir_bench modules a fresh interpreter has imported after running ``code``."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(*sorted(sys.modules))"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [name for name in done.stdout.split() if name.startswith("nornir_bench")]
 
 
 def make_nornir(runner: str = "threadpool", hosts: int = 20, **options: Any) -> Nornir:

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
-from nornir_bench.bench.benchmark import available_runners, run_benchmark
+from nornir_bench.bench.benchmark import run_benchmark
 from nornir_bench.bench.usage import process_usage
 from nornir_bench.cli._common import (
     EXIT_FAILED_HOSTS,
@@ -24,6 +24,7 @@ from nornir_bench.cli._common import (
     probability,
     seconds,
 )
+from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks.simulated import MAX_RTT
 
 __all__ = ["script_entry", "script_main"]

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nornir_bench.bench.benchmark import available_runners
 from nornir_bench.core.checks import is_number, is_whole_number
+from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks.simulated import MAX_RTT
 
 __all__ = ["DEFAULT_RTTS", "DEFAULT_RUNNERS", "DEFAULT_WORKERS", "Point", "SweepGrid"]
@@ -38,7 +38,7 @@ class SweepGrid:
 
     Args:
         runners: registered runner plugin names (see
-            :func:`nornir_bench.bench.benchmark.available_runners`), nornir's ``threaded`` and
+            :func:`nornir_bench.runners.registry.available_runners`), nornir's ``threaded`` and
             ``serial`` included.
         workers: worker counts, each >= 1.
         rtts: round-trip times in seconds, each from 0 to

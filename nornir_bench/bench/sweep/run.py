@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from nornir_bench.bench.benchmark import takes_workers
+from nornir_bench.runners.registry import takes_workers
 from nornir_bench.bench.sweep.child import TimedProcess, time_process
 from nornir_bench.bench.sweep.grid import Point, SweepGrid
 from nornir_bench.bench.sweep.journal import (
