@@ -16,7 +16,6 @@ handle per connection with replies pending. Replies on one connection leave in o
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import random
 import signal
 import sys
@@ -27,6 +26,7 @@ from types import TracebackType
 from typing import TextIO, cast
 
 from nornir_bench.core.checks import is_number, whole_number
+from nornir_bench.core.loops import new_event_loop
 from nornir_bench.lab._errors import LabError
 from nornir_bench.tasks.simulated import MAX_RTT
 
@@ -336,7 +336,7 @@ def run_rtt_server(
     """
     server = RttServer(address, port, ports=ports, delay=delay, jitter=jitter)  # checks options
     limit = raise_open_file_limit()
-    loop = _new_loop()
+    loop = new_event_loop()
     try:
         loop.run_until_complete(_serve(server, limit, out or sys.stdout))
     finally:
@@ -374,14 +374,6 @@ async def _serve(server: RttServer, limit: int | None, out: TextIO) -> None:
         file=out,
         flush=True,
     )
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    if importlib.util.find_spec("uvloop") is not None:
-        import uvloop
-
-        return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
 
 
 def _join(address: str, port: int) -> str:
