@@ -12,7 +12,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -37,33 +36,7 @@ from tests import tasksets
 from tests.async_tasksets import ASYNC_TASK_SET
 from tests.conftest import Recorder, aggregated_view, make_nornir
 
-
-def descendant_pids() -> set[int]:
-    """This process's children, theirs, and so on (read from /proc: no helper library needed).
-
-    The fork server is a child; the workers are its children.
-    """
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry)] = int(fields[1])
-    found, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-@pytest.fixture(autouse=True)
-def no_processes_left_behind() -> Iterator[None]:
-    before = descendant_pids()
-    yield
-    assert descendant_pids() - before == set(), "worker processes left running"
+pytestmark = pytest.mark.usefixtures("no_leaked_processes")
 
 
 def pool(hosts: int = 30, **options: Any) -> Any:
