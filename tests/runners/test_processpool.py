@@ -163,6 +163,23 @@ def test_a_crashing_worker_fails_only_its_hosts_in_flight(how: str, says: str) -
     assert len(ok_pids) >= 2  # the crashed worker was replaced and the run went on
 
 
+def _exits_on_dev2(task: Task) -> int:
+    if task.host.name == "dev2":
+        raise SystemExit(3)
+    time.sleep(0.05)  # the other worker must not run every host before dev2's worker is gone
+    return os.getpid()
+
+
+def test_a_system_exit_in_a_task_ends_its_worker_not_the_run() -> None:
+    """Unlike the threads of the other runners, a worker cannot hand a SystemExit to run():
+    it ends, and its host fails as for any crash (see the conformance suite's skip)."""
+    result = pool(hosts=12, num_workers=2, chunk_size=1).run(task=_exits_on_dev2)
+    assert sorted(result.failed_hosts) == ["dev2"]
+    exc = result["dev2"][0].exception
+    assert isinstance(exc, WorkerCrashed) and "exited with status 1" in str(exc)
+    assert len(result) == 12
+
+
 def test_task_timeout_for_async_tasks() -> None:
     async def slow_on_dev2(task: Task) -> str:
         import asyncio
