@@ -18,7 +18,6 @@ import os
 import pickle
 import re
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -140,15 +139,6 @@ RUNNERS = [
         ThreadPoolRunner,
         given={"num_workers": 7},
         defaults={"num_workers": 20},
-        bugs={
-            IN_FLIGHT: pytest.mark.xfail(
-                sys.version_info < (3, 13),
-                reason="CPython gh-90882 (3.10-3.12): a Ctrl-C that interrupts Thread.join() "
-                "marks the thread dead while it still runs; run() then skips it, so its host in "
-                "flight is missing from the result and the thread outlives run()",
-                strict=True,
-            ),
-        },
         lacks={
             ASYNC_TASKS: "it runs plain def tasks only: an async def task fails its hosts with "
             "a TypeError saying so (tests/core/test_execution.py)",
