@@ -31,6 +31,7 @@ from nornir_bench import (
     WorkerUnavailable,
 )
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.processors.base import NoOpProcessor
 from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
@@ -611,3 +612,28 @@ def test_a_dead_fork_server_takes_its_workers_along_and_the_run_goes_on() -> Non
     assert len(result) == 24
     assert sorted(result.failed_hosts) == ["dev3"]
     assert isinstance(result["dev3"][0].exception, TaskTimeout)
+
+
+class _CtrlCAtFirstCompletion(NoOpProcessor):
+    """Presses Ctrl-C (SIGINT to this process) from the first host's completion hook: in the
+    middle of the pool storing a batch of results."""
+
+    def __init__(self) -> None:
+        self.completed: list[str] = []
+
+    def task_instance_completed(self, task: Task, host: Any, result: Any) -> None:
+        self.completed.append(host.name)
+        if len(self.completed) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_while_results_are_stored_keeps_every_host_it_reported() -> None:
+    """Ctrl-C landing while the pool stored a batch of results could drop the host being
+    stored, and the rest of its batch: the user's processors had seen it finish, the result
+    had not."""
+    hooks = _CtrlCAtFirstCompletion()
+    nr = pool(hosts=40, num_procs=1, num_workers=40).with_processors([hooks])
+    with pytest.raises(RunInterrupted) as caught:
+        nr.run(task=tasksets.hello)
+    assert hooks.completed, "no host completed"
+    assert set(hooks.completed) <= set(caught.value.result), "a completed host was dropped"

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
+import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
@@ -148,12 +152,13 @@ class _Pool:
         """Take every message waiting from ``worker``; False if its end of the socket closed."""
         try:
             while worker.conn.poll():
-                message = receive(worker.conn)
-                if isinstance(message, Done):
-                    for index, multi, data, events in message.batch:
-                        worker.in_flight.pop(index, None)
-                        self._finished(index, multi, data, events)
-                elif isinstance(message, Ready):
+                with _ctrl_c_held():  # a batch is stored whole: its hosts' hooks have fired
+                    message = receive(worker.conn)
+                    if isinstance(message, Done):
+                        for index, multi, data, events in message.batch:
+                            worker.in_flight.pop(index, None)
+                            self._finished(index, multi, data, events)
+                if isinstance(message, Ready):
                     worker.loaded = True
                     self.crashes.start_failures_in_a_row = 0
                 elif isinstance(message, Tainted):
@@ -322,3 +327,29 @@ class _Pool:
         record_attempts(multi, self.crashes.earlier_runs(index))
         self.result[host.name] = multi
         self.remaining -= 1
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) comes when the block has ended, not inside it.
+
+    A ``KeyboardInterrupt`` raised while a batch of results was being stored lost the host it
+    was on, whose processors had already seen it finish, and the rest of the batch: the pool
+    then waited for ever for results its worker had already sent. Inside the block a press is
+    only noted; it is raised again, to whatever handler was there, as the block ends. (Only
+    the main thread gets ``KeyboardInterrupt``: elsewhere there is nothing to hold.)
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is None  # set from C: it could not be put back
+    ):
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pressed:
+            signal.raise_signal(signal.SIGINT)
