@@ -345,6 +345,13 @@ def test_time_process_measures_the_child_alone(
     assert late.status is None and time.perf_counter() - started < 10
 
 
+def test_time_process_keeps_the_end_of_a_long_output() -> None:
+    code = "import sys; sys.stdout.write('x' * 1_000_000); sys.stderr.write('y' * 100_000 + '\\nlast\\n')"
+    child = time_process([sys.executable, "-c", code], timeout=30, max_output=1000)
+    assert child.status == 0 and child.stdout == "x" * 1000
+    assert len(child.stderr) == 1000 and child.stderr.endswith("y\nlast\n")
+
+
 def record(workers: int, wall: float, *, rtt: float = 0.05, error: str | None = None) -> RunRecord:
     return RunRecord(
         runner="asyncio", workers=workers, rtt=rtt, hosts=100, status=1 if error else 0,
