@@ -21,7 +21,7 @@ from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.processors.timing import HostTimer
-from nornir_bench.tasks import asim_rtt, sim_rtt
+from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult

@@ -11,16 +11,38 @@ error, no traceback), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (as by C
 hosts that finished are still reported).
 """
 
-from nornir_bench.cli._common import (
-    EXIT_BROKEN_PIPE,
-    EXIT_FAILED_HOSTS,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TERMINATED,
-    EXIT_USAGE,
+from typing import TYPE_CHECKING
+
+from nornir_bench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from nornir_bench.cli._common import (
+        EXIT_BROKEN_PIPE,
+        EXIT_FAILED_HOSTS,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_TERMINATED,
+        EXIT_USAGE,
+    )
+    from nornir_bench.cli.main import entry, main
+    from nornir_bench.cli.script import script_entry, script_main
+
+# Imported on first use: script.py needs no sub-command, and nornir-bench not the benchmark.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "nornir_bench.cli._common": (
+            "EXIT_BROKEN_PIPE",
+            "EXIT_FAILED_HOSTS",
+            "EXIT_INTERRUPTED",
+            "EXIT_OK",
+            "EXIT_TERMINATED",
+            "EXIT_USAGE",
+        ),
+        "nornir_bench.cli.main": ("entry", "main"),
+        "nornir_bench.cli.script": ("script_entry", "script_main"),
+    },
 )
-from nornir_bench.cli.main import entry, main
-from nornir_bench.cli.script import script_entry, script_main
 
 __all__ = [
     "EXIT_BROKEN_PIPE",

@@ -22,7 +22,6 @@ timeout stops the task and fails the host with :class:`~nornir_bench.core.except
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import inspect
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
-import nornir_bench.core._pickling  # noqa: F401  (results of every runner unpickle, see the module)
+from nornir_bench.core._pickling import register_reducers
 from nornir_bench.core.exceptions import TaskTimeout
 
 if TYPE_CHECKING:
@@ -54,6 +53,8 @@ __all__ = [
     "run_host",
     "stop_offloading",
 ]
+
+register_reducers()  # so that the results of every runner unpickle (see the module)
 
 Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 """Runs a blocking call off the event loop (in a thread pool) and awaits its return value."""
@@ -220,13 +221,22 @@ async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -
     return multi
 
 
+# The coroutines below import asyncio themselves: they only run on an event loop, which has
+# imported it already, and blocking runs (threadpool, nornir's runners) do not pay its import
+# (20 ms, ssl included) at start-up.
+
+
 async def _to_thread(call: Callable[[], Any]) -> Any:
+    import asyncio
+
     return await asyncio.to_thread(call)
 
 
 if sys.version_info >= (3, 11):
 
     async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
+        import asyncio
+
         try:
             async with asyncio.timeout(seconds) as deadline:
                 return await call
@@ -238,6 +248,8 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: no asyncio.timeout
 
     async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
+        import asyncio
+
         try:
             return await asyncio.wait_for(call, seconds)
         except asyncio.TimeoutError as exc:

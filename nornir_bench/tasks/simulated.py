@@ -7,7 +7,6 @@ for a host from :func:`plan_round_trip`, so a run with either gives the same res
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Mapping
@@ -114,6 +113,8 @@ async def asim_rtt(
     seed: int | None = None,
 ) -> float:
     """The awaitable twin of :func:`sim_rtt`: same parameters, same draw, same failure."""
+    import asyncio  # here: it runs on a loop, which has imported it; sim_rtt's runs need not
+
     trip = plan_round_trip(task.host.name, rtt, jitter, fail_rate, seed)
     await asyncio.sleep(trip.delay)
     if trip.fails:
