@@ -63,6 +63,16 @@ def test_the_benchmark_scripts_imports_are_the_benchmarks_alone() -> None:
     assert "nornir_bench.tasks.commands" not in modules  # device tasks: not the benchmark's
 
 
+def test_a_benchmark_run_imports_no_device_library_nor_other_commands() -> None:
+    modules = loaded_by(
+        "from nornir_bench.bench.benchmark import run_benchmark\n"
+        "assert run_benchmark(2, 0, hosts=3).summary.ok == 3"
+    )
+    devices = ["nornir_netmiko", "netmiko", "paramiko", "asyncssh"]
+    others = ["nornir_bench.jobs.load", "nornir_bench.lab", "nornir_bench.bench.sweep", "tqdm"]
+    assert [name for name in devices + others if name in modules] == []
+
+
 def test_nornir_bench_help_imports_no_command() -> None:
     modules = loaded_by(
         "import sys\n"
