@@ -60,7 +60,9 @@ from nornir_bench.jobs._yaml_input import (
     too_many_values,
 )
 from nornir_bench.jobs.secrets import SecretError, expand_env, is_secret_key, resolve_inventory
+from nornir_bench.core.plugins import init_nornir
 from nornir_bench.tasks import BUILTIN_TASKS, params_check_of
+from nornir_bench.tasks._needs import MissingLibrary, connections_of, require_libraries
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -140,10 +142,8 @@ class Job:
             JobError: when the inventory cannot be loaded, a variable is unset, or the filter
                 matches no host.
         """
-        from nornir import InitNornir
-
         try:
-            nr = InitNornir(**self.settings)
+            nr = init_nornir(connections=connections_of(self.task), **self.settings)
         except MarkedYAMLError as exc:
             raise JobError(_yaml_error(exc, "inventory")) from None
         except Exception as exc:  # noqa: BLE001 - any plugin's error, reported in one line
@@ -261,6 +261,10 @@ class _Loader:
             raise self.error(root, "task", "task has no 'name': a built-in task or module:function")
         name = self.string(node, "name", "task")
         task = self.resolve_task(node, name)
+        try:
+            require_libraries(task)
+        except MissingLibrary as exc:
+            raise self.error(node, "name", str(exc)) from None
         params = self.plain(self.mapping(node, "params"), "task.params")
         node_params = self.mapping(node, "params")
         for key in params:

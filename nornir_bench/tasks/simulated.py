@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir_bench.core.exceptions import SimulatedFailure
+from nornir_bench.tasks._needs import needs
 from nornir_bench.tasks._params import check_params_with
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ def _check_params(params: Mapping[str, Any]) -> None:
     )
 
 
+@needs()  # no library, no connection: the benchmark's Nornir registers none
 @check_params_with(_check_params)
 def sim_rtt(
     task: Task,
@@ -104,6 +106,7 @@ def sim_rtt(
     return trip.delay
 
 
+@needs()
 @check_params_with(_check_params)
 async def asim_rtt(
     task: Task,
