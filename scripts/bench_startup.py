@@ -6,7 +6,8 @@
 Measures, each in a fresh interpreter (this one, ``sys.executable``):
 
 - ``python -c pass``: the interpreter's own start, the floor of every row below;
-- ``import nornir_bench``: the package's cumulative import time, from ``python -X importtime``;
+- ``import nornir_bench``, and script.py's own imports (``from nornir_bench.cli import
+  script_entry``): what the statement imports, from ``python -X importtime``;
 - ``nornir-bench --help``: the whole process, as the console script runs it;
 - ``script.py 1000 0.05`` and ``script.py 10000 0.05 --runner asyncio``: the README's benchmark
   and its asyncio twin, 10,000 hosts, whole process, as the study timed it.
@@ -34,7 +35,9 @@ HERE = Path(__file__).resolve().parents[1]
 
 # The console script's own code (``[project.scripts]``), without its launcher file.
 HELP = ["-c", "from nornir_bench.cli import entry; entry()", "--help"]
-IMPORT_TIME = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| nornir_bench$", re.MULTILINE)
+# A module imported by the statement itself, not by another module: its cumulative time.
+IMPORT_TIME = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| \S", re.MULTILINE)
+START = "-- the statement starts --"
 
 
 def environment(tree: Path) -> dict[str, str]:
@@ -51,15 +54,18 @@ def wall(argv: list[str], tree: Path) -> float:
     return time.perf_counter() - start
 
 
-def import_time(tree: Path) -> float:
-    """Seconds ``import nornir_bench`` took, its own imports included (``-X importtime``)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import nornir_bench"],
-                          env=environment(tree), cwd=tree, check=True, capture_output=True,
-                          text=True)
-    match = IMPORT_TIME.search(done.stderr)
-    if match is None:
-        raise SystemExit(f"{tree}: no import time for nornir_bench in -X importtime's output")
-    return int(match.group(1)) / 1e6
+def import_time(statement: str) -> Callable[[Path], float]:
+    """Seconds of the imports ``statement`` makes (``-X importtime``), not the interpreter's."""
+
+    def measure(tree: Path) -> float:
+        code = f"import sys; sys.stderr.write({START!r} + '\\n'); {statement}"
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                              env=environment(tree), cwd=tree, check=True, capture_output=True,
+                              text=True)
+        ours = done.stderr.split(START)[-1]
+        return sum(int(found) for found in IMPORT_TIME.findall(ours)) / 1e6
+
+    return measure
 
 
 def measures() -> dict[str, Callable[[Path], float]]:
@@ -68,7 +74,10 @@ def measures() -> dict[str, Callable[[Path], float]]:
 
     return {
         "python -c pass (floor)": lambda tree: wall(["-c", "pass"], tree),
-        "import nornir_bench (-X importtime)": import_time,
+        "import nornir_bench (-X importtime)": import_time("import nornir_bench"),
+        "script.py's imports (-X importtime)": import_time(
+            "from nornir_bench.cli import script_entry"
+        ),
         "nornir-bench --help": lambda tree: wall(HELP, tree),
         "script.py 1000 0.05": script("1000", "0.05"),
         "script.py 10000 0.05 --runner asyncio": script("10000", "0.05", "--runner", "asyncio"),
