@@ -6,8 +6,9 @@
 Measures, each in a fresh interpreter (this one, ``sys.executable``):
 
 - ``python -c pass``: the interpreter's own start, the floor of every row below;
-- ``import nornir_bench``, and script.py's own imports (``from nornir_bench.cli import
-  script_entry``): what the statement imports, from ``python -X importtime``;
+- ``import nornir_bench``, script.py's own imports (``from nornir_bench.cli import
+  script_entry``), and every import of a whole ``script.py`` run (those its run makes too,
+  such as ``InitNornir``'s plugins): what they import, from ``python -X importtime``;
 - ``nornir-bench --help``: the whole process, as the console script runs it;
 - ``script.py 1000 0.05`` and ``script.py 10000 0.05 --runner asyncio``: the README's benchmark
   and its asyncio twin, 10,000 hosts, whole process, as the study timed it.
@@ -72,11 +73,22 @@ def measures() -> dict[str, Callable[[Path], float]]:
     def script(*args: str) -> Callable[[Path], float]:
         return lambda tree: wall([str(tree / "scripts" / "script.py"), *args], tree)
 
+    def script_imports(*args: str) -> Callable[[Path], float]:
+        argv = ["script.py", *args]
+        return import_time(
+            f"import runpy; sys.argv = {argv!r}; "
+            "runpy.run_path('scripts/script.py', run_name='__main__')"
+        )
+
     return {
         "python -c pass (floor)": lambda tree: wall(["-c", "pass"], tree),
         "import nornir_bench (-X importtime)": import_time("import nornir_bench"),
         "script.py's imports (-X importtime)": import_time(
             "from nornir_bench.cli import script_entry"
+        ),
+        "script.py 1000 0.05, every import (-X importtime)": script_imports("1000", "0.05"),
+        "script.py 10000 0.05 --runner asyncio, every import (-X importtime)": script_imports(
+            "10000", "0.05", "--runner", "asyncio"
         ),
         "nornir-bench --help": lambda tree: wall(HELP, tree),
         "script.py 1000 0.05": script("1000", "0.05"),
