@@ -79,7 +79,9 @@ class BenchmarkRecord:
     max_rss_mib: float
 
     @classmethod
-    def of(cls, run: BenchmarkRun, usage: ProcessUsage, *, hosts: int, rtt: float) -> BenchmarkRecord:
+    def of(
+        cls, run: BenchmarkRun, usage: ProcessUsage, *, hosts: int, rtt: float
+    ) -> BenchmarkRecord:
         """The record of ``run``, with the process's figures from ``usage``."""
         summary = run.summary
         return cls(

@@ -69,10 +69,10 @@ def init_nornir(
     data = GlobalState(dry_run=dry_run)
     config.logging.configure()
     inventory = _load_inventory(config, installed)
-    runner_plugin = installed.plugin(RunnersPluginRegister, RUNNERS_PLUGIN_PATH, config.runner.plugin)
+    runner = installed.plugin(RunnersPluginRegister, RUNNERS_PLUGIN_PATH, config.runner.plugin)
     return Nornir(
         inventory=inventory,
-        runner=runner_plugin(**config.runner.options),
+        runner=runner(**config.runner.options),
         config=config,
         data=data,
     )

@@ -49,6 +49,7 @@ from ruamel.yaml.error import MarkedYAMLError
 from nornir_bench.bench.benchmark import prefers_async_tasks
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.execution import is_async_task
+from nornir_bench.core.plugins import init_nornir
 from nornir_bench.jobs._signatures import parameters_of, show
 from nornir_bench.jobs._yaml_input import (
     MAX_DEPTH,
@@ -60,9 +61,13 @@ from nornir_bench.jobs._yaml_input import (
     too_many_values,
 )
 from nornir_bench.jobs.secrets import SecretError, expand_env, is_secret_key, resolve_inventory
-from nornir_bench.core.plugins import init_nornir
-from nornir_bench.tasks import BUILTIN_TASKS, params_check_of
-from nornir_bench.tasks._needs import MissingLibrary, connections_of, require_libraries
+from nornir_bench.tasks import (
+    BUILTIN_TASKS,
+    MissingLibrary,
+    connections_of,
+    params_check_of,
+    require_libraries,
+)
 
 if TYPE_CHECKING:
     from nornir.core import Nornir

@@ -5,8 +5,10 @@ Each blocking task has an awaitable twin for the event-loop runners (``send_comm
 :data:`BUILTIN_TASKS` names them all for job files. A task may carry a check of its
 parameters (:func:`check_params_with`), which job files run before anything else.
 
-Each name is imported from its module on first use: the benchmark's ``sim_rtt`` does not
-cost the device tasks' imports.
+A task may also declare the device libraries and connection plugins it uses (:func:`needs`):
+a job then registers only those plugins, and a missing library is one line naming the extra
+that installs it. Each name is imported from its module on first use: the benchmark's
+``sim_rtt`` does not cost the device tasks' imports.
 """
 
 from __future__ import annotations
@@ -17,6 +19,14 @@ from nornir_bench._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from nornir_bench.tasks._builtin import BUILTIN_TASKS
+    from nornir_bench.tasks._needs import (
+        MissingLibrary,
+        Needs,
+        connections_of,
+        needs,
+        needs_of,
+        require_libraries,
+    )
     from nornir_bench.tasks._params import ParamsCheck, check_params_with, params_check_of
     from nornir_bench.tasks.commands import asend_command, send_command
     from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
@@ -34,6 +44,14 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "nornir_bench.tasks._builtin": ("BUILTIN_TASKS",),
+        "nornir_bench.tasks._needs": (
+            "MissingLibrary",
+            "Needs",
+            "connections_of",
+            "needs",
+            "needs_of",
+            "require_libraries",
+        ),
         "nornir_bench.tasks._params": ("ParamsCheck", "check_params_with", "params_check_of"),
         "nornir_bench.tasks.commands": ("asend_command", "send_command"),
         "nornir_bench.tasks.parsing": ("parse_interfaces", "show_interfaces_output"),
@@ -53,6 +71,8 @@ __all__ = [
     "BUILTIN_TASKS",
     "MAX_RTT",
     "AsyncSSHSession",
+    "MissingLibrary",
+    "Needs",
     "ParamsCheck",
     "RoundTrip",
     "TcpPing",
@@ -60,9 +80,13 @@ __all__ = [
     "asim_rtt",
     "atcp_ping",
     "check_params_with",
+    "connections_of",
+    "needs",
+    "needs_of",
     "params_check_of",
     "parse_interfaces",
     "plan_round_trip",
+    "require_libraries",
     "send_command",
     "show_interfaces_output",
     "sim_rtt",

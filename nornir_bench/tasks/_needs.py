@@ -41,7 +41,7 @@ _Task = TypeVar("_Task", bound=Callable[..., Any])
 
 
 class MissingLibrary(NornirBenchError, ImportError):
-    """A task needs a device library that is not installed; the message says how to get it."""
+    """A task needs a library that is not installed; the message says how to install it."""
 
 
 @dataclass(frozen=True)
@@ -49,24 +49,37 @@ class Needs:
     """What a task uses beyond nornir and nornir-bench.
 
     Attributes:
-        libraries: modules it imports (``nornir_netmiko``), from the extra ``devices``.
+        libraries: top-level modules it imports (``nornir_netmiko``) that may not be installed.
         connections: nornir connection plugins it opens (``netmiko``), by entry point name.
+        install: how to install the libraries, as an error says it; ``None``: ``pip install``
+            and their names.
     """
 
     libraries: tuple[str, ...] = ()
     connections: tuple[str, ...] = ()
+    install: str | None = None
 
 
 def needs(
-    *, libraries: Sequence[str] = (), connections: Sequence[str] = ()
+    *,
+    libraries: Sequence[str] = (),
+    connections: Sequence[str] = (),
+    install: str | None = None,
 ) -> Callable[[_Task], _Task]:
-    """Declare what the decorated task uses: ``@needs()`` for a task that uses nothing more.
+    """Declare what the decorated task uses (:class:`Needs`): ``@needs()`` for nothing more.
 
-    The task is returned as it is, with a ``needs`` attribute (:class:`Needs`).
+    The task is returned as it is, with a ``needs`` attribute.
+
+    Raises:
+        TypeError: ``libraries`` or ``connections`` is a string, not a list of names.
     """
+    for name, value in (("libraries", libraries), ("connections", connections)):
+        if isinstance(value, str):
+            raise TypeError(f"needs: {name} must be a list of names, got the string {value!r}")
 
     def declare(task: _Task) -> _Task:
-        task.needs = Needs(tuple(libraries), tuple(connections))  # type: ignore[attr-defined]
+        declared = Needs(tuple(libraries), tuple(connections), install)
+        task.needs = declared  # type: ignore[attr-defined]
         return task
 
     return declare
@@ -88,16 +101,16 @@ def require_libraries(task: Callable[..., Any]) -> None:
     """Check that every library ``task`` declared can be imported (without importing it).
 
     Raises:
-        MissingLibrary: naming the missing libraries and :data:`DEVICES_EXTRA`.
+        MissingLibrary: naming the missing libraries and how to install them.
     """
     declared = needs_of(task)
     if declared is None:
         return
     missing = [name for name in declared.libraries if importlib.util.find_spec(name) is None]
     if missing:
-        names = " and ".join(name.replace("_", "-") for name in missing)  # their package names
+        packages = [name.replace("_", "-") for name in missing]  # as pip names them, mostly
         verb = "is" if len(missing) == 1 else "are"
         raise MissingLibrary(
-            f"task {getattr(task, '__name__', task)} needs {names}, which {verb} not installed: "
-            f"{DEVICES_EXTRA}"
+            f"task {getattr(task, '__name__', task)} needs {' and '.join(packages)}, which "
+            f"{verb} not installed: {declared.install or 'pip install ' + ' '.join(packages)}"
         )

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Result
 
-from nornir_bench.tasks._needs import needs, require_libraries
+from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.ssh_session import CONNECTION_NAME, session_of
 
@@ -39,7 +39,7 @@ def _check_send_command(params: Mapping[str, Any]) -> None:
     _check_netmiko_arguments({k: v for k, v in params.items() if k not in ("command", "enable")})
 
 
-@needs(libraries=["netmiko", "nornir_netmiko"], connections=["netmiko"])
+@needs(libraries=["netmiko", "nornir_netmiko"], connections=["netmiko"], install=DEVICES_EXTRA)
 @check_params_with(_check_send_command)
 def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: Any) -> Result:
     """Run ``command`` through nornir-netmiko's connection (blocking).
@@ -130,7 +130,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-@needs(libraries=["asyncssh"])
+@needs(libraries=["asyncssh"], install=DEVICES_EXTRA)
 async def asend_command(
     task: Task,
     command: str,

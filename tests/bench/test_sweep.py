@@ -303,7 +303,8 @@ def test_a_bad_record_is_a_failed_run_saying_what_is_wrong(
     assert result.failed_runs == len(BAD_RECORDS) and result.recommendations == []
     for point in result.points:
         reason = BAD_RECORDS[point.workers][1]
-        assert point.error is not None and point.error.startswith(reason), (point.workers, point.error)
+        assert point.error is not None, point.workers
+        assert point.error.startswith(reason), (point.workers, point.error)
         assert point.error.endswith(": done") and "\n" not in point.error
         assert len(point.error) < 200
     assert {run["ok"] for run in journal_runs(tmp_path)} == {None}
@@ -346,7 +347,10 @@ def test_time_process_measures_the_child_alone(
 
 
 def test_time_process_keeps_the_end_of_a_long_output() -> None:
-    code = "import sys; sys.stdout.write('x' * 1_000_000); sys.stderr.write('y' * 100_000 + '\\nlast\\n')"
+    code = (
+        "import sys; sys.stdout.write('x' * 1_000_000)\n"
+        "sys.stderr.write('y' * 100_000 + '\\nlast\\n')"
+    )
     child = time_process([sys.executable, "-c", code], timeout=30, max_output=1000)
     assert child.status == 0 and child.stdout == "x" * 1000
     assert len(child.stderr) == 1000 and child.stderr.endswith("y\nlast\n")

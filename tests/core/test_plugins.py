@@ -49,7 +49,8 @@ def test_the_nornir_is_the_one_init_nornir_builds() -> None:
 def test_a_config_file_is_read_as_init_nornir_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     nr = init_nornir(config_file="inventory/synthetic.yaml", connections=())
-    assert len(nr.inventory.hosts) == 10_000 and nr.runner.num_workers == 1000  # type: ignore[attr-defined]
+    assert len(nr.inventory.hosts) == 10_000
+    assert isinstance(nr.runner, ThreadPoolRunner) and nr.runner.num_workers == 1000
 
 
 def test_only_the_plugins_named_are_imported() -> None:

@@ -13,7 +13,14 @@ import pytest
 
 from nornir_bench.jobs.load import JobError, load_job
 from nornir_bench.tasks import BUILTIN_TASKS, asend_command, parse_interfaces, send_command
-from nornir_bench.tasks._needs import MissingLibrary, Needs, connections_of, needs_of
+from nornir_bench.tasks import (
+    MissingLibrary,
+    Needs,
+    connections_of,
+    needs,
+    needs_of,
+    require_libraries,
+)
 from tests.conftest import make_nornir
 
 EXTRA = "pip install 'nornir-bench[devices]'"
@@ -22,9 +29,9 @@ HAS_NETMIKO = importlib.util.find_spec("nornir_netmiko") is not None
 
 def test_every_builtin_task_says_what_it_needs() -> None:
     assert {name: needs_of(task) for name, task in BUILTIN_TASKS.items()} == {
-        "send_command": Needs(("netmiko", "nornir_netmiko"), ("netmiko",)),
-        "asend_command": Needs(("asyncssh",)),
-        "parse_interfaces": Needs(("ntc_templates",)),
+        "send_command": Needs(("netmiko", "nornir_netmiko"), ("netmiko",), EXTRA),
+        "asend_command": Needs(("asyncssh",), install=EXTRA),
+        "parse_interfaces": Needs(("ntc_templates",), install=EXTRA),
         "tcp_ping": Needs(),
         "atcp_ping": Needs(),
         "sim_rtt": Needs(),
@@ -32,6 +39,22 @@ def test_every_builtin_task_says_what_it_needs() -> None:
     }
     assert connections_of(send_command) == {"netmiko"}
     assert connections_of(lambda task: None) is None  # a user's task: any connection
+
+
+def test_a_users_task_may_say_what_it_needs_and_the_error_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @needs(libraries=["napalm_ios"], connections=["napalm"])
+    def get_facts(task: object) -> None: ...
+
+    monkeypatch.setitem(sys.modules, "napalm_ios", None)
+    assert connections_of(get_facts) == {"napalm"}
+    with pytest.raises(MissingLibrary, match="^task get_facts needs napalm-ios, which is not "
+                       "installed: pip install napalm-ios$"):
+        require_libraries(get_facts)
+    with pytest.raises(TypeError, match="needs: connections must be a list of names, got the "
+                       "string 'napalm'"):
+        needs(connections="napalm")
 
 
 def job(tmp_path: Path, task: str) -> Path:
@@ -53,7 +76,8 @@ def job(tmp_path: Path, task: str) -> Path:
          "nornir-netmiko, which is"),
         ("{name: send_command, params: {command: show clock}}", ["netmiko", "nornir_netmiko"],
          "netmiko and nornir-netmiko, which are"),
-        ("{name: asend_command, params: {command: show clock}}", ["asyncssh"], "asyncssh, which is"),
+        ("{name: asend_command, params: {command: show clock}}", ["asyncssh"],
+         "asyncssh, which is"),
         ("{name: parse_interfaces}", ["ntc_templates"], "ntc-templates, which is"),
     ],
 )
@@ -120,14 +144,21 @@ print(status, "netmiko" in sys.modules, "paramiko" in sys.modules)
     [
         ("{name: sim_rtt, params: {rtt: 0}}", "0 False False"),
         ("{name: asim_rtt, params: {rtt: 0}}", "0 False False"),
-        # A user's task may open any connection: every plugin is registered, as InitNornir does.
+        # A user's task may open any connection: every plugin is registered, as InitNornir does,
         ("{name: 'mytasks:hello'}", "0 True True"),
+        # unless it says which it opens.
+        ("{name: 'mytasks:declared'}", "0 False False"),
     ],
 )
 def test_a_job_imports_netmiko_only_when_its_task_may_open_a_netmiko_connection(
     task: str, imported: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "mytasks.py").write_text("def hello(task):\n    return task.host.name\n")
+    (tmp_path / "mytasks.py").write_text(
+        "from nornir_bench.tasks import needs\n"
+        "def hello(task):\n"
+        "    return task.host.name\n"
+        "declared = needs(connections=[])(lambda task: task.host.name)\n"
+    )
     done = subprocess.run(
         [sys.executable, "-c", IMPORTED_AFTER_THE_RUN, str(job(tmp_path, task)),
          str(tmp_path / "records.jsonl")],
