@@ -6,7 +6,7 @@ from nornir_bench import _moved
 from nornir_bench._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from nornir_bench.bench.benchmark import BenchmarkRun, available_runners, run_benchmark
+    from nornir_bench.bench.benchmark import BenchmarkRun, run_benchmark
     from nornir_bench.bench.summary import RunSummary, summarize
     from nornir_bench.bench.sweep import SweepGrid, run_sweep
     from nornir_bench.bench.usage import ProcessUsage, process_usage
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from nornir_bench.processors.records import JsonLinesWriter
     from nornir_bench.processors.timing import HostTimer
     from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
+    from nornir_bench.runners.registry import available_runners
     from nornir_bench.tasks import (
         BUILTIN_TASKS,
         AsyncSSHSession,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "nornir_bench.bench.benchmark": ("BenchmarkRun", "available_runners", "run_benchmark"),
+        "nornir_bench.bench.benchmark": ("BenchmarkRun", "run_benchmark"),
         "nornir_bench.bench.summary": ("RunSummary", "summarize"),
         "nornir_bench.bench.sweep": ("SweepGrid", "run_sweep"),
         "nornir_bench.bench.usage": ("ProcessUsage", "process_usage"),
@@ -67,6 +68,7 @@ __getattr__, __dir__ = lazy_exports(
         "nornir_bench.processors.records": ("JsonLinesWriter",),
         "nornir_bench.processors.timing": ("HostTimer",),
         "nornir_bench.runners": ("AsyncioRunner", "ProcessPoolRunner", "ThreadPoolRunner", "arun"),
+        "nornir_bench.runners.registry": ("available_runners",),
         "nornir_bench.tasks": (
             "BUILTIN_TASKS",
             "AsyncSSHSession",

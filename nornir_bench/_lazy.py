@@ -24,7 +24,9 @@ def lazy_exports(
 
     Args:
         package: the package's name; it must be being imported (in ``sys.modules``).
-        exports: module name -> the names it gives the package.
+        exports: module name -> the names it gives the package. No name may be that of one
+            of the package's modules: importing the module would make the package's attribute
+            of that name the module (import it eagerly instead).
 
     Returns:
         ``(__getattr__, __dir__)``, to assign at the package's top level. A name is imported

@@ -7,14 +7,12 @@ process pool's), the job loader, the lab, the sweep, and the device libraries.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import nornir_bench
 import nornir_bench.cli
 import nornir_bench.tasks
+from tests.conftest import modules_after
 
 # Module -> what it is, for the assertion messages.
 HEAVY = {
@@ -34,47 +32,34 @@ HEAVY = {
 }
 
 
-MARK = "-- modules --"
-
-
-def loaded_by(code: str) -> set[str]:
-    """The modules in ``sys.modules`` once ``code`` has run in a fresh interpreter."""
-    done = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys\nprint('{MARK}', *sys.modules, sep='\\n')"],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return set(done.stdout.split(MARK)[-1].split())
-
-
 def heavy_in(modules: set[str]) -> list[str]:
     return [what for name, what in HEAVY.items() if name in modules]
 
 
 def test_importing_the_package_imports_none_of_it() -> None:
-    modules = loaded_by("import nornir_bench")
+    modules = modules_after("import nornir_bench")
     assert heavy_in(modules) == []
     assert "nornir" not in modules  # not even nornir, until a name is used
 
 
 def test_the_benchmark_scripts_imports_are_the_benchmarks_alone() -> None:
-    modules = loaded_by("from nornir_bench.cli import script_entry")
+    modules = modules_after("from nornir_bench.cli import script_entry")
     assert heavy_in(modules) == []
     assert "nornir_bench.tasks.commands" not in modules  # device tasks: not the benchmark's
 
 
-def test_a_benchmark_run_imports_no_device_library_nor_other_commands() -> None:
-    modules = loaded_by(
+def test_a_threadpool_benchmark_run_imports_none_of_it_either() -> None:
+    """Run, not only imported: nornir loads the runner and nothing else (no connection plugin,
+    no other runner), and a blocking run needs no event loop."""
+    modules = modules_after(
         "from nornir_bench.bench.benchmark import run_benchmark\n"
         "assert run_benchmark(2, 0, hosts=3).summary.ok == 3"
     )
-    devices = ["nornir_netmiko", "netmiko", "paramiko", "asyncssh"]
-    others = ["nornir_bench.jobs.load", "nornir_bench.lab", "nornir_bench.bench.sweep", "tqdm"]
-    assert [name for name in devices + others if name in modules] == []
+    assert heavy_in(modules) == []
 
 
 def test_nornir_bench_help_imports_no_command() -> None:
-    modules = loaded_by(
+    modules = modules_after(
         "import sys\n"
         "sys.argv = ['nornir-bench', '--help']\n"
         "from nornir_bench.cli import entry\n"
@@ -97,3 +82,19 @@ def test_every_exported_name_is_there_when_asked_for(package: object) -> None:
     assert set(names) <= set(dir(package))
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         package.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_an_exported_name_stays_itself_once_a_module_of_the_same_name_is_imported() -> None:
+    """Once, ``from nornir_bench.cli import main`` gave the module ``cli/main.py`` once it had
+    been imported: importing a module sets its package's attribute of that name."""
+    modules_after(
+        "import importlib, importlib.util, types\n"
+        "for package in ('nornir_bench', 'nornir_bench.cli', 'nornir_bench.tasks',\n"
+        "                'nornir_bench.runners'):\n"
+        "    exported = importlib.import_module(package)\n"
+        "    for name in exported.__all__:\n"
+        "        if importlib.util.find_spec(f'{package}.{name}') is not None:\n"
+        "            importlib.import_module(f'{package}.{name}')\n"
+        "        value = getattr(exported, name)\n"
+        "        assert not isinstance(value, types.ModuleType), (package, name)\n"
+    )

@@ -40,4 +40,4 @@ def test_the_documented_imports_work() -> None:
     assert callable(main) and callable(script_entry)
     from nornir_bench.runners.processpool import ProcessPoolRunner  # the entry point's path
 
-    assert ProcessPoolRunner.__module__ == "nornir_bench.runners.processpool.pool"
+    assert ProcessPoolRunner.__module__ == "nornir_bench.runners.processpool.runner"

@@ -6,14 +6,10 @@ sweep) call it too, so every figure comes from the same code path.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
-
-from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH
 
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
@@ -21,11 +17,14 @@ from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.processors.timing import HostTimer
+from nornir_bench.runners.registry import available_runners, prefers_async_tasks, takes_workers
 from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
 
+# The registry's three were defined here before they moved to nornir_bench.runners.registry;
+# they are still named here so that imports from this module keep working.
 __all__ = [
     "BenchmarkRun",
     "available_runners",
@@ -47,20 +46,6 @@ class BenchmarkRun:
     interrupted: bool
 
 
-def available_runners() -> list[str]:
-    """Names of the runner plugins installed in nornir's entry point group."""
-    return sorted({ep.name for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH)})
-
-
-def prefers_async_tasks(runner: object) -> bool:
-    """Whether a runner (class or instance) runs ``async def`` tasks natively.
-
-    Runners say so with a ``prefers_async_tasks = True`` class attribute; nornir's own runners
-    and ``threadpool`` do not, so they get blocking tasks.
-    """
-    return bool(getattr(runner, "prefers_async_tasks", False))
-
-
 def run_benchmark(
     workers: int,
     rtt: float,
@@ -78,7 +63,8 @@ def run_benchmark(
         workers: the runner's ``num_workers``; ignored by runners without that option.
         rtt, jitter, fail_rate, seed: as for :func:`nornir_bench.tasks.sim_rtt`.
         hosts: how many synthetic hosts.
-        runner: a registered runner plugin name (see :func:`available_runners`).
+        runner: a registered runner plugin name (see
+            :func:`~nornir_bench.runners.registry.available_runners`).
         on_start: called with the runner's name, its ``num_workers`` (``None`` without) and the
             task's name just before the run starts.
 
@@ -126,17 +112,6 @@ def run_benchmark(
         summary=summarize(result, elapsed=timer.elapsed, wall=wall),
         interrupted=interrupted,
     )
-
-
-def takes_workers(runner: str) -> bool:
-    """Whether the named runner plugin has a ``num_workers`` option (nornir's ``serial`` has not).
-
-    Runners without it ignore the worker count asked for.
-    """
-    for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH):
-        if ep.name == runner:
-            return "num_workers" in inspect.signature(ep.load()).parameters
-    return False
 
 
 def _runner_options(runner: str, workers: int) -> dict[str, Any]:

@@ -87,7 +87,7 @@ def _comma_list(item: Callable[[str], _Item], allowed: str) -> Callable[[str], l
 
 
 def _known_runner(name: str) -> str:
-    from nornir_bench.bench.benchmark import available_runners
+    from nornir_bench.runners.registry import available_runners
 
     runners = available_runners()
     if name not in runners:

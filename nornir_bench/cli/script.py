@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from nornir_bench.bench.benchmark import available_runners, run_benchmark
+from nornir_bench.bench.benchmark import run_benchmark
 from nornir_bench.bench.record import BenchmarkRecord, write_record
 from nornir_bench.bench.usage import process_usage
 from nornir_bench.cli._common import (
@@ -29,6 +29,7 @@ from nornir_bench.cli._common import (
     probability,
     seconds,
 )
+from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks.simulated import MAX_RTT
 
 __all__ = ["script_entry", "script_main"]

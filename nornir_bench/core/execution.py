@@ -26,7 +26,6 @@ import contextvars
 import functools
 import inspect
 import logging
-import sys
 import traceback
 from collections.abc import Awaitable, Callable
 from types import CoroutineType
@@ -39,18 +38,23 @@ from nornir_bench.core._pickling import register_reducers
 from nornir_bench.core.exceptions import TaskTimeout
 
 if TYPE_CHECKING:
+    from nornir.core import Nornir
     from nornir.core.inventory import Host
+    from nornir.core.processor import Processors
     from nornir.core.task import MultiResult
 
 __all__ = [
     "Offload",
     "arun_host",
     "arun_subtask",
+    "child_task",
     "fail_host",
     "is_async_task",
     "log_failure",
     "offloading",
     "run_host",
+    "run_task",
+    "start_host",
     "stop_offloading",
 ]
 
@@ -76,7 +80,7 @@ def run_host(task: Task, host: Host) -> MultiResult:
         User errors never propagate; only ``BaseException`` that is not an ``Exception``
         (``KeyboardInterrupt``, ``SystemExit``) does, as in nornir.
     """
-    instance = _start(task, host)
+    instance = start_host(task, host)
     try:
         outcome = instance.task(instance, **instance.params)
         if isinstance(outcome, CoroutineType):  # not inspect.isawaitable: 0.3 µs a host
@@ -119,7 +123,7 @@ async def arun_host(
         The host's ``MultiResult``. Cancelling the coroutine (Ctrl-C) propagates
         ``CancelledError``: a host that did not finish has no result.
     """
-    instance = _start(task, host)
+    instance = start_host(task, host)
     try:
         if offload is None:
             call: Awaitable[Any] = instance.task(instance, **instance.params)
@@ -153,7 +157,7 @@ def fail_host(
         started: the host's task if its ``task_instance_started`` hook has already fired (only
             the completion hook fires then); ``None`` fires both.
     """
-    instance = _start(task, host) if started is None else started
+    instance = start_host(task, host) if started is None else started
     text = "".join(traceback.format_exception(error))
     log_failure(host.name, instance.name, text)
     return _completed(instance, host, Result(host, exception=error, result=text, failed=True))
@@ -205,25 +209,48 @@ async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -
     if host is None:
         raise RuntimeError("arun_subtask must be called from within a running task")
     kwargs.setdefault("severity_level", task.severity_level)
-    run_task = Task(
-        subtask,
-        task.nornir,
-        global_dry_run=task.global_dry_run,
-        processors=task.processors,
-        parent_task=task,
-        **kwargs,
-    )
+    sub = child_task(task, subtask, **kwargs)
     offload = None if is_async_task(subtask) else (_current_offload.get() or _to_thread)
-    multi = await arun_host(run_task, host, offload=offload)
+    multi = await arun_host(sub, host, offload=offload)
     task.results.append(multi[0] if len(multi) == 1 else multi)  # type: ignore[arg-type]
     if multi.failed:
-        raise NornirSubTaskError(task=run_task, result=multi)
+        raise NornirSubTaskError(task=sub, result=multi)
     return multi
 
 
-# The coroutines below import asyncio themselves: they only run on an event loop, which has
-# imported it already, and blocking runs (threadpool, nornir's runners) do not pay its import
-# (20 ms, ssl included) at start-up.
+def run_task(
+    func: Callable[..., Any],
+    nornir: Nornir,
+    *,
+    dry_run: bool,
+    processors: Processors,
+    name: str | None = None,
+    **params: Any,
+) -> Task:
+    """A run's task template, as ``Nornir.run`` builds it: ``params`` are ``Task``'s own
+    (``severity_level``) and the task's parameters."""
+    return Task(func, nornir, global_dry_run=dry_run, processors=processors, name=name, **params)
+
+
+def child_task(parent: Task, func: Callable[..., Any], **kwargs: Any) -> Task:
+    """A subtask of ``parent`` on ``parent``'s host, as ``Task.run`` builds it: same nornir,
+    dry run and processors; ``kwargs`` are ``Task``'s (``name``, ``severity_level``) and the
+    subtask's parameters."""
+    sub = Task(
+        func,
+        parent.nornir,
+        global_dry_run=parent.global_dry_run,
+        processors=parent.processors,
+        parent_task=parent,
+        **kwargs,
+    )
+    sub.host = getattr(parent, "host", None)  # type: ignore[assignment]
+    return sub
+
+
+# The two below import asyncio (20 ms, ssl included) when called, not with this module: they
+# only run on an event loop, which has imported it already, and blocking runs (threadpool,
+# nornir's runners) need it nowhere.
 
 
 async def _to_thread(call: Callable[[], Any]) -> Any:
@@ -232,34 +259,18 @@ async def _to_thread(call: Callable[[], Any]) -> Any:
     return await asyncio.to_thread(call)
 
 
-if sys.version_info >= (3, 11):
+def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Awaitable[Any]:
+    from nornir_bench.core.timeouts import within
 
-    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
-        import asyncio
-
-        try:
-            async with asyncio.timeout(seconds) as deadline:
-                return await call
-        except TimeoutError as exc:
-            if deadline.expired():  # ours; a TimeoutError the task raised itself passes on
-                raise TaskTimeout(task.name, host.name, seconds) from exc
-            raise
-
-else:  # Python 3.10: no asyncio.timeout
-
-    async def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Any:
-        import asyncio
-
-        try:
-            return await asyncio.wait_for(call, seconds)
-        except asyncio.TimeoutError as exc:
-            if isinstance(exc.__cause__, asyncio.CancelledError):  # wait_for's own deadline
-                raise TaskTimeout(task.name, host.name, seconds) from exc
-            raise
+    return within(call, seconds, lambda: TaskTimeout(task.name, host.name, seconds))
 
 
-def _start(template: Task, host: Host) -> Task:
-    """The host's own copy of the task, its start hook fired (what Task.start does first)."""
+def start_host(template: Task, host: Host) -> Task:
+    """The host's own copy of ``template``, its start hook fired (what ``Task.start`` does first).
+
+    Runners that fire the start hook apart from the run (the processpool fires it as a host
+    leaves for its worker) pass the copy on to :func:`fail_host` as ``started``.
+    """
     task = template.copy()
     task.host = host
     if task.parent_task is not None:

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.processors.base import NoOpProcessor
+
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import AggregatedResult, MultiResult, Task
@@ -57,7 +59,7 @@ def stops_on_ctrl_c(runner: object) -> bool:
     return bool(getattr(runner, "stops_on_ctrl_c", False))
 
 
-class FinishedHosts:
+class FinishedHosts(NoOpProcessor):
     """A processor keeping each host's ``MultiResult`` as the host finishes."""
 
     def __init__(self) -> None:
@@ -80,18 +82,6 @@ class FinishedHosts:
 
     def task_started(self, task: Task) -> None:
         self.results = {}
-
-    def task_completed(self, task: Task, result: AggregatedResult) -> None:
-        pass
-
-    def task_instance_started(self, task: Task, host: Host) -> None:
-        pass
-
-    def subtask_instance_started(self, task: Task, host: Host) -> None:
-        pass
-
-    def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
-        pass
 
 
 @dataclass

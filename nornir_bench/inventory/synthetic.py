@@ -15,6 +15,7 @@ from typing import Any
 from nornir.core.inventory import Defaults, Group, Groups, Host, Hosts, Inventory, ParentGroups
 
 from nornir_bench.core._gc import collector_paused
+from nornir_bench.core.checks import whole_number
 
 __all__ = ["SyntheticInventory"]
 
@@ -110,12 +111,7 @@ class SyntheticInventory:
 
 
 def _whole_number(option: str, value: object, *, minimum: int | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or (
-        minimum is not None and value < minimum
-    ):
-        allowed = "a whole number" if minimum is None else f"a whole number >= {minimum}"
-        raise ValueError(f"synthetic inventory: {option} must be {allowed}, got {value!r}")
-    return value
+    return whole_number(f"synthetic inventory: {option}", value, minimum=minimum)
 
 
 def _platforms(platform: str | Sequence[str] | None) -> list[str]:

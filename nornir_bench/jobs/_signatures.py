@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nornir_bench.core.checks import is_whole_number
+
 __all__ = ["Parameters", "parameters_of", "show"]
 
 _SPREAD = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
@@ -41,12 +43,14 @@ class Parameters:
             return None
         return next((key for key in given if key not in self.names), None)
 
-    def type_problem(self, key: str, value: Any) -> str | None:
-        """``"must be a number, got str 'fast'"`` when ``value`` does not fit ``key``'s hint."""
-        hint = self.hints.get(key)
-        if hint is None or _fits(value, hint):
-            return None
-        return f"must be {_describe(hint)}, got {show(value)}"
+    def mistyped(self, given: Mapping[str, Any]) -> tuple[str, str] | None:
+        """The first name in ``given`` whose value does not fit its hint, if any, and what is
+        wrong: ``("rtt", "must be a number, got str 'fast'")``."""
+        for key, value in given.items():
+            hint = self.hints.get(key)
+            if hint is not None and not _fits(value, hint):
+                return key, f"must be {_describe(hint)}, got {show(value)}"
+        return None
 
 
 def parameters_of(obj: Any, *, skip: int = 0) -> Parameters | None:
@@ -105,8 +109,8 @@ def _fits(value: Any, hint: Any) -> bool:
     if hint is bool:
         return isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
+        return is_whole_number(value)
+    if hint is float:  # not is_number: .inf is a float too; the callee's own check decides
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is str:
         return isinstance(value, str)

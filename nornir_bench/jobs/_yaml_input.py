@@ -1,4 +1,5 @@
-"""Reading a job file's YAML within bounds: size, text encoding, characters, nesting, aliases.
+"""Reading a job file's YAML within bounds (size, text encoding, characters, nesting, aliases),
+and where each of its values sits in the file.
 
 A job file is a few settings and a task, so anything far bigger than that is a mistake or an
 attack, and must fail fast in one line rather than hang or end in a traceback: a file of
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 from ruamel.yaml.reader import ReaderError
@@ -27,6 +28,7 @@ __all__ = [
     "MAX_VALUES",
     "YamlInputError",
     "expanded_size",
+    "position",
     "read_job_yaml",
     "too_deep",
     "too_many_values",
@@ -106,6 +108,29 @@ def expanded_size(value: Any, sizes: dict[int, int]) -> int:
             break
     sizes[key] = min(total, MAX_VALUES + 1)
     return sizes[key]
+
+
+def position(node: Any, key: Any = None, *, at_key: bool = False) -> tuple[int, int] | None:
+    """1-based line and column of ``node[key]``, or of ``node`` itself without ``key``.
+
+    A mapping's scalar value is found at the value, anything else at its key (at the key in
+    any case with ``at_key``); a list's item at the item. ``None`` when the value has no place
+    in the file: a section the job leaves out, or a node not read from YAML.
+    """
+    try:
+        if key is None:
+            line, column = node.lc.line, node.lc.col
+        elif isinstance(node, CommentedSeq):
+            line, column = node.lc.item(key)
+        elif at_key or not isinstance(node.get(key), (str, int, float, bool)):
+            line, column = node.lc.key(key)
+        else:
+            line, column = node.lc.value(key)
+    except (AttributeError, KeyError, TypeError):
+        return None
+    if line is None or column is None:
+        return None
+    return int(line) + 1, int(column) + 1
 
 
 def too_many_values(what: str) -> str:
@@ -222,23 +247,9 @@ def _check_expansion(path: Path, root: Any) -> None:
             break
         where += f"[{inner[0]}]" if isinstance(node, list) else f".{inner[0]}"
         parent, (key, node) = node, inner
-    line, column = _mark(parent, key)
+    line, column = position(parent, key, at_key=True) or (1, 1)  # the root: 1:1
     what = where.lstrip(".") or "the job"
     raise YamlInputError(
         f"{path}:{line}:{column}: {too_many_values(what)}; a job holds settings and a task, "
         "and large data belongs in inventory files"
     )
-
-
-def _mark(parent: Any, key: Any) -> tuple[int, int]:
-    """1-based line and column of ``parent[key]``'s key (item, for a list); 1:1 for the root."""
-    try:
-        if isinstance(parent, CommentedMap):
-            line, column = parent.lc.key(key)
-        elif isinstance(parent, CommentedSeq):
-            line, column = parent.lc.item(key)
-        else:
-            return 1, 1
-        return int(line) + 1, int(column) + 1
-    except (AttributeError, KeyError, TypeError):
-        return 1, 1

@@ -34,6 +34,7 @@ __all__ = [
     "expand_env",
     "is_secret_key",
     "resolve_inventory",
+    "secret_text",
 ]
 
 MASK = "********"
@@ -50,6 +51,20 @@ class SecretError(NornirBenchError, ValueError):
 def is_secret_key(key: object) -> bool:
     """Whether a setting named ``key`` holds a secret (``password``, ``secret``, ``token``...)."""
     return isinstance(key, str) and _SECRET_KEY.search(key) is not None
+
+
+def secret_text(value: object) -> str | None:
+    """The text to mask for ``value`` found under a secret key, if it can be a secret.
+
+    A string, or a number: YAML reads ``password: 123456`` as one, and the device gets its
+    text. Any number, ``.inf`` too: this decides what is masked, not what is allowed.
+    ``true`` and ``false`` are no secret.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def expand_env(text: str, where: str) -> str:
@@ -110,26 +125,22 @@ def _resolve_extras(
     for key, value in extras.items():
         under_secret = secret or is_secret_key(key)
         if isinstance(value, str):
-            extras[key] = expand_env(value, f"{where} {key}")
-            if under_secret:
-                secrets.add(extras[key])
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and under_secret:
-            secrets.add(str(value))
-        elif isinstance(value, dict):
+            value = extras[key] = expand_env(value, f"{where} {key}")
+        if isinstance(value, dict):
             _resolve_extras(value, f"{where} {key}", secrets, under_secret, depth + 1)
+        elif under_secret and (text := secret_text(value)) is not None:
+            secrets.add(text)
 
 
 def _resolve_credentials(owner: Any, where: str, secrets: set[str]) -> None:
     # The object's own value, not the one a host inherits from its groups or the defaults.
     for attribute in ("username", "password"):
-        raw = object.__getattribute__(owner, attribute)
-        if isinstance(raw, str):
-            value = expand_env(raw, f"{where} {attribute}")
+        value = object.__getattribute__(owner, attribute)
+        if isinstance(value, str):
+            value = expand_env(value, f"{where} {attribute}")
             setattr(owner, attribute, value)
-            if attribute == "password":
-                secrets.add(value)
-        elif attribute == "password" and isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            secrets.add(str(raw))  # YAML reads password: 123456 as a number
+        if attribute == "password" and (text := secret_text(value)) is not None:
+            secrets.add(text)
 
 
 def encoded_forms(secret: str) -> set[str]:

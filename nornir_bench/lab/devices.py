@@ -25,6 +25,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from nornir_bench.core.checks import is_whole_number, whole_number
 from nornir_bench.jobs.secrets import SecretError, expand_env
 from nornir_bench.lab._errors import LabError
 
@@ -153,8 +154,7 @@ def generate_lab_devices(
     Raises:
         LabError: for a bad value, saying what is allowed.
     """
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise LabError(f"count must be a whole number >= 1, got {count!r}")
+    whole_number("count", count, minimum=1, error=LabError)
     if isinstance(platforms, str) or not platforms:
         raise LabError(f"platforms must be a non-empty list of platform names, got {platforms!r}")
     known = fakenos_platforms()
@@ -279,7 +279,7 @@ def _loopback_address(host: str, hostname: object) -> str:
 
 
 def _port(host: str, port: object) -> int:
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+    if not is_whole_number(port, 1, 65535):
         raise LabError(
             f"{_where(host)}port must be a whole number from 1 to 65535 "
             f"(each lab device listens on its own port), got {port!r}"

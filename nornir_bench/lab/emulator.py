@@ -14,7 +14,6 @@ print ``lab ready:``, wait for Ctrl-C or SIGTERM, stop them.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import signal
 import socket
@@ -28,6 +27,7 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from nornir_bench.lab._errors import LabError
+from nornir_bench.lab._quiet import quiet_emulator
 from nornir_bench.lab.devices import (
     DEFAULT_BASE_PORT,
     DEFAULT_PLATFORMS,
@@ -167,7 +167,7 @@ def run_lab(
             "leave them out when the lab comes from an inventory"
         )
     devices = lab_devices(inventory, count=count, platforms=platforms, port=port)
-    with _until_stopped(stop) as stopped, _quiet_emulator() as quiet, DeviceLab(devices):
+    with _until_stopped(stop) as stopped, quiet_emulator() as quiet, DeviceLab(devices):
         width = max(len(d.name) for d in devices)
         for device in devices:
             print_line(
@@ -356,72 +356,3 @@ def _until_stopped(stop: threading.Event | None) -> Iterator[threading.Event]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-# How FakeNOS's session threads end when a client does not complete a session, in words. The
-# keys are fragments of the errors they end with (paramiko's, or FakeNOS's own: it calls
-# ``channel.makefile`` on the ``None`` that ``Transport.accept`` returns when the client left
-# before opening a shell).
-_EARLY_ENDS = (
-    ("SSH protocol banner", "without speaking SSH (TCP pings, port probes, wait-lab)"),
-    ("'makefile'", "before opening a shell (failed logins, or clients that gave up)"),
-)
-
-
-class _Quiet:
-    """What :func:`_quiet_emulator` kept off the terminal: device sessions that ended early."""
-
-    def __init__(self) -> None:
-        self.ended: dict[str, int] = {}  # what it means -> how many
-
-    @property
-    def sessions_ended(self) -> int:
-        return sum(self.ended.values())
-
-    def count(self, detail: str) -> None:
-        meaning = next(
-            (words for fragment, words in _EARLY_ENDS if fragment in detail),
-            f"with an error ({detail})",
-        )
-        self.ended[meaning] = self.ended.get(meaning, 0) + 1
-
-    def describe(self) -> str:
-        """``"3 connections ended early: 2 without speaking SSH (...), 1 before ..."``"""
-        total = self.sessions_ended
-        parts = [f"{n} {meaning}" for meaning, n in self.ended.items()]
-        return f"{total} connection{'s' * (total != 1)} ended early: {', '.join(parts)}"
-
-
-@contextmanager
-def _quiet_emulator() -> Iterator[_Quiet]:
-    """Keep FakeNOS's and paramiko's per-session chatter off the lab's terminal.
-
-    A client that only opens a TCP connection (a ping), fails to log in or disconnects makes
-    FakeNOS log socket errors and end that session's thread with a traceback; none is a lab
-    failure, so they are counted (the stop line reports them) instead of printed. An error in
-    any other thread is printed, in one line.
-    """
-    loggers = [logging.getLogger(name) for name in ("fakenos", "paramiko")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
-    previous_hook = threading.excepthook
-    quiet = _Quiet()
-
-    def one_line(args: threading.ExceptHookArgs) -> None:
-        if args.exc_type is SystemExit:
-            return
-        detail = f"{args.exc_type.__name__}: {' '.join(str(args.exc_value).split())}"
-        name = args.thread.name if args.thread is not None else "?"
-        if "connection_function" in name:  # a FakeNOS SSH session thread
-            quiet.count(detail)
-            return
-        print(f"lab: thread {name} failed: {detail}", file=sys.stderr, flush=True)
-
-    threading.excepthook = one_line
-    try:
-        yield quiet
-    finally:
-        threading.excepthook = previous_hook
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)

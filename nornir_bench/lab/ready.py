@@ -12,6 +12,7 @@ import socket
 import time
 from collections.abc import Sequence
 
+from nornir_bench.core.checks import number
 from nornir_bench.lab._errors import LabError
 from nornir_bench.lab.devices import LabDevice
 
@@ -40,8 +41,7 @@ def wait_for_lab(devices: Sequence[LabDevice], timeout: float = DEFAULT_WAIT_TIM
         LabNotReady: when some device still refuses after ``timeout``, naming those devices
             and the last error.
     """
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise LabError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    number("timeout", timeout, above=0, unit="a number of seconds", error=LabError)
     deadline = time.monotonic() + timeout
     waiting = list(devices)
     last: dict[str, str] = {}

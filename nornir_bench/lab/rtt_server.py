@@ -16,7 +16,6 @@ handle per connection with replies pending. Replies on one connection leave in o
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import random
 import signal
 import sys
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TextIO, cast
 
+from nornir_bench.core.checks import is_number, whole_number
+from nornir_bench.core.loops import new_event_loop
 from nornir_bench.lab._errors import LabError
 from nornir_bench.tasks.simulated import MAX_RTT
 
@@ -95,25 +96,20 @@ class RttServer:
             raise LabError(
                 f"rtt server: address must be a host name or IP address, got {address!r}"
             )
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            raise LabError(f"rtt server: port must be a whole number from 0 to 65535, got {port!r}")
-        if isinstance(ports, bool) or not isinstance(ports, int) or ports < 1:
-            raise LabError(f"rtt server: ports must be a whole number >= 1, got {ports!r}")
+        whole_number("rtt server: port", port, minimum=0, maximum=65535, error=LabError)
+        whole_number("rtt server: ports", ports, minimum=1, error=LabError)
         if ports > 1 and (port == 0 or port + ports - 1 > 65535):
             raise LabError(
                 f"rtt server: {ports} ports need a first port from 1 to {65536 - ports}, "
                 f"got {port} (port 0 picks a single free port)"
             )
         for name, value in (("delay", delay), ("jitter", jitter)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                0 <= value <= MAX_RTT
-            ):
+            if not is_number(value, 0, MAX_RTT):
                 raise LabError(
                     f"rtt server: {name} must be a number of seconds from 0 to {MAX_RTT:g} (an "
                     f"hour: longer than any device takes to answer), got {value!r}"
                 )
-        if isinstance(backlog, bool) or not isinstance(backlog, int) or backlog < 1:
-            raise LabError(f"rtt server: backlog must be a whole number >= 1, got {backlog!r}")
+        whole_number("rtt server: backlog", backlog, minimum=1, error=LabError)
         self.address = address
         self.port = port
         self.ports = ports
@@ -340,7 +336,7 @@ def run_rtt_server(
     """
     server = RttServer(address, port, ports=ports, delay=delay, jitter=jitter)  # checks options
     limit = raise_open_file_limit()
-    loop = _new_loop()
+    loop = new_event_loop()
     try:
         loop.run_until_complete(_serve(server, limit, out or sys.stdout))
     finally:
@@ -378,14 +374,6 @@ async def _serve(server: RttServer, limit: int | None, out: TextIO) -> None:
         file=out,
         flush=True,
     )
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    if importlib.util.find_spec("uvloop") is not None:
-        import uvloop
-
-        return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
 
 
 def _join(address: str, port: int) -> str:

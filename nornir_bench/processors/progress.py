@@ -12,6 +12,8 @@ from typing import IO, TYPE_CHECKING
 
 from tqdm import tqdm
 
+from nornir_bench.processors.base import NoOpProcessor
+
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import AggregatedResult, MultiResult, Task
@@ -24,7 +26,7 @@ class _Bar(tqdm):  # type: ignore[type-arg]  # tqdm is generic in its items; our
     monitor_interval = 0
 
 
-class ProgressBar:
+class ProgressBar(NoOpProcessor):
     """Shows ``hosts done/total [elapsed<ETA, rate] failed=N`` while a task runs.
 
     Args:
@@ -68,15 +70,6 @@ class ProgressBar:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-
-    def task_instance_started(self, task: Task, host: Host) -> None:
-        pass
-
-    def subtask_instance_started(self, task: Task, host: Host) -> None:
-        pass
-
-    def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
-        pass
 
 
 def _is_terminal(file: IO[str]) -> bool:

@@ -9,14 +9,16 @@ from __future__ import annotations
 from time import perf_counter
 from typing import TYPE_CHECKING
 
+from nornir_bench.processors.base import NoOpProcessor
+
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import AggregatedResult, MultiResult, Task
+    from nornir.core.task import MultiResult, Task
 
 __all__ = ["HostTimer"]
 
 
-class HostTimer:
+class HostTimer(NoOpProcessor):
     """Records, per host name, the seconds from ``task_instance_started`` to ``..._completed``.
 
     ``elapsed`` holds the durations of the last run. Subtasks are not timed separately: they
@@ -36,12 +38,3 @@ class HostTimer:
 
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         self.elapsed[host.name] = perf_counter() - self._started.pop(host.name)
-
-    def task_completed(self, task: Task, result: AggregatedResult) -> None:
-        pass
-
-    def subtask_instance_started(self, task: Task, host: Host) -> None:
-        pass
-
-    def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
-        pass

@@ -18,22 +18,20 @@ coroutine, so 10,000 of them cost little more than one round trip.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import signal
 import threading
-from collections import deque
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Task
 
-from nornir_bench.core._gc import tuned_for_run
-from nornir_bench.core.connections import aclose_connections
-from nornir_bench.core.execution import arun_host, is_async_task, offloading, stop_offloading
-from nornir_bench.core.offload import ThreadOffloader
-from nornir_bench.runners._options import seconds_or_none, whole_number
+from nornir_bench.core.checks import seconds_or_none, whole_number
+from nornir_bench.core.execution import arun_host, run_task
+from nornir_bench.core.loops import LOOPS, new_event_loop, resolve_loop
+from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import interrupted, placeholders
 
 if TYPE_CHECKING:
@@ -43,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LOOPS", "AsyncioRunner", "arun"]
 
-LOOPS = ("auto", "asyncio", "uvloop")
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +72,14 @@ class AsyncioRunner:
         task_timeout: float | None = None,
         max_threads: int | None = None,
     ) -> None:
-        self.num_workers = whole_number("asyncio", "num_workers", num_workers)
+        self.num_workers = whole_number("asyncio runner: num_workers", num_workers, minimum=1)
         self.loop = loop
-        self.loop_implementation = _resolve_loop(loop)
-        self.task_timeout = seconds_or_none("asyncio", "task_timeout", task_timeout)
+        self.loop_implementation = resolve_loop(loop, what="asyncio runner")
+        self.task_timeout = seconds_or_none("asyncio runner: task_timeout", task_timeout)
         self.max_threads = (
-            num_workers if max_threads is None else whole_number("asyncio", "max_threads", max_threads)
+            num_workers
+            if max_threads is None
+            else whole_number("asyncio runner: max_threads", max_threads, minimum=1)
         )
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
@@ -104,7 +103,7 @@ class AsyncioRunner:
                 "a Jupyter cell); use `await nornir_bench.arun(nr, task, ...)` there instead"
             )
         result = placeholders(task, hosts)
-        loop = self._new_loop()
+        loop = new_event_loop(self.loop_implementation)
         abandoned = False
         try:
             main = loop.create_task(self._fill(task, hosts, result))
@@ -133,23 +132,18 @@ class AsyncioRunner:
 
     async def _fill(self, task: Task, hosts: list[Host], result: AggregatedResult) -> None:
         """Run every host, writing each host's ``MultiResult`` into ``result`` as it finishes."""
-        pending = deque(hosts)
+        pending = HostQueue(hosts)
         timeout = self.task_timeout
-        threads = ThreadOffloader(min(self.max_threads, len(hosts) or 1))
-        # A blocking task goes to the pool whole; an async one may still run blocking subtasks.
-        offload = None if is_async_task(task.task) else threads
-        token = offloading(threads)
-
         loop = asyncio.get_running_loop()
         all_done = loop.create_future()
         running = min(self.num_workers, len(hosts))
+        session = AsyncRunSession(task.task, hosts, max_threads=min(self.max_threads, len(hosts) or 1))
 
         async def work() -> None:
             nonlocal running
-            take = pending.popleft
+            offload = session.offload
             try:
-                while pending:
-                    host = take()
+                for host in pending:
                     result[host.name] = await arun_host(task, host, offload=offload, timeout=timeout)
             except asyncio.CancelledError:
                 raise
@@ -163,28 +157,16 @@ class AsyncioRunner:
                 if running == 0 and not all_done.done():
                     all_done.set_result(None)
 
-        try:
-            with tuned_for_run():
-                workers = [loop.create_task(work()) for _ in range(running)]
-                try:
-                    if workers:
-                        await all_done
-                except BaseException:  # cancelled (Ctrl-C), or a task raised SystemExit & co.
-                    for worker in workers:
-                        worker.cancel()
-                    await asyncio.gather(*workers, return_exceptions=True)
-                    raise
-        finally:
-            stop_offloading(token)
-            await aclose_connections(hosts)  # they live on this loop (see connections.py)
-            await threads.aclose()
-
-    def _new_loop(self) -> asyncio.AbstractEventLoop:
-        if self.loop_implementation == "uvloop":
-            import uvloop
-
-            return uvloop.new_event_loop()
-        return asyncio.new_event_loop()
+        async with session:
+            workers = [loop.create_task(work()) for _ in range(running)]
+            try:
+                if workers:
+                    await all_done
+            except BaseException:  # cancelled (Ctrl-C), or a task raised SystemExit & co.
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                raise
 
     def __repr__(self) -> str:
         return (
@@ -221,38 +203,24 @@ async def arun(
             "nr.with_runner(AsyncioRunner())"
         )
     # The steps of nornir's Nornir.run, in its order, with the runner call awaited.
-    run_task = Task(
-        task, nr, global_dry_run=nr.data.dry_run, name=name, processors=nr.processors, **kwargs
+    template = run_task(
+        task, nr, dry_run=nr.data.dry_run, processors=nr.processors, name=name, **kwargs
     )
-    nr.processors.task_started(run_task)
+    nr.processors.task_started(template)
     failed = nr.data.failed_hosts
     run_on = [h for n, h in nr.inventory.hosts.items() if on_good and n not in failed]
     run_on += [h for n, h in nr.inventory.hosts.items() if on_failed and n in failed]
     if run_on:
-        logger.info("Running task %r with args %s on %d hosts", run_task.name, kwargs, len(run_on))
+        logger.info("Running task %r with args %s on %d hosts", template.name, kwargs, len(run_on))
     else:
-        logger.warning("Task %r has not been run – 0 hosts selected", run_task.name)
-    result = await runner.arun_hosts(run_task, run_on)
+        logger.warning("Task %r has not been run – 0 hosts selected", template.name)
+    result = await runner.arun_hosts(template, run_on)
     if raise_on_error if raise_on_error is not None else nr.config.core.raise_on_error:
         result.raise_on_error()
     else:
         nr.data.failed_hosts.update(result.failed_hosts.keys())
-    nr.processors.task_completed(run_task, result)
+    nr.processors.task_completed(template, result)
     return result
-
-
-def _resolve_loop(loop: object) -> str:
-    if loop not in LOOPS:
-        raise ValueError(f"asyncio runner: loop must be one of {', '.join(LOOPS)}; got {loop!r}")
-    has_uvloop = importlib.util.find_spec("uvloop") is not None
-    if loop == "uvloop" and not has_uvloop:
-        raise ValueError(
-            "asyncio runner: loop 'uvloop' needs the uvloop package "
-            "(pip install 'nornir-bench[speed]'), or use loop 'auto' or 'asyncio'"
-        )
-    if loop == "auto":
-        return "uvloop" if has_uvloop else "asyncio"
-    return str(loop)
 
 
 def _end_cancelled(loop: asyncio.AbstractEventLoop, main: asyncio.Task[None], *, wait: bool) -> bool:

@@ -5,9 +5,9 @@ with its own lock and condition), puts every host through a locked ``queue.Queue
 walks the futures a second time to build the result. Following fastthreadpool's reasoning,
 this runner does none of that:
 
-- all hosts are known before the run starts, so they go into one ``collections.deque``;
-  workers ``popleft`` from it (atomic, lock-free under the GIL) and stop when it is empty, so
-  there is no queue, no wake-up signalling and no shutdown sentinel;
+- all hosts are known before the run starts, so they go into one ``HostQueue`` (a
+  ``collections.deque``); workers ``popleft`` from it (atomic, lock-free under the GIL) and stop
+  when it is empty, so there is no queue, no wake-up signalling and no shutdown sentinel;
 - each worker stores the host's ``MultiResult`` straight into the ``AggregatedResult`` as it
   finishes; there is no per-host object besides what nornir's results need;
 - a thread is started only while hosts are still waiting, so a fast task on few hosts never
@@ -20,12 +20,12 @@ this runner does none of that:
 from __future__ import annotations
 
 import threading
-from collections import deque
 from typing import TYPE_CHECKING
 
 from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_host
-from nornir_bench.runners._options import whole_number
+from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import interrupted, placeholders
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class ThreadPoolRunner:
     stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
 
     def __init__(self, num_workers: int = 20) -> None:
-        self.num_workers = whole_number("threadpool", "num_workers", num_workers)
+        self.num_workers = whole_number("threadpool runner: num_workers", num_workers, minimum=1)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on every host in ``hosts``.
@@ -66,17 +66,13 @@ class ThreadPoolRunner:
                 thread has stopped, as nornir's runner re-raises it.
         """
         result = placeholders(task, hosts)
-        pending = deque(hosts)
+        pending = HostQueue(hosts)
         escaped: list[BaseException] = []
 
         def work() -> None:
-            take = pending.popleft
             try:
-                while True:
-                    host = take()
+                for host in pending:
                     result[host.name] = run_host(task, host)
-            except IndexError:  # only popleft raises it: run_host captures task errors
-                return
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
                 escaped.append(exc)
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Result
 
+from nornir_bench.core.checks import number
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.ssh_session import CONNECTION_NAME, session_of
@@ -162,8 +163,7 @@ async def asend_command(
         TimeoutError: no prompt within ``timeout``.
     """
     command = _checked(command)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"asend_command: timeout must be a number of seconds > 0, got {timeout!r}")
+    number("asend_command: timeout", timeout, above=0, unit="a number of seconds")
     host = task.host
     session = session_of(host)
     async with session.lock:

@@ -17,9 +17,9 @@ import asyncio
 import logging
 import re
 import socket
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nornir_bench.core.timeouts import within
 from nornir_bench.tasks._terminal import (
     ANY_PROMPT,
     PromptWatch,
@@ -63,6 +63,9 @@ def session_of(host: Host) -> AsyncSSHSession:
     return fresh
 
 
+# Over 200 lines, on purpose: opening, logging in, privileged mode, commands and closing are
+# one session's states, sharing its channel, buffer and lock; the terminal rules (prompts,
+# paging, echo) are already apart, in _terminal.
 class AsyncSSHSession:
     """One CLI session: an asyncssh connection and an interactive shell with a PTY.
 
@@ -147,10 +150,11 @@ class AsyncSSHSession:
         self._where = f"{address}:{port or 22}"
         self._loop = asyncio.get_running_loop()
         try:
-            await _within(
+            message = f"{self._where}: no CLI prompt within {timeout:g} s of connecting"
+            await within(
                 self._login(address, port or 22, username, password, platform, options),
                 timeout,
-                f"{self._where}: no CLI prompt within {timeout:g} s of connecting",
+                lambda: TimeoutError(message),
             )
         except BaseException:
             self._abort()
@@ -193,11 +197,8 @@ class AsyncSSHSession:
             TimeoutError: the prompt did not come back within ``timeout``.
         """
         try:
-            return await _within(
-                self._command(command, enable),
-                timeout,
-                f"{self._where}: no prompt within {timeout:g} s of sending {command!r}",
-            )
+            message = f"{self._where}: no prompt within {timeout:g} s of sending {command!r}"
+            return await within(self._command(command, enable), timeout, lambda: TimeoutError(message))
         except BaseException:
             self._abort()
             raise
@@ -325,11 +326,3 @@ def _shut_down(connection: asyncssh.SSHClientConnection) -> None:
 
 def _prompt_or_password(prompt: re.Pattern[str]) -> re.Pattern[str]:
     return re.compile(f"(?:{prompt.pattern})|(?:[Pp]assword:\\s*\\Z)")
-
-
-async def _within(call: Awaitable[T], seconds: float, message: str) -> T:
-    """``await call``, raising ``TimeoutError(message)`` after ``seconds``."""
-    try:
-        return await asyncio.wait_for(call, seconds)
-    except asyncio.TimeoutError:
-        raise TimeoutError(message) from None

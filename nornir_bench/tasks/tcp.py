@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
 import time
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
+from nornir_bench.core.checks import number, whole_number
+from nornir_bench.core.timeouts import within
 from nornir_bench.tasks._needs import needs
 
 if TYPE_CHECKING:
@@ -56,12 +56,8 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
         """
         host = task.host
         chosen = port if port is not None else (host.port or _DEFAULT_PORT)
-        if isinstance(chosen, bool) or not isinstance(chosen, int) or not 1 <= chosen <= 65535:
-            raise ValueError(
-                f"tcp_ping: port must be a whole number from 1 to 65535, got {chosen!r}"
-            )
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise ValueError(f"tcp_ping: timeout must be a number of seconds > 0, got {timeout!r}")
+        whole_number("tcp_ping: port", chosen, minimum=1, maximum=65535)
+        number("tcp_ping: timeout", timeout, above=0, unit="a number of seconds")
         if probe is not None and (
             not isinstance(probe, str) or not probe or "\n" in probe or "\r" in probe
         ):
@@ -158,7 +154,7 @@ async def atcp_ping(
     exchange = _Exchange(loop, ping.probe)
     start = time.perf_counter()
     try:
-        replied = await _within(exchange.run(loop, ping.host, ping.port), ping.timeout)
+        replied = await within(exchange.run(loop, ping.host, ping.port), ping.timeout, TimeoutError)
     except TimeoutError:
         raise (ping.no_reply() if exchange.connected_at else ping.no_connection()) from None
     finally:
@@ -211,18 +207,3 @@ class _Exchange(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
             self._transport = None
-
-
-if sys.version_info >= (3, 11):
-
-    async def _within(call: Awaitable[T], seconds: float) -> T:
-        async with asyncio.timeout(seconds):  # no task per call, unlike wait_for
-            return await call
-
-else:  # Python 3.10: no asyncio.timeout
-
-    async def _within(call: Awaitable[T], seconds: float) -> T:
-        try:
-            return await asyncio.wait_for(call, seconds)
-        except asyncio.TimeoutError:
-            raise TimeoutError from None

@@ -13,6 +13,7 @@ import pytest
 from nornir_bench.jobs._yaml_input import MAX_DEPTH, MAX_JOB_BYTES, MAX_VALUES
 from nornir_bench.jobs.load import JobError, load_job
 from nornir_bench.tasks import asim_rtt, sim_rtt
+from tests.conftest import imported_by
 
 SYNTHETIC = """\
 inventory:
@@ -509,3 +510,8 @@ def test_inventory_data_may_share_an_alias(tmp_path: Path) -> None:
     (tmp_path / "groups.yaml").write_text("{}\n")
     nr, _ = load_job(write(tmp_path, INVENTORY_JOB)).nornir()
     assert nr.inventory.hosts["r2"].data == {"site": "x", "vlans": [1, 2, 3]}
+
+
+def test_loading_a_job_does_not_import_the_benchmark() -> None:
+    """Job files ask the runner registry, not the benchmark, which runners await async tasks."""
+    assert "nornir_bench.bench.benchmark" not in imported_by("import nornir_bench.jobs.load")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import pickle
@@ -31,7 +32,7 @@ from nornir_bench import (
     WorkerUnavailable,
 )
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.runners.processpool.pool import MAX_PROCS_PER_CPU
+from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.async_tasksets import ASYNC_TASK_SET
@@ -109,11 +110,27 @@ def test_loaded_through_nornirs_entry_point() -> None:
         ({"chunk_size": 0}, "chunk_size must be a whole number >= 1, got 0"),
         ({"crash_reruns": -1}, "crash_reruns must be a whole number >= 0, got -1"),
         ({"task_timeout": -3}, "task_timeout must be a number of seconds > 0, or None"),
+        ({"loop": "trio"}, "loop must be one of auto, asyncio, uvloop; got 'trio'"),
     ],
 )
 def test_bad_options_rejected_when_built(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match="^processpool runner: " + message):
         ProcessPoolRunner(**options)
+
+
+async def _loop_module(task: Task) -> str:
+    import asyncio
+
+    return type(asyncio.get_running_loop()).__module__
+
+
+@pytest.mark.parametrize(
+    "loop", ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["asyncio"]
+)
+def test_workers_run_the_loop_chosen(loop: str) -> None:
+    """Workers once always ran plain asyncio, whatever uvloop choice the run made."""
+    result = pool(hosts=4, num_procs=2, loop=loop).run(task=_loop_module)
+    assert {r[0].result.split(".")[0] for r in result.values()} == {loop}
 
 
 def test_processor_hooks_fire_in_the_parent_in_nornirs_order() -> None:
@@ -336,6 +353,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     from nornir_bench.core.execution import run_host
     from nornir_bench.runners._results import placeholders
     from nornir_bench.runners.processpool.crashes import RunningHost
+    from nornir_bench.runners.processpool.messages import Done, send
     from nornir_bench.runners.processpool.pool import _Pool, _Worker
 
     class ForkServerGone:
@@ -369,7 +387,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     # dev0's result was on its way when the watchdog fired; dev1 never finished
     done = run_host(task, hosts[0])
     with Connection(worker_end.detach()) as sent:
-        sent.send_bytes(pickle.dumps(("done", [(0, done, hosts[0].data, [])])))
+        send(sent, Done([(0, done, hosts[0].data, [])]))
         overdue: dict[int, Exception] = {i: TaskTimeout("hello", hosts[i].name, 1) for i in (0, 1)}
         runner._lost(worker, overdue)
     assert runner.remaining == 0
@@ -630,15 +648,18 @@ def _stuck_on_dev3(task: Task) -> str:
 
 
 def _fork_server_processes() -> set[int]:
-    """Every process running the fork server's command: the fork servers and their workers."""
+    """Every process running the fork server's command in this process group: the fork servers
+    and their workers (orphaned ones too), not those of other test runs on the machine."""
     found = set()
+    group = os.getpgrp()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
                     if b"nornir_bench.runners.processpool._main" in f.read():
-                        found.add(int(entry))
-            except OSError:
+                        if os.getpgid(int(entry)) == group:
+                            found.add(int(entry))
+            except (OSError, ProcessLookupError):
                 continue
     return found
 

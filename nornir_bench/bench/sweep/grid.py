@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nornir_bench.bench.benchmark import available_runners
+from nornir_bench.core.checks import is_number, is_whole_number
+from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks.simulated import MAX_RTT
 
 __all__ = ["DEFAULT_RTTS", "DEFAULT_RUNNERS", "DEFAULT_WORKERS", "Point", "SweepGrid"]
@@ -37,7 +38,7 @@ class SweepGrid:
 
     Args:
         runners: registered runner plugin names (see
-            :func:`nornir_bench.bench.benchmark.available_runners`), nornir's ``threaded`` and
+            :func:`nornir_bench.runners.registry.available_runners`), nornir's ``threaded`` and
             ``serial`` included.
         workers: worker counts, each >= 1.
         rtts: round-trip times in seconds, each from 0 to
@@ -68,9 +69,7 @@ class SweepGrid:
         for count in workers:
             _whole_number("workers", count, "whole numbers")
         for rtt in rtts:
-            if isinstance(rtt, bool) or not isinstance(rtt, (int, float)) or not (
-                0 <= rtt <= MAX_RTT
-            ):
+            if not is_number(rtt, 0, MAX_RTT):
                 raise ValueError(
                     f"sweep: rtts must be numbers of seconds from 0 to {MAX_RTT:g}, got {rtt!r}"
                 )
@@ -104,6 +103,6 @@ class SweepGrid:
 
 
 def _whole_number(name: str, value: object, allowed: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_whole_number(value, 1):
         raise ValueError(f"sweep: {name} must be {allowed} >= 1, got {value!r}")
     return value

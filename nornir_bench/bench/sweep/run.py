@@ -21,7 +21,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from nornir_bench.bench.benchmark import takes_workers
 from nornir_bench.bench.record import BenchmarkRecord, RecordError, read_record
 from nornir_bench.bench.sweep.child import TimedProcess, time_process
 from nornir_bench.bench.sweep.grid import Point, SweepGrid
@@ -34,6 +33,7 @@ from nornir_bench.bench.sweep.journal import (
     sweep_environment,
 )
 from nornir_bench.bench.sweep.results import PointResult, Recommendation, aggregate, recommend
+from nornir_bench.runners.registry import takes_workers
 
 __all__ = ["SweepResult", "child_timeout", "run_sweep"]
 

@@ -13,22 +13,16 @@ milliseconds, already holding the run. The fork server reaps its children and re
 exit status, which the pool needs to say how a worker died; it kills a worker when asked, and
 all of them when it stops or when the pool goes away (its control socket closes).
 
-Two sockets join the pool and the fork server: ``control`` carries pickled ``(kind, body)``
-messages, ``fds`` the file descriptors of each new worker (its socket to the pool and its
-:class:`~nornir_bench.runners.processpool.crashes.RunningHost` cell):
-
-- pool -> server: ``("run", spec_bytes)``, ``("fork", None)`` (the descriptors sent on ``fds``
-  first), ``("kill", pid)``, ``("stop", None)``;
-- server -> pool: ``("forked", pid)`` or ``("error", why)`` for each fork (``why``: the run
-  could not be loaded, e.g. a module the task needs does not import there);
-  ``("exited", pid, returncode)`` whenever a worker ends (negative: the signal that killed it).
+Two sockets join the pool and the fork server: ``control`` carries the messages of
+:mod:`~nornir_bench.runners.processpool.messages`, ``fds`` the file descriptors of each new
+worker (its socket to the pool and its
+:class:`~nornir_bench.runners.processpool.crashes.RunningHost` cell).
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import pickle
 import selectors
 import signal
 import socket
@@ -44,6 +38,18 @@ import cloudpickle
 
 from nornir_bench.core.exceptions import describe_exit
 from nornir_bench.runners.processpool.crashes import RunningHost
+from nornir_bench.runners.processpool.messages import (
+    Fork,
+    Kill,
+    LoadFailed,
+    LoadRun,
+    Message,
+    Stop,
+    WorkerExited,
+    WorkerForked,
+    receive,
+    send,
+)
 
 __all__ = ["ForkServer", "Forked", "WorkerStartError", "serve_forks"]
 
@@ -100,7 +106,7 @@ class ForkServer:
         A fork server that died already is reported by the next :meth:`fork`.
         """
         try:
-            self._send(("run", spec))
+            send(self.control, LoadRun(spec))
         except OSError:
             pass
 
@@ -116,8 +122,8 @@ class ForkServer:
             with worker_end:
                 try:
                     socket.send_fds(self.fds, [b"f"], [worker_end.fileno(), running.fileno()])
-                    self._send(("fork", None))
-                    kind, body = self._reply(LOAD_TIMEOUT)
+                    send(self.control, Fork())
+                    reply = self._reply(LOAD_TIMEOUT)
                 except (OSError, EOFError):
                     raise WorkerStartError(
                         f"the fork server {describe_exit(self._returncode())}"
@@ -129,13 +135,14 @@ class ForkServer:
                         "module the task imports hang?)",
                         load_error=True,
                     ) from None
-            if kind == "error":
-                raise WorkerStartError(str(body), load_error=True)
+            if isinstance(reply, LoadFailed):
+                raise WorkerStartError(reply.reason, load_error=True)
+            assert isinstance(reply, WorkerForked), reply
         except BaseException:
             pool_end.close()
             running.close()
             raise
-        return int(body), Connection(pool_end.detach()), running
+        return reply.pid, Connection(pool_end.detach()), running
 
     def exit_status(self, pid: int, timeout: float = _STOP_WAIT_SECONDS) -> int | None:
         """The return code of worker ``pid`` once it has ended; ``None`` if not within
@@ -145,7 +152,7 @@ class ForkServer:
             while pid not in self.statuses:
                 if not self.control.poll(max(0.0, deadline - time.monotonic())):
                     return None
-                self._take(pickle.loads(self.control.recv_bytes()))
+                self._take(receive(self.control))
         except (OSError, EOFError):
             return None
         return self.statuses.pop(pid)
@@ -158,14 +165,14 @@ class ForkServer:
     def kill(self, pid: int) -> None:
         """Kill worker ``pid`` (SIGKILL) if it is still running."""
         try:
-            self._send(("kill", pid))
+            send(self.control, Kill(pid))
         except OSError:  # the fork server is gone, and took its children with it
             pass
 
     def close(self) -> None:
         """Stop the fork server; it kills any worker still running and reaps them all."""
         try:
-            self._send(("stop", None))
+            send(self.control, Stop())
         except OSError:
             pass
         try:
@@ -176,10 +183,7 @@ class ForkServer:
         self.control.close()
         self.fds.close()
 
-    def _send(self, message: tuple[str, Any]) -> None:
-        self.control.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
-
-    def _reply(self, timeout: float) -> tuple[str, Any]:
+    def _reply(self, timeout: float) -> Message:
         """The next message that is not an exit report (those are kept for ``exit_status``).
 
         Raises:
@@ -189,19 +193,19 @@ class ForkServer:
         while True:
             if not self.control.poll(max(0.0, deadline - time.monotonic())):
                 raise TimeoutError
-            message = pickle.loads(self.control.recv_bytes())
+            message = receive(self.control)
             if not self._take(message):
-                return message  # type: ignore[no-any-return]
+                return message
 
-    def _take(self, message: tuple[Any, ...]) -> bool:
-        if message[0] == "exited":
-            pid = message[1]
-            if pid in self._forgotten:
-                self._forgotten.discard(pid)
-            else:
-                self.statuses[pid] = message[2]
-            return True
-        return False
+    def _take(self, message: Message) -> bool:
+        """Keep an exit report for :meth:`exit_status`; False for any other message."""
+        if not isinstance(message, WorkerExited):
+            return False
+        if message.pid in self._forgotten:
+            self._forgotten.discard(message.pid)
+        else:
+            self.statuses[message.pid] = message.returncode
+        return True
 
     def _returncode(self) -> int | None:
         try:
@@ -234,27 +238,26 @@ def serve_forks(control: Connection, fds: socket.socket) -> None:
                     _reap(children, control)
                     continue
                 try:
-                    kind, body = pickle.loads(control.recv_bytes())
+                    message = receive(control)
                 except (EOFError, OSError):  # the pool is gone
                     return
-                if kind == "run":
-                    spec, error = _load(body)
-                elif kind == "fork":
+                if isinstance(message, LoadRun):
+                    spec, error = _load(message.spec)
+                elif isinstance(message, Fork):
                     _, given, _, _ = socket.recv_fds(fds, 1, 2)
                     for fd in given:  # forks keep them; programs a task runs must not
                         os.set_inheritable(fd, False)
-                    if spec is None:
-                        reply: tuple[str, Any] = ("error", error)
-                    else:
+                    reply: Message = LoadFailed(error)
+                    if spec is not None:
                         pid = _fork(given, spec, (control, fds, selector, wake_read, wake_write))
                         children.add(pid)
-                        reply = ("forked", pid)
+                        reply = WorkerForked(pid)
                     for fd in given:
                         os.close(fd)
-                    control.send_bytes(pickle.dumps(reply))
-                elif kind == "kill" and body in children:
-                    _kill(body)
-                elif kind == "stop":
+                    send(control, reply)
+                elif isinstance(message, Kill) and message.pid in children:
+                    _kill(message.pid)
+                elif isinstance(message, Stop):
                     return
     finally:
         for pid in children:
@@ -337,7 +340,7 @@ def _reap(children: set[int], control: Connection) -> None:
             return
         children.discard(pid)
         try:
-            control.send_bytes(pickle.dumps(("exited", pid, os.waitstatus_to_exitcode(status))))
+            send(control, WorkerExited(pid, os.waitstatus_to_exitcode(status)))
         except OSError:  # the pool is gone; the loop ends on its next read
             return
 

@@ -14,20 +14,12 @@ keeps at most ``num_workers`` in flight per worker). Each host goes through the 
 Finished hosts go back in batches: the ``MultiResult``, the host's ``data`` after the task, and
 the subtask hook events the parent replays on its own processors.
 
-Messages are ``(kind, body)`` tuples, pickled:
-
-- parent -> worker: ``("run", spec_bytes)``, ``("hosts", [index, ...])``, ``("stop", None)``
-- worker -> parent: ``("ready", None)`` once it has loaded the run; ``("error", text)`` when
-  it cannot (a module the task needs does not import here: every worker would fail alike);
-  ``("done", [(index, multi, data, events), ...])``; ``("tainted", None)`` when a blocking task
-  overran ``task_timeout``: its thread cannot be stopped, so the parent retires this worker
-  once its other hosts are done.
+The messages it exchanges with the pool are in :mod:`~nornir_bench.runners.processpool.messages`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import logging
 import pickle
@@ -44,12 +36,25 @@ from nornir.core.processor import Processors
 from nornir.core.state import GlobalState
 from nornir.core.task import MultiResult, Result, Task
 
-from nornir_bench.core._gc import tuned_for_run
-from nornir_bench.core.connections import aclose_connections, close_connections
 from nornir_bench.core.exceptions import RemoteException, TaskTimeout
-from nornir_bench.core.execution import arun_host, is_async_task, offloading
-from nornir_bench.core.offload import ThreadOffloader
+from nornir_bench.core.execution import arun_host, run_task
+from nornir_bench.core.loops import new_event_loop
+from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.processors.base import NoOpProcessor
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
+from nornir_bench.runners.processpool.messages import (
+    Done,
+    FinishedHost,
+    LoadFailed,
+    LoadRun,
+    Message,
+    Ready,
+    RunHosts,
+    Stop,
+    Tainted,
+    receive,
+    send,
+)
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -80,6 +85,7 @@ class RunSpec:
     hosts: list[Host]
     num_workers: int
     task_timeout: float | None
+    loop: str = "auto"
 
 
 def worker_main(conn: Connection, cell_fd: int, spec: RunSpec | None = None) -> None:
@@ -96,7 +102,7 @@ def worker_main(conn: Connection, cell_fd: int, spec: RunSpec | None = None) -> 
     logging.getLogger().addHandler(logging.NullHandler())
     running = RunningHost(cell_fd)
     running.start_watching()
-    loop = asyncio.new_event_loop()
+    loop = new_event_loop(spec.loop if spec is not None else "auto")
     try:
         loop.run_until_complete(_serve(conn, running, spec))
     finally:
@@ -108,33 +114,33 @@ def worker_main(conn: Connection, cell_fd: int, spec: RunSpec | None = None) -> 
 
 async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> None:
     loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    inbox: asyncio.Queue[Message] = asyncio.Queue()
 
     def read() -> None:  # a thread: Connection has no asyncio interface
         while True:
             try:
-                message = pickle.loads(conn.recv_bytes())
+                message = receive(conn)
             except (EOFError, OSError):
-                message = ("stop", None)
+                message = Stop()
             loop.call_soon_threadsafe(inbox.put_nowait, message)
-            if message[0] == "stop":
+            if isinstance(message, Stop):
                 return
 
     threading.Thread(target=read, name="processpool-reader", daemon=True).start()
     run = None if spec is None else _load(conn, spec, cell)
     try:
         while True:
-            kind, body = await inbox.get()
-            if kind == "stop":
+            message = await inbox.get()
+            if isinstance(message, Stop):
                 break
-            if kind == "run":
+            if isinstance(message, LoadRun):
                 if run is not None:
                     await run.aclose()
-                run = _load(conn, body, cell)
+                run = _load(conn, message.spec, cell)
                 if run is None:
                     break
-            elif kind == "hosts" and run is not None:
-                for index in body:
+            elif isinstance(message, RunHosts) and run is not None:
+                for index in message.indices:
                     run.start(index)
     finally:
         if run is not None:
@@ -142,18 +148,17 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
 
 
 def _load(conn: Connection, body: bytes | RunSpec, cell: RunningHost) -> _Run | None:
-    """The run (as sent, or already loaded), ``("ready", None)`` sent back; or ``("error", why)``."""
+    """The run (as sent, or already loaded), :class:`Ready` sent back; or :class:`LoadFailed`."""
     try:
         run = _Run(conn, cloudpickle.loads(body) if isinstance(body, bytes) else body, cell)
     except Exception as exc:  # noqa: BLE001 - any import or unpickling error: tell the parent
-        why = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-        conn.send_bytes(pickle.dumps(("error", why)))
+        send(conn, LoadFailed(f"{type(exc).__name__}: {' '.join(str(exc).split())}"))
         return None
-    conn.send_bytes(pickle.dumps(("ready", None)))
+    send(conn, Ready())
     return run
 
 
-class _Events:
+class _Events(NoOpProcessor):
     """A processor recording each host's subtask hooks, for the parent to replay in order."""
 
     def __init__(self) -> None:
@@ -164,18 +169,6 @@ class _Events:
 
     def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         self.by_host.setdefault(host.name, []).append(("completed", task.name, result))
-
-    def task_started(self, task: Task) -> None:
-        pass
-
-    def task_completed(self, task: Task, result: Any) -> None:
-        pass
-
-    def task_instance_started(self, task: Task, host: Host) -> None:
-        pass
-
-    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
-        pass
 
 
 class _Run:
@@ -192,26 +185,27 @@ class _Run:
             config=spec.config,
             data=GlobalState(dry_run=spec.dry_run),
         )
-        self.task = Task(
+        self.task = run_task(
             spec.func,
             nornir,
-            global_dry_run=spec.dry_run,
+            dry_run=spec.dry_run,
             processors=Processors([self.events]),
             name=spec.name,
             severity_level=spec.severity_level,
             **spec.params,
         )
-        self.threads = ThreadOffloader(spec.num_workers)
         # Counted: while a blocking call runs in a thread, a crash may come from that thread,
-        # so the host running on the loop is not necessarily the cause (see _crashes).
-        offload = counted(self.threads, running)
-        self.offload = None if is_async_task(spec.func) else offload
-        offloading(offload)  # blocking subtasks of async tasks go to the same pool
-        self.outbox: list[tuple[int, MultiResult, dict[str, Any], list[Event]]] = []
+        # so the host running on the loop is not necessarily the cause (see crashes).
+        self.session = AsyncRunSession(
+            spec.func,
+            spec.hosts,
+            max_threads=spec.num_workers,
+            close_blocking=True,  # the hosts are this worker's copies: no later run reuses them
+            wrap_offload=lambda threads: counted(threads, running),
+        ).open()
+        self.outbox: list[FinishedHost] = []
         self.flush_timer: asyncio.TimerHandle | None = None
         self.running: set[asyncio.Task[None]] = set()
-        self.tuning = tuned_for_run()
-        self.tuning.__enter__()
 
     def start(self, index: int) -> None:
         # Marked: while the host's code runs on this loop, the parent can see which host it is
@@ -222,13 +216,12 @@ class _Run:
 
     async def _host(self, index: int) -> None:
         host = self.spec.hosts[index]
-        multi = await arun_host(
-            self.task, host, offload=self.offload, timeout=self.spec.task_timeout
-        )
+        offload = self.session.offload
+        multi = await arun_host(self.task, host, offload=offload, timeout=self.spec.task_timeout)
         events = self.events.by_host.pop(host.name, [])
         self.outbox.append((index, multi, host.data, events))
-        if self.offload is not None and isinstance(multi[0].exception, TaskTimeout):
-            self._send(("tainted", None))
+        if offload is not None and isinstance(multi[0].exception, TaskTimeout):
+            self._send(Tainted())
         # The last host in flight done: the parent is waiting to send more, so send now.
         if len(self.outbox) >= _BATCH_HOSTS or len(self.running) <= 1:
             self.flush()
@@ -241,9 +234,9 @@ class _Run:
             self.flush_timer = None
         if self.outbox:
             batch, self.outbox = self.outbox, []
-            self._send(("done", batch))
+            self._send(Done(batch))
 
-    def _send(self, message: tuple[str, Any]) -> None:
+    def _send(self, message: Message) -> None:
         try:
             data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - something in a result cannot be pickled: make it portable
@@ -256,24 +249,18 @@ class _Run:
         if self.running:
             await asyncio.gather(*self.running, return_exceptions=True)
         self.flush()
-        # The run's hosts are this worker's copies: every connection they opened ends here.
-        await aclose_connections(self.spec.hosts)
-        if any(host.connections for host in self.spec.hosts):
-            await self.threads(functools.partial(close_connections, self.spec.hosts))
-        await self.threads.aclose()
-        self.tuning.__exit__(None, None, None)
+        await self.session.aclose()
 
 
-def portable(message: tuple[str, Any]) -> tuple[str, Any]:
+def portable(message: Message) -> Message:
     """``message`` with every result value and exception that cannot be pickled made into text.
 
     Exceptions become :class:`RemoteException` (type name, message and traceback kept); other
     values become their ``repr``. Values that pickle (with cloudpickle) are left alone.
     """
-    kind, body = message
-    if kind != "done":
+    if not isinstance(message, Done):
         return message
-    for _index, multi, data, events in body:
+    for _index, multi, data, events in message.batch:
         _portable_results(multi)
         for event in events:
             if event[0] == "completed":
@@ -310,4 +297,3 @@ def _pickles(value: object) -> bool:
     except Exception:  # noqa: BLE001 - any failure means it cannot cross the process boundary
         return False
     return True
-

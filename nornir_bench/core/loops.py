@@ -1,0 +1,44 @@
+"""Which event loop a run uses: uvloop when installed (``"auto"``), or plain asyncio.
+
+One factory for every loop nornir-bench starts (the asyncio runner's, each processpool
+worker's, the RTT server's), so a loop choice means the same everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+__all__ = ["LOOPS", "new_event_loop", "resolve_loop"]
+
+LOOPS = ("auto", "asyncio", "uvloop")
+
+
+def resolve_loop(loop: object, *, what: str) -> str:
+    """The implementation ``loop`` names (``"asyncio"`` or ``"uvloop"``); ``"auto"`` is uvloop
+    when it is installed.
+
+    Raises:
+        ValueError: ``loop`` is not one of :data:`LOOPS`, or names uvloop where it is not
+            installed; the message starts with ``what`` (e.g. ``"asyncio runner"``).
+    """
+    if loop not in LOOPS:
+        raise ValueError(f"{what}: loop must be one of {', '.join(LOOPS)}; got {loop!r}")
+    has_uvloop = importlib.util.find_spec("uvloop") is not None
+    if loop == "uvloop" and not has_uvloop:
+        raise ValueError(
+            f"{what}: loop 'uvloop' needs the uvloop package "
+            "(pip install 'nornir-bench[speed]'), or use loop 'auto' or 'asyncio'"
+        )
+    if loop == "auto":
+        return "uvloop" if has_uvloop else "asyncio"
+    return str(loop)
+
+
+def new_event_loop(implementation: str = "auto") -> asyncio.AbstractEventLoop:
+    """A new event loop of ``implementation`` (``"auto"``, ``"asyncio"`` or ``"uvloop"``)."""
+    if resolve_loop(implementation, what="event loop") == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()

@@ -1,0 +1,103 @@
+"""One async run's set-up and tear-down on its event loop, shared by every event-loop runner.
+
+An async run owns, for its length: a bounded thread pool for blocking calls (a blocking task
+goes there whole; an ``async def`` task may still send blocking subtasks there, through the
+offload context variable), the garbage-collector tuning of a run, and the connections its hosts
+open on the loop. At its end, in this order: the context variable is reset, async connections
+are closed on the loop that opened them, blocking ones too where the hosts are a worker's own
+copies, the pool's threads are waited for; the collector is restored even if closing failed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.connections import aclose_connections, close_connections
+from nornir_bench.core.execution import Offload, is_async_task, offloading, stop_offloading
+from nornir_bench.core.offload import ThreadOffloader
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+    from contextvars import Token
+
+    from nornir.core.inventory import Host
+
+__all__ = ["AsyncRunSession"]
+
+
+class AsyncRunSession:
+    """What one run of ``func`` over ``hosts`` owns on its event loop.
+
+    Use ``async with AsyncRunSession(...) as session`` around the run, or :meth:`open` and
+    :meth:`aclose` where the run's start and end are in different places (a processpool worker
+    starts a run when the parent sends it and ends it when the next one comes). Both must run
+    in the same task (the context variable is reset where it was set).
+
+    Args:
+        func: the task function: whether it is ``async def`` decides what :attr:`offload` is.
+        hosts: the run's hosts, whose async connections are closed at the end.
+        max_threads: the thread pool's size; threads start only as blocking calls need them.
+        close_blocking: close the hosts' blocking connections too (netmiko): for hosts that are
+            a worker process's copies, whose connections no later run could reuse.
+        wrap_offload: wraps the pool before it is used (the processpool worker counts the
+            blocking calls in flight, see :mod:`~nornir_bench.runners.processpool.crashes`).
+
+    Attributes:
+        offload: what :func:`~nornir_bench.core.execution.arun_host` takes: ``None`` for an
+            ``async def`` task, else the thread pool (blocking tasks run there whole).
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        hosts: Sequence[Host],
+        *,
+        max_threads: int,
+        close_blocking: bool = False,
+        wrap_offload: Callable[[Offload], Offload] | None = None,
+    ) -> None:
+        self.hosts = hosts
+        self.close_blocking = close_blocking
+        self.threads = ThreadOffloader(max_threads)
+        pool: Offload = self.threads if wrap_offload is None else wrap_offload(self.threads)
+        self._pool = pool
+        self.offload: Offload | None = None if is_async_task(func) else pool
+        self._token: Token[Offload | None] | None = None
+        self._tuning: AbstractContextManager[None] | None = None
+
+    def open(self) -> AsyncRunSession:
+        """Start the session: blocking subtasks go to its pool, the collector is tuned."""
+        self._token = offloading(self._pool)
+        self._tuning = tuned_for_run()
+        self._tuning.__enter__()
+        return self
+
+    async def aclose(self) -> None:
+        """End the session: close what the run opened, wait for the pool, restore the rest."""
+        try:
+            if self._token is not None:
+                stop_offloading(self._token)
+                self._token = None
+            await aclose_connections(self.hosts)  # they live on this loop (see connections)
+            if self.close_blocking and any(host.connections for host in self.hosts):
+                await self.threads(functools.partial(close_connections, self.hosts))
+            await self.threads.aclose()
+        finally:
+            if self._tuning is not None:
+                tuning, self._tuning = self._tuning, None
+                tuning.__exit__(None, None, None)
+
+    async def __aenter__(self) -> AsyncRunSession:
+        return self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

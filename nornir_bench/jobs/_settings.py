@@ -1,0 +1,126 @@
+"""A job's nornir settings: ``inventory``, ``runner``, ``core``, ``logging`` and ``ssh``, checked
+and made ready for ``InitNornir``.
+
+Each section is what nornir's configuration file holds, with its relative paths made relative
+to the job's folder; a plugin section names an installed plugin and gives it options it takes
+(:mod:`nornir_bench.jobs._plugins`). A job that names no runner gets one that can run its task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nornir.core.plugins.inventory import InventoryPluginRegister, TransformFunctionRegister
+from nornir.core.plugins.runners import RunnersPluginRegister
+from ruamel.yaml.comments import CommentedMap
+
+from nornir_bench.core.execution import is_async_task
+from nornir_bench.jobs._job_file import JobError, JobFile
+from nornir_bench.jobs._plugins import construct, installed, named_plugin, plugin_options
+from nornir_bench.runners.registry import prefers_async_tasks
+
+__all__ = ["config_settings", "inventory_settings", "runner_settings"]
+
+# The runner a job that names none gets: nornir-bench's threadpool rather than nornir's default,
+# threaded: the same options and results, less overhead per host, and it stops by itself on
+# Ctrl-C, cancelling nothing in flight (docs/jobs.md). asyncio for async tasks.
+_DEFAULT_RUNNER, _DEFAULT_ASYNC_RUNNER = "threadpool", "asyncio"
+
+
+def inventory_settings(job: JobFile, root: CommentedMap) -> dict[str, Any]:
+    """The ``inventory`` section: its plugin, options (their files found) and transform."""
+    node = job.mapping(root, "inventory")
+    job.keys(
+        node,
+        ("plugin", "options", "transform_function", "transform_function_options"),
+        "inventory",
+    )
+    plugins = installed(InventoryPluginRegister, "nornir.plugins.inventory")
+    plugin, cls = named_plugin(job, node, "inventory", plugins, "SimpleInventory")
+    what = f"inventory plugin {plugin}"
+    options_node = job.mapping(node, "options")
+    options = plugin_options(job, options_node, cls, what, "inventory.options")
+    for key in list(options):
+        if key.endswith("_file") and isinstance(options[key], str):
+            options[key] = str(job.relative(options[key]))
+            if not Path(options[key]).is_file():
+                raise job.error(
+                    options_node, key, f"inventory option {key}: no such file: {options[key]}"
+                )
+    if plugin == "SimpleInventory" and "host_file" not in options:
+        options["host_file"] = str(job.relative("hosts.yaml"))
+        if not Path(options["host_file"]).is_file():
+            raise _no_hosts_yaml(job, root, node)
+    construct(job, cls, options, node, what)
+    section: dict[str, Any] = {"plugin": plugin, "options": options}
+    if "transform_function" in node:
+        transforms = installed(TransformFunctionRegister, "nornir.plugins.transform_function")
+        transform = job.string(node, "transform_function", "inventory")
+        if transform not in transforms:
+            raise job.error(
+                node,
+                "transform_function",
+                f"unknown transform function {transform!r}; "
+                f"available: {', '.join(sorted(transforms)) or 'none installed'}",
+            )
+        section["transform_function"] = transform
+        section["transform_function_options"] = job.plain(
+            job.mapping(node, "transform_function_options"),
+            "inventory.transform_function_options",
+        )
+    return section
+
+
+def _no_hosts_yaml(job: JobFile, root: CommentedMap, node: CommentedMap) -> JobError:
+    """SimpleInventory, named or by default, with no ``host_file`` and no hosts.yaml to use."""
+    if "inventory" not in root:
+        return JobError(
+            f"{job.path}:1:1: the job has no inventory section, and SimpleInventory "
+            "(nornir's default) found no hosts.yaml next to the job; add "
+            "inventory: {plugin: ..., options: {...}}"
+        )
+    return job.error(
+        node if "plugin" in node else root,
+        "plugin" if "plugin" in node else "inventory",
+        "SimpleInventory needs options.host_file: there is no hosts.yaml next to the job",
+        at_key="plugin" not in node,
+    )
+
+
+def runner_settings(
+    job: JobFile, root: CommentedMap, task_name: str, task: Callable[..., Any]
+) -> dict[str, Any]:
+    """The ``runner`` section: a runner that can run ``task``, and its options."""
+    node = job.mapping(root, "runner")
+    job.keys(node, ("plugin", "options"), "runner")
+    plugins = installed(RunnersPluginRegister, "nornir.plugins.runners")
+    is_async = is_async_task(task)
+    default = _DEFAULT_ASYNC_RUNNER if is_async else _DEFAULT_RUNNER
+    plugin, cls = named_plugin(job, node, "runner", plugins, default)
+    if is_async and not prefers_async_tasks(cls):
+        able = sorted(n for n, c in plugins.items() if prefers_async_tasks(c))
+        raise job.error(
+            node,
+            "plugin",
+            f"task {task_name} is async (async def) and runner {plugin!r} cannot await it; "
+            f"use one of: {', '.join(able)}",
+        )
+    what = f"runner plugin {plugin}"
+    options = plugin_options(job, job.mapping(node, "options"), cls, what, "runner.options")
+    construct(job, cls, options, node, what)
+    return {"plugin": plugin, "options": options}
+
+
+def config_settings(
+    job: JobFile, root: CommentedMap, section: str, cls: type, *, paths: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A section of nornir's own configuration (``core``, ``logging``, ``ssh``), its options
+    those ``cls`` takes; ``paths`` name the options that are file paths."""
+    node = job.mapping(root, section)
+    options = plugin_options(job, node, cls, section, section)
+    for key in paths:
+        if isinstance(options.get(key), str) and options[key]:
+            options[key] = str(job.relative(options[key]))
+    return options

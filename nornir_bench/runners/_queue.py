@@ -1,0 +1,43 @@
+"""The hosts of a run waiting to start, taken in order by however many workers drain them."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+__all__ = ["HostQueue"]
+
+
+class HostQueue:
+    """Hosts waiting to start: each worker (a thread, a coroutine) iterates it until it is empty.
+
+    A ``collections.deque`` taken from with ``popleft``, which is atomic under the GIL: no lock,
+    no wake-up signalling, no shutdown sentinel, as all hosts are known before the run starts
+    (fastthreadpool's reasoning; see docs/benchmarks.md). ``clear`` (Ctrl-C) lets no more start.
+    """
+
+    __slots__ = ("_pending",)
+
+    def __init__(self, hosts: Iterable[Host]) -> None:
+        self._pending = deque(hosts)
+
+    def __iter__(self) -> Iterator[Host]:
+        """The next waiting host, for as long as any is left (shared by every worker)."""
+        take = self._pending.popleft
+        while True:
+            try:
+                host = take()
+            except IndexError:  # another worker took the last one
+                return
+            yield host
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def clear(self) -> None:
+        """Let no waiting host start (Ctrl-C): the hosts in flight still finish."""
+        self._pending.clear()

@@ -1,0 +1,128 @@
+"""The messages of the processpool: between the pool and its workers, and its fork servers.
+
+Each is a small named tuple, pickled on a ``multiprocessing.connection.Connection``; the
+receiver tells them apart by type. Named tuples pickle as a class reference and their fields,
+so a message costs a few bytes more than a bare tuple, once per batch of hosts, not per host.
+
+- pool -> worker: :class:`LoadRun` (another run, after the one it was forked holding),
+  :class:`RunHosts`, :class:`Stop`;
+- worker -> pool: :class:`Ready` once it holds the run, :class:`LoadFailed` when it cannot load
+  it (a module the task needs does not import there: every worker would fail alike),
+  :class:`Done` with finished hosts, :class:`Tainted` when a blocking task overran
+  ``task_timeout`` (its thread cannot be stopped, so the pool retires the worker once its other
+  hosts are done);
+- pool -> fork server: :class:`LoadRun`, :class:`Fork` (the new worker's descriptors are sent
+  first, on the other socket), :class:`Kill`, :class:`Stop`;
+- fork server -> pool: :class:`WorkerForked` or :class:`LoadFailed` for each fork, and
+  :class:`WorkerExited` whenever a worker ends.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from nornir.core.task import MultiResult
+
+__all__ = [
+    "Done",
+    "FinishedHost",
+    "Fork",
+    "Kill",
+    "LoadFailed",
+    "LoadRun",
+    "Message",
+    "Ready",
+    "RunHosts",
+    "Stop",
+    "Tainted",
+    "WorkerExited",
+    "WorkerForked",
+    "receive",
+    "send",
+]
+
+
+class LoadRun(NamedTuple):
+    """The run to hold from now on: a ``RunSpec``, pickled with cloudpickle."""
+
+    spec: bytes
+
+
+class RunHosts(NamedTuple):
+    """Start these hosts (indices into the run's hosts) at once."""
+
+    indices: list[int]
+
+
+class Stop(NamedTuple):
+    """Finish and exit (a worker ends its run first; a fork server kills its workers)."""
+
+
+class Ready(NamedTuple):
+    """The worker holds the run and takes hosts."""
+
+
+class LoadFailed(NamedTuple):
+    """The run could not be loaded here, and why (one line)."""
+
+    reason: str
+
+
+FinishedHost = tuple[int, "MultiResult", dict[str, Any], list[tuple[Any, ...]]]
+"""A host done in a worker: its index, ``MultiResult``, ``data`` after the task, and the
+subtask hook events for the pool to replay (see ``pool._replay_hooks``)."""
+
+
+class Done(NamedTuple):
+    """Hosts that finished, in a batch."""
+
+    batch: list[FinishedHost]
+
+
+class Tainted(NamedTuple):
+    """A blocking task overran its deadline: retire this worker when its hosts are done."""
+
+
+class Fork(NamedTuple):
+    """Fork a worker holding the loaded run (its descriptors came on the other socket)."""
+
+
+class Kill(NamedTuple):
+    """Kill worker ``pid`` (SIGKILL) if it is still running."""
+
+    pid: int
+
+
+class WorkerForked(NamedTuple):
+    """The worker asked for is running as ``pid``."""
+
+    pid: int
+
+
+class WorkerExited(NamedTuple):
+    """Worker ``pid`` ended: ``returncode`` as ``subprocess`` gives it (negative: a signal)."""
+
+    pid: int
+    returncode: int
+
+
+Message = Union[
+    LoadRun, RunHosts, Stop, Ready, LoadFailed, Done, Tainted, Fork, Kill, WorkerForked,
+    WorkerExited,
+]
+
+
+def send(conn: Connection, message: Message) -> None:
+    """Send ``message`` on ``conn`` (raises ``OSError`` if the other end is gone)."""
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def receive(conn: Connection) -> Message:
+    """The next message on ``conn`` (raises ``EOFError`` or ``OSError`` if the other end is
+    gone)."""
+    message: Message = pickle.loads(conn.recv_bytes())
+    return message

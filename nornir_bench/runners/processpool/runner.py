@@ -1,0 +1,185 @@
+"""``processpool``: worker processes x coroutines, with crash isolation.
+
+Parsing device output (TextFSM, TTP, Genie) is CPU work that the GIL serialises; a device
+library that crashes takes its process with it. This runner spreads hosts over ``num_procs``
+worker processes, each running up to ``num_workers`` hosts at once on its own event loop
+(``async def`` tasks) or thread pool (blocking tasks), through the shared core.
+
+- The task (cloudpickle: functions from ``__main__`` and closures travel), nornir's config and
+  the run's hosts go to the fork server once per run, and every worker is forked holding them;
+  after that only host indices go out, in chunks, and finished hosts come back in batches, so
+  IPC stays small next to the work.
+- Workers are forked by a fork server: one fresh interpreter
+  (``python -m nornir_bench.runners.processpool._main``) that loads the run once and forks a worker in
+  milliseconds, so a crashed worker is replaced at once (see
+  :mod:`~nornir_bench.runners.processpool.forkserver`). Never a fork of the user's threaded process, and
+  the user's ``__main__`` is not re-run as multiprocessing would (Linux and macOS: sockets and
+  descriptors pass between processes).
+- Processor hooks fire in the parent for every host, subtask hooks included, so progress bars
+  and result printers work; each host's ``MultiResult`` refers to the parent's ``Host`` and the
+  task's changes to ``task.host.data`` are merged back into the parent's inventory.
+- A worker that dies (segfault, ``os._exit``, the out-of-memory killer) is replaced. The host
+  that was running when it died fails with :class:`~nornir_bench.core.exceptions.WorkerCrashed`; the
+  other hosts it had in flight run again on another worker, once (the rule, in full:
+  :mod:`~nornir_bench.runners.processpool.crashes`). No host is ever missing from the result.
+- ``task_timeout``: the host fails with ``TaskTimeout``. A blocking task past its deadline
+  cannot be stopped, so its worker is retired (killed and replaced) once its other hosts are
+  done; a worker that stops answering altogether is killed at once.
+- Ctrl-C stops sending hosts and lets the hosts in flight finish, as the other runners do; a
+  second Ctrl-C kills the workers at once. Workers are stopped when ``run()`` returns, on error
+  and on Ctrl-C.
+"""
+
+
+from __future__ import annotations
+
+import os
+import pickle
+import warnings
+from typing import TYPE_CHECKING
+
+import cloudpickle
+from nornir.core.task import AggregatedResult, Task
+
+from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.checks import seconds_or_none, whole_number
+from nornir_bench.core.loops import resolve_loop
+from nornir_bench.runners._results import interrupted, placeholders
+from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
+from nornir_bench.runners.processpool.pool import _Pool
+from nornir_bench.runners.processpool.worker import RunSpec
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+__all__ = ["MAX_PROCS_PER_CPU", "ProcessPoolRunner"]
+
+MAX_PROCS_PER_CPU = 4
+"""``num_procs`` is capped at this many worker processes per CPU: past the CPU count, processes
+add no computing power, only memory (about 30 MiB each) and start-up time; a few per CPU still
+narrow what one crash takes down."""
+
+
+class ProcessPoolRunner:
+    """Runs the task over the hosts in worker processes, each running many hosts at once.
+
+    Args:
+        num_workers: hosts in flight at once in each worker process (>= 1); kept as an
+            attribute, as other nornir tools read it.
+        num_procs: worker processes (>= 1); default the machine's CPU count. More than
+            ``MAX_PROCS_PER_CPU`` per CPU is capped, with a warning; a run starts no more than
+            its hosts can keep busy.
+        task_timeout: seconds each host's task may take (> 0), or ``None`` for no limit.
+        chunk_size: hosts sent to a worker in one message; default chosen from ``num_workers``.
+        crash_reruns: how many times a host in flight on a worker that another host crashed
+            runs again on a fresh worker (>= 0; default 1; 0 for tasks that must never run
+            twice on a device). See :mod:`~nornir_bench.runners.processpool.crashes` for the rule.
+        loop: each worker's event loop: ``"auto"`` (uvloop when installed, else asyncio),
+            ``"asyncio"`` or ``"uvloop"``, as the asyncio runner's.
+
+    Raises:
+        ValueError: for a bad option value, saying what is allowed.
+    """
+
+    prefers_async_tasks = True
+    stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
+
+    def __init__(
+        self,
+        num_workers: int = 100,
+        *,
+        num_procs: int | None = None,
+        task_timeout: float | None = None,
+        chunk_size: int | None = None,
+        crash_reruns: int = DEFAULT_CRASH_RERUNS,
+        loop: str = "auto",
+    ) -> None:
+        self.num_workers = whole_number("processpool runner: num_workers", num_workers, minimum=1)
+        cpus = os.cpu_count() or 1
+        self.num_procs = (
+            cpus
+            if num_procs is None
+            else whole_number("processpool runner: num_procs", num_procs, minimum=1)
+        )
+        ceiling = MAX_PROCS_PER_CPU * cpus
+        if self.num_procs > ceiling:
+            warnings.warn(
+                f"processpool runner: num_procs {self.num_procs} capped at {ceiling} "
+                f"({MAX_PROCS_PER_CPU} per CPU): more worker processes add no computing power, "
+                "only memory",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.num_procs = ceiling
+        self.task_timeout = seconds_or_none("processpool runner: task_timeout", task_timeout)
+        self.chunk_size = (
+            max(1, min(64, self.num_workers // 4))
+            if chunk_size is None
+            else whole_number("processpool runner: chunk_size", chunk_size, minimum=1)
+        )
+        self.crash_reruns = whole_number(
+            "processpool runner: crash_reruns", crash_reruns, minimum=0
+        )
+        self.loop = loop
+        self.loop_implementation = resolve_loop(loop, what="processpool runner")
+
+    def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
+        """Run ``task`` on ``hosts`` in the worker processes.
+
+        Raises:
+            ValueError: when the task or its arguments cannot be sent to another process.
+            RunInterrupted: on Ctrl-C; no host is sent after it, the hosts in flight finish,
+                and the exception's ``result`` holds every host that had finished. A second
+                Ctrl-C kills the workers at once (``abandoned`` set).
+        """
+        result = placeholders(task, hosts)
+        if not hosts:
+            return result
+        pool = _Pool(self, task, hosts, result)
+        try:
+            # The fork server starts (a fresh interpreter) while the run is being pickled.
+            pool.start_fork_server()
+            pool.payload = self._payload(task, hosts)
+            with tuned_for_run():
+                try:
+                    pool.run()
+                except KeyboardInterrupt:
+                    pool.stop_sending()
+                    try:
+                        pool.run()  # until the hosts in flight are done
+                    except KeyboardInterrupt:  # again: do not wait for them
+                        pool.stop(kill=True)
+                        raise interrupted(result, abandoned=True) from None
+                    raise interrupted(result) from None
+        finally:
+            pool.stop()
+        return result
+
+    def _payload(self, task: Task, hosts: list[Host]) -> bytes:
+        spec = RunSpec(
+            func=task.task,
+            params=task.params,
+            name=task.name,
+            severity_level=task.severity_level,
+            dry_run=task.global_dry_run,
+            config=getattr(task.nornir, "config", None),
+            hosts=hosts,
+            num_workers=self.num_workers,
+            task_timeout=self.task_timeout,
+            loop=self.loop_implementation,
+        )
+        try:
+            payload: bytes = cloudpickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise ValueError(
+                f"processpool runner: the task {task.name!r} or its arguments cannot be sent to "
+                f"worker processes: {type(exc).__name__}: {exc}"
+            ) from exc
+        return payload
+
+    def __repr__(self) -> str:
+        return (
+            f"ProcessPoolRunner(num_workers={self.num_workers}, num_procs={self.num_procs}, "
+            f"task_timeout={self.task_timeout!r}, chunk_size={self.chunk_size}, "
+            f"crash_reruns={self.crash_reruns}, loop={self.loop!r})"
+        )
