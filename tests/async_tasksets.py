@@ -45,4 +45,9 @@ async def grouped(task: Task) -> str:
     return "grouped done"
 
 
+async def sets_data(task: Task, key: str) -> None:
+    await asyncio.sleep(0)
+    task.host.data[key] = task.host.name.upper()
+
+
 ASYNC_TASK_SET = [hello, returns_result, fails_on_odd, reports_failure, warns, grouped]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -125,3 +126,32 @@ def no_leaked_threads() -> Iterator[None]:
     yield
     left = [t for t in threading.enumerate() if t not in before and t.is_alive()]
     assert not left, f"threads left running: {left}"
+
+
+def descendant_pids() -> set[int]:
+    """This process's children, theirs, and so on (read from /proc: no helper library needed).
+
+    processpool's fork server is a child; its workers are the fork server's children.
+    """
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+@pytest.fixture
+def no_leaked_processes() -> Iterator[None]:
+    """Fails the test if it leaves processes running (a runner's workers, say)."""
+    before = descendant_pids()
+    yield
+    assert descendant_pids() - before == set(), "worker processes left running"

@@ -12,7 +12,8 @@ this runner does none of that:
   finishes; there is no per-host object besides what nornir's results need;
 - a thread is started only while hosts are still waiting, so a fast task on few hosts never
   pays for ``num_workers`` thread starts;
-- every thread is joined before ``run()`` returns, on success, on error and on Ctrl-C;
+- every thread has ended before ``run()`` returns, on success, on error and on Ctrl-C (a
+  second Ctrl-C abandons those in flight);
 - the garbage collector is tuned for the run (see ``nornir_bench.core._gc``): the pre-run heap is
   frozen and collections come less often, so they do not stall every worker on the GIL.
 """
@@ -68,6 +69,7 @@ class ThreadPoolRunner:
         result = placeholders(task, hosts)
         pending = HostQueue(hosts)
         escaped: list[BaseException] = []
+        running = _Running()
 
         def work() -> None:
             try:
@@ -75,6 +77,8 @@ class ThreadPoolRunner:
                     result[host.name] = run_host(task, host)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
                 escaped.append(exc)
+            finally:
+                running.ended()
 
         threads: list[threading.Thread] = []
         try:
@@ -83,30 +87,62 @@ class ThreadPoolRunner:
                     if not pending:
                         break
                     thread = threading.Thread(target=work, name=f"threadpool-{i}", daemon=True)
+                    running.started()
+                    try:
+                        thread.start()
+                    except BaseException:
+                        running.ended()
+                        raise
                     threads.append(thread)
-                    thread.start()
-                _join(threads)
+                running.wait()
         except KeyboardInterrupt:
             pending.clear()
             try:
-                _join(threads)
+                running.wait()
             except KeyboardInterrupt:  # Ctrl-C again: do not wait for the hosts in flight
                 raise interrupted(result, abandoned=True) from None
             raise interrupted(result) from None
+        finally:
+            if running.count == 0:  # each thread is past its last host: this takes no time
+                for thread in threads:
+                    thread.join()
         if escaped:
             raise escaped[0]
         return result
 
 
 # A SIGINT the kernel hands to a worker thread, or ``_thread.interrupt_main()``, only sets a
-# flag that the main thread checks when it runs bytecode: a join without a timeout would sit on
-# it until that thread ended. Waking up this often keeps Ctrl-C prompt at no measurable cost.
-_JOIN_POLL_SECONDS = 0.1
+# flag that the main thread checks when it runs bytecode: a wait without a timeout would sit on
+# it until the run ended. Waking up this often keeps Ctrl-C prompt at no measurable cost.
+_WAIT_POLL_SECONDS = 0.1
 
 
-def _join(threads: list[threading.Thread]) -> None:
-    for thread in threads:
-        if thread.ident is None:  # never started
-            continue
-        while thread.is_alive():
-            thread.join(_JOIN_POLL_SECONDS)
+class _Running:
+    """How many of a run's threads are still at work, and a way to wait until none is.
+
+    The run waits on this, not on ``Thread.join``: a Ctrl-C that interrupts ``join`` can leave
+    CPython (3.10-3.12, gh-90882) taking a thread that is still running a host for ended, and
+    that host would then be missing from the result.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+        self._none_left = threading.Event()
+        self._none_left.set()
+
+    def started(self) -> None:
+        with self._lock:
+            self.count += 1
+            self._none_left.clear()
+
+    def ended(self) -> None:
+        with self._lock:
+            self.count -= 1
+            if self.count == 0:
+                self._none_left.set()
+
+    def wait(self) -> None:
+        """Return once every thread has ended (raises ``KeyboardInterrupt`` on Ctrl-C)."""
+        while not self._none_left.wait(_WAIT_POLL_SECONDS):
+            pass

@@ -20,6 +20,15 @@ from nornir_bench.core.stopping import stoppable
 from nornir_bench.jobs.load import load_job
 from nornir_bench.jobs.run import open_records
 from tests.conftest import make_nornir
+from tests.runners.test_conformance import RUNNERS
+
+# Every runner of the conformance suite (its first entry of each plugin name, with its marks):
+# a new runner is stopped here too.
+RUNNER_NAMES = [
+    pytest.param(runner.name, id=runner.name, marks=runner.marks)
+    for i, runner in enumerate(RUNNERS)
+    if runner.name not in {earlier.name for earlier in RUNNERS[:i]}
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTS = 200
@@ -89,7 +98,7 @@ def finished_in_summary(stdout: str) -> int:
     return int(match.group(1))
 
 
-@pytest.mark.parametrize("runner", ["threaded", "serial", "threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", [*RUNNER_NAMES, "serial"])
 def test_ctrl_c_stops_starting_hosts_and_reports_what_finished(
     tmp_path: Path, runner: str
 ) -> None:
@@ -116,7 +125,7 @@ def stuck(task):
 """
 
 
-@pytest.mark.parametrize("runner", ["threaded", "threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", RUNNER_NAMES)
 def test_a_second_ctrl_c_abandons_the_hosts_in_flight(tmp_path: Path, runner: str) -> None:
     """The first Ctrl-C waits for the hosts in flight; the second must not."""
     (tmp_path / "stuck.py").write_text(STUCK_TASK)
@@ -146,7 +155,7 @@ def test_a_second_ctrl_c_abandons_the_hosts_in_flight(tmp_path: Path, runner: st
     assert "interrupted: 8 of 8 hosts did not finish" in stdout
 
 
-@pytest.mark.parametrize("runner", ["threaded", "threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", RUNNER_NAMES)
 def test_sigterm_is_ctrl_c_with_exit_status_143(tmp_path: Path, runner: str) -> None:
     """Once, SIGTERM ended the run at once: no summary, and hosts in flight had no record."""
     done, records, _ = interrupted_run(tmp_path, runner, signal.SIGTERM)

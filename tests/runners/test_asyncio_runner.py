@@ -1,4 +1,7 @@
-"""The asyncio runner keeps nornir's semantics, runs async and blocking tasks, and cleans up."""
+"""What is the asyncio runner's own: its loops, its thread pool, timeouts, arun, cancellation.
+
+What it shares with every runner (nornir's semantics, Ctrl-C, leaving nothing behind) is in
+test_conformance.py."""
 
 from __future__ import annotations
 
@@ -9,62 +12,19 @@ import pickle
 import signal
 import threading
 import time
-from typing import Any
 
 import pytest
-from nornir.core.exceptions import NornirExecutionError, NornirSubTaskError
+from nornir.core.exceptions import NornirExecutionError
 from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench import AsyncioRunner, RunInterrupted, TaskTimeout, arun, arun_subtask
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.async_tasksets import ASYNC_TASK_SET
-from tests.conftest import Recorder, aggregated_view, make_nornir
+from tests.conftest import Recorder, make_nornir
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")
 LOOPS = ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["asyncio"]
-
-
-@pytest.mark.parametrize("loop", LOOPS)
-@pytest.mark.parametrize("index", range(len(ASYNC_TASK_SET)), ids=lambda i: ASYNC_TASK_SET[i].__name__)
-def test_async_tasks_give_what_threadpool_gives_for_their_sync_twins(loop: str, index: int) -> None:
-    ours = make_nornir("asyncio", hosts=30, num_workers=7, loop=loop).run(task=ASYNC_TASK_SET[index])
-    sync = make_nornir("threadpool", hosts=30, num_workers=7).run(task=tasksets.TASK_SET[index])
-    assert isinstance(ours, AggregatedResult)
-    assert aggregated_view(ours) == aggregated_view(sync)
-
-
-@pytest.mark.parametrize("task_fn", tasksets.TASK_SET, ids=lambda f: f.__name__)
-def test_blocking_tasks_give_what_threadpool_gives(task_fn: Any) -> None:
-    ours = make_nornir("asyncio", hosts=30, num_workers=5).run(task=task_fn)
-    theirs = make_nornir("threadpool", hosts=30, num_workers=5).run(task=task_fn)
-    assert aggregated_view(ours) == aggregated_view(theirs)
-
-
-def test_loaded_through_nornirs_entry_point() -> None:
-    nr = make_nornir("asyncio", num_workers=321, loop="asyncio", task_timeout=2.5)
-    assert isinstance(nr.runner, AsyncioRunner)
-    assert (nr.runner.num_workers, nr.runner.loop, nr.runner.task_timeout) == (321, "asyncio", 2.5)
-    assert nr.runner.max_threads == 321
-    assert make_nornir("asyncio").runner.num_workers == 100
-
-
-@pytest.mark.parametrize(
-    ("options", "message"),
-    [
-        ({"num_workers": 0}, "num_workers must be a whole number >= 1, got 0"),
-        ({"num_workers": "9"}, "num_workers must be a whole number >= 1, got '9'"),
-        ({"loop": "trio"}, "loop must be one of auto, asyncio, uvloop; got 'trio'"),
-        ({"task_timeout": 0}, "task_timeout must be a number of seconds > 0, or None"),
-        ({"task_timeout": -1.0}, "task_timeout must be a number of seconds > 0, or None"),
-        ({"task_timeout": "5"}, "task_timeout must be a number of seconds > 0, or None"),
-        ({"task_timeout": float("inf")}, "task_timeout must be a number of seconds > 0, or None"),
-        ({"max_threads": 0}, "max_threads must be a whole number >= 1, got 0"),
-    ],
-)
-def test_bad_options_rejected_when_built(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match="^asyncio runner: " + message.replace("(", r"\(")):
-        AsyncioRunner(**options)
 
 
 def test_uvloop_asked_for_but_missing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,21 +33,6 @@ def test_uvloop_asked_for_but_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="loop 'uvloop' needs the uvloop package"):
         AsyncioRunner(loop="uvloop")
     assert AsyncioRunner(loop="auto").loop_implementation == "asyncio"
-
-
-def test_in_flight_hosts_bounded_by_num_workers() -> None:
-    in_flight, most = 0, 0
-
-    async def crowded(task: Task) -> None:
-        nonlocal in_flight, most
-        in_flight += 1
-        most = max(most, in_flight)
-        await asyncio.sleep(0.001)
-        in_flight -= 1
-
-    result = make_nornir("asyncio", hosts=200, num_workers=13).run(task=crowded)
-    assert not result.failed
-    assert most == 13
 
 
 def test_blocking_tasks_run_concurrently_in_a_bounded_pool() -> None:
@@ -114,18 +59,6 @@ def test_blocking_tasks_run_concurrently_in_a_bounded_pool() -> None:
     assert not result.failed, result.failed_hosts
     assert most == threads
     assert len(names) <= threads and all(n.startswith("asyncio-runner") for n in names)
-
-
-def test_async_subtasks_fire_hooks_and_fail_like_task_run() -> None:
-    ours, theirs = Recorder(), Recorder()
-    async_result = make_nornir("asyncio", hosts=6).with_processors([ours]).run(
-        task=ASYNC_TASK_SET[-1]
-    )
-    make_nornir("serial", hosts=6).with_processors([theirs]).run(task=tasksets.grouped)
-    assert ours.per_host() == theirs.per_host()
-    top = async_result["dev3"][0]
-    assert isinstance(top.exception, NornirSubTaskError)
-    assert [r.name for r in async_result["dev3"]] == ["grouped", "hello", "maybe_fail"]
 
 
 def test_arun_subtask_outside_a_task_is_refused() -> None:
@@ -207,21 +140,6 @@ def test_arun_needs_the_asyncio_runner() -> None:
         asyncio.run(arun(nr, ASYNC_TASK_SET[0]))
 
 
-def test_on_good_on_failed_raise_on_error_like_nornir() -> None:
-    def sequence(runner: str, task_fn: Any) -> list[object]:
-        nr = make_nornir(runner, hosts=10, num_workers=4)
-        first = nr.run(task=task_fn)
-        return [
-            sorted(first.failed_hosts),
-            sorted(nr.run(task=tasksets.hello)),
-            sorted(nr.run(task=tasksets.hello, on_good=False, on_failed=True)),
-        ]
-
-    assert sequence("asyncio", ASYNC_TASK_SET[2]) == sequence("threaded", tasksets.fails_on_odd)
-    with pytest.raises(NornirExecutionError):
-        make_nornir("asyncio", hosts=4).run(task=ASYNC_TASK_SET[2], raise_on_error=True)
-
-
 def test_dry_run_reaches_async_tasks() -> None:
     from nornir import InitNornir
 
@@ -235,19 +153,6 @@ def test_dry_run_reaches_async_tasks() -> None:
         dry_run=True,
     )
     assert all(multi[0].result is True for multi in nr.run(task=dry).values())
-
-
-def test_host_data_changes_and_results_pickle() -> None:
-    async def mark(task: Task) -> str:
-        task.host.data["mark"] = task.host.name.upper()
-        return "marked"
-
-    nr = make_nornir("asyncio", hosts=12, num_workers=5)
-    result = nr.run(task=mark)
-    assert nr.inventory.hosts["dev11"].data["mark"] == "DEV11"
-    assert aggregated_view(pickle.loads(pickle.dumps(result))) == aggregated_view(result)
-    grouped = nr.run(task=ASYNC_TASK_SET[-1])
-    assert aggregated_view(pickle.loads(pickle.dumps(grouped))) == aggregated_view(grouped)
 
 
 def test_many_runs_leave_no_loop_task_or_thread() -> None:
@@ -265,20 +170,6 @@ def test_many_runs_leave_no_loop_task_or_thread() -> None:
     assert len(stray) == 400 and all(t.cancelled() for t in stray)
     with pytest.raises(RuntimeError):
         asyncio.get_running_loop()
-
-
-def test_no_hosts() -> None:
-    result = make_nornir("asyncio", hosts=3).filter(name="nobody").run(task=ASYNC_TASK_SET[0])
-    assert len(result) == 0
-
-
-def test_system_exit_from_a_task_propagates() -> None:
-    async def exits(task: Task) -> None:
-        if task.host.name == "dev1":
-            raise SystemExit(4)
-
-    with pytest.raises(SystemExit):
-        make_nornir("asyncio", hosts=5).run(task=exits)
 
 
 @pytest.mark.parametrize("loop", LOOPS)

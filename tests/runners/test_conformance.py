@@ -1,0 +1,491 @@
+"""What every runner does alike, one test per behaviour, nornir's ``threaded`` the reference.
+
+Each test is parametrized over ``RUNNERS``: a new runner is covered by one more entry there.
+Where a runner does not have a behaviour, its entry says so in ``lacks`` and the test is
+skipped with that reason; a known bug is in ``bugs``, as a strict ``xfail``. What belongs to
+one runner alone (processpool's crashes, the asyncio runner's loops and cancellation,
+threadpool's threads) is tested in that runner's own file.
+
+Runners that run ``async def`` tasks run each behaviour with both kinds of task: the ``sync``
+tasks of tests/tasksets.py and their ``async`` twins of tests/async_tasksets.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import pickle
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any
+
+import pytest
+from nornir.core import Nornir
+from nornir.core.exceptions import NornirExecutionError, NornirSubTaskError
+from nornir.core.task import AggregatedResult, Task
+from nornir.plugins.runners import ThreadedRunner
+
+from nornir_bench import AsyncioRunner, ProcessPoolRunner, RunInterrupted, ThreadPoolRunner
+from tests import async_tasksets, tasksets
+from tests.conftest import Recorder, aggregated_view, descendant_pids, make_nornir
+
+pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
+
+SYNC, ASYNC = "sync", "async"
+
+# Behaviours: the keys of ``Runner.lacks`` and ``Runner.bugs``.
+REFERENCE = "results compared with nornir's threaded runner"
+BAD_OPTIONS = "bad options rejected when the runner is built"
+CTRL_C = "Ctrl-C stops the run and keeps what finished"
+SYSTEM_EXIT = "SystemExit from a task re-raised by run()"
+ASYNC_TASKS = "async def tasks run"
+IN_FLIGHT = "hosts in flight at Ctrl-C finish, or are cancelled"
+COUNTED_IN_PROCESS = "hosts in flight counted in the test's process"
+BEHAVIOURS = {
+    REFERENCE, BAD_OPTIONS, CTRL_C, IN_FLIGHT, SYSTEM_EXIT, ASYNC_TASKS, COUNTED_IN_PROCESS
+}
+
+
+@dataclass(frozen=True)
+class Runner:
+    """What the conformance tests need to know of one runner plugin."""
+
+    name: str
+    """Its name in nornir's ``nornir.plugins.runners`` entry point group."""
+    plugin: type
+    """The class the entry point loads."""
+    given: Mapping[str, Any]
+    """Options given through ``InitNornir``; each is read back as the runner's attribute."""
+    defaults: Mapping[str, Any]
+    """The attributes of the runner built without options."""
+    derived: Mapping[str, Any] = field(default_factory=dict)
+    """Further attributes the runner has when built with ``given``."""
+    bad_options: Sequence[tuple[Mapping[str, Any], str]] = ()
+    """Options rejected when built, besides a bad ``num_workers``, and the message after
+    ``"<name> runner: "``."""
+    in_flight_on_ctrl_c: str = "finish"
+    """What Ctrl-C does to the hosts in flight: ``"finish"`` (they run to their end) or
+    ``"cancel"`` (they are cancelled, and left out of the result)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Options every run of these tests adds."""
+    lacks: Mapping[str, str] = field(default_factory=dict)
+    """Behaviour it does not have -> why; its tests are skipped with that reason."""
+    bugs: Mapping[str, Any] = field(default_factory=dict)
+    """Behaviour it has a known bug in -> a strict ``xfail`` mark saying which."""
+    id: str = ""
+    """The test id; default ``name``."""
+    marks: Sequence[Any] = ()
+
+    def __post_init__(self) -> None:
+        assert set(self.lacks) | set(self.bugs) <= BEHAVIOURS, set(self.lacks) - BEHAVIOURS
+        assert self.in_flight_on_ctrl_c in ("finish", "cancel"), self.in_flight_on_ctrl_c
+        if not self.id:
+            object.__setattr__(self, "id", self.name)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of task it runs."""
+        return (SYNC,) if ASYNC_TASKS in self.lacks else (SYNC, ASYNC)
+
+    def nornir(self, hosts: int = 20, **options: Any) -> Nornir:
+        """A Nornir on ``hosts`` synthetic hosts with this runner."""
+        return make_nornir(self.name, hosts=hosts, **{**self.options, **options})
+
+
+THREADED = Runner(
+    "threaded",
+    ThreadedRunner,
+    given={"num_workers": 7},
+    defaults={"num_workers": 20},
+    lacks={
+        REFERENCE: "the reference: the other runners' results are compared with its own",
+        BAD_OPTIONS: "nornir's threaded runner takes any num_workers when built; "
+        "ThreadPoolExecutor rejects a bad one only when a run starts",
+        CTRL_C: "nornir's threaded runner lets Ctrl-C through as a bare KeyboardInterrupt: the "
+        "finished hosts' results are lost and its threads go on to run every remaining host "
+        "(nornir-bench run stops it from outside: tests/core/test_stopping.py)",
+        ASYNC_TASKS: "nornir's threaded runner does not await an async def task",
+    },
+)
+
+ASYNCIO = Runner(
+    "asyncio",
+    AsyncioRunner,
+    options={"loop": "asyncio"},
+    given={"num_workers": 321, "loop": "asyncio", "task_timeout": 2.5},
+    derived={"max_threads": 321},
+    defaults={"num_workers": 100, "loop": "auto", "task_timeout": None, "max_threads": 100},
+    bad_options=[
+        ({"loop": "trio"}, "loop must be one of auto, asyncio, uvloop; got 'trio'"),
+        ({"task_timeout": 0}, "task_timeout must be a number of seconds > 0, or None"),
+        ({"task_timeout": -1.0}, "task_timeout must be a number of seconds > 0, or None"),
+        ({"task_timeout": "5"}, "task_timeout must be a number of seconds > 0, or None"),
+        ({"task_timeout": float("inf")}, "task_timeout must be a number of seconds > 0, or None"),
+        ({"max_threads": 0}, "max_threads must be a whole number >= 1, got 0"),
+    ],
+    in_flight_on_ctrl_c="cancel",
+)
+
+RUNNERS = [
+    THREADED,
+    Runner(
+        "threadpool",
+        ThreadPoolRunner,
+        given={"num_workers": 7},
+        defaults={"num_workers": 20},
+        lacks={
+            ASYNC_TASKS: "it runs plain def tasks only: an async def task fails its hosts with "
+            "a TypeError saying so (tests/core/test_execution.py)",
+        },
+    ),
+    ASYNCIO,
+    replace(
+        ASYNCIO,
+        id="asyncio-uvloop",
+        options={"loop": "uvloop"},
+        given={**ASYNCIO.given, "loop": "uvloop"},
+        marks=[
+            pytest.mark.skipif(
+                importlib.util.find_spec("uvloop") is None, reason="uvloop is not installed"
+            )
+        ],
+    ),
+    Runner(
+        "processpool",
+        ProcessPoolRunner,
+        options={"num_procs": 2},
+        given={"num_workers": 9, "num_procs": 3, "task_timeout": 4},
+        defaults={
+            "num_workers": 100,
+            "num_procs": os.cpu_count() or 1,
+            "task_timeout": None,
+            "crash_reruns": 1,
+            "loop": "auto",
+        },
+        bad_options=[
+            ({"num_procs": 0}, "num_procs must be a whole number >= 1, got 0"),
+            ({"num_procs": "2"}, "num_procs must be a whole number >= 1, got '2'"),
+            ({"chunk_size": 0}, "chunk_size must be a whole number >= 1, got 0"),
+            ({"crash_reruns": -1}, "crash_reruns must be a whole number >= 0, got -1"),
+            ({"task_timeout": -3}, "task_timeout must be a number of seconds > 0, or None"),
+            ({"loop": "trio"}, "loop must be one of auto, asyncio, uvloop; got 'trio'"),
+        ],
+        lacks={
+            SYSTEM_EXIT: "a SystemExit in a task ends the worker process running it: its host "
+            "fails with WorkerCrashed and the run goes on (tests/runners/test_processpool.py)",
+            COUNTED_IN_PROCESS: "its hosts run in worker processes, where a counter in the "
+            "test's process cannot see them",
+        },
+    ),
+]
+
+
+def each_runner(
+    *behaviours: str,
+    cases: Callable[[Runner], Iterable[tuple[str, tuple[Any, ...]]]] = lambda runner: [("", ())],
+) -> list[Any]:
+    """``RUNNERS`` as parameters, each with its ``cases`` (an id and more values each); skipped
+    with the runner's reason where it lacks one of ``behaviours``, marked where it has a known
+    bug in one."""
+    params = []
+    for runner in RUNNERS:
+        marks = list(runner.marks)
+        marks += [runner.bugs[b] for b in behaviours if b in runner.bugs]
+        lacks = [runner.lacks[b] for b in behaviours if b in runner.lacks]
+        if lacks:
+            marks.append(pytest.mark.skip(reason=f"{runner.id}: {lacks[0]}"))
+        for case, values in cases(runner):
+            case_id = f"{runner.id}-{case}" if case else runner.id
+            params.append(pytest.param(runner, *values, id=case_id, marks=marks))
+    return params
+
+
+def each_kind(runner: Runner) -> list[tuple[str, tuple[str]]]:
+    return [(kind, (kind,)) for kind in runner.kinds]
+
+
+def twin(kind: str, name: str) -> Callable[..., Any]:
+    """The task ``name`` of tests/tasksets.py, or its async twin."""
+    task: Callable[..., Any] = getattr(async_tasksets if kind == ASYNC else tasksets, name)
+    return task
+
+
+def test_every_runner_of_the_package_is_here() -> None:
+    from nornir_bench import runners
+
+    assert {r.plugin for r in RUNNERS} - {ThreadedRunner} == {
+        getattr(runners, name) for name in runners.__all__ if name.endswith("Runner")
+    }
+
+
+@pytest.mark.parametrize("runner", each_runner())
+def test_loaded_through_nornirs_entry_point(runner: Runner) -> None:
+    nr = make_nornir(runner.name, **runner.given)
+    assert type(nr.runner) is runner.plugin
+    for option, value in {**runner.given, **runner.derived}.items():
+        assert getattr(nr.runner, option) == value, option
+    built_plain = make_nornir(runner.name).runner
+    for option, value in runner.defaults.items():
+        assert getattr(built_plain, option) == value, option
+    # what nornir-bench's own code reads of a runner agrees with what this suite expects
+    assert getattr(runner.plugin, "prefers_async_tasks", False) is (ASYNC in runner.kinds)
+    assert getattr(runner.plugin, "stops_on_ctrl_c", False) is (CTRL_C not in runner.lacks)
+
+
+BAD_NUM_WORKERS = [0, -1, 2.5, "4", True, None]
+
+
+def bad_options(runner: Runner) -> list[tuple[str, tuple[Mapping[str, Any], str]]]:
+    rejected = [
+        ({"num_workers": bad}, f"num_workers must be a whole number >= 1, got {bad!r}")
+        for bad in BAD_NUM_WORKERS
+    ]
+    return [
+        (",".join(f"{k}={v!r}" for k, v in options.items()), (options, message))
+        for options, message in [*rejected, *runner.bad_options]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("runner", "options", "message"), each_runner(BAD_OPTIONS, cases=bad_options)
+)
+def test_bad_options_rejected_when_built(
+    runner: Runner, options: Mapping[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(f"{runner.name} runner: {message}")):
+        runner.plugin(**options)
+
+
+WORKERS = [1, 3, 50]
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+@pytest.mark.parametrize("task_fn", tasksets.TASK_SET, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("runner", each_runner(REFERENCE))
+def test_results_equal_nornirs_threaded(runner: Runner, task_fn: Any, workers: int) -> None:
+    ours = runner.nornir(hosts=30, num_workers=workers).run(task=task_fn)
+    theirs = THREADED.nornir(hosts=30, num_workers=workers).run(task=task_fn)
+    assert isinstance(ours, AggregatedResult)
+    assert aggregated_view(ours) == aggregated_view(theirs)  # same content, same host order
+    assert ours.failed_hosts.keys() == theirs.failed_hosts.keys()
+
+
+@pytest.mark.parametrize(
+    "index", range(len(tasksets.TASK_SET)), ids=lambda i: tasksets.TASK_SET[i].__name__
+)
+@pytest.mark.parametrize("runner", each_runner(ASYNC_TASKS))
+def test_async_tasks_give_what_threaded_gives_for_their_sync_twins(
+    runner: Runner, index: int
+) -> None:
+    ours = runner.nornir(hosts=30, num_workers=4).run(task=async_tasksets.ASYNC_TASK_SET[index])
+    theirs = THREADED.nornir(hosts=30, num_workers=4).run(task=tasksets.TASK_SET[index])
+    assert isinstance(ours, AggregatedResult)
+    assert aggregated_view(ours) == aggregated_view(theirs)
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(REFERENCE, cases=each_kind))
+def test_failed_hosts_on_good_on_failed_like_nornir(runner: Runner, kind: str) -> None:
+    def run_sequence(nr: Nornir, kind: str) -> list[object]:
+        first = nr.run(task=twin(kind, "fails_on_odd"))
+        after_first = sorted(nr.data.failed_hosts)
+        hello = twin(kind, "hello")
+        good_only = sorted(nr.run(task=hello))
+        failed_only = sorted(nr.run(task=hello, on_good=False, on_failed=True))
+        both = sorted(nr.run(task=hello, on_failed=True))
+        return [sorted(first.failed_hosts), after_first, good_only, failed_only, both]
+
+    ours = run_sequence(runner.nornir(hosts=10, num_workers=4), kind)
+    assert ours == run_sequence(THREADED.nornir(hosts=10, num_workers=4), SYNC)
+    assert ours[0] == ["dev1", "dev3", "dev5", "dev7", "dev9"]
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_raise_on_error_like_nornir(runner: Runner, kind: str) -> None:
+    nr = runner.nornir(hosts=6, num_workers=3)
+    with pytest.raises(NornirExecutionError) as info:
+        nr.run(task=twin(kind, "fails_on_odd"), raise_on_error=True)
+    assert sorted(info.value.failed_hosts) == ["dev1", "dev3", "dev5"]
+    assert not nr.data.failed_hosts  # nornir raises instead of recording
+    assert not nr.run(task=twin(kind, "hello"), raise_on_error=True).failed
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_processor_hooks_per_host_in_nornirs_order(runner: Runner, kind: str) -> None:
+    ours, theirs = Recorder(), Recorder()
+    result = runner.nornir(hosts=9, num_workers=3).with_processors([ours]).run(
+        task=twin(kind, "grouped")
+    )
+    make_nornir("serial", hosts=9).with_processors([theirs]).run(task=tasksets.grouped)
+    assert ours.per_host() == theirs.per_host()
+    assert ours.events[0] == ("task_started", "grouped", None)
+    assert ours.events[-1] == ("task_completed", "grouped", None)
+    assert isinstance(result["dev3"][0].exception, NornirSubTaskError)
+    assert [r.name for r in result["dev3"]] == ["grouped", "hello", "maybe_fail"]
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_host_data_changes_visible_after_run(runner: Runner, kind: str) -> None:
+    nr = runner.nornir(hosts=25, num_workers=6)
+    nr.run(task=twin(kind, "sets_data"), key="seen")
+    assert {h.name: h.data.get("seen") for h in nr.inventory.hosts.values()} == {
+        f"dev{i}": f"DEV{i}" for i in range(25)
+    }
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_results_pickle(runner: Runner, kind: str) -> None:
+    result = runner.nornir(hosts=12, num_workers=4).run(task=twin(kind, "grouped"))
+    restored = pickle.loads(pickle.dumps(result))
+    assert aggregated_view(restored) == aggregated_view(result)
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_no_hosts_gives_empty_result(runner: Runner, kind: str) -> None:
+    nr = runner.nornir(hosts=5).filter(name="nobody")
+    result = nr.run(task=twin(kind, "hello"))
+    assert isinstance(result, AggregatedResult) and len(result) == 0
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(COUNTED_IN_PROCESS, cases=each_kind))
+def test_runs_num_workers_hosts_at_once_and_never_more(runner: Runner, kind: str) -> None:
+    workers = 8
+    barrier = threading.Barrier(workers, timeout=10)
+    lock = threading.Lock()
+    in_flight, most = 0, 0
+
+    def crowded(task: Task) -> None:
+        nonlocal in_flight, most
+        with lock:
+            in_flight += 1
+            most = max(most, in_flight)
+        if int(task.host.name[3:]) < workers:
+            barrier.wait()  # the first `workers` hosts can only pass together
+        time.sleep(0.001)
+        with lock:
+            in_flight -= 1
+
+    async def acrowded(task: Task) -> None:
+        # Every worker takes its first host before any host's sleep ends: no barrier needed.
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.001)
+        in_flight -= 1
+
+    nr = runner.nornir(hosts=64, num_workers=workers)
+    result = nr.run(task=acrowded if kind == ASYNC else crowded)
+    assert not result.failed, result.failed_hosts
+    assert most == workers
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_many_runs_leave_nothing_running(runner: Runner, kind: str) -> None:
+    nr = runner.nornir(hosts=50, num_workers=16)
+    threads, processes = threading.active_count(), descendant_pids()
+    for _ in range(30):
+        assert not nr.run(task=twin(kind, "hello")).failed
+        assert threading.active_count() == threads
+        assert descendant_pids() == processes
+
+
+def exits_on_dev2(task: Task) -> str:
+    if task.host.name == "dev2":
+        raise SystemExit(3)
+    return "stayed"
+
+
+async def aexits_on_dev2(task: Task) -> str:
+    await asyncio.sleep(0)
+    return exits_on_dev2(task)
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(SYSTEM_EXIT, cases=each_kind))
+def test_system_exit_from_a_task_propagates_once_the_run_has_stopped(
+    runner: Runner, kind: str
+) -> None:
+    nr = runner.nornir(hosts=10, num_workers=3)
+    with pytest.raises(SystemExit) as info:
+        nr.run(task=aexits_on_dev2 if kind == ASYNC else exits_on_dev2)
+    assert info.value.code == 3
+    # no_leaked_threads, no_leaked_processes: what the run started had stopped
+
+
+HOSTS_TO_STOP = 100
+PRESSER = 10
+NAP = 0.05
+
+
+def naps(task: Task, press: Callable[[], None]) -> str:
+    """Naps; dev10 presses Ctrl-C half-way through its nap, while other hosts are in flight."""
+    if task.host.name == f"dev{PRESSER}":
+        time.sleep(NAP / 2)
+        press()
+        time.sleep(NAP / 2)
+    else:
+        time.sleep(NAP)
+    return task.host.name
+
+
+async def anaps(task: Task, press: Callable[[], None]) -> str:
+    if task.host.name == f"dev{PRESSER}":
+        await asyncio.sleep(NAP / 2)
+        press()
+        await asyncio.sleep(NAP / 2)
+    else:
+        await asyncio.sleep(NAP)
+    return task.host.name
+
+
+def interrupted_run(runner: Runner, kind: str, workers: int) -> tuple[RunInterrupted, set[str]]:
+    """A run on 100 napping hosts that dev10 stops with Ctrl-C; what it raised, and the hosts
+    that started."""
+    recorder = Recorder()
+    nr = runner.nornir(hosts=HOSTS_TO_STOP, num_workers=workers).with_processors([recorder])
+    # What Ctrl-C does: SIGINT to the process (the test's own, whichever process the task runs
+    # in); its main thread takes it.
+    press = partial(os.kill, os.getpid(), signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt) as info:  # a bare one fails this test, not the session
+        nr.run(task=anaps if kind == ASYNC else naps, press=press)
+    assert isinstance(info.value, RunInterrupted), repr(info.value)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    started = {
+        host for hook, _, host in recorder.events if hook == "task_instance_started" and host
+    }
+    return info.value, started
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(CTRL_C, cases=each_kind))
+def test_ctrl_c_keeps_finished_hosts_and_starts_no_more(runner: Runner, kind: str) -> None:
+    stop, started = interrupted_run(runner, kind, workers=2)
+    assert not stop.abandoned
+    finished = list(stop.result)
+    assert stop.pending == HOSTS_TO_STOP - len(finished)
+    assert all(multi[0].result == name and not multi.failed for name, multi in stop.result.items())
+    assert finished == sorted(finished, key=lambda n: int(n[3:]))  # host order kept
+    assert set(finished) <= started and len(started) < HOSTS_TO_STOP  # the rest never started
+    # every host but the one in flight beside the presser had finished when it pressed
+    assert len({f"dev{i}" for i in range(PRESSER)} & set(finished)) >= PRESSER - 1
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(CTRL_C, IN_FLIGHT, cases=each_kind))
+def test_hosts_in_flight_at_ctrl_c_finish_or_are_cancelled(runner: Runner, kind: str) -> None:
+    """Once, processpool's first Ctrl-C killed its workers: hosts in the middle of a device
+    session were cut off, while the command said in-flight hosts finish."""
+    threads = set(threading.enumerate())
+    # One worker: dev10 is the only host in flight (in each worker process, for processpool).
+    stop, started = interrupted_run(runner, kind, workers=1)
+    finished = set(stop.result)
+    assert {f"dev{i}" for i in range(PRESSER)} <= finished
+    if runner.in_flight_on_ctrl_c == "finish":
+        assert finished == started  # every host that started finished: none cut off
+        assert f"dev{PRESSER}" in finished
+    else:
+        assert started - finished == {f"dev{PRESSER}"}  # cancelled, and left out
+    # not is_alive(): a thread that CPython wrongly marked dead is still enumerated (gh-90882)
+    assert set(threading.enumerate()) <= threads, "threads of the run still running"
