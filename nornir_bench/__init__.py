@@ -1,80 +1,88 @@
 """nornir-bench: fast, safe nornir runners and the "how many workers are enough?" benchmark."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nornir_bench import _moved
-from nornir_bench.bench.summary import RunSummary, summarize
-from nornir_bench.bench.usage import ProcessUsage, process_usage
-from nornir_bench.core.exceptions import (
-    NornirBenchError,
-    RemoteException,
-    RunInterrupted,
-    SimulatedFailure,
-    TaskTimeout,
-    WorkerCrashed,
-    WorkerUnavailable,
-)
-from nornir_bench.core.execution import arun_host, arun_subtask, run_host
-from nornir_bench.inventory import SyntheticInventory
-from nornir_bench.processors.timing import HostTimer
-from nornir_bench.runners.registry import available_runners
-from nornir_bench.tasks import (
-    BUILTIN_TASKS,
-    AsyncSSHSession,
-    asend_command,
-    asim_rtt,
-    atcp_ping,
-    send_command,
-    sim_rtt,
-    tcp_ping,
-)
+from nornir_bench._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from nornir_bench.bench.benchmark import BenchmarkRun, run_benchmark
+    from nornir_bench.bench.summary import RunSummary, summarize
     from nornir_bench.bench.sweep import SweepGrid, run_sweep
+    from nornir_bench.bench.usage import ProcessUsage, process_usage
+    from nornir_bench.core.exceptions import (
+        NornirBenchError,
+        RemoteException,
+        RunInterrupted,
+        SimulatedFailure,
+        TaskTimeout,
+        WorkerCrashed,
+        WorkerUnavailable,
+    )
+    from nornir_bench.core.execution import arun_host, arun_subtask, run_host
+    from nornir_bench.inventory import SyntheticInventory
     from nornir_bench.jobs.load import Job, JobError, load_job
     from nornir_bench.jobs.run import JobRun, run_job
     from nornir_bench.lab import DeviceLab, LabError, RttServer, run_lab, run_rtt_server
     from nornir_bench.processors.progress import ProgressBar
     from nornir_bench.processors.records import JsonLinesWriter
+    from nornir_bench.processors.timing import HostTimer
     from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
+    from nornir_bench.runners.registry import available_runners
+    from nornir_bench.tasks import (
+        BUILTIN_TASKS,
+        AsyncSSHSession,
+        asend_command,
+        asim_rtt,
+        atcp_ping,
+        send_command,
+        sim_rtt,
+        tcp_ping,
+    )
 
-# Loaded on first use (PEP 562): job files, the lab and the progress bar cost ~25 ms of imports
-# that the benchmark script, timed as a whole process, never needs; the runners and the
-# benchmark are not needed to load a job (nornir loads the job's runner by its entry point).
-_LAZY = {
-    "AsyncioRunner": "nornir_bench.runners",
-    "ProcessPoolRunner": "nornir_bench.runners",
-    "ThreadPoolRunner": "nornir_bench.runners",
-    "arun": "nornir_bench.runners",
-    "BenchmarkRun": "nornir_bench.bench.benchmark",
-    "run_benchmark": "nornir_bench.bench.benchmark",
-    "Job": "nornir_bench.jobs.load",
-    "JobError": "nornir_bench.jobs.load",
-    "load_job": "nornir_bench.jobs.load",
-    "JobRun": "nornir_bench.jobs.run",
-    "run_job": "nornir_bench.jobs.run",
-    "DeviceLab": "nornir_bench.lab",
-    "LabError": "nornir_bench.lab",
-    "RttServer": "nornir_bench.lab",
-    "run_lab": "nornir_bench.lab",
-    "run_rtt_server": "nornir_bench.lab",
-    "ProgressBar": "nornir_bench.processors.progress",
-    "JsonLinesWriter": "nornir_bench.processors.records",
-    "SweepGrid": "nornir_bench.bench.sweep",
-    "run_sweep": "nornir_bench.bench.sweep",
-}
-
+# Every name is imported on first use (PEP 562): ``import nornir_bench`` costs next to nothing,
+# and each command imports only what it runs (the benchmark neither the job loader, nor the
+# asyncio runner, nor cloudpickle; ``nornir-bench --help`` not even nornir).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "nornir_bench.bench.benchmark": ("BenchmarkRun", "run_benchmark"),
+        "nornir_bench.bench.summary": ("RunSummary", "summarize"),
+        "nornir_bench.bench.sweep": ("SweepGrid", "run_sweep"),
+        "nornir_bench.bench.usage": ("ProcessUsage", "process_usage"),
+        "nornir_bench.core.exceptions": (
+            "NornirBenchError",
+            "RemoteException",
+            "RunInterrupted",
+            "SimulatedFailure",
+            "TaskTimeout",
+            "WorkerCrashed",
+            "WorkerUnavailable",
+        ),
+        "nornir_bench.core.execution": ("arun_host", "arun_subtask", "run_host"),
+        "nornir_bench.inventory": ("SyntheticInventory",),
+        "nornir_bench.jobs.load": ("Job", "JobError", "load_job"),
+        "nornir_bench.jobs.run": ("JobRun", "run_job"),
+        "nornir_bench.lab": ("DeviceLab", "LabError", "RttServer", "run_lab", "run_rtt_server"),
+        "nornir_bench.processors.progress": ("ProgressBar",),
+        "nornir_bench.processors.records": ("JsonLinesWriter",),
+        "nornir_bench.processors.timing": ("HostTimer",),
+        "nornir_bench.runners": ("AsyncioRunner", "ProcessPoolRunner", "ThreadPoolRunner", "arun"),
+        "nornir_bench.runners.registry": ("available_runners",),
+        "nornir_bench.tasks": (
+            "BUILTIN_TASKS",
+            "AsyncSSHSession",
+            "asend_command",
+            "asim_rtt",
+            "atcp_ping",
+            "send_command",
+            "sim_rtt",
+            "tcp_ping",
+        ),
+    },
+)
 
 _moved.install()
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'nornir_bench' has no attribute {name!r}")
-
 
 __version__ = "0.1.0"
 

@@ -32,14 +32,24 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def imported_by(code: str) -> list[str]:
-    """The nornir_bench modules a fresh interpreter has imported after running ``code``."""
+# Separates what the code printed from the list of modules.
+_MODULES_FOLLOW = "-- modules --"
+
+
+def modules_after(code: str) -> set[str]:
+    """Every module in a fresh interpreter's ``sys.modules`` once it has run ``code``."""
     done = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys\nprint(*sorted(sys.modules))"],
+        [sys.executable, "-c",
+         f"{code}\nimport sys\nprint({_MODULES_FOLLOW!r}, *sorted(sys.modules))"],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    return [name for name in done.stdout.split() if name.startswith("nornir_bench")]
+    return set(done.stdout.split(_MODULES_FOLLOW)[-1].split())
+
+
+def imported_by(code: str) -> list[str]:
+    """The nornir_bench modules a fresh interpreter has imported after running ``code``."""
+    return sorted(name for name in modules_after(code) if name.startswith("nornir_bench"))
 
 
 def make_nornir(runner: str = "threadpool", hosts: int = 20, **options: Any) -> Nornir:

@@ -11,6 +11,9 @@ error, no traceback), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (as by C
 hosts that finished are still reported).
 """
 
+from typing import TYPE_CHECKING
+
+from nornir_bench._lazy import lazy_exports
 from nornir_bench.cli._common import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED_HOSTS,
@@ -19,8 +22,19 @@ from nornir_bench.cli._common import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
+
+# Imported here, not on first use: ``main`` is also the name of its module, which would
+# otherwise be what ``nornir_bench.cli.main`` is once the module has been imported. Both are
+# light: each command imports what it runs.
 from nornir_bench.cli.main import entry, main
-from nornir_bench.cli.script import script_entry, script_main
+
+if TYPE_CHECKING:
+    from nornir_bench.cli.script import script_entry, script_main
+
+# Imported on first use: nornir-bench needs no benchmark.
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"nornir_bench.cli.script": ("script_entry", "script_main")}
+)
 
 __all__ = [
     "EXIT_BROKEN_PIPE",

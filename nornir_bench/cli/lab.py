@@ -3,18 +3,14 @@
 ``nornir-bench lab`` / ``nornir-bench wait-lab`` / ``nornir-bench rtt-server`` (also
 ``python -m nornir_bench ...``) build their sub-commands from these functions, so the options
 are declared once. The commands raise :class:`~nornir_bench.lab.LabError` for bad input; the
-front end prints it and exits 2.
+front end prints it and exits 2. The lab is imported when a command's options are declared,
+not with this module: ``nornir-bench --help`` needs only the help lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-
-from nornir_bench.lab.devices import DEFAULT_BASE_PORT, DEFAULT_PLATFORMS
-from nornir_bench.lab.emulator import DEFAULT_LAB_SIZE, lab_devices, run_lab
-from nornir_bench.lab.ready import DEFAULT_WAIT_TIMEOUT, LabNotReady, wait_for_lab
-from nornir_bench.lab.rtt_server import DEFAULT_RTT_PORT, run_rtt_server
 
 __all__ = [
     "add_lab_arguments",
@@ -43,6 +39,9 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_lab_description(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """INVENTORY, or the options of a generated lab: shared by ``lab`` and ``wait-lab``."""
+    from nornir_bench.lab.devices import DEFAULT_BASE_PORT, DEFAULT_PLATFORMS
+    from nornir_bench.lab.emulator import DEFAULT_LAB_SIZE
+
     parser.add_argument(
         "inventory",
         nargs="?",
@@ -73,6 +72,8 @@ def _add_lab_description(parser: argparse.ArgumentParser) -> argparse._ArgumentG
 
 def lab_command(args: argparse.Namespace) -> int:
     """Run the lab described by ``args`` until signalled; the exit status (0)."""
+    from nornir_bench.lab.emulator import run_lab
+
     run_lab(
         args.inventory,
         count=args.count,
@@ -85,6 +86,8 @@ def lab_command(args: argparse.Namespace) -> int:
 
 def add_wait_lab_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``wait-lab`` command: the lab as ``lab`` was given it, a timeout."""
+    from nornir_bench.lab.ready import DEFAULT_WAIT_TIMEOUT
+
     _add_lab_description(parser)
     parser.add_argument(
         "--timeout",
@@ -97,6 +100,9 @@ def add_wait_lab_arguments(parser: argparse.ArgumentParser) -> None:
 
 def wait_lab_command(args: argparse.Namespace) -> int:
     """Wait for the lab described by ``args``; 0 once ready, 1 when it is not in time."""
+    from nornir_bench.lab.emulator import lab_devices
+    from nornir_bench.lab.ready import LabNotReady, wait_for_lab
+
     devices = lab_devices(args.inventory, count=args.count, platforms=args.platforms, port=args.port)
     try:
         wait_for_lab(devices, args.timeout)
@@ -109,6 +115,8 @@ def wait_lab_command(args: argparse.Namespace) -> int:
 
 def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``rtt-server`` command."""
+    from nornir_bench.lab.rtt_server import DEFAULT_RTT_PORT
+
     parser.add_argument("--address", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     parser.add_argument(
         "--port",
@@ -141,5 +149,7 @@ def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 def rtt_server_command(args: argparse.Namespace) -> int:
     """Serve until signalled; the exit status (0)."""
+    from nornir_bench.lab.rtt_server import run_rtt_server
+
     run_rtt_server(args.address, args.port, args.delay, args.jitter, ports=args.ports)
     return 0

@@ -21,7 +21,10 @@ __all__ = ["entry", "main"]
 
 # name -> (module, help attribute, add_arguments function, command function, epilog).
 # Modules are imported when the parser is built, not when this module is: script.py, timed as a
-# whole process, imports the cli package and needs none of them.
+# whole process, imports the cli package and needs none of them. A command module imports its
+# layer (the job loader, the lab, the sweep) only when its options are declared or it runs,
+# and only the command named on the command line declares its options: ``--help`` needs no
+# more than each command's help line.
 _COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
     "run": ("nornir_bench.cli.run", "HELP", "add_arguments", "command", None),
     "lab": ("nornir_bench.cli.lab", "LAB_HELP", "add_lab_arguments", "lab_command", None),
@@ -37,7 +40,8 @@ _COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
 }
 
 
-def _main_parser() -> Parser:
+def _main_parser(argv: Sequence[str]) -> Parser:
+    """The parser of ``nornir-bench``, with the options of the command ``argv`` names."""
     parser = Parser(
         prog="nornir-bench",
         description="Fast, safe nornir runners: run jobs on devices, or try them on a local lab.",
@@ -46,13 +50,16 @@ def _main_parser() -> Parser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
                                      parser_class=Parser)
+    # The main parser has no option that takes a value: its first other argument is the command.
+    named = next((arg for arg in argv if not arg.startswith("-")), None)
     for name, (module_name, help_name, add_name, command_name, epilog) in _COMMANDS.items():
         module = importlib.import_module(module_name)
         help_text = getattr(module, help_name)
         sub = commands.add_parser(name, help=help_text, description=help_text, epilog=epilog)
-        add_arguments: Callable[[argparse.ArgumentParser], None] = getattr(module, add_name)
-        add_arguments(sub)
-        sub.set_defaults(handler=getattr(module, command_name))
+        if name == named:
+            add_arguments: Callable[[argparse.ArgumentParser], None] = getattr(module, add_name)
+            add_arguments(sub)
+            sub.set_defaults(handler=getattr(module, command_name))
     return parser
 
 
@@ -61,7 +68,9 @@ def main(argv: Sequence[str] | None = None, *, terminated: threading.Event | Non
 
     ``terminated`` is set when SIGTERM stopped the run (see :func:`sigterm_as_ctrl_c`).
     """
-    parser = _main_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = _main_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:  # the commands, rather than one line saying one is required
         parser.print_help(sys.stderr)

@@ -1,20 +1,25 @@
 """``scripts/script.py WORKERS RTT``: the "how many threads are enough" benchmark, one point.
 
 Ends with one line: hosts ok/failed, run time, and the process's wall, user, sys and CPU % as
-``time`` reports them.
+``time`` reports them. That line is for people; ``--record PATH`` writes the same figures for
+programs (:mod:`nornir_bench.bench.record`), which is what the sweep reads.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from nornir_bench.bench.benchmark import run_benchmark
+from nornir_bench.bench.record import BenchmarkRecord, write_record
 from nornir_bench.bench.usage import process_usage
 from nornir_bench.cli._common import (
     EXIT_FAILED_HOSTS,
     EXIT_OK,
+    EXIT_USAGE,
     Parser,
     by_signal,
     exit_with,
@@ -56,6 +61,10 @@ def _script_parser() -> Parser:
                         help="probability that a host's round trip fails (0 to 1)")
     parser.add_argument("--seed", type=int, default=None,
                         help="make jitter and failures the same on every run")
+    parser.add_argument("--record", metavar="PATH", type=Path, default=None,
+                        help="also write the run's figures to PATH as one JSON object, for "
+                        "programs (nornir-bench sweep reads it); the last line is for people "
+                        "and may be reworded")
     return parser
 
 
@@ -71,6 +80,11 @@ def script_main(
     runners = available_runners()
     if args.runner not in runners:
         parser.error(f"unknown runner {args.runner!r}; available: {', '.join(runners)}")
+    if args.record is not None:
+        try:
+            args.record.write_text("")  # now: a path that cannot be written costs no run
+        except OSError as exc:
+            parser.error(f"--record: cannot write {args.record}: {exc.strerror or exc}")
 
     def announce(runner: str, workers: int | None, task: str) -> None:
         shown = "no workers option" if workers is None else f"{workers} workers"
@@ -98,6 +112,15 @@ def script_main(
         f"process: wall {usage.wall:.2f} s, user {usage.user:.2f} s, sys {usage.sys:.2f} s, "
         f"cpu {usage.cpu_percent:.0f} %, max rss {usage.max_rss_mib:.0f} MiB"
     )
+    if args.record is not None:
+        try:
+            write_record(
+                args.record, BenchmarkRecord.of(run, usage, hosts=args.hosts, rtt=args.rtt)
+            )
+        except OSError as exc:
+            print(f"script.py: error: cannot write the record {args.record}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
     if run.interrupted:
         return interrupted_status(terminated)
     return EXIT_FAILED_HOSTS if summary.failed else EXIT_OK

@@ -24,7 +24,7 @@ from typing import Any
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.inventory import Group, Host
 
-__all__: list[str] = []
+__all__ = ["register_reducers"]
 
 
 def _rebuild_subtask_error(task_name: str, result: Any) -> NornirSubTaskError:
@@ -33,9 +33,6 @@ def _rebuild_subtask_error(task_name: str, result: Any) -> NornirSubTaskError:
 
 def _reduce_subtask_error(exc: NornirSubTaskError) -> tuple[Any, ...]:
     return (_rebuild_subtask_error, (str(getattr(exc.task, "name", exc.task)), exc.result))
-
-
-copyreg.pickle(NornirSubTaskError, _reduce_subtask_error)
 
 
 def _host_slots(cls: type) -> tuple[str, ...]:
@@ -62,5 +59,8 @@ def _reduce_host(host: Host) -> tuple[Any, ...]:
     return (_rebuild_host, (type(host), state))
 
 
-copyreg.pickle(Host, _reduce_host)
-copyreg.pickle(Group, _reduce_host)
+def register_reducers() -> None:
+    """Register these reducers for every pickler in the process (again: harmless)."""
+    copyreg.pickle(NornirSubTaskError, _reduce_subtask_error)
+    copyreg.pickle(Host, _reduce_host)
+    copyreg.pickle(Group, _reduce_host)

@@ -22,7 +22,6 @@ timeout stops the task and fails the host with :class:`~nornir_bench.core.except
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import inspect
@@ -35,9 +34,8 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
-import nornir_bench.core._pickling  # noqa: F401  (results of every runner unpickle, see the module)
+from nornir_bench.core._pickling import register_reducers
 from nornir_bench.core.exceptions import TaskTimeout
-from nornir_bench.core.timeouts import within
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -59,6 +57,8 @@ __all__ = [
     "start_host",
     "stop_offloading",
 ]
+
+register_reducers()  # so that the results of every runner unpickle (see the module)
 
 Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 """Runs a blocking call off the event loop (in a thread pool) and awaits its return value."""
@@ -248,11 +248,20 @@ def child_task(parent: Task, func: Callable[..., Any], **kwargs: Any) -> Task:
     return sub
 
 
+# The two below import asyncio (20 ms, ssl included) when called, not with this module: they
+# only run on an event loop, which has imported it already, and blocking runs (threadpool,
+# nornir's runners) need it nowhere.
+
+
 async def _to_thread(call: Callable[[], Any]) -> Any:
+    import asyncio
+
     return await asyncio.to_thread(call)
 
 
 def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Awaitable[Any]:
+    from nornir_bench.core.timeouts import within
+
     return within(call, seconds, lambda: TaskTimeout(task.name, host.name, seconds))
 
 

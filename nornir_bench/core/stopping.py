@@ -27,14 +27,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nornir.core.task import AggregatedResult
-
-from nornir_bench.core.execution import is_async_task
 from nornir_bench.processors.base import NoOpProcessor
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import MultiResult, Task
+    from nornir.core.task import AggregatedResult, MultiResult, Task
 
 __all__ = [
     "FinishedHosts",
@@ -71,6 +68,8 @@ class FinishedHosts(NoOpProcessor):
 
     def aggregated(self, name: str, hosts: list[str]) -> AggregatedResult:
         """The hosts that finished, as an ``AggregatedResult`` in the order of ``hosts``."""
+        from nornir.core.task import AggregatedResult  # see sigterm_as_ctrl_c
+
         result = AggregatedResult(name)
         for host in hosts:
             if host in self.results:
@@ -141,6 +140,8 @@ def stoppable(
 
 def _guarded(task: Callable[..., Any], pressed: threading.Event) -> Callable[..., Any]:
     """``task``, raising :class:`NotStarted` instead of running once ``pressed`` is set."""
+    from nornir_bench.core.execution import is_async_task  # see sigterm_as_ctrl_c
+
     if is_async_task(task):
 
         @functools.wraps(task)
@@ -166,6 +167,9 @@ def sigterm_as_ctrl_c() -> Iterator[threading.Event]:
     Ctrl-C does at that moment; the event is set once one came, so the exit status can say so.
 
     Only in the main thread; the previous handler is restored after.
+
+    Every command runs inside it, ``--help`` included: so this module imports nornir (and the
+    execution core) only where a run needs it, not at import.
     """
     received = threading.Event()
     if threading.current_thread() is not threading.main_thread():

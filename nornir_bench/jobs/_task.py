@@ -20,7 +20,7 @@ from ruamel.yaml.comments import CommentedMap
 
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line
 from nornir_bench.jobs._signatures import parameters_of
-from nornir_bench.tasks import BUILTIN_TASKS, params_check_of
+from nornir_bench.tasks import BUILTIN_TASKS, MissingLibrary, params_check_of, require_libraries
 
 __all__ = ["read_task"]
 
@@ -36,6 +36,10 @@ def read_task(job: JobFile, root: CommentedMap) -> tuple[str, Callable[..., Any]
         raise job.error(root, "task", "task has no 'name': a built-in task or module:function")
     name = job.string(node, "name", "task")
     task = _find(job, node, name)
+    try:
+        require_libraries(task)  # before its own check, which may need them
+    except MissingLibrary as exc:
+        raise job.error(node, "name", str(exc)) from None
     params_node = job.mapping(node, "params")
     params: dict[str, Any] = job.plain(params_node, "task.params")
     for key in params:

@@ -43,12 +43,14 @@ from nornir.core.filter import F
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 
+from nornir_bench.core.plugins import init_nornir
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line, yaml_error
 from nornir_bench.jobs._settings import config_settings, inventory_settings, runner_settings
 from nornir_bench.jobs._signatures import show
 from nornir_bench.jobs._task import read_task
 from nornir_bench.jobs._yaml_input import MAX_VALUES, expanded_size, too_many_values
 from nornir_bench.jobs.secrets import SecretError, resolve_inventory
+from nornir_bench.tasks import connections_of
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -118,10 +120,8 @@ class Job:
             JobError: when the inventory cannot be loaded, a variable is unset, or the filter
                 matches no host.
         """
-        from nornir import InitNornir
-
         try:
-            nr = InitNornir(**self.settings)
+            nr = init_nornir(connections=connections_of(self.task), **self.settings)
         except MarkedYAMLError as exc:
             raise JobError(yaml_error(exc, "inventory")) from None
         except Exception as exc:  # noqa: BLE001 - any plugin's error, reported in one line

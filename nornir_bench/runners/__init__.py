@@ -7,8 +7,9 @@
 - :mod:`~nornir_bench.runners.registry`: which runners are installed and what each can do.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nornir_bench._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from nornir_bench.runners.asyncio_runner import AsyncioRunner, arun
@@ -20,15 +21,11 @@ __all__ = ["AsyncioRunner", "ProcessPoolRunner", "ThreadPoolRunner", "arun"]
 # Loaded on first use (PEP 562): nornir loads a runner by its entry point, and the registry
 # (asked by job files and the command line) needs none of them; importing one runner, or the
 # package, must not cost the imports of all three (the process pool's are the most).
-_LAZY = {
-    "AsyncioRunner": "nornir_bench.runners.asyncio_runner",
-    "arun": "nornir_bench.runners.asyncio_runner",
-    "ProcessPoolRunner": "nornir_bench.runners.processpool.runner",
-    "ThreadPoolRunner": "nornir_bench.runners.threadpool",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'nornir_bench.runners' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "nornir_bench.runners.asyncio_runner": ("AsyncioRunner", "arun"),
+        "nornir_bench.runners.processpool.runner": ("ProcessPoolRunner",),
+        "nornir_bench.runners.threadpool": ("ThreadPoolRunner",),
+    },
+)

@@ -4,25 +4,75 @@ Each blocking task has an awaitable twin for the event-loop runners (``send_comm
 ``asend_command``, ``tcp_ping`` / ``atcp_ping``, ``sim_rtt`` / ``asim_rtt``);
 :data:`BUILTIN_TASKS` names them all for job files. A task may carry a check of its
 parameters (:func:`check_params_with`), which job files run before anything else.
+
+A task may also declare the device libraries and connection plugins it uses (:func:`needs`):
+a job then registers only those plugins, and a missing library is one line naming the extra
+that installs it. Each name is imported from its module on first use: the benchmark's
+``sim_rtt`` does not cost the device tasks' imports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING
 
-from nornir_bench.tasks._params import ParamsCheck, check_params_with, params_check_of
-from nornir_bench.tasks.commands import asend_command, send_command
-from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
-from nornir_bench.tasks.simulated import MAX_RTT, RoundTrip, asim_rtt, plan_round_trip, sim_rtt
-from nornir_bench.tasks.ssh_session import AsyncSSHSession
-from nornir_bench.tasks.tcp import TcpPing, atcp_ping, tcp_ping
+from nornir_bench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from nornir_bench.tasks._builtin import BUILTIN_TASKS
+    from nornir_bench.tasks._needs import (
+        MissingLibrary,
+        Needs,
+        connections_of,
+        needs,
+        needs_of,
+        require_libraries,
+    )
+    from nornir_bench.tasks._params import ParamsCheck, check_params_with, params_check_of
+    from nornir_bench.tasks.commands import asend_command, send_command
+    from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
+    from nornir_bench.tasks.simulated import (
+        MAX_RTT,
+        RoundTrip,
+        asim_rtt,
+        plan_round_trip,
+        sim_rtt,
+    )
+    from nornir_bench.tasks.ssh_session import AsyncSSHSession
+    from nornir_bench.tasks.tcp import TcpPing, atcp_ping, tcp_ping
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "nornir_bench.tasks._builtin": ("BUILTIN_TASKS",),
+        "nornir_bench.tasks._needs": (
+            "MissingLibrary",
+            "Needs",
+            "connections_of",
+            "needs",
+            "needs_of",
+            "require_libraries",
+        ),
+        "nornir_bench.tasks._params": ("ParamsCheck", "check_params_with", "params_check_of"),
+        "nornir_bench.tasks.commands": ("asend_command", "send_command"),
+        "nornir_bench.tasks.parsing": ("parse_interfaces", "show_interfaces_output"),
+        "nornir_bench.tasks.simulated": (
+            "MAX_RTT",
+            "RoundTrip",
+            "asim_rtt",
+            "plan_round_trip",
+            "sim_rtt",
+        ),
+        "nornir_bench.tasks.ssh_session": ("AsyncSSHSession",),
+        "nornir_bench.tasks.tcp": ("TcpPing", "atcp_ping", "tcp_ping"),
+    },
+)
 
 __all__ = [
     "BUILTIN_TASKS",
     "MAX_RTT",
     "AsyncSSHSession",
+    "MissingLibrary",
+    "Needs",
     "ParamsCheck",
     "RoundTrip",
     "TcpPing",
@@ -30,27 +80,15 @@ __all__ = [
     "asim_rtt",
     "atcp_ping",
     "check_params_with",
+    "connections_of",
+    "needs",
+    "needs_of",
     "params_check_of",
     "parse_interfaces",
     "plan_round_trip",
+    "require_libraries",
     "send_command",
     "show_interfaces_output",
     "sim_rtt",
     "tcp_ping",
 ]
-
-BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
-    {
-        task.__name__: task
-        for task in (
-            send_command,
-            asend_command,
-            tcp_ping,
-            atcp_ping,
-            sim_rtt,
-            asim_rtt,
-            parse_interfaces,
-        )
-    }
-)
-"""The tasks a job file can name, by function name (read-only)."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import Result
 
 from nornir_bench.core.checks import number
+from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.ssh_session import CONNECTION_NAME, session_of
 
@@ -39,6 +40,7 @@ def _check_send_command(params: Mapping[str, Any]) -> None:
     _check_netmiko_arguments({k: v for k, v in params.items() if k not in ("command", "enable")})
 
 
+@needs(libraries=["netmiko", "nornir_netmiko"], connections=["netmiko"], install=DEVICES_EXTRA)
 @check_params_with(_check_send_command)
 def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: Any) -> Result:
     """Run ``command`` through nornir-netmiko's connection (blocking).
@@ -55,8 +57,11 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
         A ``Result`` whose ``result`` is the output.
 
     Raises:
+        MissingLibrary: netmiko or nornir-netmiko is not installed (``pip install
+            'nornir-bench[devices]'``).
         TypeError: a keyword argument netmiko's method does not take, before connecting.
     """
+    require_libraries(send_command)
     # 0.17 s to import: only when used.
     from netmiko.exceptions import NetmikoTimeoutException
     from nornir_netmiko.tasks import netmiko_send_command  # type: ignore[import-untyped]
@@ -126,6 +131,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+@needs(libraries=["asyncssh"], install=DEVICES_EXTRA)
 async def asend_command(
     task: Task,
     command: str,
@@ -151,6 +157,7 @@ async def asend_command(
         A ``Result`` whose ``result`` is the output.
 
     Raises:
+        MissingLibrary: asyncssh is not installed (``pip install 'nornir-bench[devices]'``).
         asyncssh.PermissionDenied: wrong credentials.
         OSError: the port refused, the host unreachable, the session closed by the device.
         TimeoutError: no prompt within ``timeout``.
@@ -161,6 +168,7 @@ async def asend_command(
     session = session_of(host)
     async with session.lock:
         if not session.is_open:
+            require_libraries(asend_command)
             params = host.get_connection_parameters(CONNECTION_NAME)
             await session.aopen(
                 params.hostname or host.name,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
+
 if TYPE_CHECKING:
     from nornir.core.task import Task
 
@@ -74,8 +76,14 @@ def show_interfaces_output(host: str, interfaces: int = 8) -> str:
     return "".join(blocks)
 
 
+@needs(libraries=["ntc_templates"], install=DEVICES_EXTRA)
 def parse_interfaces(task: Task, interfaces: int = 8) -> list[dict[str, Any]]:
-    """Parse this host's ``show interfaces`` with TextFSM (ntc-templates); returns the records."""
+    """Parse this host's ``show interfaces`` with TextFSM (ntc-templates); returns the records.
+
+    Raises:
+        MissingLibrary: ntc-templates is not installed (``pip install 'nornir-bench[devices]'``).
+    """
+    require_libraries(parse_interfaces)
     from ntc_templates.parse import parse_output
 
     text = show_interfaces_output(task.host.name, interfaces)

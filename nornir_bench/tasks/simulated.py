@@ -7,13 +7,13 @@ for a host from :func:`plan_round_trip`, so a run with either gives the same res
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir_bench.core.exceptions import SimulatedFailure
+from nornir_bench.tasks._needs import needs
 from nornir_bench.tasks._params import check_params_with
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ def _check_params(params: Mapping[str, Any]) -> None:
     )
 
 
+@needs()  # no library, no connection: the benchmark's Nornir registers none
 @check_params_with(_check_params)
 def sim_rtt(
     task: Task,
@@ -105,6 +106,7 @@ def sim_rtt(
     return trip.delay
 
 
+@needs()
 @check_params_with(_check_params)
 async def asim_rtt(
     task: Task,
@@ -114,6 +116,8 @@ async def asim_rtt(
     seed: int | None = None,
 ) -> float:
     """The awaitable twin of :func:`sim_rtt`: same parameters, same draw, same failure."""
+    import asyncio  # here: it runs on a loop, which has imported it; sim_rtt's runs need not
+
     trip = plan_round_trip(task.host.name, rtt, jitter, fail_rate, seed)
     await asyncio.sleep(trip.delay)
     if trip.fails:

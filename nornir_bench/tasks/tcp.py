@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from nornir_bench.core.checks import number, whole_number
 from nornir_bench.core.timeouts import within
+from nornir_bench.tasks._needs import needs
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -84,6 +85,7 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
         return ConnectionResetError(f"{self.address}: the connection closed before a reply line")
 
 
+@needs()  # plain sockets
 def tcp_ping(
     task: Task,
     port: int | None = None,
@@ -134,6 +136,7 @@ def tcp_ping(
         return ping.result(connected - start, time.perf_counter() - connected)
 
 
+@needs()
 async def atcp_ping(
     task: Task,
     port: int | None = None,

@@ -198,8 +198,14 @@ def _children_running(*argv: str) -> bool:
     return False
 
 
-FAKE_CHILD = r"""\
-import sys
+# What a stand-in child writes with --record: a good record of 5 hosts, all ok.
+RECORD = {"version": 1, "runner": "threadpool", "workers": 4, "task": "sim_rtt", "hosts": 5,
+          "rtt": 0.01, "ok": 5, "failed": 0, "changed": 0, "run_wall": 0.001,
+          "interrupted": False, "wall": 0.02, "user": 0.01, "sys": 0.0, "cpu_percent": 50.0,
+          "max_rss_mib": 20.0}
+
+FAKE_CHILD = rf"""\
+import json, sys
 workers = sys.argv[1]
 if workers == "2":
     print("about to fail", flush=True)
@@ -208,6 +214,8 @@ if workers == "2":
 if workers == "3":
     sys.exit(130)
 print("5 ok, 0 failed | run 0.001 s | process: wall 0.02 s ...")
+with open(sys.argv[sys.argv.index("--record") + 1], "w") as file:
+    json.dump({RECORD!r}, file)
 """
 
 
@@ -229,6 +237,77 @@ def test_a_failed_child_is_recorded_and_the_sweep_goes_on(
     assert table[1] == ["2", "failed"] and table[2][1].endswith("*")
     assert "2 workers, rtt 0.01 s: 2 of 2 failed, last: exit status 3: Runtime" in tables(result)
     assert [run["status"] for run in journal_runs(tmp_path)] == [3, 0, 3, 0]
+
+
+# A stand-in child whose line for people says one thing and whose record another.
+REWORDED_CHILD = rf"""\
+import json, sys
+print("all 5 hosts answered; 9.999 s")  # reworded, and not what the record says
+record = {RECORD!r}
+record.update(ok=3, failed=2, run_wall=0.004)
+with open(sys.argv[sys.argv.index("--record") + 1], "w") as file:
+    json.dump(record, file)
+sys.exit(1)
+"""
+
+
+def test_the_counts_come_from_the_record_not_the_line_for_people(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweep_run, "_CHILD_CODE", REWORDED_CHILD)
+    grid = SweepGrid(runners=["threadpool"], workers=[4], rtts=[0.01], hosts=5, repeat=1)
+    result = run_sweep(grid, tmp_path, progress=False)
+    assert result.failed_runs == 0
+    [run] = journal_runs(tmp_path)
+    assert (run["status"], run["ok"], run["failed"], run["run_wall"]) == (1, 3, 2, 0.004)
+
+
+# workers -> what a stand-in child writes as its record (None: none at all), and the reason
+# the sweep gives for the failed run.
+BAD_RECORDS: dict[int, tuple[str | None, str]] = {
+    1: (None, "exit status 0, no record was written"),
+    2: ("", "exit status 0, the record is empty"),
+    3: ("10000 ok, 0 failed | run 0.680 s", "exit status 0, the record is not JSON: "),
+    4: ("[1, 2]", "exit status 0, the record is not a JSON object but list"),
+    5: (json.dumps({**RECORD, "version": 2}), "exit status 0, the record's version is 2, not 1"),
+    6: (json.dumps({k: v for k, v in RECORD.items() if k not in ("ok", "failed")}),
+        "exit status 0, the record lacks ok, failed"),
+    7: (json.dumps({**RECORD, "ok": "5"}),
+        'exit status 0, the record\'s ok must be a whole number >= 0, got "5"'),
+    8: (json.dumps({**RECORD, "run_wall": -1}),
+        "exit status 0, the record's run_wall must be a finite number >= 0, got -1"),
+    9: (json.dumps({**RECORD, "hosts": 7}),
+        "exit status 0, the record is of another run: runner threadpool, 7 hosts"),
+    10: (" " * 70_000 + json.dumps(RECORD), "exit status 0, the record is larger than 64 KiB"),
+    11: ("[" * 50_000, "exit status 0, the record nests too deep to be a record"),
+}
+
+BAD_RECORD_CHILD = rf"""\
+import sys
+record = {{workers: text for workers, (text, _) in {BAD_RECORDS!r}.items()}}[int(sys.argv[1])]
+print("5 ok, 0 failed | run 0.001 s | process: wall 0.02 s ...")
+if record is not None:
+    with open(sys.argv[sys.argv.index("--record") + 1], "w") as file:
+        file.write(record)
+sys.stderr.write("done\n")
+"""
+
+
+def test_a_bad_record_is_a_failed_run_saying_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweep_run, "_CHILD_CODE", BAD_RECORD_CHILD)
+    grid = SweepGrid(runners=["threadpool"], workers=sorted(BAD_RECORDS), rtts=[0.01], hosts=5,
+                     repeat=1)
+    result = run_sweep(grid, tmp_path, progress=False)
+    assert result.failed_runs == len(BAD_RECORDS) and result.recommendations == []
+    for point in result.points:
+        reason = BAD_RECORDS[point.workers][1]
+        assert point.error is not None, point.workers
+        assert point.error.startswith(reason), (point.workers, point.error)
+        assert point.error.endswith(": done") and "\n" not in point.error
+        assert len(point.error) < 200
+    assert {run["ok"] for run in journal_runs(tmp_path)} == {None}
 
 
 def test_a_child_stopped_by_ctrl_c_stops_the_sweep(
@@ -265,6 +344,16 @@ def test_time_process_measures_the_child_alone(
     started = time.perf_counter()
     late = time_process([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
     assert late.status is None and time.perf_counter() - started < 10
+
+
+def test_time_process_keeps_the_end_of_a_long_output() -> None:
+    code = (
+        "import sys; sys.stdout.write('x' * 1_000_000)\n"
+        "sys.stderr.write('y' * 100_000 + '\\nlast\\n')"
+    )
+    child = time_process([sys.executable, "-c", code], timeout=30, max_output=1000)
+    assert child.status == 0 and child.stdout == "x" * 1000
+    assert len(child.stderr) == 1000 and child.stderr.endswith("y\nlast\n")
 
 
 def record(workers: int, wall: float, *, rtt: float = 0.05, error: str | None = None) -> RunRecord:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from nornir_bench.bench.record import read_record
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "script.py"
 SUMMARY = re.compile(
     r"^(\d+) ok, (\d+) failed \| run [\d.]+ s \| process: wall [\d.]+ s, user [\d.]+ s, "
@@ -76,6 +78,8 @@ def test_seeded_runs_fail_the_same_hosts() -> None:
         (["10", "0", "--jitter", "1e300"], "--jitter: must be a number of seconds from 0 to 3600"),
         (["10", "0.05", "--runner", "warp"], "unknown runner 'warp'; available: "),
         (["10"], "the following arguments are required: RTT"),
+        (["10", "0.05", "--record", "/nonexistent/run.json"],
+         "--record: cannot write /nonexistent/run.json: No such file or directory"),
     ],
 )
 def test_bad_input_one_line_exit_2(args: list[str], allowed: str) -> None:
@@ -86,6 +90,21 @@ def test_bad_input_one_line_exit_2(args: list[str], allowed: str) -> None:
     assert lines[0].startswith("script.py: error: ")
     assert allowed in lines[0]
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "serial"])
+def test_the_record_holds_the_figures_of_the_last_line(runner: str, tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    done = script("4", "0", "--hosts", "30", "--fail-rate", "0.5", "--seed", "2", "--runner",
+                  runner, "--record", str(path))
+    assert done.returncode == 1, done.stderr
+    ok, failed = map(int, SUMMARY.match(done.stdout.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
+    record = read_record(path)
+    assert (record.ok, record.failed, record.hosts, record.rtt) == (ok, failed, 30, 0)
+    assert (record.runner, record.task, record.interrupted) == (runner, "sim_rtt", False)
+    assert record.workers == (4 if runner == "threadpool" else None)  # serial has no workers
+    assert 0 < record.run_wall < record.wall and record.max_rss_mib > 0
+    assert path.read_text().count("\n") == 1  # one JSON object, one line
 
 
 def test_unknown_runner_lists_the_installed_ones() -> None:

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
 
 from nornir_bench.bench.usage import max_rss_mib
 
@@ -50,12 +51,17 @@ class TimedProcess:
     stderr: str
 
 
-def time_process(argv: Sequence[str], *, timeout: float) -> TimedProcess:
+def time_process(
+    argv: Sequence[str], *, timeout: float, max_output: int | None = None
+) -> TimedProcess:
     """Run ``argv`` (``argv[0]`` a path to an executable) to its end and measure it.
 
     Standard input is empty; standard output and error go to temporary files, so a child that
     writes a lot never blocks on a pipe. The child never outlives this call: past ``timeout``
     seconds, or on any exception here (Ctrl-C), it is killed and reaped.
+
+    ``max_output``: keep only the last that many bytes of each stream (``None``: all of it),
+    so a child that writes gigabytes costs no memory here.
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         actions = [
@@ -69,10 +75,8 @@ def time_process(argv: Sequence[str], *, timeout: float) -> TimedProcess:
             ended, status, usage = _wait_watching(pid, timeout)
         else:
             ended, status, usage = _wait_polling(pid, timeout)
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode("utf-8", "replace")
-        stderr = err.read().decode("utf-8", "replace")
+        stdout = _tail(out, max_output)
+        stderr = _tail(err, max_output)
     return TimedProcess(
         status=None if ended is None else os.waitstatus_to_exitcode(status),
         wall=(time.perf_counter() if ended is None else ended) - start,
@@ -82,6 +86,13 @@ def time_process(argv: Sequence[str], *, timeout: float) -> TimedProcess:
         stdout=stdout,
         stderr=stderr,
     )
+
+
+def _tail(file: IO[bytes], limit: int | None) -> str:
+    """The end of what was written to ``file``: its last ``limit`` bytes, or all of it."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(0 if limit is None else max(0, size - limit))
+    return file.read().decode("utf-8", "replace")
 
 
 # When the child exited (None: killed for overrunning), its wait status and its resource usage.

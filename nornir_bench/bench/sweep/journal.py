@@ -45,7 +45,7 @@ class RunRecord:
         status: the child's exit status (1: some host failed); negative: killed by that
             signal; ``None``: it overran its timeout and was killed.
         wall, user, sys, max_rss_mib: the whole child process, as ``time`` reports them.
-        ok, failed, run_wall: from the child's summary line (hosts; the run phase's seconds).
+        ok, failed, run_wall: from the child's record (hosts; the run phase's seconds).
         error: why the run failed (its standard error's last line); ``None`` if it did not.
         finished: when the run ended, ISO 8601.
     """

@@ -2,16 +2,18 @@
 
 Each run is ``scripts/script.py`` (the same :func:`nornir_bench.cli.script_main`) in a new
 interpreter, timed from outside as ``time`` timed the study (:mod:`nornir_bench.bench.sweep.child`),
-so start-up and imports count. Runs go round by round over the whole grid, so machine noise
-hits every point alike and a stopped sweep has a little of everything.
+so start-up and imports count. Its counts come from the record it writes with ``--record``
+(:mod:`nornir_bench.bench.record`), not from the line it prints for people. Runs go round by
+round over the whole grid, so machine noise hits every point alike and a stopped sweep has a
+little of everything.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import signal
 import sys
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from nornir_bench.runners.registry import takes_workers
+from nornir_bench.bench.record import BenchmarkRecord, RecordError, read_record
 from nornir_bench.bench.sweep.child import TimedProcess, time_process
 from nornir_bench.bench.sweep.grid import Point, SweepGrid
 from nornir_bench.bench.sweep.journal import (
@@ -31,13 +33,15 @@ from nornir_bench.bench.sweep.journal import (
     sweep_environment,
 )
 from nornir_bench.bench.sweep.results import PointResult, Recommendation, aggregate, recommend
+from nornir_bench.runners.registry import takes_workers
 
 __all__ = ["SweepResult", "child_timeout", "run_sweep"]
 
 # The child: script.py's own entry point, so the sweep times exactly what script.py runs.
 _CHILD_CODE = "from nornir_bench.cli import script_entry; script_entry()"
-# script.py's last line: "10000 ok, 0 failed | run 0.680 s | process: ..."
-_SUMMARY = re.compile(r"^(\d+) ok, (\d+) failed \| run ([\d.]+) s \|")
+# What the sweep keeps of a child's output: the end of its standard error, for a failure's
+# last line. Its counts come from its record, which read_record bounds too.
+_OUTPUT_KEPT = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -157,20 +161,30 @@ def _is_terminal() -> bool:
 def _run_point(point: Point, hosts: int, timeout: float) -> RunRecord:
     """Run ``point`` once in a fresh process; a failed child is a record, not an exception.
 
+    The child writes its figures to a record file (``script.py --record``); a child that
+    exits 0 or 1 without a good record is a failed run, saying what was wrong with it.
+
     Raises:
         KeyboardInterrupt: Ctrl-C, here or in the child (a terminal's reaches both).
     """
-    argv = [
-        sys.executable, "-c", _CHILD_CODE, str(point.workers), repr(point.rtt),
-        "--hosts", str(hosts), "--runner", point.runner,
-    ]
-    child = time_process(argv, timeout=timeout)
-    if child.status in (130, -signal.SIGINT):
-        raise KeyboardInterrupt
-    lines = child.stdout.strip().splitlines()
-    summary = _SUMMARY.match(lines[-1]) if lines else None
-    error = None if summary and child.status in (0, 1) else _failure(child, timeout)
-    counts = summary if error is None else None
+    with tempfile.TemporaryDirectory(prefix="nornir-bench-sweep-") as folder:
+        path = Path(folder) / "record.json"
+        argv = [
+            sys.executable, "-c", _CHILD_CODE, str(point.workers), repr(point.rtt),
+            "--hosts", str(hosts), "--runner", point.runner, "--record", str(path),
+        ]
+        child = time_process(argv, timeout=timeout, max_output=_OUTPUT_KEPT)
+        if child.status in (130, -signal.SIGINT):
+            raise KeyboardInterrupt
+        figures: BenchmarkRecord | None = None
+        error = None
+        if child.status in (0, 1):
+            try:
+                figures = _record_of(point, hosts, read_record(path))
+            except RecordError as exc:
+                error = _failure(child, timeout, str(exc))
+        else:
+            error = _failure(child, timeout)
     return RunRecord(
         runner=point.runner,
         workers=point.workers,
@@ -181,22 +195,36 @@ def _run_point(point: Point, hosts: int, timeout: float) -> RunRecord:
         user=child.user,
         sys=child.sys,
         max_rss_mib=child.max_rss_mib,
-        ok=int(counts[1]) if counts else None,
-        failed=int(counts[2]) if counts else None,
-        run_wall=float(counts[3]) if counts else None,
+        ok=figures.ok if figures else None,
+        failed=figures.failed if figures else None,
+        run_wall=figures.run_wall if figures else None,
         error=error,
         finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
 
 
-def _failure(child: TimedProcess, timeout: float) -> str:
-    """Why a child failed, in one line: its status, and its standard error's last line."""
+def _record_of(point: Point, hosts: int, record: BenchmarkRecord) -> BenchmarkRecord:
+    """``record``, if it is the record of this run.
+
+    Raises:
+        RecordError: it is another run's (a child that wrote what it was not asked for).
+    """
+    if (record.runner, record.hosts) != (point.runner, hosts):
+        raise RecordError(
+            f"the record is of another run: runner {record.runner}, {record.hosts} hosts"
+        )
+    return record
+
+
+def _failure(child: TimedProcess, timeout: float, bad_record: str | None = None) -> str:
+    """Why a child failed, in one line: its status (or what was wrong with the record it
+    wrote), and its standard error's last line."""
     if child.status is None:
         what = f"timed out after {timeout:.0f} s and was killed"
     elif child.status < 0:
         what = f"killed by {signal.Signals(-child.status).name}"
-    elif child.status in (0, 1):
-        what = f"exit status {child.status} without a summary line"
+    elif bad_record is not None:
+        what = f"exit status {child.status}, {bad_record}"
     else:
         what = f"exit status {child.status}"
     lines = [line.strip() for line in child.stderr.splitlines() if line.strip()]

@@ -22,10 +22,10 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
+from nornir.core.task import MultiResult
+
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
-
-    from nornir.core.task import MultiResult
 
 __all__ = [
     "Done",
@@ -72,7 +72,7 @@ class LoadFailed(NamedTuple):
     reason: str
 
 
-FinishedHost = tuple[int, "MultiResult", dict[str, Any], list[tuple[Any, ...]]]
+FinishedHost = tuple[int, MultiResult, dict[str, Any], list[tuple[Any, ...]]]
 """A host done in a worker: its index, ``MultiResult``, ``data`` after the task, and the
 subtask hook events for the pool to replay (see ``pool._replay_hooks``)."""
 

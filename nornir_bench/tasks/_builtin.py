@@ -1,0 +1,30 @@
+"""The tasks a job file can name by function name: every task of :mod:`nornir_bench.tasks`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from nornir_bench.tasks.commands import asend_command, send_command
+from nornir_bench.tasks.parsing import parse_interfaces
+from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
+from nornir_bench.tasks.tcp import atcp_ping, tcp_ping
+
+__all__ = ["BUILTIN_TASKS"]
+
+BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
+    {
+        task.__name__: task
+        for task in (
+            send_command,
+            asend_command,
+            tcp_ping,
+            atcp_ping,
+            sim_rtt,
+            asim_rtt,
+            parse_interfaces,
+        )
+    }
+)
+"""The tasks a job file can name, by function name (read-only)."""

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Start-up cost: what importing nornir-bench and starting its commands costs, whole process.
+
+    python scripts/bench_startup.py [--repeat 9] [--base DIR]
+
+Measures, each in a fresh interpreter (this one, ``sys.executable``):
+
+- ``python -c pass``: the interpreter's own start, the floor of every row below;
+- ``import nornir_bench``, script.py's own imports (``from nornir_bench.cli import
+  script_entry``), and every import of a whole ``script.py`` run (those its run makes too,
+  such as ``InitNornir``'s plugins): what they import, from ``python -X importtime``;
+- ``nornir-bench --help``: the whole process, as the console script runs it;
+- ``script.py 1000 0.05`` and ``script.py 10000 0.05 --runner asyncio``: the README's benchmark
+  and its asyncio twin, 10,000 hosts, whole process, as the study timed it.
+
+``--base DIR`` measures another checkout of nornir-bench side by side (e.g. the code before a
+change: ``git worktree add /tmp/base REV``), interleaved run by run with this one so machine
+noise hits both alike. Each tree is put first on ``PYTHONPATH``; ``PYTHONDONTWRITEBYTECODE`` is
+unset and every command runs once before timing, so byte code is compiled and cached as an
+installed package's would be. Prints min and median of ``--repeat`` runs as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+
+# The console script's own code (``[project.scripts]``), without its launcher file.
+HELP = ["-c", "from nornir_bench.cli import entry; entry()", "--help"]
+# A module imported by the statement itself, not by another module: its cumulative time.
+IMPORT_TIME = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| \S", re.MULTILINE)
+START = "-- the statement starts --"
+
+
+def environment(tree: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def wall(argv: list[str], tree: Path) -> float:
+    """Seconds from spawning ``python argv`` to its exit."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, *argv], env=environment(tree), cwd=tree, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def import_time(statement: str) -> Callable[[Path], float]:
+    """Seconds of the imports ``statement`` makes (``-X importtime``), not the interpreter's."""
+
+    def measure(tree: Path) -> float:
+        code = f"import sys; sys.stderr.write({START!r} + '\\n'); {statement}"
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                              env=environment(tree), cwd=tree, check=True, capture_output=True,
+                              text=True)
+        ours = done.stderr.split(START)[-1]
+        return sum(int(found) for found in IMPORT_TIME.findall(ours)) / 1e6
+
+    return measure
+
+
+def measures() -> dict[str, Callable[[Path], float]]:
+    def script(*args: str) -> Callable[[Path], float]:
+        return lambda tree: wall([str(tree / "scripts" / "script.py"), *args], tree)
+
+    def script_imports(*args: str) -> Callable[[Path], float]:
+        argv = ["script.py", *args]
+        return import_time(
+            f"import runpy; sys.argv = {argv!r}; "
+            "runpy.run_path('scripts/script.py', run_name='__main__')"
+        )
+
+    return {
+        "python -c pass (floor)": lambda tree: wall(["-c", "pass"], tree),
+        "import nornir_bench (-X importtime)": import_time("import nornir_bench"),
+        "script.py's imports (-X importtime)": import_time(
+            "from nornir_bench.cli import script_entry"
+        ),
+        "script.py 1000 0.05, every import (-X importtime)": script_imports("1000", "0.05"),
+        "script.py 10000 0.05 --runner asyncio, every import (-X importtime)": script_imports(
+            "10000", "0.05", "--runner", "asyncio"
+        ),
+        "nornir-bench --help": lambda tree: wall(HELP, tree),
+        "script.py 1000 0.05": script("1000", "0.05"),
+        "script.py 10000 0.05 --runner asyncio": script("10000", "0.05", "--runner", "asyncio"),
+    }
+
+
+def row(cells: list[str]) -> str:
+    return f"| {' | '.join(cells)} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=9, help="runs per measure (default 9)")
+    parser.add_argument("--base", type=Path, help="another checkout, measured side by side")
+    args = parser.parse_args()
+    trees = {"base": args.base.resolve(), "this": HERE} if args.base else {"this": HERE}
+    for tree in trees.values():  # compile and cache byte code; not timed
+        for measure in measures().values():
+            measure(tree)
+    samples: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.repeat):
+        for name, measure in measures().items():
+            for label, tree in trees.items():
+                samples.setdefault((name, label), []).append(measure(tree))
+
+    print(f"## start-up, ms: min / median of {args.repeat} runs; {sys.executable}")
+    header = ["measure", *trees, *(["this / base (median)"] if args.base else [])]
+    print(row(header))
+    print(row(["---"] * len(header)))
+    for name in measures():
+        cells = [name]
+        for label in trees:
+            runs = samples[(name, label)]
+            cells.append(f"{min(runs) * 1000:.0f} / {statistics.median(runs) * 1000:.0f}")
+        if args.base:
+            medians = [statistics.median(samples[(name, label)]) for label in ("this", "base")]
+            cells.append(f"{medians[0] / medians[1]:.2f}")
+        print(row(cells))
+    for label, tree in trees.items():
+        print(f"{label}: {tree}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Each entry point imports only what it uses, checked in a fresh interpreter's ``sys.modules``.
+
+Start-up is timed by ``scripts/bench_startup.py``; these tests only keep the heavy imports out
+of the paths that do not need them: the asyncio runner and ssl (asyncio's), cloudpickle (the
+process pool's), the job loader, the lab, the sweep, and the device libraries.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import nornir_bench
+import nornir_bench.cli
+import nornir_bench.tasks
+from tests.conftest import modules_after
+
+# Module -> what it is, for the assertion messages.
+HEAVY = {
+    "asyncio": "asyncio",
+    "ssl": "ssl (asyncio imports it)",
+    "cloudpickle": "cloudpickle (the processpool runner's)",
+    "nornir_bench.runners.asyncio_runner": "the asyncio runner",
+    "nornir_bench.runners.processpool": "the processpool runner",
+    "nornir_bench.jobs.load": "the job loader",
+    "nornir_bench.lab": "the lab",
+    "nornir_bench.bench.sweep": "the sweep",
+    "tqdm": "tqdm (the progress bars')",
+    "nornir_netmiko": "nornir-netmiko",
+    "netmiko": "netmiko",
+    "paramiko": "paramiko",
+    "asyncssh": "asyncssh",
+}
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return [what for name, what in HEAVY.items() if name in modules]
+
+
+def test_importing_the_package_imports_none_of_it() -> None:
+    modules = modules_after("import nornir_bench")
+    assert heavy_in(modules) == []
+    assert "nornir" not in modules  # not even nornir, until a name is used
+
+
+def test_the_benchmark_scripts_imports_are_the_benchmarks_alone() -> None:
+    modules = modules_after("from nornir_bench.cli import script_entry")
+    assert heavy_in(modules) == []
+    assert "nornir_bench.tasks.commands" not in modules  # device tasks: not the benchmark's
+
+
+def test_a_threadpool_benchmark_run_imports_none_of_it_either() -> None:
+    """Run, not only imported: nornir loads the runner and nothing else (no connection plugin,
+    no other runner), and a blocking run needs no event loop."""
+    modules = modules_after(
+        "from nornir_bench.bench.benchmark import run_benchmark\n"
+        "assert run_benchmark(2, 0, hosts=3).summary.ok == 3"
+    )
+    assert heavy_in(modules) == []
+
+
+def test_nornir_bench_help_imports_no_command() -> None:
+    modules = modules_after(
+        "import sys\n"
+        "sys.argv = ['nornir-bench', '--help']\n"
+        "from nornir_bench.cli import entry\n"
+        "try:\n"
+        "    entry()\n"
+        "except SystemExit:\n"
+        "    pass"
+    )
+    assert heavy_in(modules) == []
+    assert "nornir" not in modules  # --help prints text: it needs no nornir
+
+
+@pytest.mark.parametrize("package", [nornir_bench, nornir_bench.cli, nornir_bench.tasks],
+                         ids=lambda package: package.__name__)
+def test_every_exported_name_is_there_when_asked_for(package: object) -> None:
+    names: list[str] = package.__all__  # type: ignore[attr-defined]
+    everything: dict[str, object] = {}
+    exec(f"from {package.__name__} import *", everything)  # type: ignore[attr-defined]
+    assert sorted(set(everything) - {"__builtins__"}) == sorted(names)
+    assert set(names) <= set(dir(package))
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        package.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_an_exported_name_stays_itself_once_a_module_of_the_same_name_is_imported() -> None:
+    """Once, ``from nornir_bench.cli import main`` gave the module ``cli/main.py`` once it had
+    been imported: importing a module sets its package's attribute of that name."""
+    modules_after(
+        "import importlib, importlib.util, types\n"
+        "for package in ('nornir_bench', 'nornir_bench.cli', 'nornir_bench.tasks',\n"
+        "                'nornir_bench.runners'):\n"
+        "    exported = importlib.import_module(package)\n"
+        "    for name in exported.__all__:\n"
+        "        if importlib.util.find_spec(f'{package}.{name}') is not None:\n"
+        "            importlib.import_module(f'{package}.{name}')\n"
+        "        value = getattr(exported, name)\n"
+        "        assert not isinstance(value, types.ModuleType), (package, name)\n"
+    )
