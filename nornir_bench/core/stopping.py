@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FinishedHosts",
     "NotStarted",
+    "ctrl_c_held",
     "Stop",
     "sigterm_as_ctrl_c",
     "stoppable",
@@ -189,3 +190,30 @@ def sigterm_as_ctrl_c() -> Iterator[threading.Event]:
         yield received
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+@contextmanager
+def ctrl_c_held() -> Iterator[None]:
+    """Ctrl-C (SIGINT) comes when the block has ended, not inside it.
+
+    For steps a ``KeyboardInterrupt`` must not cut in half: a processpool batch of results
+    being stored (cut, it lost hosts whose processors had seen them finish, and the pool then
+    waited for ever for results already sent), a threadpool thread being started (cut, the
+    run no longer knew whether the thread ran). Inside the block a press is only noted; it is
+    raised again, to whatever handler was there, as the block ends. (Only the main thread
+    gets ``KeyboardInterrupt``: elsewhere there is nothing to hold.)
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is None  # set from C: it could not be put back
+    ):
+        yield
+        return
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pressed:
+            signal.raise_signal(signal.SIGINT)

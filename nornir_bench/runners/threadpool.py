@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_host
+from nornir_bench.core.stopping import ctrl_c_held
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import interrupted, placeholders
 
@@ -87,12 +88,13 @@ class ThreadPoolRunner:
                     if not pending:
                         break
                     thread = threading.Thread(target=work, name=f"threadpool-{i}", daemon=True)
-                    running.started()
-                    try:
-                        thread.start()
-                    except BaseException:
-                        running.ended()
-                        raise
+                    with ctrl_c_held():  # interrupted, a start would leave the count wrong
+                        running.started()
+                        try:
+                            thread.start()
+                        except BaseException:
+                            running.ended()
+                            raise
                     threads.append(thread)
                 running.wait()
         except KeyboardInterrupt:

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import logging
 import math
-import signal
-import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +19,7 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 from nornir_bench.core.attempts import record_attempts
 from nornir_bench.core.exceptions import TaskTimeout, WorkerUnavailable, describe_exit
 from nornir_bench.core.execution import fail_host, log_failure, start_host
+from nornir_bench.core.stopping import ctrl_c_held
 from nornir_bench.runners.processpool.crashes import START_FAILURES_BEFORE_GIVING_UP, CrashLedger
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
@@ -152,7 +149,7 @@ class _Pool:
         """Take every message waiting from ``worker``; False if its end of the socket closed."""
         try:
             while worker.conn.poll():
-                with _ctrl_c_held():  # a batch is stored whole: its hosts' hooks have fired
+                with ctrl_c_held():  # a batch is stored whole: its hosts' hooks have fired
                     message = receive(worker.conn)
                     if isinstance(message, Done):
                         for index, multi, data, events in message.batch:
@@ -327,29 +324,3 @@ class _Pool:
         record_attempts(multi, self.crashes.earlier_runs(index))
         self.result[host.name] = multi
         self.remaining -= 1
-
-
-@contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Ctrl-C (SIGINT) comes when the block has ended, not inside it.
-
-    A ``KeyboardInterrupt`` raised while a batch of results was being stored lost the host it
-    was on, whose processors had already seen it finish, and the rest of the batch: the pool
-    then waited for ever for results its worker had already sent. Inside the block a press is
-    only noted; it is raised again, to whatever handler was there, as the block ends. (Only
-    the main thread gets ``KeyboardInterrupt``: elsewhere there is nothing to hold.)
-    """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is None  # set from C: it could not be put back
-    ):
-        yield
-        return
-    pressed: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if pressed:
-            signal.raise_signal(signal.SIGINT)
