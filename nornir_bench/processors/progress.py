@@ -18,12 +18,24 @@ if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import AggregatedResult, MultiResult, Task
 
-__all__ = ["ProgressBar"]
+__all__ = ["ProgressBar", "is_terminal", "progress_bar"]
 
 
-class _Bar(tqdm):  # type: ignore[type-arg]  # tqdm is generic in its items; ours are hosts
+class _Bar(tqdm):  # type: ignore[type-arg]  # tqdm is generic in its items: hosts, runs
     # tqdm's monitor is a thread that outlives the bar; a run must not leave threads behind.
     monitor_interval = 0
+
+
+def progress_bar(
+    *, total: int, desc: str, unit: str, file: IO[str], enabled: bool | None = None
+) -> tqdm:  # type: ignore[type-arg]
+    """A tqdm bar that leaves no thread behind, for any count (hosts of a run, runs of a sweep).
+
+    ``enabled=None`` draws only when ``file`` is a terminal, so logs and pipes stay clean.
+    """
+    shown = is_terminal(file) if enabled is None else enabled
+    return _Bar(total=total, desc=desc, unit=unit, file=file, dynamic_ncols=True,
+                disable=not shown)
 
 
 class ProgressBar(NoOpProcessor):
@@ -37,9 +49,9 @@ class ProgressBar(NoOpProcessor):
 
     def __init__(self, *, file: IO[str] | None = None, enabled: bool | None = None) -> None:
         self.file = file if file is not None else sys.stderr
-        self.enabled = _is_terminal(self.file) if enabled is None else enabled
+        self.enabled = is_terminal(self.file) if enabled is None else enabled
         self.failed = 0
-        self._bar: _Bar | None = None
+        self._bar: tqdm | None = None  # type: ignore[type-arg]
         self._lock = threading.Lock()
 
     def task_started(self, task: Task) -> None:
@@ -49,8 +61,8 @@ class ProgressBar(NoOpProcessor):
         hosts = task.nornir.inventory.hosts
         total = len(hosts) - len(task.nornir.data.failed_hosts.intersection(hosts))
         self.failed = 0
-        self._bar = _Bar(
-            total=total, desc=task.name, unit="host", file=self.file, dynamic_ncols=True
+        self._bar = progress_bar(
+            total=total, desc=task.name, unit="host", file=self.file, enabled=True
         )
 
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
@@ -72,7 +84,8 @@ class ProgressBar(NoOpProcessor):
             self._bar = None
 
 
-def _is_terminal(file: IO[str]) -> bool:
+def is_terminal(file: IO[str]) -> bool:
+    """Whether ``file`` is a terminal (a closed or odd file is not)."""
     try:
         return file.isatty()
     except (AttributeError, ValueError):  # no isatty, or closed

@@ -19,8 +19,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from nornir_bench.bench.record import BenchmarkRecord, RecordError, read_record
 from nornir_bench.bench.sweep.child import TimedProcess, time_process
 from nornir_bench.bench.sweep.grid import Point, SweepGrid
@@ -33,6 +31,7 @@ from nornir_bench.bench.sweep.journal import (
     sweep_environment,
 )
 from nornir_bench.bench.sweep.results import PointResult, Recommendation, aggregate, recommend
+from nornir_bench.processors.progress import progress_bar
 from nornir_bench.runners.registry import takes_workers
 
 __all__ = ["SweepResult", "child_timeout", "run_sweep"]
@@ -110,9 +109,8 @@ def run_sweep(grid: SweepGrid, out: Path, *, progress: bool | None = None) -> Sw
     journaled = len(journal.runs)
     has_workers = {runner: takes_workers(runner) for runner in grid.runners}
     interrupted = False
-    enabled = _is_terminal() if progress is None else progress
-    bar = _Bar(total=len(plan), desc="sweep", unit="run", file=sys.stderr, dynamic_ncols=True,
-               disable=not enabled)
+    bar = progress_bar(total=len(plan), desc="sweep", unit="run", file=sys.stderr,
+                       enabled=progress)
     try:
         with journal:
             for point in plan:
@@ -144,18 +142,6 @@ def run_sweep(grid: SweepGrid, out: Path, *, progress: bool | None = None) -> Sw
 def child_timeout(hosts: int, workers: int, rtt: float) -> float:
     """Seconds a run may take: 10 x its ideal time (rounds of ``workers`` hosts) + 60 s."""
     return 10 * math.ceil(hosts / workers) * rtt + 60
-
-
-class _Bar(tqdm):  # type: ignore[type-arg]  # tqdm is generic in its items; ours are runs
-    # tqdm's monitor is a thread that outlives the bar; a sweep must not leave threads behind.
-    monitor_interval = 0
-
-
-def _is_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # no isatty, or closed
-        return False
 
 
 def _run_point(point: Point, hosts: int, timeout: float) -> RunRecord:
