@@ -28,14 +28,14 @@ import time
 
 from nornir import InitNornir
 
-from nornir_bench.runners.asyncio_runner import AsyncioRunner
+from nornir_bench.core.loops import new_event_loop
 from nornir_bench.tasks import asim_rtt
 
 
 def floor(loop_name: str, hosts: int, rtt: float) -> float:
     """N bare coroutines on a new loop of the same kind, created, run and closed."""
     start = time.perf_counter()
-    loop = AsyncioRunner(loop=loop_name)._new_loop()
+    loop = new_event_loop(loop_name)
     try:
 
         async def main() -> None:

@@ -84,18 +84,20 @@ class ThreadPoolRunner:
         threads: list[threading.Thread] = []
         try:
             with tuned_for_run():
-                for i in range(min(self.num_workers, len(hosts))):
-                    if not pending:
-                        break
-                    thread = threading.Thread(target=work, name=f"threadpool-{i}", daemon=True)
-                    with ctrl_c_held():  # interrupted, a start would leave the count wrong
+                # Held once for all the starts (not per thread: 1,000 starts would pay for it
+                # 1,000 times): interrupted, a start would leave the count of threads wrong.
+                with ctrl_c_held():
+                    for i in range(min(self.num_workers, len(hosts))):
+                        if not pending:
+                            break
+                        thread = threading.Thread(target=work, name=f"threadpool-{i}", daemon=True)
                         running.started()
                         try:
                             thread.start()
                         except BaseException:
                             running.ended()
                             raise
-                    threads.append(thread)
+                        threads.append(thread)
                 running.wait()
         except KeyboardInterrupt:
             pending.clear()
