@@ -8,7 +8,8 @@
   started in the background;
 - :mod:`~nornir_bench.lab.rtt_server`: :class:`RttServer`, thousands of connections answered
   after a set delay, and :func:`run_rtt_server`, ``nornir-bench rtt-server``;
-- :mod:`~nornir_bench.lab.commands`: their command-line options, for any argparse front end.
+- :mod:`~nornir_bench.cli.lab`: their command-line options and commands (``nornir-bench lab``,
+  ``wait-lab``, ``rtt-server``).
 
 FakeNOS is optional (``pip install 'nornir-bench[lab]'``): it is imported only when a lab
 starts, so the RTT server and the inventory helpers work without it.
