@@ -36,8 +36,14 @@ def resolve_loop(loop: object, *, what: str) -> str:
 
 
 def new_event_loop(implementation: str = "auto") -> asyncio.AbstractEventLoop:
-    """A new event loop of ``implementation`` (``"auto"``, ``"asyncio"`` or ``"uvloop"``)."""
-    if resolve_loop(implementation, what="event loop") == "uvloop":
+    """A new event loop of ``implementation`` (``"auto"``, ``"asyncio"`` or ``"uvloop"``).
+
+    Runners pass the implementation they resolved when built, so a run does not look uvloop
+    up again; ``"auto"`` is resolved here.
+    """
+    if implementation not in ("asyncio", "uvloop"):
+        implementation = resolve_loop(implementation, what="event loop")
+    if implementation == "uvloop":
         import uvloop
 
         return uvloop.new_event_loop()
