@@ -259,7 +259,8 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     from nornir_bench.runners._results import placeholders
     from nornir_bench.runners.processpool.crashes import RunningHost
     from nornir_bench.runners.processpool.messages import Done, send
-    from nornir_bench.runners.processpool.pool import _Pool, _Worker
+    from nornir_bench.runners.processpool.pool import _Pool
+    from nornir_bench.runners.processpool.workers import Worker
 
     class ForkServerGone:
         """Not the subject here: the fork server of a worker the pool kills."""
@@ -285,7 +286,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     runner = _Pool(nr.runner, task, hosts, result)
     runner.pending.clear()
     pool_end, worker_end = socket.socketpair()
-    worker = _Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
+    worker = Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
     worker.loaded = True
     worker.in_flight = {0: 0.0, 1: 0.0}
     runner.workers.append(worker)

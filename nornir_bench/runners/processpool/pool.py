@@ -50,8 +50,6 @@ _FROZEN_GRACE_SECONDS = 5.0
 # Arguments after the interpreter that start the fork server (its sockets are appended).
 _FORK_SERVER_COMMAND = ["-m", "nornir_bench.runners.processpool._main"]
 
-_Worker = Worker  # the name the pool's tests know
-
 
 # Over 200 lines, on purpose: feeding, receiving, settling crashes and timeouts all move the
 # same host queues, in-flight sets and counters, and each step decides what the next does; split
