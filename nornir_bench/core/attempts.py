@@ -1,7 +1,8 @@
 """How many times a host's task ran, and why the runs before the one that counted did not.
 
-A host may run more than once: the process pool runs again, on a fresh worker, a host that was
-in flight on a worker another host crashed. Its ``MultiResult`` is then the one of the run that
+A host may run more than once: its task is tried again after a failure the run's ``retries``
+allow (:mod:`nornir_bench.core.policies.hosts`), and the process pool runs again, on a fresh
+worker, a host that was in flight on a worker another host crashed. Its ``MultiResult`` is then the one of the run that
 counted, as nornir would hold it; the earlier runs are kept on the host's own ``Result``
 (``multi[0]``) as two attributes, which pickle with it and which the JSON Lines records show:
 
@@ -30,11 +31,13 @@ class FailedAttempt:
 
 
 def record_attempts(multi: MultiResult, failed: Sequence[FailedAttempt]) -> None:
-    """Note on the host's own result that ``failed`` runs came before this one."""
+    """Note on the host's own result that ``failed`` runs came before this one (and before
+    those already noted: a host retried in a worker, then run again after a crash)."""
     if failed:
         first = multi[0]
-        first.attempts = len(failed) + 1  # type: ignore[attr-defined]
-        first.failed_attempts = list(failed)  # type: ignore[attr-defined]
+        every = [*failed, *getattr(first, "failed_attempts", ())]
+        first.attempts = len(every) + 1  # type: ignore[attr-defined]
+        first.failed_attempts = every  # type: ignore[attr-defined]
 
 
 def attempts_of(multi: MultiResult) -> tuple[int, list[FailedAttempt]]:

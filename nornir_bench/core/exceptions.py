@@ -9,8 +9,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NornirBenchError",
+    "HostSkipped",
     "RemoteException",
+    "RunAborted",
     "RunInterrupted",
+    "RunTimeout",
     "SimulatedFailure",
     "TaskTimeout",
     "WorkerCrashed",
@@ -63,16 +66,69 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 class TaskTimeout(TimeoutError):
-    """A host's task ran longer than the runner's ``task_timeout`` and was stopped."""
+    """A host's task ran longer than the runner's ``task_timeout`` and was stopped.
 
-    def __init__(self, task: str, host: str, seconds: float) -> None:
+    ``abandoned``: the task was a blocking call, which cannot be stopped: it went on in its
+    thread, and whatever it returns is dropped.
+    """
+
+    def __init__(self, task: str, host: str, seconds: float, abandoned: bool = False) -> None:
         super().__init__(f"task {task!r} on host {host!r} timed out after {seconds:g} s")
         self.task = task
         self.host = host
         self.seconds = seconds
+        self.abandoned = abandoned
 
-    def __reduce__(self) -> tuple[type[TaskTimeout], tuple[str, str, float]]:
-        return (type(self), (self.task, self.host, self.seconds))
+    def __reduce__(self) -> tuple[type[TaskTimeout], tuple[str, str, float, bool]]:
+        return (type(self), (self.task, self.host, self.seconds, self.abandoned))
+
+
+class RunAborted(RuntimeError):
+    """A run policy's limit stopped the run before this host started; the host never ran.
+
+    ``limit`` names the limit that fired, as the run's options spell it (``max_failures``,
+    ``max_fail_percentage``), and ``reason`` says what crossed it.
+    """
+
+    def __init__(self, limit: str, reason: str) -> None:
+        super().__init__(f"not run: the run was aborted by {limit}: {reason}")
+        self.limit = limit
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[RunAborted], tuple[str, str]]:
+        return (type(self), (self.limit, self.reason))
+
+
+class HostSkipped(RunAborted):
+    """A group's failure limit (``group_max_failures``) skipped this host: it never ran.
+
+    A :class:`RunAborted` for one group of hosts, not the whole run.
+    """
+
+    def __init__(self, limit: str, reason: str) -> None:
+        RuntimeError.__init__(self, f"skipped: {limit}: {reason}")
+        self.limit = limit
+        self.reason = reason
+
+
+class RunTimeout(TimeoutError):
+    """The run's deadline (``run_timeout``) passed before this host finished, or started.
+
+    Attributes:
+        seconds: the run's ``run_timeout``.
+        started: whether the host had started (its task was stopped) or never ran.
+        abandoned: as :class:`TaskTimeout`'s.
+    """
+
+    def __init__(self, seconds: float, started: bool, abandoned: bool = False) -> None:
+        what = "before this host finished" if started else "before this host started"
+        super().__init__(f"the run's deadline (run_timeout {seconds:g} s) passed {what}")
+        self.seconds = seconds
+        self.started = started
+        self.abandoned = abandoned  # as TaskTimeout's
+
+    def __reduce__(self) -> tuple[type[RunTimeout], tuple[float, bool, bool]]:
+        return (type(self), (self.seconds, self.started, self.abandoned))
 
 
 class WorkerCrashed(RuntimeError):

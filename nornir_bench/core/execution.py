@@ -48,7 +48,9 @@ __all__ = [
     "arun_host",
     "arun_subtask",
     "child_task",
+    "complete_host",
     "fail_host",
+    "failure_result",
     "is_async_task",
     "log_failure",
     "offloading",
@@ -56,6 +58,7 @@ __all__ = [
     "run_task",
     "start_host",
     "stop_offloading",
+    "wrap_result",
 ]
 
 register_reducers()  # so that the results of every runner unpickle (see the module)
@@ -86,8 +89,8 @@ def run_host(task: Task, host: Host) -> MultiResult:
         if isinstance(outcome, CoroutineType):  # not inspect.isawaitable: 0.3 µs a host
             _refuse(outcome, instance)
     except Exception as exc:
-        return _completed(instance, host, _failure(instance, host, exc))
-    return _completed(instance, host, _wrap(host, outcome))
+        return complete_host(instance, host, _failure(instance, host, exc))
+    return complete_host(instance, host, wrap_result(host, outcome))
 
 
 def _refuse(coroutine: CoroutineType[Any, Any, Any], task: Task) -> None:
@@ -136,8 +139,8 @@ async def arun_host(
                 outcome if timeout is None else _within(outcome, timeout, instance, host)
             )
     except Exception as exc:
-        return _completed(instance, host, _failure(instance, host, exc))
-    return _completed(instance, host, _wrap(host, outcome))
+        return complete_host(instance, host, _failure(instance, host, exc))
+    return complete_host(instance, host, wrap_result(host, outcome))
 
 
 def fail_host(
@@ -160,7 +163,7 @@ def fail_host(
     instance = start_host(task, host) if started is None else started
     text = "".join(traceback.format_exception(error))
     log_failure(host.name, instance.name, text)
-    return _completed(instance, host, Result(host, exception=error, result=text, failed=True))
+    return complete_host(instance, host, Result(host, exception=error, result=text, failed=True))
 
 
 def is_async_task(func: Callable[..., Any]) -> bool:
@@ -282,13 +285,19 @@ def start_host(template: Task, host: Host) -> Task:
     return task
 
 
-def _wrap(host: Host, outcome: object) -> Result:
+def wrap_result(host: Host, outcome: object) -> Result:
+    """A task's return value as its ``Result`` (a ``Result`` it returned is kept as it is)."""
     return outcome if isinstance(outcome, Result) else Result(host=host, result=outcome)
 
 
 def _failure(task: Task, host: Host, exc: Exception) -> Result:
     """The failed ``Result`` nornir builds for an exception raised by a task."""
-    tb = traceback.format_exc()
+    return failure_result(task, host, exc, traceback.format_exc())
+
+
+def failure_result(task: Task, host: Host, exc: Exception, tb: str) -> Result:
+    """The failed ``Result`` of ``exc``, raised by ``task`` with traceback text ``tb``, logged
+    as nornir logs it."""
     log_failure(host.name, task.name, tb)
     text = str(exc) if isinstance(exc, NornirSubTaskError) else tb
     return Result(host, exception=exc, result=text, failed=True)
@@ -299,7 +308,9 @@ def log_failure(host: str, task: str, tb: str) -> None:
     _logger.error("Host %r: task %r failed with traceback:\n%s", host, task, tb)
 
 
-def _completed(task: Task, host: Host, result: Result) -> MultiResult:
+def complete_host(task: Task, host: Host, result: Result) -> MultiResult:
+    """Name ``result`` after ``task``, set its severity, put it first in the task's results
+    and fire the completion hook (what ``Task.start`` does last)."""
     result.name = task.name  # type: ignore[assignment]  # nornir annotates it as None
     if result.severity_level == DEFAULT_SEVERITY_LEVEL:
         result.severity_level = logging.ERROR if result.failed else task.severity_level

@@ -7,12 +7,15 @@ from typing import TYPE_CHECKING
 from nornir.core.task import AggregatedResult
 
 from nornir_bench.core.exceptions import RunInterrupted
+from nornir_bench.core.execution import fail_host
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import Task
 
-__all__ = ["interrupted", "placeholders"]
+    from nornir_bench.core.policies.plan import HostPlan
+
+__all__ = ["fill_not_run", "interrupted", "placeholders"]
 
 
 def placeholders(task: Task, hosts: list[Host]) -> AggregatedResult:
@@ -38,3 +41,10 @@ def interrupted(result: AggregatedResult, *, abandoned: bool = False) -> RunInte
         if multi is not None:
             finished[name] = multi
     return RunInterrupted(finished, pending=len(result) - len(finished), abandoned=abandoned)
+
+
+def fill_not_run(task: Task, plan: HostPlan, result: AggregatedResult) -> None:
+    """Give each host the run's policies kept from starting its failed result (``RunAborted``,
+    ``HostSkipped``, ``RunTimeout``), made by the core with its hooks: no host is missing."""
+    for host, error in plan.not_run():
+        result[host.name] = fail_host(task, host, error)

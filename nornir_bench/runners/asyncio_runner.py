@@ -27,17 +27,20 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Task
 
-from nornir_bench.core.checks import seconds_or_none, whole_number
+from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import LOOPS, new_event_loop, resolve_loop
+from nornir_bench.core.policies.hosts import HostRun, arun_policed
+from nornir_bench.core.policies.options import Policed, RunPolicy
+from nornir_bench.core.policies.plan import AsyncPlan, HostPlan
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.runners._queue import HostQueue
-from nornir_bench.runners._results import interrupted, placeholders
+from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
     from nornir.core.inventory import Host
-    from nornir.core.task import AggregatedResult
+    from nornir.core.task import AggregatedResult, MultiResult
 
 __all__ = ["LOOPS", "AsyncioRunner", "arun"]
 
@@ -45,7 +48,7 @@ __all__ = ["LOOPS", "AsyncioRunner", "arun"]
 logger = logging.getLogger(__name__)
 
 
-class AsyncioRunner:
+class AsyncioRunner(Policed):
     """Runs the task over the hosts as coroutines on one event loop.
 
     Args:
@@ -53,9 +56,10 @@ class AsyncioRunner:
             other nornir tools read it. The default, 100, keeps a job that opens a connection
             per host well inside the usual limit of 1,024 open files.
         loop: ``"auto"`` (uvloop when installed, else asyncio), ``"asyncio"`` or ``"uvloop"``.
-        task_timeout: seconds each host's task may take; past them the host's coroutine is
-            cancelled and the host fails with ``TaskTimeout``. ``None``: no limit.
         max_threads: the size of the thread pool for blocking tasks; default ``num_workers``.
+        **policy: the run policies (``task_timeout``, ``retries``, ``max_failures`` ...), the
+            same on every runner: see :class:`~nornir_bench.core.policies.options.RunPolicy`.
+            Past ``task_timeout`` a host's coroutine is cancelled.
 
     Raises:
         ValueError: for a bad option value, saying what is allowed.
@@ -69,13 +73,13 @@ class AsyncioRunner:
         num_workers: int = 100,
         *,
         loop: str = "auto",
-        task_timeout: float | None = None,
         max_threads: int | None = None,
+        **policy: Any,
     ) -> None:
         self.num_workers = whole_number("asyncio runner: num_workers", num_workers, minimum=1)
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what="asyncio runner")
-        self.task_timeout = seconds_or_none("asyncio runner: task_timeout", task_timeout)
+        self.policy = RunPolicy.build("asyncio runner", policy)
         self.max_threads = (
             num_workers
             if max_threads is None
@@ -132,19 +136,40 @@ class AsyncioRunner:
 
     async def _fill(self, task: Task, hosts: list[Host], result: AggregatedResult) -> None:
         """Run every host, writing each host's ``MultiResult`` into ``result`` as it finishes."""
-        pending = HostQueue(hosts)
-        timeout = self.task_timeout
+        policy = self.policy
+        plan = HostPlan(hosts, policy) if policy.schedules else None
         loop = asyncio.get_running_loop()
         all_done = loop.create_future()
         running = min(self.num_workers, len(hosts))
         session = AsyncRunSession(task.task, hosts, max_threads=min(self.max_threads, len(hosts) or 1))
 
+        async def one(host: Host) -> MultiResult:
+            if not policy.per_host:
+                return await arun_host(task, host, offload=session.offload)
+            deadline = None if plan is None else plan.deadline
+            run = HostRun(task, host, policy, run_deadline=deadline)
+            return await arun_policed(run, session.offload)
+
+        pending = HostQueue(hosts)
+
+        async def hosts_in_order() -> None:  # no policy decides when a host starts
+            if policy.per_host:
+                for host in pending:
+                    result[host.name] = await one(host)
+                return
+            offload = session.offload  # the hot path: no call between the loop and the core
+            for host in pending:
+                result[host.name] = await arun_host(task, host, offload=offload)
+
+        async def hosts_planned(planned: AsyncPlan) -> None:
+            while (host := await planned.next()) is not None:
+                multi = result[host.name] = await one(host)
+                planned.finished(host, multi.failed)
+
         async def work() -> None:
             nonlocal running
-            offload = session.offload
             try:
-                for host in pending:
-                    result[host.name] = await arun_host(task, host, offload=offload, timeout=timeout)
+                await (hosts_in_order() if plan is None else hosts_planned(planned))
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # not a task error (the core captures those): fail the run
@@ -157,6 +182,8 @@ class AsyncioRunner:
                 if running == 0 and not all_done.done():
                     all_done.set_result(None)
 
+        if plan is not None:
+            planned = AsyncPlan(plan)
         async with session:
             workers = [loop.create_task(work()) for _ in range(running)]
             try:
@@ -167,11 +194,13 @@ class AsyncioRunner:
                     worker.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
                 raise
+        if plan is not None:
+            fill_not_run(task, plan, result)
 
     def __repr__(self) -> str:
         return (
             f"AsyncioRunner(num_workers={self.num_workers}, loop={self.loop!r}, "
-            f"task_timeout={self.task_timeout!r}, max_threads={self.max_threads})"
+            f"max_threads={self.max_threads}{self._policy_repr()})"
         )
 
 

@@ -15,29 +15,44 @@ this runner does none of that:
 - every thread has ended before ``run()`` returns, on success, on error and on Ctrl-C (a
   second Ctrl-C abandons those in flight);
 - the garbage collector is tuned for the run (see ``nornir_bench.core._gc``): the pre-run heap is
-  frozen and collections come less often, so they do not stall every worker on the GIL.
+  frozen and collections come less often, so they do not stall every worker on the GIL;
+- run policies (:mod:`nornir_bench.core.policies`) are the shared core's: the plan hands out
+  hosts, ``HostRun`` makes the attempts. What is this runner's own is the deadline of a
+  blocking call: the run's main thread watches every call in flight; one past its deadline is
+  given up (its host fails with ``TaskTimeout``, or is retried), and a new thread takes over
+  the host and then the slot, so ``num_workers`` hosts stay in flight. The stuck thread's late
+  return is dropped; ``run()`` waits for such threads at most ``ABANDONED_GRACE_SECONDS``.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_host
+from nornir_bench.core.policies.hosts import HostRun, Outcome, run_policed
+from nornir_bench.core.policies.options import Policed, RunPolicy
+from nornir_bench.core.policies.plan import BlockingPlan, HostPlan
 from nornir_bench.core.stopping import ctrl_c_held
 from nornir_bench.runners._queue import HostQueue
-from nornir_bench.runners._results import interrupted, placeholders
+from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import AggregatedResult, Task
+    from nornir.core.task import AggregatedResult, MultiResult, Task
 
-__all__ = ["ThreadPoolRunner"]
+__all__ = ["ABANDONED_GRACE_SECONDS", "ThreadPoolRunner"]
+
+ABANDONED_GRACE_SECONDS = 0.1
+"""How long ``run()`` waits, at its end, for threads whose blocking call passed its deadline
+(their hosts already failed): a call returning at that moment still ends its thread cleanly,
+and a call that hangs does not hold the run."""
 
 
-class ThreadPoolRunner:
+class ThreadPoolRunner(Policed):
     """Runs the task over the hosts on up to ``num_workers`` threads.
 
     Same semantics and results as nornir's ``threaded`` runner: the ``AggregatedResult`` holds
@@ -46,15 +61,18 @@ class ThreadPoolRunner:
     Args:
         num_workers: the most threads, and so hosts, at work at once (>= 1; default 20 as in
             nornir). Kept as an attribute because other nornir tools read it.
+        **policy: the run policies (``task_timeout``, ``retries``, ``max_failures`` ...), the
+            same on every runner: see :class:`~nornir_bench.core.policies.options.RunPolicy`.
 
     Raises:
-        ValueError: when ``num_workers`` is not a whole number >= 1.
+        ValueError: for a bad option value, saying what is allowed.
     """
 
     stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
 
-    def __init__(self, num_workers: int = 20) -> None:
+    def __init__(self, num_workers: int = 20, **policy: Any) -> None:
         self.num_workers = whole_number("threadpool runner: num_workers", num_workers, minimum=1)
+        self.policy = RunPolicy.build("threadpool runner", policy)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on every host in ``hosts``.
@@ -67,21 +85,59 @@ class ThreadPoolRunner:
             BaseException: a ``SystemExit`` or similar raised by a task is re-raised once every
                 thread has stopped, as nornir's runner re-raises it.
         """
+        policy = self.policy
         result = placeholders(task, hosts)
-        pending = HostQueue(hosts)
+        plan = HostPlan(hosts, policy) if policy.schedules else None
+        pending: HostQueue | BlockingPlan = HostQueue(hosts) if plan is None else BlockingPlan(plan)
         escaped: list[BaseException] = []
         running = _Running()
+        stop = threading.Event()  # Ctrl-C: a host waiting to retry does not
+        watch = _Deadlines() if policy.task_timeout or policy.run_timeout else None
+        call = HostRun.call if watch is None else watch.call
 
-        def work() -> None:
+        def one(host: Host) -> MultiResult | None:
+            if not policy.per_host:
+                return run_host(task, host)
+            deadline = None if plan is None else plan.deadline
+            return run_policed(HostRun(task, host, policy, run_deadline=deadline, stop=stop), call=call)
+
+        def work(taken_over: HostRun | None = None) -> None:
             try:
+                if taken_over is not None:  # a host whose call passed its deadline: go on
+                    multi = run_policed(taken_over, taken_over.timed_out(), call=call)
+                    if not _store(taken_over.host, multi):
+                        return
                 for host in pending:
-                    result[host.name] = run_host(task, host)
+                    if not _store(host, one(host)):
+                        return
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
                 escaped.append(exc)
-            finally:
-                running.ended()
+            running.ended()
+
+        def _store(host: Host, multi: MultiResult | None) -> bool:
+            if multi is None:  # given up at its deadline: another thread has this slot now
+                return False
+            result[host.name] = multi
+            if plan is not None:
+                pending.finished(host, multi.failed)  # type: ignore[union-attr]
+            return True
+
+        def take_over(run: HostRun) -> None:  # the main thread, for a call past its deadline
+            start(lambda: work(run), "threadpool-takeover")
+            running.ended()  # the thread left in the call no longer counts
 
         threads: list[threading.Thread] = []
+
+        def start(target: Any, name: str) -> None:
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            running.started()
+            try:
+                thread.start()
+            except BaseException:
+                running.ended()
+                raise
+            threads.append(thread)
+
         try:
             with tuned_for_run():
                 # Held once for all the starts (not per thread: 1,000 starts would pay for it
@@ -90,29 +146,81 @@ class ThreadPoolRunner:
                     for i in range(min(self.num_workers, len(hosts))):
                         if not pending:
                             break
-                        thread = threading.Thread(target=work, name=f"threadpool-{i}", daemon=True)
-                        running.started()
-                        try:
-                            thread.start()
-                        except BaseException:
-                            running.ended()
-                            raise
-                        threads.append(thread)
-                running.wait()
+                        start(work, f"threadpool-{i}")
+                running.wait(watch, take_over)
         except KeyboardInterrupt:
+            stop.set()
             pending.clear()
             try:
-                running.wait()
+                running.wait(watch, take_over)
             except KeyboardInterrupt:  # Ctrl-C again: do not wait for the hosts in flight
                 raise interrupted(result, abandoned=True) from None
             raise interrupted(result) from None
         finally:
             if running.count == 0:  # each thread is past its last host: this takes no time
-                for thread in threads:
-                    thread.join()
+                _join(threads, watch)
         if escaped:
             raise escaped[0]
+        if plan is not None:
+            fill_not_run(task, plan, result)
         return result
+
+    def __repr__(self) -> str:
+        return f"ThreadPoolRunner(num_workers={self.num_workers}{self._policy_repr()})"
+
+
+def _join(threads: list[threading.Thread], watch: _Deadlines | None) -> None:
+    """Join the run's threads; those left in a call past its deadline at most for the grace."""
+    abandoned = set() if watch is None else watch.abandoned
+    grace_ends = time.monotonic() + ABANDONED_GRACE_SECONDS
+    for thread in threads:
+        if thread in abandoned:
+            thread.join(max(0.0, grace_ends - time.monotonic()))
+        else:
+            thread.join()
+
+
+class _Deadlines:
+    """The blocking calls in flight that have a deadline, watched from the run's main thread.
+
+    A worker thread makes each attempt through :meth:`call`; the main thread calls
+    :meth:`expired` as it waits. Whichever comes first owns the attempt: the call's return, or
+    the deadline (the call is then abandoned: its thread ends when it returns, and its return
+    value is dropped).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[int, tuple[float, HostRun, threading.Thread]] = {}
+        self.abandoned: set[threading.Thread] = set()  # threads left in such a call
+
+    def call(self, run: HostRun) -> Outcome | None:
+        deadline = run.deadline()
+        if deadline is None:
+            return run.call()
+        key = id(run)
+        with self._lock:
+            self._calls[key] = (deadline, run, threading.current_thread())
+        outcome = run.call()
+        with self._lock:
+            if self._calls.pop(key, None) is None:  # the deadline won: drop this return
+                return None
+        return outcome
+
+    def next_in(self) -> float | None:
+        """Seconds to the nearest deadline, if any call has one."""
+        with self._lock:
+            if not self._calls:
+                return None
+            return max(0.0, min(call[0] for call in self._calls.values()) - time.monotonic())
+
+    def expired(self) -> list[HostRun]:
+        """The calls past their deadline, now given up (their threads no longer own them)."""
+        now = time.monotonic()
+        with self._lock:
+            late = [self._calls.pop(key) for key, call in list(self._calls.items()) if call[0] <= now]
+        self.abandoned.update(thread for _, _, thread in late)
+        return [run for _, run, _ in late]
 
 
 # A SIGINT the kernel hands to a worker thread, or ``_thread.interrupt_main()``, only sets a
@@ -146,7 +254,21 @@ class _Running:
             if self.count == 0:
                 self._none_left.set()
 
-    def wait(self) -> None:
-        """Return once every thread has ended (raises ``KeyboardInterrupt`` on Ctrl-C)."""
-        while not self._none_left.wait(_WAIT_POLL_SECONDS):
-            pass
+    def wait(
+        self,
+        watch: _Deadlines | None = None,
+        take_over: Any = None,
+    ) -> None:
+        """Return once every thread has ended (raises ``KeyboardInterrupt`` on Ctrl-C); with
+        ``watch``, hand each call past its deadline to ``take_over`` meanwhile."""
+        if watch is None:
+            while not self._none_left.wait(_WAIT_POLL_SECONDS):
+                pass
+            return
+        while True:
+            nearest = watch.next_in()
+            poll = _WAIT_POLL_SECONDS if nearest is None else min(_WAIT_POLL_SECONDS, nearest)
+            if self._none_left.wait(poll):
+                return
+            for run in watch.expired():
+                take_over(run)

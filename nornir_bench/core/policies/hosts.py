@@ -1,0 +1,269 @@
+"""One host's task under the run's policies: a deadline for each attempt, and retries.
+
+:class:`HostRun` holds what does no I/O (when an attempt's deadline is, which error a missed
+one is, whether a failure is tried again and after how long, the result that counts); the
+blocking and the awaitable drivers, :func:`run_policed` and :func:`arun_policed`, hold only the
+calls, the waits and the reconnects. Processor hooks fire once per host, whatever the number
+of attempts: ``task_instance_started`` before the first, ``task_instance_completed`` with the
+result of the attempt that counted (subtasks of an earlier attempt fired their own hooks as
+they ran, and their results are dropped with that attempt).
+
+Before a retry the host's connections are closed, so the task opens fresh ones (a reconnect,
+as nornir-salt's ``reconnect_on_fail``). The attempts that did not count are kept on the
+host's result (:mod:`nornir_bench.core.attempts`).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any
+
+from nornir.core.task import MultiResult
+
+from nornir_bench.core.attempts import FailedAttempt, record_attempts
+from nornir_bench.core.connections import aclose_connections, close_connections
+from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
+from nornir_bench.core.execution import (
+    Offload,
+    complete_host,
+    failure_result,
+    start_host,
+    wrap_result,
+)
+from nornir_bench.core.policies.retry import retry_wait
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import Task
+
+    from nornir_bench.core.policies.options import RunPolicy
+
+__all__ = ["HostRun", "Outcome", "arun_policed", "run_policed"]
+
+logger = logging.getLogger("nornir_bench.policies")
+
+# A failed attempt's message, as kept on the result and in the records: one line, this long.
+_MESSAGE_LENGTH = 500
+
+
+class Outcome:
+    """How one attempt ended: its return value, or the exception and its traceback text."""
+
+    __slots__ = ("error", "text", "value")
+
+    def __init__(self, value: Any = None, error: Exception | None = None, text: str = "") -> None:
+        self.value = value
+        self.error = error
+        self.text = text
+
+
+class HostRun:
+    """One host's run under ``policy``: its task started (hook fired), its attempts so far.
+
+    Args:
+        template: the run's task.
+        host: the host.
+        policy: the run's policies.
+        run_deadline: the run's deadline on the ``time.monotonic`` clock, if it has one.
+        stop: set on Ctrl-C: a host waiting to retry gives up and keeps its last failure.
+        rand: random numbers in ``[0, 1)`` for the jitter (a test passes its own).
+    """
+
+    __slots__ = ("_by_run", "failed", "host", "policy", "rand", "run_deadline", "stop", "task")
+
+    def __init__(
+        self,
+        template: Task,
+        host: Host,
+        policy: RunPolicy,
+        *,
+        run_deadline: float | None = None,
+        stop: threading.Event | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.task = start_host(template, host)
+        self.host = host
+        self.policy = policy
+        self.run_deadline = run_deadline
+        self.stop = stop
+        self.rand = rand
+        self.failed: list[FailedAttempt] = []
+        self._by_run = False
+
+    def deadline(self) -> float | None:
+        """The deadline of an attempt starting now (``time.monotonic``), if it has one."""
+        limit = self.policy.task_timeout
+        deadline = None if limit is None else time.monotonic() + limit
+        self._by_run = self.run_deadline is not None and (
+            deadline is None or self.run_deadline <= deadline
+        )
+        return self.run_deadline if self._by_run else deadline
+
+    def timeout_error(self, abandoned: bool = False) -> Exception:
+        """The error of an attempt stopped at the deadline :meth:`deadline` gave;
+        ``abandoned``: a blocking call, which goes on in its thread."""
+        if self._by_run:
+            return RunTimeout(self.policy.run_timeout or 0.0, started=True, abandoned=abandoned)
+        seconds = self.policy.task_timeout or 0.0
+        return TaskTimeout(self.task.name, self.host.name, seconds, abandoned=abandoned)
+
+    def timed_out(self) -> Outcome:
+        """The outcome of an attempt whose deadline passed while its blocking call went on
+        (it cannot be stopped: its late return is dropped)."""
+        error = self.timeout_error(abandoned=True)
+        return Outcome(error=error, text="".join(traceback.format_exception_only(error)))
+
+    def call(self) -> Outcome:
+        """Run the task once, here (blocking)."""
+        task = self.task
+        try:
+            value = task.task(task, **task.params)
+            if isinstance(value, CoroutineType):
+                value.close()
+                raise TypeError(
+                    f"task {task.name!r} is async: run it with the asyncio or processpool runner"
+                )
+        except Exception as exc:
+            return Outcome(error=exc, text=traceback.format_exc())
+        return Outcome(value)
+
+    async def acall(self, offload: Offload | None) -> Outcome:
+        """Run the task once on the loop (``offload``: in a thread), within its deadline."""
+        from nornir_bench.core.timeouts import within
+
+        task = self.task
+        deadline = self.deadline()
+        try:
+            if offload is None:
+                call: Awaitable[Any] = task.task(task, **task.params)
+            else:
+                call = offload(functools.partial(task.task, task, **task.params))
+            if deadline is not None:
+                timed_out = functools.partial(self.timeout_error, offload is not None)
+                call = within(call, deadline - time.monotonic(), timed_out)
+            value = await call
+            if offload is not None and isinstance(value, CoroutineType):
+                value = await (
+                    value
+                    if deadline is None
+                    else within(value, deadline - time.monotonic(), self.timeout_error)
+                )
+        except Exception as exc:
+            return Outcome(error=exc, text=traceback.format_exc())
+        return Outcome(value)
+
+    def retry_after(self, outcome: Outcome) -> float | None:
+        """Seconds to wait before the next attempt, or ``None``: ``outcome`` counts.
+
+        A failure that is retried is logged as a warning and kept on the host's result; the
+        task's results are emptied for the next attempt.
+        """
+        error = outcome.error
+        if error is None or not self.policy.retries:
+            return None
+        wait = retry_wait(self.policy, error, len(self.failed) + 1, self.rand)
+        if wait is None or (
+            self.run_deadline is not None and time.monotonic() + wait >= self.run_deadline
+        ):
+            return None
+        message = " ".join(str(error).split())[:_MESSAGE_LENGTH]
+        self.failed.append(FailedAttempt(type(error).__name__, message))
+        logger.warning(
+            "Host %r: task %r attempt %d failed (%s: %s); trying again in %.2f s",
+            self.host.name,
+            self.task.name,
+            len(self.failed),
+            type(error).__name__,
+            message,
+            wait,
+        )
+        self.task.results = MultiResult(self.task.name)
+        return wait
+
+    def finish(self, outcome: Outcome) -> MultiResult:
+        """The host's ``MultiResult`` with ``outcome`` as the attempt that counted; the
+        completion hook fires."""
+        task, host = self.task, self.host
+        if outcome.error is None:
+            result = wrap_result(host, outcome.value)
+        else:
+            result = failure_result(task, host, outcome.error, outcome.text)
+        multi = complete_host(task, host, result)
+        record_attempts(multi, self.failed)
+        return multi
+
+    def reconnect(self) -> None:
+        """Close the host's connections (blocking), so that the next attempt opens new ones."""
+        close_connections([self.host])
+
+    async def areconnect(self, offload: Offload | None) -> None:
+        """Close the host's connections on the loop: async ones here, blocking ones in a
+        thread."""
+        await aclose_connections([self.host])
+        if self.host.connections:
+            run = offload or _to_thread
+            await run(functools.partial(close_connections, [self.host]))
+
+    def pause(self, seconds: float) -> bool:
+        """Wait ``seconds`` (blocking); False if Ctrl-C came meanwhile (then no retry)."""
+        if self.stop is None:
+            time.sleep(seconds)
+            return True
+        return not self.stop.wait(seconds)
+
+
+def run_policed(
+    run: HostRun,
+    outcome: Outcome | None = None,
+    *,
+    call: Callable[[HostRun], Outcome | None] = HostRun.call,
+) -> MultiResult | None:
+    """Run ``run``'s attempts here (blocking) to the one that counts; its ``MultiResult``.
+
+    Deadlines of blocking calls are the runner's to watch (a call cannot be stopped from
+    inside), through ``call``: it makes one attempt, or returns ``None`` when the runner gave
+    the attempt up at its deadline and took the host over (this returns ``None`` then).
+    ``outcome``: an attempt already made (the runner taking a host over continues from there).
+    """
+    while True:
+        if outcome is None:
+            outcome = call(run)
+            if outcome is None:
+                return None
+        wait = run.retry_after(outcome)
+        if wait is None:
+            return run.finish(outcome)
+        run.reconnect()
+        if not run.pause(wait):
+            return run.finish(outcome)
+        outcome = None
+
+
+async def arun_policed(run: HostRun, offload: Offload | None) -> MultiResult:
+    """The awaitable twin of :func:`run_policed`; each attempt within its deadline.
+
+    Cancelling it (Ctrl-C) propagates ``CancelledError``: a host that did not finish has no
+    result.
+    """
+    import asyncio
+
+    while True:
+        outcome = await run.acall(offload)
+        wait = run.retry_after(outcome)
+        if wait is None:
+            return run.finish(outcome)
+        await run.areconnect(offload)
+        await asyncio.sleep(wait)
+
+
+async def _to_thread(call: Callable[[], Any]) -> Any:
+    import asyncio
+
+    return await asyncio.to_thread(call)

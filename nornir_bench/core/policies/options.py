@@ -1,0 +1,378 @@
+"""The run policies' options: names, defaults and checks, the same for every runner.
+
+Every runner of nornir-bench takes these keyword options besides its own, and hands them to
+:class:`RunPolicy`, which checks them all when the runner is built: a bad value is one
+``ValueError`` line saying what is allowed (``threadpool runner: retries must be a whole number
+from 0 to 100, got -1``). Values may come from YAML (a job's ``runner.options``), so bounds
+keep a hostile file from asking for 10**9 retries or a year of backoff.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from nornir_bench.core.checks import is_whole_number, number, seconds_or_none, whole_number
+
+__all__ = [
+    "DEFAULT_RETRY_NEVER",
+    "DEFAULT_RETRY_ON",
+    "POLICY_OPTIONS",
+    "Policed",
+    "RunPolicy",
+]
+
+# Exception types by dotted name. Those of device libraries are looked up only in modules
+# already imported (see ExceptionTypes): a run whose task never imported netmiko cannot have
+# raised netmiko's errors, and importing it to find out would cost a third of a second.
+DEFAULT_RETRY_ON = (
+    "OSError",  # ConnectionRefusedError, ConnectionResetError, TimeoutError (socket.timeout) ...
+    "TimeoutError",  # nornir_bench.TaskTimeout is one
+    "EOFError",  # a session that closed under the task
+    "paramiko.ssh_exception.SSHException",  # netmiko's NetmikoTimeoutException is one
+    "netmiko.exceptions.NetmikoTimeoutException",
+    "netmiko.exceptions.ReadTimeout",
+    "asyncssh.misc.ConnectionLost",
+    "asyncssh.misc.DisconnectError",
+    "scrapli.exceptions.ScrapliTimeout",
+    "scrapli.exceptions.ScrapliConnectionError",
+)
+"""What ``retry_on`` is by default: errors of the connection, not of the task's logic."""
+
+DEFAULT_RETRY_NEVER = (
+    "PermissionError",  # nornir-bench's own SSH session: wrong credentials, enable refused
+    "netmiko.exceptions.NetmikoAuthenticationException",
+    "paramiko.ssh_exception.AuthenticationException",
+    "asyncssh.misc.PermissionDenied",
+    "scrapli.exceptions.ScrapliAuthenticationFailed",
+    "nornir_bench.core.exceptions.RunTimeout",  # the run's deadline: no attempt can meet it
+)
+"""What ``retry_never`` is by default: authentication failures (retrying them locks accounts)
+and the run's own deadline."""
+
+_MAX_RETRIES = 100
+_MAX_SECONDS = 86_400.0  # a day: no delay, timeout or deadline of a run is longer
+_MAX_NAMES = 100  # exception types, groups or attributes in one option
+_MAX_BATCHES = 1_000
+_MAX_NAME_LENGTH = 200
+
+
+class ExceptionTypes:
+    """A set of exception types given by class or dotted name (``"netmiko.ReadTimeout"``).
+
+    Builtin names and classes are resolved when built. A dotted name is checked when built only
+    if ``strict`` (names the user gave must exist: a typo must not silently retry nothing);
+    at match time it is looked up in the modules already imported, so naming a device
+    library's errors never imports the library.
+    """
+
+    def __init__(self, what: str, given: object, *, strict: bool) -> None:
+        if isinstance(given, (str, type)):
+            given = [given]
+        if not isinstance(given, (list, tuple)) or len(given) > _MAX_NAMES:
+            raise ValueError(
+                f"{what} must be a list of exception types (classes or dotted names such as "
+                f"'netmiko.exceptions.ReadTimeout'), at most {_MAX_NAMES}, got {given!r}"
+            )
+        self.names: tuple[str, ...] = ()
+        self._resolved: list[type[BaseException]] = []
+        self._lazy: list[str] = []
+        for item in given:
+            if isinstance(item, type) and issubclass(item, BaseException):
+                self._resolved.append(item)
+                self.names += (f"{item.__module__}.{item.__qualname__}",)
+                continue
+            if not isinstance(item, str) or not item or len(item) > _MAX_NAME_LENGTH:
+                raise ValueError(
+                    f"{what}: each item must be an exception class or its dotted name, "
+                    f"got {item!r}"
+                )
+            self.names += (item,)
+            if "." not in item:
+                self._resolved.append(_builtin(what, item))
+            elif strict:
+                self._resolved.append(_imported(what, item))
+            else:
+                self._lazy.append(item)
+
+    def matches(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is an instance of one of the types."""
+        if isinstance(exc, tuple(self._resolved)):
+            return True
+        for name in self._lazy:
+            cls = _loaded(name)
+            if cls is not None and isinstance(exc, cls):
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return repr(list(self.names))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExceptionTypes) and other.names == self.names
+
+    def __hash__(self) -> int:
+        return hash(self.names)
+
+
+def _builtin(what: str, name: str) -> type[BaseException]:
+    import builtins
+
+    cls = getattr(builtins, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        raise ValueError(
+            f"{what}: {name!r} is not a builtin exception; give other types by dotted name "
+            "('module.Class')"
+        )
+    return cls
+
+
+def _imported(what: str, name: str) -> type[BaseException]:
+    module, _, attr = name.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except Exception as exc:  # noqa: BLE001 - any import error: the name is not usable
+        raise ValueError(
+            f"{what}: no exception type {name!r} ({type(exc).__name__}: {exc})"
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        raise ValueError(f"{what}: {name!r} is not an exception type")
+    return cls
+
+
+def _loaded(name: str) -> type[BaseException] | None:
+    module, _, attr = name.rpartition(".")
+    cls = getattr(sys.modules.get(module), attr, None)
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
+
+
+@dataclass(frozen=True)
+class GroupLimit:
+    """A limit per group of hosts: for the hosts' nornir groups (``key`` ``"group"``) or for
+    each value of a host attribute (``"site"``, ``"platform"``).
+
+    ``each`` applies to every value (``site: 5``); ``values`` to named ones only
+    (``group: {core: 2}``).
+    """
+
+    key: str
+    each: int | None = None
+    values: Mapping[str, int] = field(default_factory=dict)
+
+    def limit(self, value: str) -> int | None:
+        return self.values.get(value, self.each)
+
+
+def _group_limits(what: str, given: object, *, minimum: int) -> tuple[GroupLimit, ...]:
+    if given is None:
+        return ()
+    allowed = (
+        f"{what} must be a mapping of a host attribute or 'group' to a whole number >= "
+        f"{minimum}, or to a mapping of its values to one (e.g. {{site: 5}}, "
+        "{group: {core: 2}})"
+    )
+    if not isinstance(given, Mapping) or len(given) > _MAX_NAMES:
+        raise ValueError(f"{allowed}, got {given!r}")
+    limits = []
+    for key, value in given.items():
+        if not isinstance(key, str) or not key or len(key) > _MAX_NAME_LENGTH:
+            raise ValueError(f"{allowed}, got key {key!r}")
+        if is_whole_number(value, minimum):
+            limits.append(GroupLimit(key, each=value))
+            continue
+        if not isinstance(value, Mapping) or not value or len(value) > _MAX_NAMES:
+            raise ValueError(f"{allowed}, got {key}: {value!r}")
+        for name, count in value.items():
+            if not isinstance(name, str) or not is_whole_number(count, minimum):
+                raise ValueError(f"{allowed}, got {key}: {{{name!r}: {count!r}}}")
+        limits.append(GroupLimit(key, values=dict(value)))
+    return tuple(limits)
+
+
+def _batches(what: str, given: object) -> tuple[int | float, ...]:
+    """Counts stay ints; percentages become fractions of the run's hosts (``"10%"`` -> 0.1)."""
+    if given is None:
+        return ()
+    allowed = (
+        f"{what} must be a list of host counts (whole numbers >= 1) or percentages of the "
+        f"run's hosts ('10%', more than 0 and at most 100), at most {_MAX_BATCHES}, such as "
+        "[1, '10%', '100%']"
+    )
+    if not isinstance(given, (list, tuple)) or not given or len(given) > _MAX_BATCHES:
+        raise ValueError(f"{allowed}, got {given!r}")
+    sizes: list[int | float] = []
+    for item in given:
+        if is_whole_number(item, 1):
+            sizes.append(item)
+            continue
+        text = item.strip() if isinstance(item, str) else ""
+        try:
+            percent = float(text[:-1]) if text.endswith("%") else math.nan
+        except ValueError:
+            percent = math.nan
+        if not (0 < percent <= 100):  # also refuses nan
+            raise ValueError(f"{allowed}, got {item!r}")
+        sizes.append(percent / 100)
+    return tuple(sizes)
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """The run policies of one runner: one object, checked once, shared by every runner.
+
+    See docs/runners.md ("Run policies") for what each does; :func:`policy_options` lists
+    the names. ``None`` turns a limit off.
+    """
+
+    task_timeout: float | None = None
+    retries: int = 0
+    retry_delay: float = 1.0
+    retry_backoff: float = 2.0
+    retry_max_delay: float = 30.0
+    retry_jitter: float = 1.0
+    retry_on: ExceptionTypes = field(
+        default_factory=lambda: ExceptionTypes("retry_on", list(DEFAULT_RETRY_ON), strict=False)
+    )
+    retry_never: ExceptionTypes = field(
+        default_factory=lambda: ExceptionTypes(
+            "retry_never", list(DEFAULT_RETRY_NEVER), strict=False
+        )
+    )
+    max_failures: int | None = None
+    max_fail_percentage: float | None = None
+    batches: tuple[int | float, ...] = ()
+    max_starts_per_second: float | None = None
+    max_start_burst: int | None = None
+    group_limits: tuple[GroupLimit, ...] = ()
+    group_max_failures: tuple[GroupLimit, ...] = ()
+    run_timeout: float | None = None
+
+    @classmethod
+    def build(cls, what: str, options: Mapping[str, Any]) -> RunPolicy:
+        """Check ``options`` (names from :data:`POLICY_OPTIONS`) and build the policy.
+
+        Args:
+            what: the runner, as messages name it (``"threadpool runner"``).
+            options: the policy options given; the rest keep their defaults.
+
+        Raises:
+            ValueError: an unknown name or a bad value, in one line saying what is allowed.
+        """
+        unknown = [name for name in options if name not in POLICY_OPTIONS]
+        if unknown:
+            raise ValueError(
+                f"{what}: no option {unknown[0]!r}; run policy options: "
+                f"{', '.join(POLICY_OPTIONS)}"
+            )
+        o = dict(options)
+
+        def seconds(name: str, default: float, *, above: float | None = None) -> float:
+            lowest = {} if above is not None else {"minimum": 0.0}
+            return number(
+                f"{what}: {name}", o.get(name, default), maximum=_MAX_SECONDS, above=above,
+                unit="a number of seconds", **lowest,
+            )
+
+        def limit(name: str) -> float | None:
+            value = seconds_or_none(f"{what}: {name}", o.get(name))
+            if value is not None and value > _MAX_SECONDS:
+                raise ValueError(f"{what}: {name} must be at most {_MAX_SECONDS:g} s, got {value!r}")
+            return value
+
+        rate = o.get("max_starts_per_second")
+        if rate is not None:
+            rate = number(f"{what}: max_starts_per_second", rate, above=0, maximum=1e6)
+        burst = o.get("max_start_burst")
+        if burst is not None:
+            burst = whole_number(f"{what}: max_start_burst", burst, minimum=1, maximum=1_000_000)
+        percentage = o.get("max_fail_percentage")
+        if percentage is not None:
+            percentage = number(
+                f"{what}: max_fail_percentage", percentage, minimum=0, maximum=100
+            )
+        failures = o.get("max_failures")
+        if failures is not None:
+            failures = whole_number(f"{what}: max_failures", failures, minimum=0)
+        return cls(
+            task_timeout=limit("task_timeout"),
+            retries=whole_number(
+                f"{what}: retries", o.get("retries", 0), minimum=0, maximum=_MAX_RETRIES
+            ),
+            retry_delay=seconds("retry_delay", 1.0),
+            retry_backoff=number(
+                f"{what}: retry_backoff", o.get("retry_backoff", 2.0), minimum=1, maximum=10
+            ),
+            retry_max_delay=seconds("retry_max_delay", 30.0),
+            retry_jitter=seconds("retry_jitter", 1.0),
+            retry_on=ExceptionTypes(
+                f"{what}: retry_on", o.get("retry_on", list(DEFAULT_RETRY_ON)),
+                strict="retry_on" in o,
+            ),
+            retry_never=ExceptionTypes(
+                f"{what}: retry_never", o.get("retry_never", list(DEFAULT_RETRY_NEVER)),
+                strict="retry_never" in o,
+            ),
+            max_failures=failures,
+            max_fail_percentage=percentage,
+            batches=_batches(f"{what}: batches", o.get("batches")),
+            max_starts_per_second=rate,
+            max_start_burst=burst,
+            group_limits=_group_limits(f"{what}: group_limits", o.get("group_limits"), minimum=1),
+            group_max_failures=_group_limits(
+                f"{what}: group_max_failures", o.get("group_max_failures"), minimum=0
+            ),
+            run_timeout=limit("run_timeout"),
+        )
+
+    @property
+    def schedules(self) -> bool:
+        """Whether it decides which hosts start when (else hosts simply start in order)."""
+        return bool(
+            self.max_failures is not None
+            or self.max_fail_percentage is not None
+            or self.batches
+            or self.max_starts_per_second is not None
+            or self.group_limits
+            or self.group_max_failures
+            or self.run_timeout is not None
+        )
+
+    @property
+    def per_host(self) -> bool:
+        """Whether it changes how one host runs (a deadline or retries)."""
+        return bool(self.retries or self.task_timeout is not None or self.run_timeout is not None)
+
+    def given(self) -> dict[str, Any]:
+        """The options that differ from the defaults, as they were given (for ``repr``)."""
+        default = RunPolicy()
+        shown: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != getattr(default, f.name):
+                shown[f.name] = value
+        return shown
+
+
+POLICY_OPTIONS = tuple(f.name for f in fields(RunPolicy))
+"""The names of the run policy options, which every runner takes."""
+
+
+class Policed:
+    """What a runner with run policies has: ``policy``, and each option as an attribute
+    (``runner.retries``), as nornir tools read a runner's options back."""
+
+    policy: RunPolicy
+
+    def __getattr__(self, name: str) -> Any:
+        policy = self.__dict__.get("policy")
+        if policy is not None and name in POLICY_OPTIONS:
+            return getattr(policy, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _policy_repr(self) -> str:
+        """The policy options that differ from the defaults, for the runner's ``repr``."""
+        return "".join(f", {k}={v!r}" for k, v in self.policy.given().items())

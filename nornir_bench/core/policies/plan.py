@@ -1,0 +1,374 @@
+"""Which host starts when: batches, failure limits, rate and group limits, the run's deadline.
+
+A :class:`HostPlan` hands out a run's hosts, in order, as the policies allow. It does no I/O
+and never waits: :meth:`HostPlan.take` returns the next host that may start now, or ``None``
+and :meth:`HostPlan.wait_time` says for how long nothing can (a rate limit), until a host
+finishes (a batch's end, a full group), or that no host will start any more. The drivers do the
+waiting: :class:`BlockingPlan` for threads, :class:`AsyncPlan` for coroutines; the process
+pool, which has its own wait loop, calls the plan directly.
+
+- ``batches``: the next batch starts once every host of the current one has finished (Ansible's
+  ``serial``: ``[1, "10%", "100%"]`` is a canary, then a tenth, then the rest; the last size
+  repeats).
+- ``max_failures`` / ``max_fail_percentage``: checked as each host finishes (failed hosts
+  more than ``max_failures``, or more than the percentage of the run's hosts) and at each
+  batch's end (more than the percentage of the hosts run so far: a canary that fails stops
+  the run). Once crossed, no host starts; hosts in flight finish; the others fail with
+  :class:`~nornir_bench.core.exceptions.RunAborted`.
+- ``max_starts_per_second``: a token bucket of ``max_start_burst`` tokens (default a
+  twentieth of a second's starts), refilled at that rate.
+- ``group_limits``: at most N hosts in flight per group; a host waits while any of its groups
+  is full and the hosts after it go first. ``group_max_failures``: a group with more failed
+  hosts than that skips its hosts not started
+  (:class:`~nornir_bench.core.exceptions.HostSkipped`).
+- ``run_timeout``: past the deadline no host starts; those left fail with
+  :class:`~nornir_bench.core.exceptions.RunTimeout` (hosts in flight are stopped by their own
+  deadline, see :mod:`~nornir_bench.core.policies.hosts`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+    import asyncio
+
+    from nornir_bench.core.policies.options import GroupLimit, RunPolicy
+
+__all__ = ["AsyncPlan", "BlockingPlan", "HostPlan"]
+
+# Attributes read from the Host object itself; any other key is looked up in the host's data
+# (with its groups' and the defaults', as ``host.get`` does).
+_HOST_ATTRIBUTES = ("name", "hostname", "platform", "port", "username")
+# A thread waiting for the plan wakes at least this often (Ctrl-C, the run's deadline).
+_POLL_SECONDS = 0.1
+
+
+class _Slots:
+    """The hosts of one group in flight, and those waiting for room in it."""
+
+    __slots__ = ("in_flight", "label", "limit", "waiting")
+
+    def __init__(self, label: str, limit: int) -> None:
+        self.label = label
+        self.limit = limit
+        self.in_flight = 0
+        self.waiting: deque[int] = deque()
+
+
+class _Failures:
+    """The failed hosts of one group, and whether it has failed past its limit."""
+
+    __slots__ = ("failed", "label", "limit")
+
+    def __init__(self, label: str, limit: int) -> None:
+        self.label = label
+        self.limit = limit
+        self.failed = 0
+
+    @property
+    def closed(self) -> bool:
+        return self.failed > self.limit
+
+
+def _group_values(host: Host, key: str) -> list[str]:
+    if key == "group":
+        return [group.name for group in host.extended_groups()]
+    value = getattr(host, key) if key in _HOST_ATTRIBUTES else host.get(key)
+    return [] if value is None else [str(value)]
+
+
+_Counter = TypeVar("_Counter", _Slots, _Failures)
+
+
+def _per_host(
+    hosts: Sequence[Host], limits: tuple[GroupLimit, ...], make: Callable[[str, int], _Counter]
+) -> list[tuple[_Counter, ...]]:
+    """For each host, the counters of the groups it belongs to that have a limit."""
+    made: dict[tuple[str, str], _Counter] = {}
+    per_host: list[tuple[_Counter, ...]] = []
+    for host in hosts:
+        mine: list[_Counter] = []
+        for rule in limits:
+            for value in _group_values(host, rule.key):
+                limit = rule.limit(value)
+                if limit is None:
+                    continue
+                counter = made.get((rule.key, value))
+                if counter is None:
+                    label = f"group {value!r}" if rule.key == "group" else f"{rule.key} {value!r}"
+                    counter = made[(rule.key, value)] = make(label, limit)
+                mine.append(counter)
+        per_host.append(tuple(mine))
+    return per_host
+
+
+class HostPlan:
+    """The hosts of one run, handed out as ``policy`` allows (see the module).
+
+    Args:
+        hosts: the run's hosts, in order.
+        policy: the run's policies.
+        clock: ``time.monotonic``, or a test's own.
+
+    Attributes:
+        left_out: the hosts that will not run, by index, with why (each its own exception).
+        stopped_by: once the run was stopped by a limit, the line that says which.
+    """
+
+    def __init__(
+        self,
+        hosts: Sequence[Host],
+        policy: RunPolicy,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.hosts = hosts
+        self.policy = policy
+        self.clock = clock
+        self.index = {host.name: i for i, host in enumerate(hosts)}
+        self._order: deque[int] = deque(range(len(hosts)))
+        self._ready: deque[int] = deque()  # hosts that waited for room in a group, first
+        self._parked = 0  # hosts waiting for room in a group
+        self.in_flight = 0
+        self.started = 0
+        self.failed = 0
+        self.left_out: dict[int, Exception] = {}
+        self.stopped_by: str | None = None
+        self._halted = False  # no host starts any more (a limit, the deadline, Ctrl-C)
+        self._slots = _per_host(hosts, policy.group_limits, _Slots)
+        self._failures = _per_host(hosts, policy.group_max_failures, _Failures)
+        self._batches = list(policy.batches)
+        self._batch_end = self._next_batch_end() if self._batches else math.inf
+        rate = policy.max_starts_per_second
+        self._rate = rate
+        self._burst = float(policy.max_start_burst or max(1, math.ceil((rate or 0) / 20)))
+        self._tokens = self._burst
+        self._refilled = clock()
+        self.deadline = None if policy.run_timeout is None else clock() + policy.run_timeout
+
+    # -- handing out -----------------------------------------------------------------------
+
+    def take(self) -> int | None:
+        """The index of the next host that may start now (counted as in flight), or ``None``."""
+        if self._halted:
+            return None
+        if self.deadline is not None and self.clock() >= self.deadline:
+            self._halt(
+                lambda: RunTimeout(self.policy.run_timeout or 0.0, started=False),
+                f"run stopped by run_timeout: {self.policy.run_timeout:g} s passed",
+            )
+            return None
+        if self.started >= self._batch_end:
+            return None
+        if self._rate is not None and not self._has_token():
+            return None
+        while self._ready or self._order:
+            index = self._ready.popleft() if self._ready else self._order.popleft()
+            closed = next((f for f in self._failures[index] if f.closed), None)
+            if closed is not None:
+                self.left_out[index] = self._skipped(closed)
+                continue
+            full = next((s for s in self._slots[index] if s.in_flight >= s.limit), None)
+            if full is not None:
+                full.waiting.append(index)
+                self._parked += 1
+                continue
+            for slots in self._slots[index]:
+                slots.in_flight += 1
+            self.in_flight += 1
+            self.started += 1
+            if self._rate is not None:
+                self._tokens -= 1
+            return index
+        return None
+
+    def wait_time(self) -> float | None:
+        """After :meth:`take` gave ``None``: ``None`` if no host will start any more, else the
+        seconds until one may (``math.inf``: not before a host finishes)."""
+        if self._halted or not (self._order or self._ready or self._parked):
+            return None
+        wait = math.inf
+        if self.started < self._batch_end and self._rate is not None and self._tokens < 1:
+            wait = (1 - self._tokens) / self._rate
+        if self.deadline is not None:
+            wait = min(wait, max(0.0, self.deadline - self.clock()))
+        return wait
+
+    def _has_token(self) -> bool:
+        now = self.clock()
+        assert self._rate is not None
+        self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self._rate)
+        self._refilled = now
+        return self._tokens >= 1
+
+    # -- finishing ---------------------------------------------------------------------------
+
+    def finished(self, index: int, failed: bool) -> None:
+        """Host ``index`` finished (``failed``: its result failed): free its room, count it."""
+        self.in_flight -= 1
+        for slots in self._slots[index]:
+            slots.in_flight -= 1
+            if slots.waiting:
+                self._ready.append(slots.waiting.popleft())
+                self._parked -= 1
+        if failed:
+            self.failed += 1
+            for failures in self._failures[index]:
+                failures.failed += 1
+            self._check_failures(len(self.hosts), "the run's hosts")
+        if self.started >= self._batch_end and self.in_flight == 0 and not self._halted:
+            self._check_failures(self.started, "the hosts run so far")
+            if not self._halted:
+                self._batch_end = self._next_batch_end()
+
+    def _check_failures(self, hosts: int, of: str) -> None:
+        policy = self.policy
+        if policy.max_failures is not None and self.failed > policy.max_failures:
+            self._stop("max_failures", f"{self.failed} hosts failed, more than {policy.max_failures}")
+        elif (
+            policy.max_fail_percentage is not None
+            and self.failed > policy.max_fail_percentage / 100 * hosts
+        ):
+            self._stop(
+                "max_fail_percentage",
+                f"{self.failed} of {hosts} hosts failed ({of}), more than "
+                f"{policy.max_fail_percentage:g} %",
+            )
+
+    def _next_batch_end(self) -> float:
+        size = self._batches.pop(0) if len(self._batches) > 1 else self._batches[0]
+        count = size if isinstance(size, int) else max(1, math.ceil(size * len(self.hosts)))
+        return self.started + count
+
+    def _skipped(self, failures: _Failures) -> HostSkipped:
+        return HostSkipped(
+            "group_max_failures",
+            f"{failures.failed} hosts of {failures.label} failed, more than {failures.limit}",
+        )
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def _stop(self, limit: str, reason: str) -> None:
+        self._halt(lambda: RunAborted(limit, reason), f"run aborted by {limit}: {reason}")
+
+    def halt(self) -> None:
+        """Start no more hosts (Ctrl-C): those not started are not run, and not reported."""
+        self._halted = True
+        self._order.clear()
+        self._ready.clear()
+        if self._parked:
+            for per_host in self._slots:
+                for slots in per_host:
+                    slots.waiting.clear()
+            self._parked = 0
+
+    def _halt(self, error: Callable[[], Exception], why: str) -> None:
+        if self._halted:
+            return
+        self.stopped_by = why
+        waiting = [i for per_host in self._slots for s in per_host for i in s.waiting]
+        for index in sorted({*self._order, *self._ready, *waiting}):
+            self.left_out[index] = error()
+        self.halt()
+
+    def not_run(self) -> Iterator[tuple[Host, Exception]]:
+        """The hosts that will not run and why, in host order, each once (then forgotten)."""
+        left, self.left_out = self.left_out, {}
+        for index in sorted(left):
+            yield self.hosts[index], left[index]
+
+
+class BlockingPlan:
+    """A :class:`HostPlan` for threads: iterating it gives the next host, waiting as needed.
+
+    Each worker thread iterates it (``for host in plan``) and calls :meth:`finished` after each
+    host; iteration ends when no host will start any more.
+    """
+
+    def __init__(self, plan: HostPlan) -> None:
+        self.plan = plan
+        self._changed = threading.Condition(threading.Lock())
+        self._waiters = 0
+
+    def __iter__(self) -> Iterator[Host]:
+        plan, changed = self.plan, self._changed
+        while True:
+            with changed:
+                index = plan.take()
+                while index is None:
+                    wait = plan.wait_time()
+                    if wait is None:
+                        return
+                    self._waiters += 1
+                    changed.wait(min(wait, _POLL_SECONDS))
+                    self._waiters -= 1
+                    index = plan.take()
+            yield plan.hosts[index]
+
+    def __bool__(self) -> bool:
+        with self._changed:
+            return self.plan.wait_time() is not None
+
+    def finished(self, host: Host, failed: bool) -> None:
+        with self._changed:
+            self.plan.finished(self.plan.index[host.name], failed)
+            if self._waiters:
+                self._changed.notify_all()
+
+    def clear(self) -> None:
+        """Ctrl-C: no host starts any more."""
+        with self._changed:
+            self.plan.halt()
+            self._changed.notify_all()
+
+
+class AsyncPlan:
+    """A :class:`HostPlan` for coroutines on one event loop: ``await plan.next()``."""
+
+    def __init__(self, plan: HostPlan) -> None:
+        self.plan = plan
+        self._changed: asyncio.Future[None] | None = None
+
+    async def next(self) -> Host | None:
+        """The next host to run, once it may start; ``None`` when no host will any more."""
+        import asyncio
+
+        plan = self.plan
+        while True:
+            index = plan.take()
+            if index is not None:
+                return plan.hosts[index]
+            wait = plan.wait_time()
+            if wait is None:
+                return None
+            if self._changed is None:
+                self._changed = asyncio.get_running_loop().create_future()
+            changed = asyncio.shield(self._changed)
+            try:
+                await asyncio.wait_for(changed, None if math.isinf(wait) else wait)
+            except asyncio.TimeoutError:  # TimeoutError itself from 3.11
+                pass
+
+    def finished(self, host: Host, failed: bool) -> None:
+        self.plan.finished(self.plan.index[host.name], failed)
+        self._wake()
+
+    def clear(self) -> None:
+        self.plan.halt()
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            if not self._changed.done():
+                self._changed.set_result(None)
+            self._changed = None
