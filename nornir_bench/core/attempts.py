@@ -24,10 +24,12 @@ __all__ = ["FailedAttempt", "attempts_of", "record_attempts"]
 
 @dataclass(frozen=True)
 class FailedAttempt:
-    """A run of a host's task that did not count: the type name and message of why."""
+    """A run of a host's task that did not count: the type name and message of why, and
+    whether it was a blocking call given up at its deadline that went on in its thread."""
 
     exception: str
     message: str
+    abandoned: bool = False
 
 
 def record_attempts(multi: MultiResult, failed: Sequence[FailedAttempt]) -> None:

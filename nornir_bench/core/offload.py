@@ -12,6 +12,7 @@ at most ``grace`` seconds.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import queue
 import threading
 import time
@@ -22,6 +23,9 @@ __all__ = ["ABANDONED_GRACE_SECONDS", "ThreadOffloader"]
 
 ABANDONED_GRACE_SECONDS = 0.1
 """How long closing a pool waits for threads left in a call given up (see the module)."""
+
+
+_numbers = itertools.count()  # thread names, as ThreadPoolExecutor's: asyncio-runner_0, ...
 
 
 class _Call:
@@ -63,7 +67,7 @@ class ThreadOffloader:
         return item.future
 
     def _start(self) -> None:  # the lock held
-        thread = threading.Thread(target=self._serve, name="offload", daemon=True)
+        thread = threading.Thread(target=self._serve, name=f"asyncio-runner_{next(_numbers)}", daemon=True)
         self._threads.add(thread)
         thread.start()
 

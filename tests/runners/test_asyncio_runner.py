@@ -97,18 +97,25 @@ def test_a_tasks_own_timeout_error_is_not_mistaken_for_the_deadline() -> None:
     assert type(exc) is TimeoutError and str(exc) == "device did not answer"
 
 
-def test_task_timeout_on_a_blocking_task_fails_the_host_and_waits_for_its_thread() -> None:
+def test_a_blocking_task_past_its_deadline_is_abandoned_and_the_run_does_not_wait_for_it() -> None:
+    """Once, run() waited for the stuck thread: a hung device held the run for ever."""
     release = threading.Event()
 
     def stuck_on_dev1(task: Task) -> str:
         if task.host.name == "dev1":
-            release.wait(1.0)  # cannot be interrupted; ends on its own
+            release.wait(30)  # cannot be interrupted; ends when the test lets it
         return "done"
 
     result = make_nornir("asyncio", hosts=3, task_timeout=0.1).run(task=stuck_on_dev1)
+    stuck = [t for t in threading.enumerate() if t.name.startswith("asyncio-runner")]
+    assert stuck and all(t.is_alive() for t in stuck)  # run() returned while it was stuck
+    release.set()
+    for thread in stuck:
+        thread.join(10)
     assert sorted(result.failed_hosts) == ["dev1"]
-    assert isinstance(result["dev1"][0].exception, TaskTimeout)
-    # no_leaked_threads: run() returned only after the stuck thread had finished
+    error = result["dev1"][0].exception
+    assert isinstance(error, TaskTimeout) and error.abandoned
+    # no_leaked_threads: the stuck thread ended once its call returned, its return dropped
 
 
 def test_nr_run_inside_a_running_loop_fails_at_once_and_arun_works() -> None:

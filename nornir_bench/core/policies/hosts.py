@@ -174,7 +174,8 @@ class HostRun:
         ):
             return None
         message = " ".join(str(error).split())[:_MESSAGE_LENGTH]
-        self.failed.append(FailedAttempt(type(error).__name__, message))
+        abandoned = bool(getattr(error, "abandoned", False))
+        self.failed.append(FailedAttempt(type(error).__name__, message, abandoned))
         logger.warning(
             "Host %r: task %r attempt %d failed (%s: %s); trying again in %.2f s",
             self.host.name,
