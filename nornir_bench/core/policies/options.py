@@ -346,6 +346,19 @@ class RunPolicy:
         """Whether it changes how one host runs (a deadline or retries)."""
         return bool(self.retries or self.task_timeout is not None or self.run_timeout is not None)
 
+    @property
+    def longest_host_time(self) -> float | None:
+        """The longest one host may take under ``task_timeout``, with every retry and the
+        longest wait before each; ``None`` without a ``task_timeout``."""
+        if self.task_timeout is None:
+            return None
+        waits = sum(
+            min(self.retry_max_delay, self.retry_delay * self.retry_backoff ** (n - 1))
+            + self.retry_jitter
+            for n in range(1, self.retries + 1)
+        )
+        return (self.retries + 1) * self.task_timeout + waits
+
     def given(self) -> dict[str, Any]:
         """The options that differ from the defaults, as they were given (for ``repr``)."""
         default = RunPolicy()

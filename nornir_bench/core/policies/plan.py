@@ -272,6 +272,10 @@ class HostPlan:
                     slots.waiting.clear()
             self._parked = 0
 
+    def give_up(self, error: Callable[[], Exception], why: str) -> None:
+        """Start no more hosts: each not started is left out with its own ``error()``."""
+        self._halt(error, why)
+
     def _halt(self, error: Callable[[], Exception], why: str) -> None:
         if self._halted:
             return

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench.core.attempts import record_attempts
-from nornir_bench.core.exceptions import TaskTimeout, WorkerUnavailable, describe_exit
+from nornir_bench.core.exceptions import RunTimeout, TaskTimeout, WorkerUnavailable, describe_exit
 from nornir_bench.core.execution import fail_host, log_failure, start_host
+from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.stopping import ctrl_c_held
 from nornir_bench.runners.processpool.crashes import START_FAILURES_BEFORE_GIVING_UP, CrashLedger
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
@@ -66,7 +67,11 @@ class _Pool:
         self.task = task
         self.hosts = hosts
         self.result = result
-        self.pending = deque(range(len(hosts)))
+        # New hosts come from the run's plan (its policies decide which starts when); hosts
+        # taken from it that a worker gave back unrun (it died before starting) go first.
+        self.plan = HostPlan(hosts, runner.policy)
+        self.pending: deque[int] = deque()
+        self.out: set[int] = set()  # taken from the plan, not settled yet
         # Hosts to run again after a crash (see _crashes): with others, and one at a time.
         self.reruns: deque[int] = deque()
         self.alone: deque[int] = deque()
@@ -91,15 +96,28 @@ class _Pool:
             for _ in range(min(self.runner.num_procs, needed)):
                 self._replace()
         while self.remaining if self.sending else any(w.in_flight for w in self.workers):
-            ready = set(wait([w.conn for w in self.workers], timeout=self._watchdog_timeout()))
+            self._settle_not_run()
+            if not self.remaining:
+                break
+            ready = set(wait([w.conn for w in self.workers], timeout=self._wait_timeout()))
             for worker in list(self.workers):
                 if worker.conn in ready:
                     self._receive(worker)
             self._watchdog()
+            if self.sending:  # a host the plan held back (a rate limit) may start now
+                for worker in list(self.workers):
+                    if not worker.retiring and worker.loaded:
+                        self._feed(worker)
+
+    def _settle_not_run(self) -> None:
+        """Fail the hosts the run's policies will not start (a limit, the deadline)."""
+        for host, error in self.plan.not_run():
+            self._failed(self.plan.index[host.name], error)
 
     def stop_sending(self) -> None:
         """Ctrl-C: send no more hosts; those not sent yet (or waiting to run again) do not run."""
         self.sending = False
+        self.plan.halt()
         for queue in (self.pending, self.reruns, self.alone):
             queue.clear()
 
@@ -115,11 +133,13 @@ class _Pool:
         """
         if not worker.in_flight:
             worker.runs = "alone" if self.alone else "rerun" if self.reruns else "new"
-        queue = {"alone": self.alone, "rerun": self.reruns, "new": self.pending}[worker.runs]
+        take = {"alone": self.alone, "rerun": self.reruns}.get(worker.runs)
         room = (1 if worker.runs == "alone" else self.runner.num_workers) - len(worker.in_flight)
-        while queue and room > 0 and not worker.retiring:
-            count = min(self.runner.chunk_size, room, len(queue))
-            chunk = [queue.popleft() for _ in range(count)]
+        while room > 0 and not worker.retiring:
+            count = min(self.runner.chunk_size, room)
+            chunk = _taken(take, count) if take is not None else self._new_hosts(count)
+            if not chunk:
+                return
             now = time.monotonic()
             for index in chunk:
                 worker.in_flight[index] = now
@@ -129,7 +149,15 @@ class _Pool:
                 send(worker.conn, RunHosts(chunk))
             except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
                 return
-            room -= count
+            room -= len(chunk)
+
+    def _new_hosts(self, count: int) -> list[int]:
+        """Up to ``count`` hosts to run for the first time: given back ones, then the plan's."""
+        chunk = _taken(self.pending, count)
+        while len(chunk) < count and (index := self.plan.take()) is not None:
+            self.out.add(index)
+            chunk.append(index)
+        return chunk
 
     def _receive(self, worker: Worker) -> None:
         if not self._drain(worker):
@@ -233,10 +261,14 @@ class _Pool:
         for queue in (self.alone, self.reruns, self.pending):
             while queue:
                 self._failed(queue.popleft(), WorkerUnavailable(reason))
+        self.plan.give_up(lambda: WorkerUnavailable(reason), f"processpool gave up: {reason}")
+        self._settle_not_run()
 
     def _replace(self) -> None:
         """Start a worker if hosts are waiting for one."""
-        if not self.sending or not (self.pending or self.reruns or self.alone):
+        if not self.sending or not (
+            self.pending or self.reruns or self.alone or self.plan.wait_time() is not None
+        ):
             return
         try:
             worker = self.procs.fork(threads=self.runner.num_workers)
@@ -259,31 +291,55 @@ class _Pool:
 
     # -- timeouts ----------------------------------------------------------------------------
 
-    def _watchdog_timeout(self) -> float | None:
-        timeout = self.runner.task_timeout
-        return None if timeout is None else min(1.0, timeout)
+    def _wait_timeout(self) -> float | None:
+        """How long to wait for workers: until the watchdog's next look, or the plan's next
+        start (a rate limit, the run's deadline)."""
+        watched = self._host_limit() is not None or self.plan.deadline is not None
+        waits = [1.0] if watched else []
+        plan_wait = self.plan.wait_time() if self.sending else None
+        if plan_wait is not None and plan_wait != math.inf:
+            waits.append(plan_wait)
+        return min(waits) if waits else None
+
+    def _host_limit(self) -> float | None:
+        """The longest a host may take in its worker, every attempt and retry wait included."""
+        return self.runner.policy.longest_host_time
 
     def _watchdog(self) -> None:
         """Kill a worker so busy it missed a host's deadline by far: it cannot answer at all."""
-        timeout = self.runner.task_timeout
-        if timeout is None:
+        longest = self._host_limit()
+        deadline = self.plan.deadline
+        if longest is None and deadline is None:
             return
-        limit = time.monotonic() - timeout - _FROZEN_GRACE_SECONDS
+        now = time.monotonic()
+
+        def overdue_at(sent: float) -> float:
+            ends = sent + longest if longest is not None else math.inf
+            return min(ends, deadline if deadline is not None else math.inf)
+
         for worker in list(self.workers):
-            if any(sent < limit for sent in worker.in_flight.values()):
+            late = [i for i, sent in worker.in_flight.items() if overdue_at(sent) + _FROZEN_GRACE_SECONDS < now]
+            if late:
                 self._drain(worker)  # what it has sent meanwhile settles those hosts
-            overdue = [i for i, sent in worker.in_flight.items() if sent < limit]
+            overdue = [i for i in late if i in worker.in_flight]
             if overdue:
                 errors: dict[int, Exception] = {
-                    i: TaskTimeout(self.task.name, self.hosts[i].name, timeout) for i in overdue
+                    i: self._overdue_error(i, worker.in_flight[i]) for i in overdue
                 }
                 logger.warning(
-                    "processpool: worker process %s stopped answering after a task passed %g s; "
+                    "processpool: worker process %s stopped answering after a host's deadline; "
                     "replacing it",
                     worker.pid,
-                    timeout,
                 )
                 self._lost(worker, errors)
+
+    def _overdue_error(self, index: int, sent: float) -> Exception:
+        policy = self.runner.policy
+        deadline = self.plan.deadline
+        longest = policy.longest_host_time
+        if deadline is not None and (longest is None or deadline <= sent + longest):
+            return RunTimeout(policy.run_timeout or 0.0, started=True)
+        return TaskTimeout(self.task.name, self.hosts[index].name, policy.task_timeout or 0.0)
 
     # -- results -----------------------------------------------------------------------------
 
@@ -304,6 +360,7 @@ class _Pool:
             replay_hooks(self.started.pop(index), multi, events)
         self.result[host.name] = multi
         self.remaining -= 1
+        self._settled(index, multi.failed)
 
     def _started(self, index: int) -> None:
         """Fire ``task_instance_started`` as the host leaves for its worker.
@@ -322,3 +379,15 @@ class _Pool:
         record_attempts(multi, self.crashes.earlier_runs(index))
         self.result[host.name] = multi
         self.remaining -= 1
+        self._settled(index, True)
+
+    def _settled(self, index: int, failed: bool) -> None:
+        """Tell the plan that a host it handed out is done (a host it left out was not)."""
+        if index in self.out:
+            self.out.discard(index)
+            self.plan.finished(index, failed)
+
+
+def _taken(queue: deque[int], count: int) -> list[int]:
+    """Up to ``count`` hosts from the front of ``queue``."""
+    return [queue.popleft() for _ in range(min(count, len(queue)))]

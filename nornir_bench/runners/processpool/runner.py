@@ -36,14 +36,15 @@ from __future__ import annotations
 import os
 import pickle
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core._gc import tuned_for_run
-from nornir_bench.core.checks import seconds_or_none, whole_number
+from nornir_bench.core.checks import whole_number
 from nornir_bench.core.loops import resolve_loop
+from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.runners._results import interrupted, placeholders
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
 from nornir_bench.runners.processpool.pool import _Pool
@@ -60,7 +61,7 @@ add no computing power, only memory (about 30 MiB each) and start-up time; a few
 narrow what one crash takes down."""
 
 
-class ProcessPoolRunner:
+class ProcessPoolRunner(Policed):
     """Runs the task over the hosts in worker processes, each running many hosts at once.
 
     Args:
@@ -69,13 +70,16 @@ class ProcessPoolRunner:
         num_procs: worker processes (>= 1); default the machine's CPU count. More than
             ``MAX_PROCS_PER_CPU`` per CPU is capped, with a warning; a run starts no more than
             its hosts can keep busy.
-        task_timeout: seconds each host's task may take (> 0), or ``None`` for no limit.
         chunk_size: hosts sent to a worker in one message; default chosen from ``num_workers``.
         crash_reruns: how many times a host in flight on a worker that another host crashed
             runs again on a fresh worker (>= 0; default 1; 0 for tasks that must never run
             twice on a device). See :mod:`~nornir_bench.runners.processpool.crashes` for the rule.
         loop: each worker's event loop: ``"auto"`` (uvloop when installed, else asyncio),
             ``"asyncio"`` or ``"uvloop"``, as the asyncio runner's.
+        **policy: the run policies (``task_timeout``, ``retries``, ``max_failures`` ...), the
+            same on every runner: see :class:`~nornir_bench.core.policies.options.RunPolicy`.
+            Which host starts when is decided here, in the parent; each host's attempts and
+            retries run in its worker.
 
     Raises:
         ValueError: for a bad option value, saying what is allowed.
@@ -89,10 +93,10 @@ class ProcessPoolRunner:
         num_workers: int = 100,
         *,
         num_procs: int | None = None,
-        task_timeout: float | None = None,
         chunk_size: int | None = None,
         crash_reruns: int = DEFAULT_CRASH_RERUNS,
         loop: str = "auto",
+        **policy: Any,
     ) -> None:
         self.num_workers = whole_number("processpool runner: num_workers", num_workers, minimum=1)
         cpus = os.cpu_count() or 1
@@ -111,7 +115,7 @@ class ProcessPoolRunner:
                 stacklevel=2,
             )
             self.num_procs = ceiling
-        self.task_timeout = seconds_or_none("processpool runner: task_timeout", task_timeout)
+        self.policy = RunPolicy.build("processpool runner", policy)
         self.chunk_size = (
             max(1, min(64, self.num_workers // 4))
             if chunk_size is None
@@ -139,7 +143,7 @@ class ProcessPoolRunner:
         try:
             # The fork server starts (a fresh interpreter) while the run is being pickled.
             pool.start_fork_server()
-            pool.payload = self._payload(task, hosts)
+            pool.payload = self._payload(task, hosts, pool.plan.deadline)
             with tuned_for_run():
                 try:
                     pool.run()
@@ -155,7 +159,7 @@ class ProcessPoolRunner:
             pool.stop()
         return result
 
-    def _payload(self, task: Task, hosts: list[Host]) -> bytes:
+    def _payload(self, task: Task, hosts: list[Host], run_deadline: float | None) -> bytes:
         spec = RunSpec(
             func=task.task,
             params=task.params,
@@ -165,7 +169,8 @@ class ProcessPoolRunner:
             config=getattr(task.nornir, "config", None),
             hosts=hosts,
             num_workers=self.num_workers,
-            task_timeout=self.task_timeout,
+            policy=self.policy,
+            run_deadline=run_deadline,
             loop=self.loop_implementation,
         )
         try:
@@ -180,6 +185,6 @@ class ProcessPoolRunner:
     def __repr__(self) -> str:
         return (
             f"ProcessPoolRunner(num_workers={self.num_workers}, num_procs={self.num_procs}, "
-            f"task_timeout={self.task_timeout!r}, chunk_size={self.chunk_size}, "
-            f"crash_reruns={self.crash_reruns}, loop={self.loop!r})"
+            f"chunk_size={self.chunk_size}, crash_reruns={self.crash_reruns}, "
+            f"loop={self.loop!r}{self._policy_repr()})"
         )

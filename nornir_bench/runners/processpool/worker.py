@@ -36,8 +36,10 @@ from nornir.core.processor import Processors
 from nornir.core.state import GlobalState
 from nornir.core.task import MultiResult, Result, Task
 
-from nornir_bench.core.exceptions import RemoteException, TaskTimeout
+from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import arun_host, run_task
+from nornir_bench.core.policies.hosts import HostRun, arun_policed
 from nornir_bench.core.loops import new_event_loop
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.processors.base import NoOpProcessor
@@ -62,6 +64,8 @@ if TYPE_CHECKING:
     from nornir.core.configuration import Config
     from nornir.core.inventory import Host
 
+    from nornir_bench.core.policies.options import RunPolicy
+
 __all__ = ["RunSpec", "portable", "worker_main"]
 
 # Finished hosts are sent when this many are waiting, or after this long, whichever comes first:
@@ -84,7 +88,8 @@ class RunSpec:
     config: Config | None
     hosts: list[Host]
     num_workers: int
-    task_timeout: float | None
+    policy: RunPolicy
+    run_deadline: float | None  # on the time.monotonic clock, which every process shares
     loop: str = "auto"
 
 
@@ -217,10 +222,17 @@ class _Run:
     async def _host(self, index: int) -> None:
         host = self.spec.hosts[index]
         offload = self.session.offload
-        multi = await arun_host(self.task, host, offload=offload, timeout=self.spec.task_timeout)
+        policy = self.spec.policy
+        if policy.per_host:
+            run = HostRun(self.task, host, policy, run_deadline=self.spec.run_deadline)
+            multi = await arun_policed(run, offload)
+        else:
+            multi = await arun_host(self.task, host, offload=offload)
         events = self.events.by_host.pop(host.name, [])
         self.outbox.append((index, multi, host.data, events))
-        if offload is not None and isinstance(multi[0].exception, TaskTimeout):
+        if offload is not None and _left_a_call(multi):
+            # A blocking call given up at its deadline goes on in its thread: the pool retires
+            # this worker once its other hosts are done, which ends the call.
             self._send(Tainted())
         # The last host in flight done: the parent is waiting to send more, so send now.
         if len(self.outbox) >= _BATCH_HOSTS or len(self.running) <= 1:
@@ -297,3 +309,11 @@ def _pickles(value: object) -> bool:
     except Exception:  # noqa: BLE001 - any failure means it cannot cross the process boundary
         return False
     return True
+
+
+def _left_a_call(multi: MultiResult) -> bool:
+    """Whether the host gave up a blocking call at its deadline, in any attempt."""
+    _, failed = attempts_of(multi)
+    return bool(getattr(multi[0].exception, "abandoned", False)) or any(
+        attempt.abandoned for attempt in failed
+    )
