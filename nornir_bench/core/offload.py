@@ -67,7 +67,8 @@ class ThreadOffloader:
         return item.future
 
     def _start(self) -> None:  # the lock held
-        thread = threading.Thread(target=self._serve, name=f"asyncio-runner_{next(_numbers)}", daemon=True)
+        name = f"asyncio-runner_{next(_numbers)}"
+        thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._threads.add(thread)
         thread.start()
 

@@ -99,7 +99,8 @@ class ThreadPoolRunner(Policed):
             if not policy.per_host:
                 return run_host(task, host)
             deadline = None if plan is None else plan.deadline
-            return run_policed(HostRun(task, host, policy, run_deadline=deadline, stop=stop), call=call)
+            run = HostRun(task, host, policy, run_deadline=deadline, stop=stop)
+            return run_policed(run, call=call)
 
         def work(taken_over: HostRun | None = None) -> None:
             try:
@@ -218,7 +219,8 @@ class _Deadlines:
         """The calls past their deadline, now given up (their threads no longer own them)."""
         now = time.monotonic()
         with self._lock:
-            late = [self._calls.pop(key) for key, call in list(self._calls.items()) if call[0] <= now]
+            due = [key for key, call in self._calls.items() if call[0] <= now]
+            late = [self._calls.pop(key) for key in due]
         self.abandoned.update(thread for _, _, thread in late)
         return [run for _, run, _ in late]
 

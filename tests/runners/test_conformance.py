@@ -47,8 +47,10 @@ SYSTEM_EXIT = "SystemExit from a task re-raised by run()"
 ASYNC_TASKS = "async def tasks run"
 IN_FLIGHT = "hosts in flight at Ctrl-C finish, or are cancelled"
 COUNTED_IN_PROCESS = "hosts in flight counted in the test's process"
+POLICIES = "run policies (tests/runners/test_policies.py)"
 BEHAVIOURS = {
-    REFERENCE, BAD_OPTIONS, CTRL_C, IN_FLIGHT, SYSTEM_EXIT, ASYNC_TASKS, COUNTED_IN_PROCESS
+    REFERENCE, BAD_OPTIONS, CTRL_C, IN_FLIGHT, SYSTEM_EXIT, ASYNC_TASKS, COUNTED_IN_PROCESS,
+    POLICIES,
 }
 
 
@@ -111,6 +113,8 @@ THREADED = Runner(
         "finished hosts' results are lost and its threads go on to run every remaining host "
         "(nornir-bench run stops it from outside: tests/core/test_stopping.py)",
         ASYNC_TASKS: "nornir's threaded runner does not await an async def task",
+        POLICIES: "nornir's threaded runner has no run policies (no timeout, no retries): "
+        "the reason nornir-bench's runners have them",
     },
 )
 

@@ -284,7 +284,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     hosts = list(nr.inventory.hosts.values())
     result = placeholders(task, hosts)
     runner = _Pool(nr.runner, task, hosts, result)
-    runner.pending.clear()
+    runner.out.update(i for i in (runner.plan.take(), runner.plan.take()) if i is not None)
     pool_end, worker_end = socket.socketpair()
     worker = Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
     worker.loaded = True

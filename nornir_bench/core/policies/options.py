@@ -270,17 +270,18 @@ class RunPolicy:
             )
         o = dict(options)
 
-        def seconds(name: str, default: float, *, above: float | None = None) -> float:
-            lowest = {} if above is not None else {"minimum": 0.0}
+        def seconds(name: str, default: float) -> float:
             return number(
-                f"{what}: {name}", o.get(name, default), maximum=_MAX_SECONDS, above=above,
-                unit="a number of seconds", **lowest,
+                f"{what}: {name}", o.get(name, default), minimum=0.0, maximum=_MAX_SECONDS,
+                unit="a number of seconds",
             )
 
         def limit(name: str) -> float | None:
             value = seconds_or_none(f"{what}: {name}", o.get(name))
             if value is not None and value > _MAX_SECONDS:
-                raise ValueError(f"{what}: {name} must be at most {_MAX_SECONDS:g} s, got {value!r}")
+                raise ValueError(
+                    f"{what}: {name} must be at most {_MAX_SECONDS:g} s, got {value!r}"
+                )
             return value
 
         rate = o.get("max_starts_per_second")

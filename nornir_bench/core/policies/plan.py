@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, TypeVar
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
 
 if TYPE_CHECKING:
-    from nornir.core.inventory import Host
-
     import asyncio
+
+    from nornir.core.inventory import Host
 
     from nornir_bench.core.policies.options import GroupLimit, RunPolicy
 
@@ -234,7 +234,8 @@ class HostPlan:
     def _check_failures(self, hosts: int, of: str) -> None:
         policy = self.policy
         if policy.max_failures is not None and self.failed > policy.max_failures:
-            self._stop("max_failures", f"{self.failed} hosts failed, more than {policy.max_failures}")
+            reason = f"{self.failed} hosts failed, more than {policy.max_failures}"
+            self._stop("max_failures", reason)
         elif (
             policy.max_fail_percentage is not None
             and self.failed > policy.max_fail_percentage / 100 * hosts

@@ -318,7 +318,11 @@ class _Pool:
             return min(ends, deadline if deadline is not None else math.inf)
 
         for worker in list(self.workers):
-            late = [i for i, sent in worker.in_flight.items() if overdue_at(sent) + _FROZEN_GRACE_SECONDS < now]
+            late = [
+                i
+                for i, sent in worker.in_flight.items()
+                if overdue_at(sent) + _FROZEN_GRACE_SECONDS < now
+            ]
             if late:
                 self._drain(worker)  # what it has sent meanwhile settles those hosts
             overdue = [i for i in late if i in worker.in_flight]

@@ -1,0 +1,145 @@
+"""The run policies' decisions, without a runner: options, retry waits, the host plan.
+
+Every runner applies them alike (tests/runners/test_policies.py); here their arithmetic is
+checked exactly, with injected random numbers and an injected clock instead of wall time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from nornir.core.exceptions import NornirSubTaskError
+from nornir.core.task import MultiResult, Result
+
+from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
+from nornir_bench.core.policies.options import RunPolicy
+from nornir_bench.core.policies.plan import HostPlan
+from nornir_bench.core.policies.retry import retry_wait, retryable
+from tests.conftest import make_nornir
+
+
+def policy(**options: Any) -> RunPolicy:
+    return RunPolicy.build("test runner", options)
+
+
+def test_retry_waits_grow_exponentially_are_capped_and_spread_by_the_jitter() -> None:
+    p = policy(retries=6, retry_delay=1, retry_backoff=3, retry_max_delay=20, retry_jitter=2)
+    error = ConnectionResetError()
+    least = [retry_wait(p, error, n, lambda: 0.0) for n in range(1, 7)]
+    most = [retry_wait(p, error, n, lambda: 0.999999) for n in range(1, 7)]
+    assert least == [1, 3, 9, 20, 20, 20]  # 1, 3, 9, 27 -> capped at 20
+    assert most == pytest.approx([3, 5, 11, 22, 22, 22], abs=1e-5)
+    assert retry_wait(p, error, 7, lambda: 0.0) is None  # no retries left
+
+
+def test_a_failed_subtask_is_retried_for_the_error_inside_it() -> None:
+    p = policy(retries=1)
+    inner = MultiResult("connect")
+    inner.append(Result(host=None, exception=ConnectionRefusedError("refused"), failed=True))
+    wrapped = NornirSubTaskError(task="connect", result=inner)  # type: ignore[arg-type]
+    assert retryable(p, wrapped)
+    inner[0].exception = PermissionError("bad password")
+    assert not retryable(p, wrapped)
+
+
+def test_device_library_errors_match_by_name_without_importing_the_library() -> None:
+    import sys
+
+    p = policy()
+    assert "scrapli" not in sys.modules  # named in the defaults, never imported for it
+    assert not retryable(p, ValueError())
+    assert retryable(p, TimeoutError())
+
+
+def test_run_timeout_is_never_retried() -> None:
+    assert not retryable(policy(retries=3), RunTimeout(5, started=True))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def hosts(count: int) -> list[Any]:
+    return list(make_nornir(hosts=count).inventory.hosts.values())
+
+
+def test_the_token_bucket_starts_a_burst_then_keeps_to_the_rate() -> None:
+    clock = Clock()
+    plan = HostPlan(hosts(100), policy(max_starts_per_second=10, max_start_burst=3), clock=clock)
+    assert [plan.take() for _ in range(4)] == [0, 1, 2, None]
+    assert plan.wait_time() == pytest.approx(0.1)
+    clock.now += 0.25  # 2.5 tokens
+    assert [plan.take() for _ in range(3)] == [3, 4, None]
+    clock.now += 100  # a long pause fills the bucket only to its size
+    assert [plan.take() for _ in range(4)] == [5, 6, 7, None]
+
+
+def test_batches_wait_for_each_other_and_the_last_size_repeats() -> None:
+    plan = HostPlan(hosts(10), policy(batches=[1, "30%"]))
+    assert [plan.take(), plan.take()] == [0, None]
+    assert plan.wait_time() == math.inf  # until dev0 finishes
+    plan.finished(0, failed=False)
+    batch = [plan.take() for _ in range(4)]
+    assert batch == [1, 2, 3, None]
+    for index in (1, 2, 3):
+        plan.finished(index, failed=False)
+    assert [plan.take() for _ in range(4)] == [4, 5, 6, None]
+
+
+def test_a_failed_canary_aborts_every_host_not_started() -> None:
+    # 1 of 5 is not more than 50 % of the run, but the canary's batch is judged on its own
+    plan = HostPlan(hosts(5), policy(batches=[1], max_fail_percentage=50))
+    assert plan.take() == 0
+    plan.finished(0, failed=True)
+    assert plan.take() is None and plan.wait_time() is None
+    left = list(plan.not_run())
+    assert [h.name for h, _ in left] == ["dev1", "dev2", "dev3", "dev4"]
+    assert all(type(e) is RunAborted and e.limit == "max_fail_percentage" for _, e in left)
+    assert plan.stopped_by == (
+        "run aborted by max_fail_percentage: 1 of 1 hosts failed (the hosts run so far), "
+        "more than 50 %"
+    )
+
+
+def test_a_full_group_lets_the_hosts_after_it_go_first() -> None:
+    # synthetic hosts alternate between group0 and group1
+    plan = HostPlan(hosts(8), policy(group_limits={"group": {"group0": 1}}))
+    assert [plan.take() for _ in range(5)] == [0, 1, 3, 5, 7]
+    assert plan.take() is None and plan.wait_time() == math.inf
+    plan.finished(0, failed=False)
+    assert [plan.take(), plan.take()] == [2, None]
+
+
+def test_a_group_past_its_failure_limit_is_skipped_and_others_go_on() -> None:
+    plan = HostPlan(hosts(6), policy(group_max_failures={"group": 0}))
+    assert plan.take() == 0
+    plan.finished(0, failed=True)
+    taken = [plan.take() for _ in range(4)]
+    assert taken == [1, 3, 5, None]
+    skipped = {h.name: type(e) for h, e in plan.not_run()}
+    assert skipped == {"dev2": HostSkipped, "dev4": HostSkipped}
+
+
+def test_past_the_run_deadline_nothing_starts_and_the_rest_time_out() -> None:
+    clock = Clock()
+    plan = HostPlan(hosts(3), policy(run_timeout=5), clock=clock)
+    assert plan.take() == 0
+    assert plan.deadline == 105.0
+    clock.now = 105.0
+    assert plan.take() is None and plan.wait_time() is None
+    left = list(plan.not_run())
+    assert [h.name for h, _ in left] == ["dev1", "dev2"]
+    assert all(type(e) is RunTimeout and not e.started for _, e in left)
+
+
+def test_policies_without_a_schedule_do_not_plan_and_options_read_back() -> None:
+    assert not policy(retries=3, task_timeout=2).schedules
+    assert policy(max_failures=0).schedules
+    assert policy(task_timeout=2, retries=2, retry_delay=1, retry_backoff=2, retry_jitter=0.5,
+                  retry_max_delay=30).longest_host_time == 3 * 2 + (1 + 0.5) + (2 + 0.5)

@@ -1,0 +1,362 @@
+"""The run policies, each on every runner: one suite, parametrized over the conformance suite's
+``RUNNERS`` (nornir's ``threaded`` has none: it is skipped, saying so).
+
+Policies are the shared core's (nornir_bench/core/policies); what is tested here is that every
+runner applies them alike, with processor hooks once per host and no host ever missing.
+Concurrency is counted by processors, never timed; the peers are real (a loopback port that
+accepts and never answers, FakeNOS devices with a wrong password).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nornir.core.inventory import Host
+from nornir.core.task import AggregatedResult, MultiResult, Task
+
+from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
+from nornir_bench.lab import LabDevice, write_inventory
+from nornir_bench.processors.base import NoOpProcessor
+from nornir_bench.tasks import asend_command, atcp_ping, send_command, tcp_ping
+from tests.conftest import Recorder
+from tests.devices import LabProcess, nornir_on, silent_port
+from tests.runners.test_conformance import ASYNC, POLICIES, Runner, each_kind, each_runner
+
+pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
+
+QUICK_RETRIES = {"retry_delay": 0, "retry_jitter": 0}
+EVERY_KIND = each_runner(POLICIES, cases=each_kind)
+
+
+def errors(result: AggregatedResult) -> Counter[str]:
+    return Counter(type(multi[0].exception).__name__ for multi in result.values() if multi.failed)
+
+
+def assert_hooks_once_per_host(recorder: Recorder, hosts: int) -> None:
+    started = Counter(h for hook, _, h in recorder.events if hook == "task_instance_started")
+    completed = Counter(h for hook, _, h in recorder.events if hook == "task_instance_completed")
+    assert len(started) == len(completed) == hosts
+    assert set(started.values()) == set(completed.values()) == {1}
+
+
+def pick(kind: str, sync: Any, async_: Any) -> Any:
+    return async_ if kind == ASYNC else sync
+
+
+# -- tasks: at module level, so that worker processes import them. Their state is per process,
+# which is enough: a host's attempts all run in the same worker.
+
+_ERRORS = {"ConnectionResetError": ConnectionResetError, "PermissionError": PermissionError,
+           "ValueError": ValueError}
+_ATTEMPTS: Counter[tuple[str, str]] = Counter()
+
+
+def _attempt(task: Task, token: str, error: str, good_on: int) -> str:
+    key = (token, task.host.name)
+    _ATTEMPTS[key] += 1
+    if _ATTEMPTS[key] < good_on:
+        raise _ERRORS[error](f"attempt {_ATTEMPTS[key]}")
+    return f"ok on attempt {_ATTEMPTS[key]}"
+
+
+def _step(task: Task) -> str:
+    return "step"
+
+
+def flaky(task: Task, token: str, error: str = "ConnectionResetError", good_on: int = 3) -> str:
+    task.run(task=_step)  # a subtask in every attempt: those of failed attempts are dropped
+    return _attempt(task, token, error, good_on)
+
+
+async def aflaky(
+    task: Task, token: str, error: str = "ConnectionResetError", good_on: int = 3
+) -> str:
+    await asyncio.sleep(0)
+    return _attempt(task, token, error, good_on)
+
+
+def fails_on(task: Task, names: list[str], pause: float = 0.0) -> str:
+    time.sleep(pause)
+    if task.host.name in names:
+        raise ValueError(f"{task.host.name} fails")
+    return "ok"
+
+
+async def afails_on(task: Task, names: list[str], pause: float = 0.0) -> str:
+    await asyncio.sleep(pause)
+    if task.host.name in names:
+        raise ValueError(f"{task.host.name} fails")
+    return "ok"
+
+
+class InFlight(NoOpProcessor):
+    """Counts hosts in flight per group, and keeps the peak; and each host's start time."""
+
+    def __init__(self) -> None:
+        self.now: Counter[str] = Counter()
+        self.peak: Counter[str] = Counter()
+        self.starts: list[float] = []
+        self._lock = threading.Lock()
+
+    def task_instance_started(self, task: Task, host: Host) -> None:
+        with self._lock:
+            self.starts.append(time.monotonic())
+            for group in host.groups:
+                self.now[group.name] += 1
+                self.peak[group.name] = max(self.peak[group.name], self.now[group.name])
+
+    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        with self._lock:
+            for group in host.groups:
+                self.now[group.name] -= 1
+
+
+# -- retries ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_retries_succeed_on_the_third_attempt_with_hooks_once_per_host(
+    runner: Runner, kind: str
+) -> None:
+    recorder = Recorder()
+    nr = runner.nornir(hosts=6, retries=3, **QUICK_RETRIES).with_processors([recorder])
+    result = nr.run(task=pick(kind, flaky, aflaky), token=uuid.uuid4().hex)
+    assert not result.failed, result.failed_hosts
+    for multi in result.values():
+        assert multi.result == "ok on attempt 3"
+        assert [r.result for r in multi[1:]] == (["step"] if kind != ASYNC else [])
+        attempts, failed = attempts_of(multi)
+        assert attempts == 3
+        assert [(f.exception, f.message) for f in failed] == [
+            ("ConnectionResetError", "attempt 1"),
+            ("ConnectionResetError", "attempt 2"),
+        ]
+    assert_hooks_once_per_host(recorder, 6)
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+@pytest.mark.parametrize(
+    ("error", "options"),
+    [
+        ("PermissionError", {}),  # an authentication failure: never retried by default
+        ("ValueError", {}),  # the task's own logic, not the connection
+        ("ConnectionResetError", {"retry_never": ["ConnectionResetError"]}),
+        ("ConnectionResetError", {"retry_on": ["ValueError"]}),
+    ],
+    ids=["auth", "logic", "retry_never", "retry_on"],
+)
+def test_errors_not_to_retry_fail_at_once(
+    runner: Runner, kind: str, error: str, options: dict[str, Any]
+) -> None:
+    nr = runner.nornir(hosts=4, retries=5, **QUICK_RETRIES, **options)
+    result = nr.run(task=pick(kind, flaky, aflaky), token=uuid.uuid4().hex, error=error)
+    assert errors(result) == {error: 4}
+    assert {attempts_of(multi)[0] for multi in result.values()} == {1}
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_when_retries_run_out_the_last_failure_counts(runner: Runner, kind: str) -> None:
+    nr = runner.nornir(hosts=3, retries=2, **QUICK_RETRIES)
+    result = nr.run(task=pick(kind, flaky, aflaky), token=uuid.uuid4().hex, good_on=10)
+    for multi in result.values():
+        assert str(multi[0].exception) == "attempt 3"
+        assert attempts_of(multi)[0] == 3
+
+
+# -- failure limits and batches ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_a_failure_limit_crossed_mid_run_aborts_the_hosts_not_started(
+    runner: Runner, kind: str
+) -> None:
+    recorder = Recorder()
+    failing = [f"dev{i}" for i in range(3, 20)]
+    nr = runner.nornir(hosts=20, num_workers=1, max_failures=2).with_processors([recorder])
+    result = nr.run(task=pick(kind, fails_on, afails_on), names=failing)
+    assert list(result) == [f"dev{i}" for i in range(20)]  # every host, in order
+    kinds = errors(result)
+    # dev0-dev2 are ok; dev3-dev5 fail, the third crossing the limit; a host in flight then
+    # (processpool's second worker) finishes; the others never start
+    assert all(not result[f"dev{i}"].failed for i in range(3))
+    assert kinds["ValueError"] in (3, 4) and kinds["ValueError"] + kinds["RunAborted"] == 17
+    aborted = {
+        (e.limit, e.reason)
+        for e in (m[0].exception for m in result.values())
+        if isinstance(e, RunAborted)
+    }
+    assert aborted in (
+        {("max_failures", "3 hosts failed, more than 2")},
+        {("max_failures", "4 hosts failed, more than 2")},
+    )
+    assert_hooks_once_per_host(recorder, 20)
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_a_canary_that_fails_stops_the_run_before_the_next_batch(
+    runner: Runner, kind: str
+) -> None:
+    recorder = Recorder()
+    nr = runner.nornir(hosts=10, batches=[1, "50%"], max_fail_percentage=0)
+    task = pick(kind, fails_on, afails_on)
+    result = nr.with_processors([recorder]).run(task=task, names=["dev0"])
+    assert errors(result) == {"ValueError": 1, "RunAborted": 9}
+    assert "max_fail_percentage" in str(result["dev9"][0].exception)
+    assert_hooks_once_per_host(recorder, 10)
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_each_batch_finishes_before_the_next_starts(runner: Runner, kind: str) -> None:
+    recorder = Recorder()
+    nr = runner.nornir(hosts=12, num_workers=10, batches=[1, "25%", "50%"])
+    result = nr.with_processors([recorder]).run(task=pick(kind, fails_on, afails_on), names=[])
+    assert not result.failed
+    events = [(hook, int(host[3:])) for hook, _, host in recorder.events if host]
+    # batches: dev0 | dev1-dev3 (25 % of 12) | dev4-dev9 (50 %) | dev10-dev11 (the last size)
+    for first, last in [(0, 0), (1, 3), (4, 9)]:
+        done = max(i for i, (hook, n) in enumerate(events)
+                   if hook == "task_instance_completed" and first <= n <= last)
+        next_start = min(i for i, (hook, n) in enumerate(events)
+                         if hook == "task_instance_started" and n > last)
+        assert done < next_start, (first, last)
+
+
+# -- group and rate limits ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_group_limits_are_never_exceeded(runner: Runner, kind: str) -> None:
+    counter = InFlight()
+    nr = runner.nornir(hosts=30, num_workers=10, group_limits={"group": {"group0": 2}})
+    nr = nr.with_processors([counter])
+    result = nr.run(task=pick(kind, fails_on, afails_on), names=[], pause=0.01)
+    assert not result.failed and len(result) == 30
+    assert counter.peak["group0"] == 2  # reached, never passed
+    assert counter.peak["group1"] > 2  # no limit there
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_a_group_past_its_failure_limit_skips_its_other_hosts(runner: Runner, kind: str) -> None:
+    recorder = Recorder()
+    nr = runner.nornir(hosts=20, num_workers=1, group_max_failures={"group": 0})
+    # group0 holds the even hosts; dev2 fails
+    task = pick(kind, fails_on, afails_on)
+    result = nr.with_processors([recorder]).run(task=task, names=["dev2"])
+    assert not any(result[f"dev{i}"].failed for i in range(1, 20, 2))  # group1 runs on
+    skipped = [n for n, m in result.items() if isinstance(m[0].exception, HostSkipped)]
+    assert set(skipped) >= {f"dev{i}" for i in range(6, 20, 2)}  # at most one more in flight
+    assert str(result["dev18"][0].exception) == (
+        "skipped: group_max_failures: 1 hosts of group 'group0' failed, more than 0"
+    )
+    assert_hooks_once_per_host(recorder, 20)
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_starts_keep_to_the_rate_limit(runner: Runner, kind: str) -> None:
+    counter = InFlight()
+    nr = runner.nornir(hosts=40, num_workers=40, max_starts_per_second=100, max_start_burst=5)
+    result = nr.with_processors([counter]).run(task=pick(kind, fails_on, afails_on), names=[])
+    assert not result.failed
+    starts = sorted(counter.starts)
+    # a bucket of 5 refilled at 100/s: at most 5 + 100 * t starts in any t seconds (measured
+    # by a processor: an upper bound, which a slow machine only keeps further from)
+    for i, first in enumerate(starts):
+        within = sum(1 for t in starts[i:] if t - first <= 0.1)
+        assert within <= 5 + 10 + 1, (i, within)
+    assert len(starts) == 40
+
+
+# -- deadlines -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_run_timeout_fails_what_did_not_finish_and_every_host_is_there(
+    runner: Runner, kind: str
+) -> None:
+    recorder = Recorder()
+    nr = runner.nornir(hosts=30, num_workers=2, run_timeout=0.6).with_processors([recorder])
+    result = nr.run(task=pick(kind, fails_on, afails_on), names=[], pause=0.2)
+    assert len(result) == 30
+    timeouts = [m[0].exception for m in result.values() if m.failed]
+    assert timeouts and all(isinstance(e, RunTimeout) for e in timeouts)
+    assert not timeouts[-1].started  # the last hosts never started
+    assert_hooks_once_per_host(recorder, 30)
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_hosts_on_a_device_that_never_answers_time_out_and_free_their_slots(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    """nornir's threaded runner waits for ever on such a device (nornir #19, #1086)."""
+    with silent_port() as port:
+        devices = [LabDevice(f"r{i}", "127.0.0.1", port, "cisco_ios", "u", "p") for i in range(6)]
+        write_inventory(devices, tmp_path)
+        options = dict(runner.options, num_workers=2, task_timeout=0.5)
+        nr = nornir_on(tmp_path, runner.name, **options)
+        result = nr.run(task=pick(kind, tcp_ping, atcp_ping), probe="show version", timeout=60)
+        # 6 hosts, 2 at a time: only freed slots let all of them time out before tcp_ping's own
+        # 60 s (the test's timeout would stop a runner that held its slots)
+        assert errors(result) == {"TaskTimeout": 6}
+        for multi in result.values():
+            error = multi[0].exception
+            assert isinstance(error, TaskTimeout)
+            assert error.abandoned is (kind != ASYNC)  # a blocking call goes on in its thread
+    # the port closed: the calls left in threads end (no_leaked_threads checks)
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_a_wrong_password_is_not_retried(
+    runner: Runner, kind: str, fakenos_lab: LabProcess, tmp_path: Path
+) -> None:
+    if kind != ASYNC and runner.name == "processpool":
+        pytest.skip("send_command in processpool workers comes with issue 13 (connection plugins)")
+    device = fakenos_lab.devices[0]
+    write_inventory(
+        [LabDevice("r1", "127.0.0.1", device.port, "cisco_ios", "user", "Wr0ng-pa55")], tmp_path
+    )
+    nr = nornir_on(tmp_path, runner.name, **dict(runner.options, retries=3, **QUICK_RETRIES))
+    try:
+        result = nr.run(task=pick(kind, send_command, asend_command), command="show clock")
+    finally:
+        nr.close_connections()
+        for thread in threading.enumerate():  # paramiko ends its transport on its own
+            if type(thread).__name__ == "Transport":
+                thread.join(10)
+    assert result["r1"].failed
+    assert attempts_of(result["r1"])[0] == 1
+
+
+@pytest.mark.parametrize("runner", each_runner(POLICIES))
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retrys": 1}, "no option 'retrys'; run policy options: task_timeout, retries"),
+        ({"retries": -1}, "retries must be a whole number from 0 to 100, got -1"),
+        ({"retries": 1000}, "retries must be a whole number from 0 to 100, got 1000"),
+        ({"retry_backoff": 0.5}, "retry_backoff must be a number from 1 to 10, got 0.5"),
+        ({"retry_on": ["NoSuchError"]}, "retry_on: 'NoSuchError' is not a builtin exception"),
+        ({"retry_on": ["no.such.Error"]}, "retry_on: no exception type 'no.such.Error'"),
+        ({"max_fail_percentage": 150}, "max_fail_percentage must be a number from 0 to 100"),
+        ({"batches": []}, "batches must be a list of host counts"),
+        ({"batches": ["0%"]}, "batches must be a list of host counts"),
+        ({"group_limits": {"site": 0}}, "group_limits must be a mapping of a host attribute"),
+        ({"max_starts_per_second": 0}, "max_starts_per_second must be a number <= 1e+06 and > 0"),
+        ({"run_timeout": -1}, "run_timeout must be a number of seconds > 0, or None"),
+        ({"task_timeout": float("nan")}, "task_timeout must be a number of seconds > 0, or None"),
+    ],
+)
+def test_bad_policy_options_are_one_line_value_errors(
+    runner: Runner, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        runner.plugin(**options)
+    assert str(caught.value).startswith(f"{runner.name} runner: {message}"), str(caught.value)
+    assert "\n" not in str(caught.value)
