@@ -97,6 +97,35 @@ async def afails_on(task: Task, names: list[str], pause: float = 0.0) -> str:
     return "ok"
 
 
+class Session:
+    """Stands for a device session a task keeps in ``host.connections``."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+_SESSIONS: dict[tuple[str, str], list[Session]] = {}
+
+
+def reconnects(task: Task, token: str) -> list[bool]:
+    """Fails its first attempt with a session open; then says which sessions were closed."""
+    sessions = _SESSIONS.setdefault((token, task.host.name), [])
+    if "cli" not in task.host.connections:
+        sessions.append(Session())
+        task.host.connections["cli"] = sessions[-1]  # type: ignore[assignment]
+    if len(sessions) == 1:
+        raise ConnectionResetError("the session dropped")
+    return [session.closed for session in sessions]
+
+
+async def areconnects(task: Task, token: str) -> list[bool]:
+    await asyncio.sleep(0)
+    return reconnects(task, token)
+
+
 class InFlight(NoOpProcessor):
     """Counts hosts in flight per group, and keeps the peak; and each host's start time."""
 
@@ -169,6 +198,20 @@ def test_when_retries_run_out_the_last_failure_counts(runner: Runner, kind: str)
     for multi in result.values():
         assert str(multi[0].exception) == "attempt 3"
         assert attempts_of(multi)[0] == 3
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+def test_a_retry_closes_the_hosts_connections_so_the_task_opens_new_ones(
+    runner: Runner, kind: str
+) -> None:
+    nr = runner.nornir(hosts=3, retries=1, **QUICK_RETRIES)
+    try:
+        result = nr.run(task=pick(kind, reconnects, areconnects), token=uuid.uuid4().hex)
+    finally:
+        nr.close_connections()
+    assert not result.failed, result.failed_hosts
+    # the first session was closed before the retry; the retry opened a second one
+    assert {str(multi.result) for multi in result.values()} == {"[True, False]"}
 
 
 # -- failure limits and batches ------------------------------------------------------------------

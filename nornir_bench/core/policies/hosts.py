@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import MultiResult
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
-from nornir_bench.core.connections import aclose_connections, close_connections
 from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
     Offload,
@@ -202,11 +201,15 @@ class HostRun:
 
     def reconnect(self) -> None:
         """Close the host's connections (blocking), so that the next attempt opens new ones."""
+        from nornir_bench.core.connections import close_connections  # imports asyncio
+
         close_connections([self.host])
 
     async def areconnect(self, offload: Offload | None) -> None:
         """Close the host's connections on the loop: async ones here, blocking ones in a
         thread."""
+        from nornir_bench.core.connections import aclose_connections, close_connections
+
         await aclose_connections([self.host])
         if self.host.connections:
             run = offload or _to_thread
