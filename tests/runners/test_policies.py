@@ -355,6 +355,24 @@ def test_hosts_on_a_device_that_never_answers_time_out_and_free_their_slots(
     # the port closed: the calls left in threads end (no_leaked_threads checks)
 
 
+def late_subtask(task: Task) -> str:
+    if task.host.name == "dev1":
+        time.sleep(0.6)  # past the deadline; then a subtask adds its result
+        task.run(task=_step)
+    return "done"
+
+
+@pytest.mark.parametrize("runner", each_runner(POLICIES))
+def test_what_a_call_given_up_adds_later_does_not_reach_the_result(runner: Runner) -> None:
+    """Once, the late call's subtask results were appended to the host's finished result."""
+    result = runner.nornir(hosts=3, task_timeout=0.2).run(task=late_subtask)
+    time.sleep(1.0)  # the abandoned call ends meanwhile
+    assert [type(r.exception).__name__ for r in result["dev1"]] == ["TaskTimeout"]
+    for thread in threading.enumerate():  # no_leaked_threads: let the given-up call end
+        if thread.name.startswith(("threadpool", "asyncio-runner")):
+            thread.join(5)
+
+
 @pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
 def test_a_wrong_password_is_not_retried(
     runner: Runner, kind: str, fakenos_lab: LabProcess, tmp_path: Path

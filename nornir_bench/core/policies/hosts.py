@@ -116,8 +116,16 @@ class HostRun:
     def timed_out(self) -> Outcome:
         """The outcome of an attempt whose deadline passed while its blocking call went on
         (it cannot be stopped: its late return is dropped)."""
+        self._leave_call()
         error = self.timeout_error(abandoned=True)
         return Outcome(error=error, text="".join(traceback.format_exception_only(error)))
+
+    def _leave_call(self) -> None:
+        """Go on with a copy of the task: the call given up still holds the old one, and what
+        it adds later (subtask results) must not reach the host's result."""
+        fresh = self.task.copy()
+        fresh.host = self.host
+        self.task = fresh
 
     def call(self) -> Outcome:
         """Run the task once, here (blocking)."""
@@ -155,6 +163,8 @@ class HostRun:
                     else within(value, deadline - time.monotonic(), self.timeout_error)
                 )
         except Exception as exc:
+            if offload is not None and getattr(exc, "abandoned", False):
+                self._leave_call()
             return Outcome(error=exc, text=traceback.format_exc())
         return Outcome(value)
 
