@@ -213,9 +213,14 @@ class HostPlan:
 
     # -- finishing ---------------------------------------------------------------------------
 
-    def finished(self, index: int, failed: bool) -> None:
-        """Host ``index`` finished (``failed``: its result failed): free its room, count it."""
+    def finished(self, index: int, failed: bool) -> bool:
+        """Host ``index`` finished (``failed``: its result failed): free its room, count it.
+
+        Returns whether many hosts may start now, or none ever will (a batch ended, a limit
+        stopped the run): every waiter should look; else one finish makes room for one host.
+        """
         self.in_flight -= 1
+        halted = self._halted
         for slots in self._slots[index]:
             slots.in_flight -= 1
             if slots.waiting:
@@ -230,6 +235,8 @@ class HostPlan:
             self._check_failures(self.started, "the hosts run so far")
             if not self._halted:
                 self._batch_end = self._next_batch_end()
+                return True
+        return self._halted and not halted
 
     def _check_failures(self, hosts: int, of: str) -> None:
         policy = self.policy
@@ -304,6 +311,7 @@ class BlockingPlan:
         self.plan = plan
         self._changed = threading.Condition(threading.Lock())
         self._waiters = 0
+        self._timed = False  # a waiter is waiting for the next start the plan foresees
 
     def __iter__(self) -> Iterator[Host]:
         plan, changed = self.plan, self._changed
@@ -314,10 +322,19 @@ class BlockingPlan:
                     wait = plan.wait_time()
                     if wait is None:
                         return
+                    # One waiter waits for the time the plan says (a rate limit's next token);
+                    # the others for a finish. 500 threads waking at each of 2,000 tokens a
+                    # second would cost more than the run.
+                    timed = not self._timed
+                    self._timed = self._timed or timed
                     self._waiters += 1
-                    changed.wait(min(wait, _POLL_SECONDS))
+                    changed.wait(min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
                     self._waiters -= 1
+                    if timed:
+                        self._timed = False
                     index = plan.take()
+                if self._waiters and not self._timed:
+                    changed.notify()  # the next start: one of them waits for it now
             yield plan.hosts[index]
 
     def __bool__(self) -> bool:
@@ -326,9 +343,14 @@ class BlockingPlan:
 
     def finished(self, host: Host, failed: bool) -> None:
         with self._changed:
-            self.plan.finished(self.plan.index[host.name], failed)
+            many = self.plan.finished(self.plan.index[host.name], failed)
             if self._waiters:
-                self._changed.notify_all()
+                # Not every waiter for one host's room: 500 threads waking for each of 10,000
+                # hosts would cost more than the run. Waiters also look every _POLL_SECONDS.
+                if many:
+                    self._changed.notify_all()
+                else:
+                    self._changed.notify()
 
     def clear(self) -> None:
         """Ctrl-C: no host starts any more."""
@@ -342,7 +364,8 @@ class AsyncPlan:
 
     def __init__(self, plan: HostPlan) -> None:
         self.plan = plan
-        self._changed: asyncio.Future[None] | None = None
+        self._waiters: dict[asyncio.Future[None], None] = {}  # in the order they came
+        self._timed = False  # as BlockingPlan's
 
     async def next(self) -> Host | None:
         """The next host to run, once it may start; ``None`` when no host will any more."""
@@ -356,24 +379,35 @@ class AsyncPlan:
             wait = plan.wait_time()
             if wait is None:
                 return None
-            if self._changed is None:
-                self._changed = asyncio.get_running_loop().create_future()
-            changed = asyncio.shield(self._changed)
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters[woken] = None
+            timed = not self._timed
+            self._timed = self._timed or timed
             try:
-                await asyncio.wait_for(changed, None if math.isinf(wait) else wait)
+                await asyncio.wait_for(woken, min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
             except asyncio.TimeoutError:  # TimeoutError itself from 3.11
                 pass
+            finally:
+                self._waiters.pop(woken, None)
+                if timed:
+                    self._timed = False
+                    if self._waiters:
+                        self._wake(every=False)  # the next start: one of them waits for it
 
     def finished(self, host: Host, failed: bool) -> None:
-        self.plan.finished(self.plan.index[host.name], failed)
-        self._wake()
+        many = self.plan.finished(self.plan.index[host.name], failed)
+        self._wake(every=many)
 
     def clear(self) -> None:
         self.plan.halt()
-        self._wake()
+        self._wake(every=True)
 
-    def _wake(self) -> None:
-        if self._changed is not None:
-            if not self._changed.done():
-                self._changed.set_result(None)
-            self._changed = None
+    def _wake(self, *, every: bool) -> None:
+        """Wake the longest waiting coroutine (one host's room), or every one."""
+        while self._waiters:
+            woken = next(iter(self._waiters))
+            del self._waiters[woken]
+            if not woken.done():
+                woken.set_result(None)
+                if not every:
+                    return
