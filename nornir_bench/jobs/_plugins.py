@@ -15,7 +15,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap
 
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line
-from nornir_bench.jobs._signatures import parameters_of
+from nornir_bench.jobs._signatures import Parameters, parameters_of
 
 __all__ = ["construct", "installed", "named_plugin", "plugin_options"]
 
@@ -51,6 +51,9 @@ def plugin_options(
     taken = parameters_of(cls)
     if taken is None:
         return options
+    extra = tuple(getattr(cls, "policy_options", ()))  # a runner's run policies, in **policy
+    if extra and taken.takes_any:
+        taken = Parameters([*taken.names, *extra], takes_any=False, hints=taken.hints)
     unknown = taken.unknown(options)
     if unknown is not None:
         raise job.error(

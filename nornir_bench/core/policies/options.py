@@ -380,6 +380,7 @@ class Policed:
     (``runner.retries``), as nornir tools read a runner's options back."""
 
     policy: RunPolicy
+    policy_options: tuple[str, ...] = POLICY_OPTIONS  # what its **policy takes
 
     def __getattr__(self, name: str) -> Any:
         policy = self.__dict__.get("policy")
