@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from nornir_bench.bench.sweep import SweepGrid, run_sweep
     from nornir_bench.bench.usage import ProcessUsage, process_usage
     from nornir_bench.core.exceptions import (
-        NornirBenchError,
         HostSkipped,
+        NornirBenchError,
         RemoteException,
         RunAborted,
         RunInterrupted,
@@ -30,7 +30,12 @@ if TYPE_CHECKING:
     from nornir_bench.processors.progress import ProgressBar
     from nornir_bench.processors.records import JsonLinesWriter
     from nornir_bench.processors.timing import HostTimer
-    from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner, arun
+    from nornir_bench.runners import (
+        AsyncioRunner,
+        ProcessPoolRunner,
+        ThreadPoolRunner,
+        arun,
+    )
     from nornir_bench.runners.registry import available_runners
     from nornir_bench.tasks import (
         BUILTIN_TASKS,

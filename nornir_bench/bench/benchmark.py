@@ -17,7 +17,11 @@ from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.processors.timing import HostTimer
-from nornir_bench.runners.registry import available_runners, prefers_async_tasks, takes_workers
+from nornir_bench.runners.registry import (
+    available_runners,
+    prefers_async_tasks,
+    takes_workers,
+)
 from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:

@@ -23,7 +23,11 @@ HELP = "the threads-vs-coroutines study: runners x workers x RTT, tables and plo
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``sweep``."""
-    from nornir_bench.bench.sweep.grid import DEFAULT_RTTS, DEFAULT_RUNNERS, DEFAULT_WORKERS
+    from nornir_bench.bench.sweep.grid import (
+        DEFAULT_RTTS,
+        DEFAULT_RUNNERS,
+        DEFAULT_WORKERS,
+    )
 
     parser.description = (
         "Run the 'how many threads are enough' benchmark (scripts/script.py) for every runner x "
@@ -58,7 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from nornir_bench.bench.sweep import PLOT_HINT, SweepGrid, run_sweep, tables, write_report
+    from nornir_bench.bench.sweep import (
+        PLOT_HINT,
+        SweepGrid,
+        run_sweep,
+        tables,
+        write_report,
+    )
 
     grid = SweepGrid(runners=args.runners, workers=args.workers, rtts=args.rtt,
                      hosts=args.hosts, repeat=args.repeat)

@@ -23,7 +23,10 @@ from typing import Any, TypeVar
 from nornir.core import Nornir
 from nornir.core.configuration import Config
 from nornir.core.inventory import Inventory
-from nornir.core.plugins.connections import CONNECTIONS_PLUGIN_PATH, ConnectionPluginRegister
+from nornir.core.plugins.connections import (
+    CONNECTIONS_PLUGIN_PATH,
+    ConnectionPluginRegister,
+)
 from nornir.core.plugins.inventory import (
     INVENTORY_PLUGIN_PATH,
     TRANSFORM_FUNCTION_PLUGIN_PATH,

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.connections import aclose_connections, close_connections
-from nornir_bench.core.execution import Offload, is_async_task, offloading, stop_offloading
+from nornir_bench.core.execution import (
+    Offload,
+    is_async_task,
+    offloading,
+    stop_offloading,
+)
 from nornir_bench.core.offload import ThreadOffloader
 
 if TYPE_CHECKING:

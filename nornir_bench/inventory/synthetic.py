@@ -12,7 +12,15 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nornir.core.inventory import Defaults, Group, Groups, Host, Hosts, Inventory, ParentGroups
+from nornir.core.inventory import (
+    Defaults,
+    Group,
+    Groups,
+    Host,
+    Hosts,
+    Inventory,
+    ParentGroups,
+)
 
 from nornir_bench.core._gc import collector_paused
 from nornir_bench.core.checks import whole_number

@@ -25,7 +25,12 @@ from nornir_bench.jobs._yaml_input import (
     read_job_yaml,
     too_deep,
 )
-from nornir_bench.jobs.secrets import SecretError, expand_env, is_secret_key, secret_text
+from nornir_bench.jobs.secrets import (
+    SecretError,
+    expand_env,
+    is_secret_key,
+    secret_text,
+)
 
 __all__ = ["JobError", "JobFile", "one_line", "yaml_error"]
 

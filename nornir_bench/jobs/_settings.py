@@ -12,13 +12,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nornir.core.plugins.inventory import InventoryPluginRegister, TransformFunctionRegister
+from nornir.core.plugins.inventory import (
+    InventoryPluginRegister,
+    TransformFunctionRegister,
+)
 from nornir.core.plugins.runners import RunnersPluginRegister
 from ruamel.yaml.comments import CommentedMap
 
 from nornir_bench.core.execution import is_async_task
 from nornir_bench.jobs._job_file import JobError, JobFile
-from nornir_bench.jobs._plugins import construct, installed, named_plugin, plugin_options
+from nornir_bench.jobs._plugins import (
+    construct,
+    installed,
+    named_plugin,
+    plugin_options,
+)
 from nornir_bench.runners.registry import prefers_async_tasks
 
 __all__ = ["config_settings", "inventory_settings", "runner_settings"]

@@ -20,7 +20,12 @@ from ruamel.yaml.comments import CommentedMap
 
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line
 from nornir_bench.jobs._signatures import parameters_of
-from nornir_bench.tasks import BUILTIN_TASKS, MissingLibrary, params_check_of, require_libraries
+from nornir_bench.tasks import (
+    BUILTIN_TASKS,
+    MissingLibrary,
+    params_check_of,
+    require_libraries,
+)
 
 __all__ = ["read_task"]
 

@@ -45,7 +45,11 @@ from ruamel.yaml.error import MarkedYAMLError
 
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line, yaml_error
-from nornir_bench.jobs._settings import config_settings, inventory_settings, runner_settings
+from nornir_bench.jobs._settings import (
+    config_settings,
+    inventory_settings,
+    runner_settings,
+)
 from nornir_bench.jobs._signatures import show
 from nornir_bench.jobs._task import read_task
 from nornir_bench.jobs._yaml_input import MAX_VALUES, expanded_size, too_many_values

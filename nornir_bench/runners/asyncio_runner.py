@@ -32,7 +32,8 @@ from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import LOOPS, new_event_loop, resolve_loop
 from nornir_bench.core.policies.hosts import HostRun, arun_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.policies.plan import AsyncPlan, HostPlan
+from nornir_bench.core.policies.plan import HostPlan
+from nornir_bench.core.policies.waiting import AsyncPlan
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders

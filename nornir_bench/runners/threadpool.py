@@ -35,7 +35,8 @@ from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_host
 from nornir_bench.core.policies.hosts import HostRun, Outcome, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.policies.plan import BlockingPlan, HostPlan
+from nornir_bench.core.policies.plan import HostPlan
+from nornir_bench.core.policies.waiting import BlockingPlan
 from nornir_bench.core.stopping import ctrl_c_held
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
@@ -85,100 +86,121 @@ class ThreadPoolRunner(Policed):
             BaseException: a ``SystemExit`` or similar raised by a task is re-raised once every
                 thread has stopped, as nornir's runner re-raises it.
         """
-        policy = self.policy
-        result = placeholders(task, hosts)
-        plan = HostPlan(hosts, policy) if policy.schedules else None
-        pending: HostQueue | BlockingPlan = HostQueue(hosts) if plan is None else BlockingPlan(plan)
-        escaped: list[BaseException] = []
-        running = _Running()
-        stop = threading.Event()  # Ctrl-C: a host waiting to retry does not
-        watch = _Deadlines() if policy.task_timeout or policy.run_timeout else None
-        call = HostRun.call if watch is None else watch.call
-
-        def one(host: Host) -> MultiResult | None:
-            if not policy.per_host:
-                return run_host(task, host)
-            deadline = None if plan is None else plan.deadline
-            run = HostRun(task, host, policy, run_deadline=deadline, stop=stop)
-            return run_policed(run, call=call)
-
-        def work(taken_over: HostRun | None = None) -> None:
-            try:
-                if taken_over is not None:  # a host whose call passed its deadline: go on
-                    multi = run_policed(taken_over, taken_over.timed_out(), call=call)
-                    if not _store(taken_over.host, multi):
-                        return
-                for host in pending:
-                    if not _store(host, one(host)):
-                        return
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
-                escaped.append(exc)
-            running.ended()
-
-        def _store(host: Host, multi: MultiResult | None) -> bool:
-            if multi is None:  # given up at its deadline: another thread has this slot now
-                return False
-            result[host.name] = multi
-            if plan is not None:
-                pending.finished(host, multi.failed)  # type: ignore[union-attr]
-            return True
-
-        def take_over(run: HostRun) -> None:  # the main thread, for a call past its deadline
-            start(lambda: work(run), "threadpool-takeover")
-            running.ended()  # the thread left in the call no longer counts
-
-        threads: list[threading.Thread] = []
-
-        def start(target: Any, name: str) -> None:
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            running.started()
-            try:
-                thread.start()
-            except BaseException:
-                running.ended()
-                raise
-            threads.append(thread)
-
+        run = _ThreadRun(task, hosts, self.policy)
         try:
             with tuned_for_run():
                 # Held once for all the starts (not per thread: 1,000 starts would pay for it
                 # 1,000 times): interrupted, a start would leave the count of threads wrong.
                 with ctrl_c_held():
                     for i in range(min(self.num_workers, len(hosts))):
-                        if not pending:
+                        if not run.pending:
                             break
-                        start(work, f"threadpool-{i}")
-                running.wait(watch, take_over)
+                        run.start(run.work, f"threadpool-{i}")
+                run.wait()
         except KeyboardInterrupt:
-            stop.set()
-            pending.clear()
+            run.stop.set()
+            run.pending.clear()
             try:
-                running.wait(watch, take_over)
+                run.wait()
             except KeyboardInterrupt:  # Ctrl-C again: do not wait for the hosts in flight
-                raise interrupted(result, abandoned=True) from None
-            raise interrupted(result) from None
+                raise interrupted(run.result, abandoned=True) from None
+            raise interrupted(run.result) from None
         finally:
-            if running.count == 0:  # each thread is past its last host: this takes no time
-                _join(threads, watch)
-        if escaped:
-            raise escaped[0]
-        if plan is not None:
-            fill_not_run(task, plan, result)
-        return result
+            if run.running.count == 0:  # each thread is past its last host: this takes no time
+                run.join()
+        if run.escaped:
+            raise run.escaped[0]
+        if run.plan is not None:
+            fill_not_run(task, run.plan, run.result)
+        return run.result
 
     def __repr__(self) -> str:
         return f"ThreadPoolRunner(num_workers={self.num_workers}{self._policy_repr()})"
 
 
-def _join(threads: list[threading.Thread], watch: _Deadlines | None) -> None:
-    """Join the run's threads; those left in a call past its deadline at most for the grace."""
-    abandoned = set() if watch is None else watch.abandoned
-    grace_ends = time.monotonic() + ABANDONED_GRACE_SECONDS
-    for thread in threads:
-        if thread in abandoned:
-            thread.join(max(0.0, grace_ends - time.monotonic()))
-        else:
-            thread.join()
+class _ThreadRun:
+    """One run's threads, its hosts waiting, its result, and its watch over deadlines."""
+
+    def __init__(self, task: Task, hosts: list[Host], policy: RunPolicy) -> None:
+        self.task = task
+        self.policy = policy
+        self.result = placeholders(task, hosts)
+        self.plan = HostPlan(hosts, policy) if policy.schedules else None
+        self.pending: HostQueue | BlockingPlan = (
+            HostQueue(hosts) if self.plan is None else BlockingPlan(self.plan)
+        )
+        self.escaped: list[BaseException] = []
+        self.running = _Running()
+        self.threads: list[threading.Thread] = []
+        self.stop = threading.Event()  # Ctrl-C: a host waiting to retry does not
+        self.watch = _Deadlines() if policy.task_timeout or policy.run_timeout else None
+
+    def start(self, target: Any, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self.running.started()
+        try:
+            thread.start()
+        except BaseException:
+            self.running.ended()
+            raise
+        self.threads.append(thread)
+
+    def work(self, taken_over: HostRun | None = None) -> None:
+        """A thread's life: hosts from ``pending`` until none is left (or, past a deadline,
+        another thread has taken its slot)."""
+        task, result = self.task, self.result
+        try:
+            if self.plan is None and not self.policy.per_host:  # the hot path: no call between
+                for host in self.pending:
+                    result[host.name] = run_host(task, host)
+            else:
+                if taken_over is not None:  # a host whose call passed its deadline: go on
+                    outcome = taken_over.timed_out()
+                    if not self._store(taken_over.host, self._attempts(taken_over, outcome)):
+                        return
+                for host in self.pending:
+                    if not self._store(host, self._one(host)):
+                        return
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self.escaped.append(exc)
+        self.running.ended()
+
+    def _one(self, host: Host) -> MultiResult | None:
+        if not self.policy.per_host:
+            return run_host(self.task, host)
+        deadline = None if self.plan is None else self.plan.deadline
+        run = HostRun(self.task, host, self.policy, run_deadline=deadline, stop=self.stop)
+        return self._attempts(run)
+
+    def _attempts(self, run: HostRun, outcome: Outcome | None = None) -> MultiResult | None:
+        call = HostRun.call if self.watch is None else self.watch.call
+        return run_policed(run, outcome, call=call)
+
+    def _store(self, host: Host, multi: MultiResult | None) -> bool:
+        if multi is None:  # given up at its deadline: another thread has this slot now
+            return False
+        self.result[host.name] = multi
+        if isinstance(self.pending, BlockingPlan):
+            self.pending.finished(host, multi.failed)
+        return True
+
+    def _take_over(self, run: HostRun) -> None:
+        """The main thread, for a call past its deadline: a new thread goes on with its host."""
+        self.start(lambda: self.work(run), "threadpool-takeover")
+        self.running.ended()  # the thread left in the call no longer counts
+
+    def wait(self) -> None:
+        self.running.wait(self.watch, self._take_over)
+
+    def join(self) -> None:
+        """Join the threads; those left in a call past its deadline at most for the grace."""
+        abandoned = set() if self.watch is None else self.watch.abandoned
+        grace_ends = time.monotonic() + ABANDONED_GRACE_SECONDS
+        for thread in self.threads:
+            if thread in abandoned:
+                thread.join(max(0.0, grace_ends - time.monotonic()))
+            else:
+                thread.join()
 
 
 class _Deadlines:

@@ -27,7 +27,11 @@ if TYPE_CHECKING:
         needs_of,
         require_libraries,
     )
-    from nornir_bench.tasks._params import ParamsCheck, check_params_with, params_check_of
+    from nornir_bench.tasks._params import (
+        ParamsCheck,
+        check_params_with,
+        params_check_of,
+    )
     from nornir_bench.tasks.commands import asend_command, send_command
     from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
     from nornir_bench.tasks.simulated import (

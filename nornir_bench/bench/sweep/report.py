@@ -18,7 +18,11 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.bench.sweep.results import RECOMMEND_WITHIN, PointResult, Recommendation
+from nornir_bench.bench.sweep.results import (
+    RECOMMEND_WITHIN,
+    PointResult,
+    Recommendation,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

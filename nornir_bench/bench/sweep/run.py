@@ -30,7 +30,12 @@ from nornir_bench.bench.sweep.journal import (
     plan_runs,
     sweep_environment,
 )
-from nornir_bench.bench.sweep.results import PointResult, Recommendation, aggregate, recommend
+from nornir_bench.bench.sweep.results import (
+    PointResult,
+    Recommendation,
+    aggregate,
+    recommend,
+)
 from nornir_bench.processors.progress import progress_bar
 from nornir_bench.runners.registry import takes_workers
 

@@ -12,11 +12,16 @@ from __future__ import annotations
 import importlib
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from nornir_bench.core.checks import is_whole_number, number, seconds_or_none, whole_number
+from nornir_bench.core.checks import (
+    is_whole_number,
+    number,
+    seconds_or_none,
+    whole_number,
+)
 
 __all__ = [
     "DEFAULT_RETRY_NEVER",
@@ -220,6 +225,18 @@ def _batches(what: str, given: object) -> tuple[int | float, ...]:
     return tuple(sizes)
 
 
+def _seconds(what: str, value: object) -> float:
+    return number(what, value, minimum=0.0, maximum=_MAX_SECONDS, unit="a number of seconds")
+
+
+def _limit(what: str, value: object) -> float | None:
+    """A deadline in seconds (> 0), at most a day; or ``None``: none."""
+    seconds = seconds_or_none(what, value)
+    if seconds is not None and seconds > _MAX_SECONDS:
+        raise ValueError(f"{what} must be at most {_MAX_SECONDS:g} s, got {value!r}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class RunPolicy:
     """The run policies of one runner: one object, checked once, shared by every runner.
@@ -271,33 +288,15 @@ class RunPolicy:
         o = dict(options)
 
         def seconds(name: str, default: float) -> float:
-            return number(
-                f"{what}: {name}", o.get(name, default), minimum=0.0, maximum=_MAX_SECONDS,
-                unit="a number of seconds",
-            )
+            return _seconds(f"{what}: {name}", o.get(name, default))
 
         def limit(name: str) -> float | None:
-            value = seconds_or_none(f"{what}: {name}", o.get(name))
-            if value is not None and value > _MAX_SECONDS:
-                raise ValueError(
-                    f"{what}: {name} must be at most {_MAX_SECONDS:g} s, got {value!r}"
-                )
-            return value
+            return _limit(f"{what}: {name}", o.get(name))
 
-        rate = o.get("max_starts_per_second")
-        if rate is not None:
-            rate = number(f"{what}: max_starts_per_second", rate, above=0, maximum=1e6)
-        burst = o.get("max_start_burst")
-        if burst is not None:
-            burst = whole_number(f"{what}: max_start_burst", burst, minimum=1, maximum=1_000_000)
-        percentage = o.get("max_fail_percentage")
-        if percentage is not None:
-            percentage = number(
-                f"{what}: max_fail_percentage", percentage, minimum=0, maximum=100
-            )
-        failures = o.get("max_failures")
-        if failures is not None:
-            failures = whole_number(f"{what}: max_failures", failures, minimum=0)
+        def optional(name: str, check: Callable[..., Any], **bounds: Any) -> Any:
+            value = o.get(name)
+            return None if value is None else check(f"{what}: {name}", value, **bounds)
+
         return cls(
             task_timeout=limit("task_timeout"),
             retries=whole_number(
@@ -317,11 +316,15 @@ class RunPolicy:
                 f"{what}: retry_never", o.get("retry_never", list(DEFAULT_RETRY_NEVER)),
                 strict="retry_never" in o,
             ),
-            max_failures=failures,
-            max_fail_percentage=percentage,
+            max_failures=optional("max_failures", whole_number, minimum=0),
+            max_fail_percentage=optional("max_fail_percentage", number, minimum=0, maximum=100),
             batches=_batches(f"{what}: batches", o.get("batches")),
-            max_starts_per_second=rate,
-            max_start_burst=burst,
+            max_starts_per_second=optional(
+                "max_starts_per_second", number, above=0, maximum=1e6
+            ),
+            max_start_burst=optional(
+                "max_start_burst", whole_number, minimum=1, maximum=1_000_000
+            ),
             group_limits=_group_limits(f"{what}: group_limits", o.get("group_limits"), minimum=1),
             group_max_failures=_group_limits(
                 f"{what}: group_max_failures", o.get("group_max_failures"), minimum=0

@@ -4,7 +4,7 @@ A :class:`HostPlan` hands out a run's hosts, in order, as the policies allow. It
 and never waits: :meth:`HostPlan.take` returns the next host that may start now, or ``None``
 and :meth:`HostPlan.wait_time` says for how long nothing can (a rate limit), until a host
 finishes (a batch's end, a full group), or that no host will start any more. The drivers do the
-waiting: :class:`BlockingPlan` for threads, :class:`AsyncPlan` for coroutines; the process
+waiting (:mod:`~nornir_bench.core.policies.waiting`: threads and coroutines); the process
 pool, which has its own wait loop, calls the plan directly.
 
 - ``batches``: the next batch starts once every host of the current one has finished (Ansible's
@@ -29,7 +29,6 @@ pool, which has its own wait loop, calls the plan directly.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -38,19 +37,15 @@ from typing import TYPE_CHECKING, TypeVar
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
 
 if TYPE_CHECKING:
-    import asyncio
-
     from nornir.core.inventory import Host
 
     from nornir_bench.core.policies.options import GroupLimit, RunPolicy
 
-__all__ = ["AsyncPlan", "BlockingPlan", "HostPlan"]
+__all__ = ["HostPlan"]
 
 # Attributes read from the Host object itself; any other key is looked up in the host's data
 # (with its groups' and the defaults', as ``host.get`` does).
 _HOST_ATTRIBUTES = ("name", "hostname", "platform", "port", "username")
-# A thread waiting for the plan wakes at least this often (Ctrl-C, the run's deadline).
-_POLL_SECONDS = 0.1
 
 
 class _Slots:
@@ -298,116 +293,3 @@ class HostPlan:
         left, self.left_out = self.left_out, {}
         for index in sorted(left):
             yield self.hosts[index], left[index]
-
-
-class BlockingPlan:
-    """A :class:`HostPlan` for threads: iterating it gives the next host, waiting as needed.
-
-    Each worker thread iterates it (``for host in plan``) and calls :meth:`finished` after each
-    host; iteration ends when no host will start any more.
-    """
-
-    def __init__(self, plan: HostPlan) -> None:
-        self.plan = plan
-        self._changed = threading.Condition(threading.Lock())
-        self._waiters = 0
-        self._timed = False  # a waiter is waiting for the next start the plan foresees
-
-    def __iter__(self) -> Iterator[Host]:
-        plan, changed = self.plan, self._changed
-        while True:
-            with changed:
-                index = plan.take()
-                while index is None:
-                    wait = plan.wait_time()
-                    if wait is None:
-                        return
-                    # One waiter waits for the time the plan says (a rate limit's next token);
-                    # the others for a finish. 500 threads waking at each of 2,000 tokens a
-                    # second would cost more than the run.
-                    timed = not self._timed
-                    self._timed = self._timed or timed
-                    self._waiters += 1
-                    changed.wait(min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
-                    self._waiters -= 1
-                    if timed:
-                        self._timed = False
-                    index = plan.take()
-                if self._waiters and not self._timed:
-                    changed.notify()  # the next start: one of them waits for it now
-            yield plan.hosts[index]
-
-    def __bool__(self) -> bool:
-        with self._changed:
-            return self.plan.wait_time() is not None
-
-    def finished(self, host: Host, failed: bool) -> None:
-        with self._changed:
-            many = self.plan.finished(self.plan.index[host.name], failed)
-            if self._waiters:
-                # Not every waiter for one host's room: 500 threads waking for each of 10,000
-                # hosts would cost more than the run. Waiters also look every _POLL_SECONDS.
-                if many:
-                    self._changed.notify_all()
-                else:
-                    self._changed.notify()
-
-    def clear(self) -> None:
-        """Ctrl-C: no host starts any more."""
-        with self._changed:
-            self.plan.halt()
-            self._changed.notify_all()
-
-
-class AsyncPlan:
-    """A :class:`HostPlan` for coroutines on one event loop: ``await plan.next()``."""
-
-    def __init__(self, plan: HostPlan) -> None:
-        self.plan = plan
-        self._waiters: dict[asyncio.Future[None], None] = {}  # in the order they came
-        self._timed = False  # as BlockingPlan's
-
-    async def next(self) -> Host | None:
-        """The next host to run, once it may start; ``None`` when no host will any more."""
-        import asyncio
-
-        plan = self.plan
-        while True:
-            index = plan.take()
-            if index is not None:
-                return plan.hosts[index]
-            wait = plan.wait_time()
-            if wait is None:
-                return None
-            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters[woken] = None
-            timed = not self._timed
-            self._timed = self._timed or timed
-            try:
-                await asyncio.wait_for(woken, min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
-            except asyncio.TimeoutError:  # TimeoutError itself from 3.11
-                pass
-            finally:
-                self._waiters.pop(woken, None)
-                if timed:
-                    self._timed = False
-                    if self._waiters:
-                        self._wake(every=False)  # the next start: one of them waits for it
-
-    def finished(self, host: Host, failed: bool) -> None:
-        many = self.plan.finished(self.plan.index[host.name], failed)
-        self._wake(every=many)
-
-    def clear(self) -> None:
-        self.plan.halt()
-        self._wake(every=True)
-
-    def _wake(self, *, every: bool) -> None:
-        """Wake the longest waiting coroutine (one host's room), or every one."""
-        while self._waiters:
-            woken = next(iter(self._waiters))
-            del self._waiters[woken]
-            if not woken.done():
-                woken.set_result(None)
-                if not every:
-                    return

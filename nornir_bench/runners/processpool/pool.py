@@ -17,11 +17,19 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench.core.attempts import record_attempts
-from nornir_bench.core.exceptions import RunTimeout, TaskTimeout, WorkerUnavailable, describe_exit
+from nornir_bench.core.exceptions import (
+    RunTimeout,
+    TaskTimeout,
+    WorkerUnavailable,
+    describe_exit,
+)
 from nornir_bench.core.execution import fail_host, log_failure, start_host
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.stopping import ctrl_c_held
-from nornir_bench.runners.processpool.crashes import START_FAILURES_BEFORE_GIVING_UP, CrashLedger
+from nornir_bench.runners.processpool.crashes import (
+    START_FAILURES_BEFORE_GIVING_UP,
+    CrashLedger,
+)
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
     Done,

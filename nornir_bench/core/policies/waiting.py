@@ -1,0 +1,136 @@
+"""Waiting for a :class:`~nornir_bench.core.policies.plan.HostPlan`: in threads, in coroutines.
+
+The plan never waits; these do, and wake as few waiters as they can. One host finishing makes
+room for one host, so it wakes one waiter (all of them only when a batch ends or the run
+stops); one waiter waits for the time the plan foresees (a rate limit's next token), the
+others for a finish. 500 threads, or 1,000 coroutines, woken for each of 10,000 hosts or each
+of 2,000 tokens a second would cost more than the run. Every waiter also looks again every
+``_POLL_SECONDS`` (Ctrl-C, the run's deadline, a wake-up that went to a waiter cancelled
+meanwhile).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from nornir.core.inventory import Host
+
+    from nornir_bench.core.policies.plan import HostPlan
+
+__all__ = ["AsyncPlan", "BlockingPlan"]
+
+_POLL_SECONDS = 0.1
+
+
+class BlockingPlan:
+    """A :class:`HostPlan` for threads: iterating it gives the next host, waiting as needed.
+
+    Each worker thread iterates it (``for host in plan``) and calls :meth:`finished` after each
+    host; iteration ends when no host will start any more.
+    """
+
+    def __init__(self, plan: HostPlan) -> None:
+        self.plan = plan
+        self._changed = threading.Condition(threading.Lock())
+        self._waiters = 0
+        self._timed = False  # a waiter is waiting for the next start the plan foresees
+
+    def __iter__(self) -> Iterator[Host]:
+        plan, changed = self.plan, self._changed
+        while True:
+            with changed:
+                index = plan.take()
+                while index is None:
+                    wait = plan.wait_time()
+                    if wait is None:
+                        return
+                    # one waiter waits for the plan's next start; the others for a finish
+                    timed = not self._timed
+                    self._timed = self._timed or timed
+                    self._waiters += 1
+                    changed.wait(min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
+                    self._waiters -= 1
+                    if timed:
+                        self._timed = False
+                    index = plan.take()
+                if self._waiters and not self._timed:
+                    changed.notify()  # the next start: one of them waits for it now
+            yield plan.hosts[index]
+
+    def __bool__(self) -> bool:
+        with self._changed:
+            return self.plan.wait_time() is not None
+
+    def finished(self, host: Host, failed: bool) -> None:
+        with self._changed:
+            many = self.plan.finished(self.plan.index[host.name], failed)
+            if self._waiters:
+                if many:
+                    self._changed.notify_all()
+                else:
+                    self._changed.notify()
+
+    def clear(self) -> None:
+        """Ctrl-C: no host starts any more."""
+        with self._changed:
+            self.plan.halt()
+            self._changed.notify_all()
+
+
+class AsyncPlan:
+    """A :class:`HostPlan` for coroutines on one event loop: ``await plan.next()``."""
+
+    def __init__(self, plan: HostPlan) -> None:
+        self.plan = plan
+        self._waiters: dict[asyncio.Future[None], None] = {}  # in the order they came
+        self._timed = False  # as BlockingPlan's
+
+    async def next(self) -> Host | None:
+        """The next host to run, once it may start; ``None`` when no host will any more."""
+        import asyncio
+
+        plan = self.plan
+        while True:
+            index = plan.take()
+            if index is not None:
+                return plan.hosts[index]
+            wait = plan.wait_time()
+            if wait is None:
+                return None
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters[woken] = None
+            timed = not self._timed
+            self._timed = self._timed or timed
+            try:
+                await asyncio.wait_for(woken, min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
+            except asyncio.TimeoutError:  # TimeoutError itself from 3.11
+                pass
+            finally:
+                self._waiters.pop(woken, None)
+                if timed:
+                    self._timed = False
+                    if self._waiters:
+                        self._wake(every=False)  # the next start: one of them waits for it
+
+    def finished(self, host: Host, failed: bool) -> None:
+        many = self.plan.finished(self.plan.index[host.name], failed)
+        self._wake(every=many)
+
+    def clear(self) -> None:
+        self.plan.halt()
+        self._wake(every=True)
+
+    def _wake(self, *, every: bool) -> None:
+        """Wake the longest waiting coroutine (one host's room), or every one."""
+        while self._waiters:
+            woken = next(iter(self._waiters))
+            del self._waiters[woken]
+            if not woken.done():
+                woken.set_result(None)
+                if not every:
+                    return
