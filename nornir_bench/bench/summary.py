@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from nornir.core.exceptions import NornirSubTaskError
 
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
 
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult, MultiResult, Result
@@ -30,8 +31,14 @@ class RunSummary:
         throughput: hosts finished per second of ``wall``, when known.
         p50, p95, max: per-host elapsed seconds, when per-host times were given.
         failures: failure kind (exception type name) -> names of the hosts that failed so.
-        rerun: hosts whose task started more than once (the process pool runs a host again
-            when another host crashed its worker).
+        rerun: hosts run again after another host crashed their worker (processpool).
+        retried: hosts tried again after a failure, under the run's ``retries``.
+        aborted: hosts a run limit kept from starting (``RunAborted``, or ``RunTimeout`` before
+            they started).
+        skipped: hosts their group's failure limit skipped (``HostSkipped``).
+        timed_out: hosts stopped at their deadline (``TaskTimeout``, ``RunTimeout``).
+        abandoned: blocking calls given up at their deadline, left to end in their threads.
+        stopped_by: which limit stopped the run, and why, when one did.
     """
 
     hosts: int
@@ -45,6 +52,12 @@ class RunSummary:
     max: float | None = None
     failures: dict[str, list[str]] = field(default_factory=dict)
     rerun: int = 0
+    retried: int = 0
+    aborted: int = 0
+    skipped: int = 0
+    timed_out: int = 0
+    abandoned: int = 0
+    stopped_by: str | None = None
 
     def lines(self) -> list[str]:
         """The summary as short human-readable lines (no tracebacks)."""
@@ -64,6 +77,23 @@ class RunSummary:
                 f"run more than once: {_hosts(self.rerun)} (after worker crashes; "
                 "attempts and failed_attempts in the records)"
             )
+        if self.retried:
+            out.append(
+                f"retried: {_hosts(self.retried)} (attempts and failed_attempts in the records)"
+            )
+        if self.timed_out:
+            out.append(f"timed out: {_hosts(self.timed_out)}")
+        if self.abandoned:
+            out.append(
+                f"abandoned calls: {self.abandoned} (blocking calls past their deadline, left "
+                "to end in their threads)"
+            )
+        if self.skipped:
+            out.append(f"skipped: {_hosts(self.skipped)} (their group failed past its limit)")
+        if self.aborted:
+            out.append(f"not started: {_hosts(self.aborted)}")
+        if self.stopped_by:
+            out.append(self.stopped_by)
         return out
 
 
@@ -85,14 +115,14 @@ def summarize(
         wall: the run's seconds; gives throughput.
     """
     failures: dict[str, list[str]] = {}
-    changed = rerun = 0
+    changed = 0
+    policies = _PolicyCounts()
     for name, multi in result.items():
         if multi.failed:
             failures.setdefault(failure_type(multi), []).append(name)
         if multi.changed:
             changed += 1
-        if attempts_of(multi)[0] > 1:
-            rerun += 1
+        policies.add(multi)
     failed = sum(len(names) for names in failures.values())
     times = sorted(elapsed[name] for name in result if name in elapsed) if elapsed else []
     return RunSummary(
@@ -106,8 +136,47 @@ def summarize(
         p95=_percentile(times, 95),
         max=times[-1] if times else None,
         failures=failures,
-        rerun=rerun,
+        rerun=policies.rerun,
+        retried=policies.retried,
+        aborted=policies.aborted,
+        skipped=policies.skipped,
+        timed_out=policies.timed_out,
+        abandoned=policies.abandoned,
+        stopped_by=policies.stopped_by,
     )
+
+
+class _PolicyCounts:
+    """What the run's policies did to its hosts, counted host by host."""
+
+    def __init__(self) -> None:
+        self.rerun = self.retried = self.aborted = self.skipped = 0
+        self.timed_out = self.abandoned = 0
+        self.stopped_by: str | None = None
+
+    def add(self, multi: MultiResult) -> None:
+        attempts, failed = attempts_of(multi)
+        if attempts > 1:
+            crashed = any(f.exception == "WorkerCrashed" for f in failed)
+            self.rerun += crashed
+            self.retried += any(f.exception != "WorkerCrashed" for f in failed)
+        self.abandoned += sum(f.abandoned for f in failed)
+        error = multi[0].exception if len(multi) else None
+        if error is None:
+            return
+        self.abandoned += bool(getattr(error, "abandoned", False))
+        if isinstance(error, HostSkipped):
+            self.skipped += 1
+        elif isinstance(error, RunAborted):
+            self.aborted += 1
+            self.stopped_by = self.stopped_by or f"run aborted by {error.limit}: {error.reason}"
+        elif isinstance(error, RunTimeout) and not error.started:
+            self.aborted += 1
+            self.stopped_by = self.stopped_by or (
+                f"run stopped by run_timeout: {error.seconds:g} s passed"
+            )
+        elif isinstance(error, (TaskTimeout, RunTimeout)):
+            self.timed_out += 1
 
 
 def failure_type(multi: MultiResult) -> str:

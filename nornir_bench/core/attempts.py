@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nornir.core.task import Result
+
 if TYPE_CHECKING:
     from nornir.core.task import MultiResult
 
@@ -32,11 +34,12 @@ class FailedAttempt:
     abandoned: bool = False
 
 
-def record_attempts(multi: MultiResult, failed: Sequence[FailedAttempt]) -> None:
-    """Note on the host's own result that ``failed`` runs came before this one (and before
-    those already noted: a host retried in a worker, then run again after a crash)."""
+def record_attempts(multi: MultiResult | Result, failed: Sequence[FailedAttempt]) -> None:
+    """Note on the host's own result (``multi[0]``, or that ``Result``) that ``failed`` runs came
+    before this one (and before those already noted: a host retried in a worker, then run
+    again after a crash). Before its completion hook fires, so processors see them."""
     if failed:
-        first = multi[0]
+        first = multi if isinstance(multi, Result) else multi[0]
         every = [*failed, *getattr(first, "failed_attempts", ())]
         first.attempts = len(every) + 1  # type: ignore[attr-defined]
         first.failed_attempts = every  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ import functools
 import inspect
 import logging
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
 from nornir_bench.core._pickling import register_reducers
+from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import TaskTimeout
 
 if TYPE_CHECKING:
@@ -144,7 +145,12 @@ async def arun_host(
 
 
 def fail_host(
-    task: Task, host: Host, error: Exception, *, started: Task | None = None
+    task: Task,
+    host: Host,
+    error: Exception,
+    *,
+    started: Task | None = None,
+    attempts: Sequence[FailedAttempt] = (),
 ) -> MultiResult:
     """The ``MultiResult`` of a host whose task could not run, or not to its end, on ``host``.
 
@@ -159,11 +165,14 @@ def fail_host(
         error: why; it becomes the result's ``exception``, and its text the ``result``.
         started: the host's task if its ``task_instance_started`` hook has already fired (only
             the completion hook fires then); ``None`` fires both.
+        attempts: earlier runs of the host that did not count (see ``core.attempts``).
     """
     instance = start_host(task, host) if started is None else started
     text = "".join(traceback.format_exception(error))
     log_failure(host.name, instance.name, text)
-    return complete_host(instance, host, Result(host, exception=error, result=text, failed=True))
+    result = Result(host, exception=error, result=text, failed=True)
+    record_attempts(result, attempts)
+    return complete_host(instance, host, result)
 
 
 def is_async_task(func: Callable[..., Any]) -> bool:

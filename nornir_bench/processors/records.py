@@ -4,15 +4,16 @@ One line per host, written and flushed in ``task_instance_completed``: a run tha
 stopped with Ctrl-C keeps every host that had finished. A line holds::
 
     {"host": "rtr1", "failed": false, "elapsed": 0.412, "result": "...",
-     "exception": null, "message": null, "traceback": null,
+     "exception": null, "message": null, "traceback": null, "abandoned": false,
      "attempts": 1, "failed_attempts": []}
 
 ``exception`` is the type name of what made the host fail (a failed subtask's own exception is
 preferred to the ``NornirSubTaskError`` of its parent), ``message`` its text and ``traceback``
-the full traceback, which the terminal never shows. ``attempts`` counts the times the task
-started on the host, and ``failed_attempts`` holds ``{"exception", "message"}`` for each run
-before the one that counted (see :mod:`nornir_bench.core.attempts`: the process pool runs a host
-again when another host crashed its worker). Values that JSON cannot hold are written as
+the full traceback, which the terminal never shows; ``abandoned`` says the host failed at its
+deadline in a blocking call that went on in its thread. ``attempts`` counts the times the task
+started on the host, and ``failed_attempts`` holds ``{"exception", "message", "abandoned"}`` for
+each run before the one that counted (see :mod:`nornir_bench.core.attempts`: the run's
+``retries``, or the process pool running a host again when another host crashed its worker). Values that JSON cannot hold are written as
 their ``repr``; known secrets are masked in every value before it is encoded.
 """
 
@@ -52,8 +53,12 @@ def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> 
         "exception": None if exc is None else type(exc).__name__,
         "message": None if exc is None else str(exc),
         "traceback": None if failure is None or exc is None else _traceback(failure.result, exc),
+        "abandoned": bool(getattr(exc, "abandoned", False)),
         "attempts": attempts,
-        "failed_attempts": [{"exception": f.exception, "message": f.message} for f in failed_attempts],
+        "failed_attempts": [
+            {"exception": f.exception, "message": f.message, "abandoned": f.abandoned}
+            for f in failed_attempts
+        ],
     }
 
 

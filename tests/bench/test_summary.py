@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nornir_bench import HostTimer, summarize
@@ -79,3 +81,34 @@ def test_hosts_run_more_than_once_are_counted() -> None:
         "run more than once: 1 host (after worker crashes; attempts and failed_attempts in the "
         "records)"
     )
+
+
+def test_what_the_run_policies_did_is_counted_by_kind() -> None:
+    def task(task: Any) -> str:
+        number = int(task.host.name[3:])
+        if number in (1, 3):  # group1: its first failure skips the rest of the group
+            raise ConnectionResetError("reset")
+        return "ok"
+
+    nr = make_nornir(
+        hosts=8, num_workers=1, group_max_failures={"group": 0}, retries=1, retry_delay=0,
+        retry_jitter=0, max_failures=1,
+    )
+    summary = summarize(nr.run(task=task))
+    # dev0 ok; dev1 fails twice (retried), so group1 (dev3, dev5, dev7) is skipped; dev2, dev4,
+    # dev6 are ok: max_failures 1 is not crossed by one failure
+    assert (summary.retried, summary.skipped, summary.aborted, summary.failed) == (1, 3, 0, 4)
+    assert "retried: 1 host (attempts and failed_attempts in the records)" in summary.lines()
+    assert "skipped: 3 hosts (their group failed past its limit)" in summary.lines()
+
+
+def test_the_limit_that_stopped_a_run_is_the_last_line() -> None:
+    nr = make_nornir(hosts=6, num_workers=1, max_failures=0)
+    summary = summarize(nr.run(task=fails_on_odd))
+    assert summary.aborted == 4 and summary.stopped_by == (
+        "run aborted by max_failures: 1 host failed, more than 0"
+    )
+    assert summary.lines()[-2:] == [
+        "not started: 4 hosts",
+        "run aborted by max_failures: 1 host failed, more than 0",
+    ]

@@ -47,7 +47,14 @@ def nested(task):
 '''
 
 
-def job_file(tmp_path: Path, body: str, *, hosts: int = 12, runner: str = "threadpool") -> Path:
+def job_file(
+    tmp_path: Path,
+    body: str,
+    *,
+    hosts: int = 12,
+    runner: str = "threadpool",
+    options: str = "num_workers: 4",
+) -> Path:
     (tmp_path / "jobtasks.py").write_text(TASKS)
     path = tmp_path / "job.yaml"
     path.write_text(
@@ -55,7 +62,7 @@ def job_file(tmp_path: Path, body: str, *, hosts: int = 12, runner: str = "threa
         inventory:
           plugin: synthetic
           options: {{hosts: {hosts}, username: netops, password: "${{NB_TEST_SECRET}}"}}
-        runner: {{plugin: {runner}, options: {{num_workers: 4}}}}
+        runner: {{plugin: {runner}, options: {{{options}}}}}
         logging: {{enabled: true, level: DEBUG, log_file: nornir.log}}
         """)
         + textwrap.dedent(body)
@@ -100,10 +107,11 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "exception",
             "message",
             "traceback",
+            "abandoned",
             "attempts",
             "failed_attempts",
         }
-        assert (row["attempts"], row["failed_attempts"]) == (1, [])
+        assert (row["attempts"], row["failed_attempts"], row["abandoned"]) == (1, [], False)
         assert row["failed"] is False and row["exception"] is None and row["traceback"] is None
         assert row["elapsed"] >= 0.009  # the host's own time, on every runner
         assert row["result"] == pytest.approx(0.01, abs=0.01)
@@ -386,3 +394,68 @@ def test_records_can_go_to_standard_output(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert sorted(r["host"] for r in lines) == ["dev0", "dev1", "dev2"]
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
+    tmp_path: Path, runner: str
+) -> None:
+    job = job_file(
+        tmp_path,
+        "task: {name: 'jobtasks:flaky', params: {fail_every: 1}}\n",
+        runner=runner,
+        options="num_workers: 1, max_failures: 1" + (", num_procs: 1" if runner == "processpool" else ""),
+    )
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "run aborted by max_failures: 2 hosts failed, more than 1" in done.stdout
+    assert "not started: 10 hosts" in done.stdout
+    rows = records(tmp_path / "out.jsonl")
+    assert sorted(r["host"] for r in rows) == sorted(f"dev{i}" for i in range(12))
+    assert [r["exception"] for r in rows].count("RunAborted") == 10
+
+
+def test_retried_and_timed_out_hosts_are_counted_in_the_summary(tmp_path: Path) -> None:
+    (tmp_path / "jobtasks.py").write_text(TASKS)
+    job = job_file(
+        tmp_path,
+        "task: {name: 'jobtasks:slow', params: {seconds: 5}}\n",
+        hosts=2,
+        options="num_workers: 2, task_timeout: 0.2, retries: 1, retry_delay: 0, retry_jitter: 0",
+    )
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "retried: 2 hosts" in done.stdout
+    assert "timed out: 2 hosts" in done.stdout
+    assert "abandoned calls: 4" in done.stdout  # two attempts on each host
+    for row in records(tmp_path / "out.jsonl"):
+        assert (row["exception"], row["abandoned"], row["attempts"]) == ("TaskTimeout", True, 2)
+        assert row["failed_attempts"][0]["abandoned"] is True
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ("retrys: 1", "has no option 'retrys'; options: num_workers, task_timeout, retries"),
+        ("retries: -1", "retries must be a whole number from 0 to 100, got -1"),
+        ("retries: 1000", "retries must be a whole number from 0 to 100, got 1000"),
+        ("retry_backoff: 0.5", "retry_backoff must be a number from 1 to 10, got 0.5"),
+        ("retry_on: [NoSuchError]", "'NoSuchError' is not a builtin exception"),
+        ("retry_on: [no.such.Error]", "no exception type 'no.such.Error'"),
+        ("max_fail_percentage: 150", "max_fail_percentage must be a number from 0 to 100"),
+        ("batches: []", "batches must be a list of host counts"),
+        ("batches: ['0%']", "batches must be a list of host counts"),
+        ("batches: [abc]", "batches must be a list of host counts"),
+        ("group_limits: {site: 0}", "group_limits must be a mapping of a host attribute"),
+        ("group_limits: [1]", "group_limits must be a mapping of a host attribute"),
+        ("max_starts_per_second: 0", "max_starts_per_second must be a number <= 1e+06 and > 0"),
+        ("run_timeout: -1", "run_timeout must be a number of seconds > 0, or None"),
+        ("task_timeout: .nan", "task_timeout must be a number of seconds > 0, or None"),
+    ],
+)
+def test_a_bad_run_policy_in_a_job_is_one_line_and_exit_2(
+    tmp_path: Path, options: str, says: str
+) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", options=options)
+    line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
+    assert says in line, line

@@ -294,10 +294,14 @@ def test_a_group_past_its_failure_limit_skips_its_other_hosts(runner: Runner, ki
     task = pick(kind, fails_on, afails_on)
     result = nr.with_processors([recorder]).run(task=task, names=["dev2"])
     assert not any(result[f"dev{i}"].failed for i in range(1, 20, 2))  # group1 runs on
-    skipped = [n for n, m in result.items() if isinstance(m[0].exception, HostSkipped)]
-    assert set(skipped) >= {f"dev{i}" for i in range(6, 20, 2)}  # at most one more in flight
+    skipped = {n for n, m in result.items() if isinstance(m[0].exception, HostSkipped)}
+    # group0's hosts after dev2 were skipped, but for those that had started before its failure
+    # was known (processpool's workers send results as they come)
+    later = {f"dev{i}" for i in range(4, 20, 2)}
+    assert skipped <= later and all(not result[n].failed for n in later - skipped)
+    assert skipped >= {f"dev{i}" for i in range(12, 20, 2)}
     assert str(result["dev18"][0].exception) == (
-        "skipped: group_max_failures: 1 hosts of group 'group0' failed, more than 0"
+        "skipped: group_max_failures: 1 host of group 'group0' failed, more than 0"
     )
     assert_hooks_once_per_host(recorder, 20)
 

@@ -205,9 +205,8 @@ class HostRun:
             result = wrap_result(host, outcome.value)
         else:
             result = failure_result(task, host, outcome.error, outcome.text)
-        multi = complete_host(task, host, result)
-        record_attempts(multi, self.failed)
-        return multi
+        record_attempts(result, self.failed)  # before the hook: the records show them
+        return complete_host(task, host, result)
 
     def reconnect(self) -> None:
         """Close the host's connections (blocking), so that the next attempt opens new ones."""

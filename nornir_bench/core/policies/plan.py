@@ -236,7 +236,7 @@ class HostPlan:
     def _check_failures(self, hosts: int, of: str) -> None:
         policy = self.policy
         if policy.max_failures is not None and self.failed > policy.max_failures:
-            reason = f"{self.failed} hosts failed, more than {policy.max_failures}"
+            reason = f"{_hosts(self.failed)} failed, more than {policy.max_failures}"
             self._stop("max_failures", reason)
         elif (
             policy.max_fail_percentage is not None
@@ -244,7 +244,7 @@ class HostPlan:
         ):
             self._stop(
                 "max_fail_percentage",
-                f"{self.failed} of {hosts} hosts failed ({of}), more than "
+                f"{self.failed} of {_hosts(hosts)} failed ({of}), more than "
                 f"{policy.max_fail_percentage:g} %",
             )
 
@@ -256,7 +256,7 @@ class HostPlan:
     def _skipped(self, failures: _Failures) -> HostSkipped:
         return HostSkipped(
             "group_max_failures",
-            f"{failures.failed} hosts of {failures.label} failed, more than {failures.limit}",
+            f"{_hosts(failures.failed)} of {failures.label} failed, more than {failures.limit}",
         )
 
     # -- stopping ----------------------------------------------------------------------------
@@ -293,3 +293,7 @@ class HostPlan:
         left, self.left_out = self.left_out, {}
         for index in sorted(left):
             yield self.hosts[index], left[index]
+
+
+def _hosts(count: int) -> str:
+    return f"{count} host{'s' * (count != 1)}"

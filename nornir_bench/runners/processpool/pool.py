@@ -387,8 +387,10 @@ class _Pool:
         """A host the pool could not run (to its end): a failed result made by the core, with
         its hooks; ``error`` is this host's own."""
         host = self.hosts[index]
-        multi = fail_host(self.task, host, error, started=self.started.pop(index, None))
-        record_attempts(multi, self.crashes.earlier_runs(index))
+        earlier = self.crashes.earlier_runs(index)
+        multi = fail_host(
+            self.task, host, error, started=self.started.pop(index, None), attempts=earlier
+        )
         self.result[host.name] = multi
         self.remaining -= 1
         self._settled(index, True)
