@@ -41,7 +41,7 @@ from nornir_bench.runners._results import fill_not_run, interrupted, placeholder
 if TYPE_CHECKING:
     from nornir.core import Nornir
     from nornir.core.inventory import Host
-    from nornir.core.task import AggregatedResult, MultiResult
+    from nornir.core.task import AggregatedResult
 
 __all__ = ["LOOPS", "AsyncioRunner", "arun"]
 
@@ -144,27 +144,31 @@ class AsyncioRunner(Policed):
         running = min(self.num_workers, len(hosts))
         session = AsyncRunSession(task.task, hosts, max_threads=min(self.max_threads, len(hosts) or 1))
 
-        async def one(host: Host) -> MultiResult:
-            if not policy.per_host:
-                return await arun_host(task, host, offload=session.offload)
-            deadline = None if plan is None else plan.deadline
-            run = HostRun(task, host, policy, run_deadline=deadline)
-            return await arun_policed(run, session.offload)
-
+        deadline = None if plan is None else plan.deadline
+        per_host = policy.per_host
         pending = HostQueue(hosts)
 
         async def hosts_in_order() -> None:  # no policy decides when a host starts
-            if policy.per_host:
-                for host in pending:
-                    result[host.name] = await one(host)
-                return
             offload = session.offload  # the hot path: no call between the loop and the core
+            if not per_host:
+                for host in pending:
+                    result[host.name] = await arun_host(task, host, offload=offload)
+                return
             for host in pending:
-                result[host.name] = await arun_host(task, host, offload=offload)
+                run = HostRun(task, host, policy, run_deadline=deadline)
+                result[host.name] = await arun_policed(run, offload)
 
         async def hosts_planned(planned: AsyncPlan) -> None:
-            while (host := await planned.next()) is not None:
-                multi = result[host.name] = await one(host)
+            offload = session.offload
+            while True:
+                host = planned.take()  # without a coroutine, when one may start now
+                if host is None and (host := await planned.next()) is None:
+                    return
+                if per_host:
+                    run = HostRun(task, host, policy, run_deadline=deadline)
+                    multi = result[host.name] = await arun_policed(run, offload)
+                else:
+                    multi = result[host.name] = await arun_host(task, host, offload=offload)
                 planned.finished(host, multi.failed)
 
         async def work() -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
@@ -150,20 +151,34 @@ class _ThreadRun:
         another thread has taken its slot)."""
         task, result = self.task, self.result
         try:
-            if self.plan is None and not self.policy.per_host:  # the hot path: no call between
-                for host in self.pending:
+            if isinstance(self.pending, HostQueue) and not self.policy.per_host:
+                for host in self.pending:  # the hot path: no call between the loop and the core
                     result[host.name] = run_host(task, host)
             else:
+                done: tuple[Host, bool] | None = None
                 if taken_over is not None:  # a host whose call passed its deadline: go on
-                    outcome = taken_over.timed_out()
-                    if not self._store(taken_over.host, self._attempts(taken_over, outcome)):
+                    multi = self._attempts(taken_over, taken_over.timed_out())
+                    if multi is None:
                         return
-                for host in self.pending:
-                    if not self._store(host, self._one(host)):
+                    result[taken_over.host.name] = multi
+                    done = (taken_over.host, multi.failed)
+                take = self._taker()
+                while (taken := take(done)) is not None:
+                    multi = self._one(taken)
+                    if multi is None:  # given up at its deadline: another thread goes on
                         return
+                    result[taken.name] = multi
+                    done = (taken, multi.failed)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             self.escaped.append(exc)
         self.running.ended()
+
+    def _taker(self) -> Callable[[tuple[Host, bool] | None], Host | None]:
+        """The next host, told the one just finished: the plan's, or the queue's in order."""
+        if isinstance(self.pending, BlockingPlan):
+            return self.pending.next
+        hosts = iter(self.pending)
+        return lambda done: next(hosts, None)
 
     def _one(self, host: Host) -> MultiResult | None:
         if not self.policy.per_host:
@@ -175,14 +190,6 @@ class _ThreadRun:
     def _attempts(self, run: HostRun, outcome: Outcome | None = None) -> MultiResult | None:
         call = HostRun.call if self.watch is None else self.watch.call
         return run_policed(run, outcome, call=call)
-
-    def _store(self, host: Host, multi: MultiResult | None) -> bool:
-        if multi is None:  # given up at its deadline: another thread has this slot now
-            return False
-        self.result[host.name] = multi
-        if isinstance(self.pending, BlockingPlan):
-            self.pending.finished(host, multi.failed)
-        return True
 
     def _take_over(self, run: HostRun) -> None:
         """The main thread, for a call past its deadline: a new thread goes on with its host."""

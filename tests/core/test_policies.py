@@ -102,7 +102,7 @@ def test_a_failed_canary_aborts_every_host_not_started() -> None:
     assert [h.name for h, _ in left] == ["dev1", "dev2", "dev3", "dev4"]
     assert all(type(e) is RunAborted and e.limit == "max_fail_percentage" for _, e in left)
     assert plan.stopped_by == (
-        "run aborted by max_fail_percentage: 1 of 1 hosts failed (the hosts run so far), "
+        "run aborted by max_fail_percentage: 1 of 1 host failed (the hosts run so far), "
         "more than 50 %"
     )
 

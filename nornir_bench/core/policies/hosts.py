@@ -141,32 +141,18 @@ class HostRun:
             return Outcome(error=exc, text=traceback.format_exc())
         return Outcome(value)
 
-    async def acall(self, offload: Offload | None) -> Outcome:
-        """Run the task once on the loop (``offload``: in a thread), within its deadline."""
-        from nornir_bench.core.timeouts import within
+    def within(self, call: Awaitable[Any], deadline: float, blocking: bool) -> Awaitable[Any]:
+        """``call`` stopped at ``deadline`` with this attempt's timeout error."""
+        from nornir_bench.core.timeouts import within  # imports asyncio: only on a loop
 
-        task = self.task
-        deadline = self.deadline()
-        try:
-            if offload is None:
-                call: Awaitable[Any] = task.task(task, **task.params)
-            else:
-                call = offload(functools.partial(task.task, task, **task.params))
-            if deadline is not None:
-                timed_out = functools.partial(self.timeout_error, offload is not None)
-                call = within(call, deadline - time.monotonic(), timed_out)
-            value = await call
-            if offload is not None and isinstance(value, CoroutineType):
-                value = await (
-                    value
-                    if deadline is None
-                    else within(value, deadline - time.monotonic(), self.timeout_error)
-                )
-        except Exception as exc:
-            if offload is not None and getattr(exc, "abandoned", False):
-                self._leave_call()
-            return Outcome(error=exc, text=traceback.format_exc())
-        return Outcome(value)
+        timed_out = functools.partial(self.timeout_error, blocking)
+        return within(call, deadline - time.monotonic(), timed_out)
+
+    def call_failed(self, error: Exception, blocking: bool) -> Outcome:
+        """The outcome of an attempt whose call raised ``error`` (in an ``except`` block)."""
+        if blocking and getattr(error, "abandoned", False):
+            self._leave_call()
+        return Outcome(error=error, text=traceback.format_exc())
 
     def retry_after(self, outcome: Outcome) -> float | None:
         """Seconds to wait before the next attempt, or ``None``: ``outcome`` counts.
@@ -262,13 +248,30 @@ def run_policed(
 async def arun_policed(run: HostRun, offload: Offload | None) -> MultiResult:
     """The awaitable twin of :func:`run_policed`; each attempt within its deadline.
 
+    ``offload`` is ``None`` for an ``async def`` task, else the pool blocking calls run in.
     Cancelling it (Ctrl-C) propagates ``CancelledError``: a host that did not finish has no
     result.
     """
     import asyncio
 
     while True:
-        outcome = await run.acall(offload)
+        task = run.task
+        deadline = run.deadline()
+        try:
+            if offload is None:
+                call: Awaitable[Any] = task.task(task, **task.params)
+            else:
+                call = offload(functools.partial(task.task, task, **task.params))
+            if deadline is not None:
+                call = run.within(call, deadline, offload is not None)
+            value = await call
+            if offload is not None and isinstance(value, CoroutineType):
+                # a plain function that returned a coroutine (a lambda, a wrapper): await it too
+                value = await (value if deadline is None else run.within(value, deadline, False))
+        except Exception as exc:
+            outcome = run.call_failed(exc, offload is not None)
+        else:
+            outcome = Outcome(value)
         wait = run.retry_after(outcome)
         if wait is None:
             return run.finish(outcome)

@@ -12,7 +12,6 @@ meanwhile).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,10 +27,11 @@ _POLL_SECONDS = 0.1
 
 
 class BlockingPlan:
-    """A :class:`HostPlan` for threads: iterating it gives the next host, waiting as needed.
+    """A :class:`HostPlan` for threads: :meth:`next` gives the next host, waiting as needed.
 
-    Each worker thread iterates it (``for host in plan``) and calls :meth:`finished` after each
-    host; iteration ends when no host will start any more.
+    Each worker thread calls ``next``, passing the host it has just finished (one lock taken
+    per host, not two: with hundreds of threads the lock is the run's bottleneck), until it
+    gives ``None``: no host will start any more.
     """
 
     def __init__(self, plan: HostPlan) -> None:
@@ -40,40 +40,42 @@ class BlockingPlan:
         self._waiters = 0
         self._timed = False  # a waiter is waiting for the next start the plan foresees
 
-    def __iter__(self) -> Iterator[Host]:
+    def next(self, finished: tuple[Host, bool] | None = None) -> Host | None:
+        """The next host to run, once it may start; ``None`` when no host will any more.
+
+        Args:
+            finished: the host this thread has just finished, and whether it failed.
+        """
         plan, changed = self.plan, self._changed
-        while True:
-            with changed:
+        with changed:
+            if finished is not None:
+                many = plan.finished(plan.index[finished[0].name], finished[1])
+                if self._waiters:
+                    if many:
+                        changed.notify_all()
+                    else:
+                        changed.notify()
+            index = plan.take()
+            while index is None:
+                wait = plan.wait_time()
+                if wait is None:
+                    return None
+                # one waiter waits for the plan's next start; the others for a finish
+                timed = not self._timed
+                self._timed = self._timed or timed
+                self._waiters += 1
+                changed.wait(min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
+                self._waiters -= 1
+                if timed:
+                    self._timed = False
                 index = plan.take()
-                while index is None:
-                    wait = plan.wait_time()
-                    if wait is None:
-                        return
-                    # one waiter waits for the plan's next start; the others for a finish
-                    timed = not self._timed
-                    self._timed = self._timed or timed
-                    self._waiters += 1
-                    changed.wait(min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
-                    self._waiters -= 1
-                    if timed:
-                        self._timed = False
-                    index = plan.take()
-                if self._waiters and not self._timed:
-                    changed.notify()  # the next start: one of them waits for it now
-            yield plan.hosts[index]
+            if self._waiters and not self._timed:
+                changed.notify()  # the next start: one of them waits for it now
+            return plan.hosts[index]
 
     def __bool__(self) -> bool:
         with self._changed:
             return self.plan.wait_time() is not None
-
-    def finished(self, host: Host, failed: bool) -> None:
-        with self._changed:
-            many = self.plan.finished(self.plan.index[host.name], failed)
-            if self._waiters:
-                if many:
-                    self._changed.notify_all()
-                else:
-                    self._changed.notify()
 
     def clear(self) -> None:
         """Ctrl-C: no host starts any more."""
@@ -89,6 +91,11 @@ class AsyncPlan:
         self.plan = plan
         self._waiters: dict[asyncio.Future[None], None] = {}  # in the order they came
         self._timed = False  # as BlockingPlan's
+
+    def take(self) -> Host | None:
+        """The next host if it may start now (no waiting: no coroutine to await)."""
+        index = self.plan.take()
+        return None if index is None else self.plan.hosts[index]
 
     async def next(self) -> Host | None:
         """The next host to run, once it may start; ``None`` when no host will any more."""
