@@ -24,7 +24,13 @@ from typing import IO, TYPE_CHECKING
 
 from nornir.core.exceptions import NornirExecutionError
 
-from nornir_bench.bench.summary import RunSummary, failure_of, summarize
+from nornir_bench.bench.summary import (
+    RunSummary,
+    failure_of,
+    hosts_named,
+    not_started,
+    summarize,
+)
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.stopping import NotStarted, stoppable
@@ -189,10 +195,18 @@ def _say_stopping() -> None:
 
 
 def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
-    """One line per failed host, ``host: Exception: first line of its message``; no tracebacks."""
-    lines = []
-    failed = [(name, multi) for name, multi in run.result.items() if multi.failed]
-    for name, multi in failed[:limit]:
+    """One line per failed host, ``host: Exception: first line of its message``; no tracebacks.
+
+    Hosts a run policy kept from starting (:func:`~nornir_bench.bench.summary.not_started`)
+    come last, one line for all those kept out for the same reason: a run aborted after 4
+    failures of 10,000 hosts shows those 4, not 50 lines of ``RunAborted``. At most ``limit``
+    lines, then a pointer to the records.
+    """
+    ran: list[str] = []
+    kept_out: dict[str, list[str]] = {}
+    for name, multi in run.result.items():
+        if not multi.failed:
+            continue
         failure = failure_of(multi)
         exc = failure.exception if failure is not None else None
         if exc is None:
@@ -201,9 +215,20 @@ def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
             # Masked before it is cut short: a secret cut in two would not be recognised.
             message = run.redact(str(exc)).strip().splitlines()
             what = type(exc).__name__ + (f": {message[0][:200]}" if message else "")
-        lines.append(run.redact(f"  {name}: {what}"))
-    if len(failed) > limit:
-        lines.append(f"  ... and {len(failed) - limit} more: see {run.output}")
+        if not_started(exc):
+            kept_out.setdefault(what, []).append(name)
+        else:
+            ran.append(run.redact(f"  {name}: {what}"))
+    lines = ran[:limit]
+    hidden = len(ran) - len(lines)
+    for what, names in kept_out.items():
+        if len(lines) < limit:
+            shown = names[0] if len(names) == 1 else hosts_named(names)
+            lines.append(run.redact(f"  {shown}: {what}"))
+        else:
+            hidden += len(names)
+    if hidden:
+        lines.append(f"  ... and {hidden} more: see {run.output}")
     return lines
 
 

@@ -410,6 +410,13 @@ def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
     assert done.returncode == 1, done.stderr
     assert "run aborted by max_failures: 2 hosts failed, more than 1" in done.stdout
     assert "not started: 10 hosts" in done.stdout
+    # the hosts that ran one line each; those kept from starting one line for all
+    assert done.stdout.split("failed hosts:\n")[1].splitlines()[:3] == [
+        "  dev0: DeviceRefused: login refused for netops/********",
+        "  dev1: DeviceRefused: login refused for netops/********",
+        "  10 hosts (dev2, dev3, dev4, dev5, dev6, ... (+5)): RunAborted: not run: the run was "
+        "aborted by max_failures: 2 hosts failed, more than 1",
+    ]
     rows = records(tmp_path / "out.jsonl")
     assert sorted(r["host"] for r in rows) == sorted(f"dev{i}" for i in range(12))
     assert [r["exception"] for r in rows].count("RunAborted") == 10
