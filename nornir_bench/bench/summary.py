@@ -30,6 +30,8 @@ class RunSummary:
         wall: seconds the run took, when known.
         throughput: hosts finished per second of ``wall``, when known.
         p50, p95, max: per-host elapsed seconds, when per-host times were given.
+            Both leave out the hosts a run policy kept from starting (:func:`not_started`):
+            they took no time, and would make a run a limit stopped look fast.
         failures: failure kind (exception type name) -> names of the hosts that failed so.
         rerun: hosts run again after another host crashed their worker (processpool).
         retried: hosts tried again after a failure, under the run's ``retries``.
@@ -122,22 +124,27 @@ def summarize(
     failures: dict[str, list[str]] = {}
     changed = 0
     policies = _PolicyCounts()
+    kept_out: set[str] = set()
     for name, multi in result.items():
         failure = failure_of(multi) if multi.failed else None
+        error = None if failure is None else failure.exception
         if multi.failed:
             failures.setdefault(_kind(failure), []).append(name)
+            if not_started(error):
+                kept_out.add(name)
         if multi.changed:
             changed += 1
-        policies.add(multi, None if failure is None else failure.exception)
+        policies.add(multi, error)
     failed = sum(len(names) for names in failures.values())
-    times = sorted(elapsed[name] for name in result if name in elapsed) if elapsed else []
+    ran = [name for name in result if name not in kept_out] if kept_out else result
+    times = sorted(elapsed[name] for name in ran if name in elapsed) if elapsed else []
     return RunSummary(
         hosts=len(result),
         ok=len(result) - failed,
         failed=failed,
         changed=changed,
         wall=wall,
-        throughput=len(result) / wall if wall else None,
+        throughput=len(ran) / wall if wall else None,
         p50=_percentile(times, 50),
         p95=_percentile(times, 95),
         max=times[-1] if times else None,

@@ -162,3 +162,11 @@ def test_retries_and_crash_reruns_are_told_apart_and_abandoned_attempts_counted(
     record_attempts(result["dev2"], [FailedAttempt("TaskTimeout", "...", abandoned=True)] * 2)
     summary = summarize(result)
     assert (summary.rerun, summary.retried, summary.abandoned, summary.failed) == (1, 2, 3, 0)
+
+
+def test_hosts_kept_from_starting_count_in_neither_times_nor_throughput() -> None:
+    nr = make_nornir(hosts=6, num_workers=1, max_failures=0)  # dev1 fails: dev2..dev5 never run
+    elapsed = {"dev0": 1.0, "dev1": 2.0, **{f"dev{i}": 0.0 for i in range(2, 6)}}
+    summary = summarize(nr.run(task=fails_on_odd), elapsed=elapsed, wall=1.0)
+    assert (summary.hosts, summary.failed, summary.aborted) == (6, 5, 4)
+    assert (summary.p50, summary.max, summary.throughput) == (1.0, 2.0, 2.0)
