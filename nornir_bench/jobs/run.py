@@ -40,7 +40,7 @@ from nornir_bench.processors.records import JsonLinesWriter
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
-    from nornir.core.task import AggregatedResult
+    from nornir.core.task import AggregatedResult, Result
 
     from nornir_bench.jobs.load import Job
 
@@ -202,34 +202,39 @@ def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
     failures of 10,000 hosts shows those 4, not 50 lines of ``RunAborted``. At most ``limit``
     lines, then a pointer to the records.
     """
-    ran: list[str] = []
-    kept_out: dict[str, list[str]] = {}
+    lines: list[str] = []
+    hidden = 0
+    kept_out: dict[tuple[str, str], tuple[Result, list[str]]] = {}
     for name, multi in run.result.items():
         if not multi.failed:
             continue
         failure = failure_of(multi)
         exc = failure.exception if failure is not None else None
-        if exc is None:
-            what = f"failed: {run.redact(str(failure.result if failure is not None else ''))[:200]}"
+        if failure is not None and not_started(exc):
+            kept_out.setdefault((type(exc).__name__, str(exc)), (failure, []))[1].append(name)
+        elif len(lines) < limit:
+            lines.append(run.redact(f"  {name}: {_why(run, failure)}"))
         else:
-            # Masked before it is cut short: a secret cut in two would not be recognised.
-            message = run.redact(str(exc)).strip().splitlines()
-            what = type(exc).__name__ + (f": {message[0][:200]}" if message else "")
-        if not_started(exc):
-            kept_out.setdefault(what, []).append(name)
-        else:
-            ran.append(run.redact(f"  {name}: {what}"))
-    lines = ran[:limit]
-    hidden = len(ran) - len(lines)
-    for what, names in kept_out.items():
+            hidden += 1
+    for failure, names in kept_out.values():
         if len(lines) < limit:
             shown = names[0] if len(names) == 1 else hosts_named(names)
-            lines.append(run.redact(f"  {shown}: {what}"))
+            lines.append(run.redact(f"  {shown}: {_why(run, failure)}"))
         else:
             hidden += len(names)
     if hidden:
         lines.append(f"  ... and {hidden} more: see {run.output}")
     return lines
+
+
+def _why(run: JobRun, failure: Result | None) -> str:
+    """``Exception: first line of its message``, masked, for a failed host's line."""
+    exc = failure.exception if failure is not None else None
+    if exc is None:
+        return f"failed: {run.redact(str(failure.result if failure is not None else ''))[:200]}"
+    # Masked before it is cut short: a secret cut in two would not be recognised.
+    message = run.redact(str(exc)).strip().splitlines()
+    return type(exc).__name__ + (f": {message[0][:200]}" if message else "")
 
 
 def _close_connections(nr: Nornir) -> None:
