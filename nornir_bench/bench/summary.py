@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,7 @@ from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, Ta
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult, MultiResult, Result
 
-__all__ = ["RunSummary", "failure_of", "failure_type", "summarize"]
+__all__ = ["RunSummary", "failure_of", "failure_type", "hosts_named", "not_started", "summarize"]
 
 # The failure kind of a host whose task returned ``Result(failed=True)`` without raising.
 FAILED_WITHOUT_EXCEPTION = "failed"
@@ -30,6 +30,8 @@ class RunSummary:
         wall: seconds the run took, when known.
         throughput: hosts finished per second of ``wall``, when known.
         p50, p95, max: per-host elapsed seconds, when per-host times were given.
+            Both leave out the hosts a run policy kept from starting (:func:`not_started`):
+            they took no time, and would make a run a limit stopped look fast.
         failures: failure kind (exception type name) -> names of the hosts that failed so.
         rerun: hosts run again after another host crashed their worker (processpool).
         retried: hosts tried again after a failure, under the run's ``retries``.
@@ -70,8 +72,7 @@ class RunSummary:
                 f"max {self.max * 1e3:.1f} ms"
             )
         for kind, names in sorted(self.failures.items(), key=lambda kv: -len(kv[1])):
-            shown = ", ".join(names[:5]) + (f", ... (+{len(names) - 5})" if len(names) > 5 else "")
-            out.append(f"failed with {kind}: {_hosts(len(names))} ({shown})")
+            out.append(f"failed with {kind}: {hosts_named(names)}")
         if self.rerun:
             out.append(
                 f"run more than once: {_hosts(self.rerun)} (after worker crashes; "
@@ -101,6 +102,12 @@ def _hosts(count: int) -> str:
     return f"{count} host{'s' * (count != 1)}"
 
 
+def hosts_named(names: Sequence[str], *, shown: int = 5) -> str:
+    """``"7 hosts (dev1, dev3, dev5, dev7, dev9, ... (+2))"``: a count and the first names."""
+    more = f", ... (+{len(names) - shown})" if len(names) > shown else ""
+    return f"{_hosts(len(names))} ({', '.join(names[:shown])}{more})"
+
+
 def summarize(
     result: AggregatedResult,
     *,
@@ -117,21 +124,27 @@ def summarize(
     failures: dict[str, list[str]] = {}
     changed = 0
     policies = _PolicyCounts()
+    kept_out: set[str] = set()
     for name, multi in result.items():
+        failure = failure_of(multi) if multi.failed else None
+        error = None if failure is None else failure.exception
         if multi.failed:
-            failures.setdefault(failure_type(multi), []).append(name)
+            failures.setdefault(_kind(failure), []).append(name)
+            if not_started(error):
+                kept_out.add(name)
         if multi.changed:
             changed += 1
-        policies.add(multi)
+        policies.add(multi, error)
     failed = sum(len(names) for names in failures.values())
-    times = sorted(elapsed[name] for name in result if name in elapsed) if elapsed else []
+    ran = [name for name in result if name not in kept_out] if kept_out else result
+    times = sorted(elapsed[name] for name in ran if name in elapsed) if elapsed else []
     return RunSummary(
         hosts=len(result),
         ok=len(result) - failed,
         failed=failed,
         changed=changed,
         wall=wall,
-        throughput=len(result) / wall if wall else None,
+        throughput=len(ran) / wall if wall else None,
         p50=_percentile(times, 50),
         p95=_percentile(times, 95),
         max=times[-1] if times else None,
@@ -154,14 +167,14 @@ class _PolicyCounts:
         self.timed_out = self.abandoned = 0
         self.stopped_by: str | None = None
 
-    def add(self, multi: MultiResult) -> None:
+    def add(self, multi: MultiResult, error: BaseException | None) -> None:
+        """Count one host; ``error``: what made it fail (:func:`failure_of`'s), if it did."""
         attempts, failed = attempts_of(multi)
         if attempts > 1:
             crashed = any(f.exception == "WorkerCrashed" for f in failed)
             self.rerun += crashed
             self.retried += any(f.exception != "WorkerCrashed" for f in failed)
         self.abandoned += sum(f.abandoned for f in failed)
-        error = multi[0].exception if len(multi) else None
         if error is None:
             return
         self.abandoned += bool(getattr(error, "abandoned", False))
@@ -181,10 +194,19 @@ class _PolicyCounts:
 
 def failure_type(multi: MultiResult) -> str:
     """The type name of what made a host fail (see :func:`failure_of`)."""
-    failure = failure_of(multi)
+    return _kind(failure_of(multi))
+
+
+def _kind(failure: Result | None) -> str:
     if failure is None or failure.exception is None:
         return FAILED_WITHOUT_EXCEPTION
     return type(failure.exception).__name__
+
+
+def not_started(error: BaseException | None) -> bool:
+    """Whether ``error`` is a run policy's keeping a host from starting: ``RunAborted`` (so
+    ``HostSkipped``), or ``RunTimeout`` before the host started. Such a host never ran."""
+    return isinstance(error, RunAborted) or (isinstance(error, RunTimeout) and not error.started)
 
 
 def failure_of(multi: MultiResult) -> Result | None:

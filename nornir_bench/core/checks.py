@@ -108,7 +108,7 @@ def _range(minimum: float | None, maximum: float | None, above: float | None) ->
     if minimum is not None and maximum is not None:
         return f" from {_shown(minimum)} to {_shown(maximum)}"
     if maximum is not None:
-        return f" <= {_shown(maximum)}" + (f" and > {_shown(above)}" if above is not None else "")
+        return (f" > {_shown(above)} and" if above is not None else "") + f" <= {_shown(maximum)}"
     if minimum is not None:
         return f" >= {_shown(minimum)}"
     if above is not None:

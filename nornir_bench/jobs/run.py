@@ -24,7 +24,13 @@ from typing import IO, TYPE_CHECKING
 
 from nornir.core.exceptions import NornirExecutionError
 
-from nornir_bench.bench.summary import RunSummary, failure_of, summarize
+from nornir_bench.bench.summary import (
+    RunSummary,
+    failure_of,
+    hosts_named,
+    not_started,
+    summarize,
+)
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.stopping import NotStarted, stoppable
@@ -34,7 +40,7 @@ from nornir_bench.processors.records import JsonLinesWriter
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
-    from nornir.core.task import AggregatedResult
+    from nornir.core.task import AggregatedResult, Result
 
     from nornir_bench.jobs.load import Job
 
@@ -189,22 +195,46 @@ def _say_stopping() -> None:
 
 
 def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
-    """One line per failed host, ``host: Exception: first line of its message``; no tracebacks."""
-    lines = []
-    failed = [(name, multi) for name, multi in run.result.items() if multi.failed]
-    for name, multi in failed[:limit]:
+    """One line per failed host, ``host: Exception: first line of its message``; no tracebacks.
+
+    Hosts a run policy kept from starting (:func:`~nornir_bench.bench.summary.not_started`)
+    come last, one line for all those kept out for the same reason: a run aborted after 4
+    failures of 10,000 hosts shows those 4, not 50 lines of ``RunAborted``. At most ``limit``
+    lines, then a pointer to the records.
+    """
+    lines: list[str] = []
+    hidden = 0
+    kept_out: dict[tuple[str, str], tuple[Result, list[str]]] = {}
+    for name, multi in run.result.items():
+        if not multi.failed:
+            continue
         failure = failure_of(multi)
         exc = failure.exception if failure is not None else None
-        if exc is None:
-            what = f"failed: {run.redact(str(failure.result if failure is not None else ''))[:200]}"
+        if failure is not None and not_started(exc):
+            kept_out.setdefault((type(exc).__name__, str(exc)), (failure, []))[1].append(name)
+        elif len(lines) < limit:
+            lines.append(run.redact(f"  {name}: {_why(run, failure)}"))
         else:
-            # Masked before it is cut short: a secret cut in two would not be recognised.
-            message = run.redact(str(exc)).strip().splitlines()
-            what = type(exc).__name__ + (f": {message[0][:200]}" if message else "")
-        lines.append(run.redact(f"  {name}: {what}"))
-    if len(failed) > limit:
-        lines.append(f"  ... and {len(failed) - limit} more: see {run.output}")
+            hidden += 1
+    for failure, names in kept_out.values():
+        if len(lines) < limit:
+            shown = names[0] if len(names) == 1 else hosts_named(names)
+            lines.append(run.redact(f"  {shown}: {_why(run, failure)}"))
+        else:
+            hidden += len(names)
+    if hidden:
+        lines.append(f"  ... and {hidden} more: see {run.output}")
     return lines
+
+
+def _why(run: JobRun, failure: Result | None) -> str:
+    """``Exception: first line of its message``, masked, for a failed host's line."""
+    exc = failure.exception if failure is not None else None
+    if exc is None:
+        return f"failed: {run.redact(str(failure.result if failure is not None else ''))[:200]}"
+    # Masked before it is cut short: a secret cut in two would not be recognised.
+    message = run.redact(str(exc)).strip().splitlines()
+    return type(exc).__name__ + (f": {message[0][:200]}" if message else "")
 
 
 def _close_connections(nr: Nornir) -> None:

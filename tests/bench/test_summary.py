@@ -8,6 +8,7 @@ import pytest
 
 from nornir_bench import HostTimer, summarize
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
+from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
 from tests.conftest import make_nornir
 from tests.tasksets import fails_on_odd, grouped, reports_failure, returns_result
 
@@ -112,3 +113,60 @@ def test_the_limit_that_stopped_a_run_is_the_last_line() -> None:
         "not started: 4 hosts",
         "run aborted by max_failures: 1 host failed, more than 0",
     ]
+
+
+def times_out(task: Any) -> None:
+    raise TaskTimeout("inner", task.host.name, 1.0, abandoned=True)
+
+
+def raises_by_host(task: Any) -> str:
+    """Each host fails as a run policy would have made it fail (dev0 does not): the summary is
+    the subject here, so the exceptions are raised by the task rather than by the policies."""
+    number = int(task.host.name[3:])
+    errors: dict[int, Exception] = {
+        1: TaskTimeout("t", task.host.name, 1.0, abandoned=True),
+        2: RunTimeout(5.0, started=True),
+        3: RunTimeout(5.0, started=False),
+        4: HostSkipped("group_max_failures", "2 hosts of site 'a' failed, more than 1"),
+        5: RunAborted("max_failures", "4 hosts failed, more than 3"),
+    }
+    if number == 6:  # a subtask's timeout: the parent fails with NornirSubTaskError
+        task.run(task=times_out)
+    if number in errors:
+        raise errors[number]
+    return "ok"
+
+
+def test_policy_failures_are_counted_by_what_they_did_to_the_host() -> None:
+    summary = summarize(make_nornir(hosts=7).run(task=raises_by_host))
+    assert (summary.timed_out, summary.abandoned) == (3, 2)  # dev1, dev2 and dev6's subtask
+    assert (summary.aborted, summary.skipped) == (2, 1)  # dev3 never started, dev5; dev4
+    assert summary.failures["TaskTimeout"] == ["dev1", "dev6"]
+    assert summary.stopped_by == "run stopped by run_timeout: 5 s passed"  # dev3 comes first
+    assert summary.lines()[-5:] == [
+        "timed out: 3 hosts",
+        "abandoned calls: 2 (blocking calls past their deadline, left to end in their threads)",
+        "skipped: 1 host (their group failed past its limit)",
+        "not started: 2 hosts",
+        "run stopped by run_timeout: 5 s passed",
+    ]
+
+
+def test_retries_and_crash_reruns_are_told_apart_and_abandoned_attempts_counted() -> None:
+    result = make_nornir(hosts=3).run(task=returns_result)
+    record_attempts(
+        result["dev1"],
+        [FailedAttempt("WorkerCrashed", "worker process 1 ..."),
+         FailedAttempt("TaskTimeout", "task ... timed out after 1 s", abandoned=True)],
+    )
+    record_attempts(result["dev2"], [FailedAttempt("TaskTimeout", "...", abandoned=True)] * 2)
+    summary = summarize(result)
+    assert (summary.rerun, summary.retried, summary.abandoned, summary.failed) == (1, 2, 3, 0)
+
+
+def test_hosts_kept_from_starting_count_in_neither_times_nor_throughput() -> None:
+    nr = make_nornir(hosts=6, num_workers=1, max_failures=0)  # dev1 fails: dev2..dev5 never run
+    elapsed = {"dev0": 1.0, "dev1": 2.0, **{f"dev{i}": 0.0 for i in range(2, 6)}}
+    summary = summarize(nr.run(task=fails_on_odd), elapsed=elapsed, wall=1.0)
+    assert (summary.hosts, summary.failed, summary.aborted) == (6, 5, 4)
+    assert (summary.p50, summary.max, summary.throughput) == (1.0, 2.0, 2.0)

@@ -410,6 +410,13 @@ def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
     assert done.returncode == 1, done.stderr
     assert "run aborted by max_failures: 2 hosts failed, more than 1" in done.stdout
     assert "not started: 10 hosts" in done.stdout
+    # the hosts that ran one line each; those kept from starting one line for all
+    assert done.stdout.split("failed hosts:\n")[1].splitlines()[:3] == [
+        "  dev0: DeviceRefused: login refused for netops/********",
+        "  dev1: DeviceRefused: login refused for netops/********",
+        "  10 hosts (dev2, dev3, dev4, dev5, dev6, ... (+5)): RunAborted: not run: the run was "
+        "aborted by max_failures: 2 hosts failed, more than 1",
+    ]
     rows = records(tmp_path / "out.jsonl")
     assert sorted(r["host"] for r in rows) == sorted(f"dev{i}" for i in range(12))
     assert [r["exception"] for r in rows].count("RunAborted") == 10
@@ -433,29 +440,77 @@ def test_retried_and_timed_out_hosts_are_counted_in_the_summary(tmp_path: Path) 
         assert row["failed_attempts"][0]["abandoned"] is True
 
 
-@pytest.mark.parametrize(
-    ("options", "says"),
-    [
-        ("retrys: 1", "has no option 'retrys'; options: num_workers, task_timeout, retries"),
-        ("retries: -1", "retries must be a whole number from 0 to 100, got -1"),
-        ("retries: 1000", "retries must be a whole number from 0 to 100, got 1000"),
-        ("retry_backoff: 0.5", "retry_backoff must be a number from 1 to 10, got 0.5"),
-        ("retry_on: [NoSuchError]", "'NoSuchError' is not a builtin exception"),
-        ("retry_on: [no.such.Error]", "no exception type 'no.such.Error'"),
-        ("max_fail_percentage: 150", "max_fail_percentage must be a number from 0 to 100"),
-        ("batches: []", "batches must be a list of host counts"),
-        ("batches: ['0%']", "batches must be a list of host counts"),
-        ("batches: [abc]", "batches must be a list of host counts"),
-        ("group_limits: {site: 0}", "group_limits must be a mapping of a host attribute"),
-        ("group_limits: [1]", "group_limits must be a mapping of a host attribute"),
-        ("max_starts_per_second: 0", "max_starts_per_second must be a number <= 1e+06 and > 0"),
-        ("run_timeout: -1", "run_timeout must be a number of seconds > 0, or None"),
-        ("task_timeout: .nan", "task_timeout must be a number of seconds > 0, or None"),
-    ],
+BATCHES = (
+    "batches must be a list of 1 to 1000 batch sizes, each a host count (a whole number >= 1) "
+    "or a percentage of the run's hosts (more than '0%', at most '100%'), such as "
+    "[1, '10%', '100%']"
 )
+GROUPS = (
+    "{} must be a mapping of a host attribute or 'group' to a whole number >= {}, or to a "
+    "mapping of its values to one (e.g. {{site: 5}}, {{group: {{core: 2}}}})"
+)
+# One bad value per run policy option, and what the job's one error line says of it (after
+# "runner plugin threadpool: ValueError: threadpool runner: ").
+BAD_POLICIES = [
+    ("task_timeout: .nan", "task_timeout must be a number of seconds > 0, or None for no limit, "
+     "got nan"),
+    ("retries: -1", "retries must be a whole number from 0 to 100, got -1"),
+    ("retries: 1000", "retries must be a whole number from 0 to 100, got 1000"),
+    ("retry_delay: -1", "retry_delay must be a number of seconds from 0 to 86400, got -1"),
+    ("retry_backoff: 0.5", "retry_backoff must be a number from 1 to 10, got 0.5"),
+    ("retry_max_delay: .inf", "retry_max_delay must be a number of seconds from 0 to 86400, "
+     "got inf"),
+    ("retry_jitter: some", "retry_jitter must be a number of seconds from 0 to 86400, got 'some'"),
+    ("retry_on: [NoSuchError]", "retry_on: 'NoSuchError' is not a builtin exception; give other "
+     "types by dotted name ('module.Class')"),
+    ("retry_on: [no.such.Module]", "retry_on: no exception type 'no.such.Module' "
+     "(ModuleNotFoundError: No module named 'no')"),
+    ("retry_never: [os.path]", "retry_never: 'os.path' is not an exception type"),
+    ("max_failures: -1", "max_failures must be a whole number >= 0, got -1"),
+    ("max_fail_percentage: 150", "max_fail_percentage must be a number from 0 to 100, got 150"),
+    ("batches: []", f"{BATCHES}, got []"),
+    ("batches: ['0%']", f"{BATCHES}, got '0%'"),
+    ("batches: [abc]", f"{BATCHES}, got 'abc'"),
+    ("max_starts_per_second: 0", "max_starts_per_second must be a number > 0 and <= 1000000, "
+     "got 0"),
+    ("max_start_burst: 0", "max_start_burst must be a whole number from 1 to 1000000, got 0"),
+    ("group_limits: {site: 0}", f"{GROUPS.format('group_limits', 1)}, got site: 0"),
+    ("group_limits: [1]", f"{GROUPS.format('group_limits', 1)}, got [1]"),
+    ("group_max_failures: {site: {a: -1}}",
+     f"{GROUPS.format('group_max_failures', 0)}, got site: {{'a': -1}}"),
+    ("run_timeout: -1", "run_timeout must be a number of seconds > 0, or None for no limit, "
+     "got -1"),
+]
+
+
+@pytest.mark.parametrize(("options", "says"), BAD_POLICIES, ids=[o for o, _ in BAD_POLICIES])
 def test_a_bad_run_policy_in_a_job_is_one_line_and_exit_2(
     tmp_path: Path, options: str, says: str
 ) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", options=options)
+    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    # at the runner's options (line 4, column 39), as for any value the runner refuses
+    assert line == f"{job}:4:39: runner plugin threadpool: ValueError: threadpool runner: {says}"
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_misspelt_run_policy_is_one_line_listing_the_policies_too(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", options="retrys: 2")
     line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
-    assert says in line, line
+    assert line == (
+        f"{job}:4:40: runner plugin threadpool has no option 'retrys'; options: num_workers, "
+        "task_timeout, retries, retry_delay, retry_backoff, retry_max_delay, retry_jitter, "
+        "retry_on, retry_never, max_failures, max_fail_percentage, batches, "
+        "max_starts_per_second, max_start_burst, group_limits, group_max_failures, run_timeout"
+    )
+
+
+@pytest.mark.parametrize("runner", ["asyncio", "processpool"])
+def test_a_bad_run_policy_is_refused_by_every_runner_before_the_run(
+    tmp_path: Path, runner: str
+) -> None:
+    job = job_file(
+        tmp_path, "task: {name: asim_rtt, params: {rtt: 0}}\n", runner=runner, options="retries: -1"
+    )
+    line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
+    assert line.endswith(f"{runner} runner: retries must be a whole number from 0 to 100, got -1")

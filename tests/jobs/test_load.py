@@ -182,6 +182,18 @@ BAD_JOBS = {
         "task: {name: sim_rtt, params: {rtt: 0}}\n",
         r"job.yaml:8:5: runner plugin asyncio: ValueError: asyncio runner: num_workers must be",
     ),
+    "run policy out of range": (
+        SYNTHETIC + "runner:\n  plugin: threadpool\n  options:\n    retries: -1\n"
+        "task: {name: sim_rtt, params: {rtt: 0}}\n",
+        r"job.yaml:8:5: runner plugin threadpool: ValueError: threadpool runner: retries must be "
+        r"a whole number from 0 to 100, got -1$",
+    ),
+    "misspelt run policy": (
+        SYNTHETIC + "runner:\n  plugin: asyncio\n  options:\n    max_failure: 3\n"
+        "task: {name: sim_rtt, params: {rtt: 0}}\n",
+        r"job.yaml:8:5: runner plugin asyncio has no option 'max_failure'; options: num_workers, "
+        r".*max_failures, ",
+    ),
     "unknown runner option": (
         SYNTHETIC
         + "runner: {plugin: threadpool, options: {workers: 3}}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",

@@ -126,8 +126,13 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
         inventory:
           plugin: synthetic
           options: {{hosts: 4, username: netops, password: "${{NB_NASTY}}"}}
-        runner: {{plugin: {runner}, options: {{num_workers: 2}}}}
-        logging: {{enabled: true, level: DEBUG, log_file: nornir.log, loggers: [nornir, devicelib]}}
+        runner:
+          plugin: {runner}
+          options: {{num_workers: 2, retries: 1, retry_delay: 0, retry_jitter: 0,
+                     retry_on: [RuntimeError]}}
+        logging:
+          {{enabled: true, level: DEBUG, log_file: nornir.log,
+           loggers: [nornir, devicelib, nornir_bench]}}
         task: {{name: "devicetasks:login"}}
         output: {{path: records.jsonl}}
         """)
@@ -141,10 +146,15 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
     log = (tmp_path / "nornir.log").read_text()
     if runner != "processpool":  # its workers keep no log records but failures (runners.md)
         assert "connecting to ssh://netops:********@dev1" in log  # the library's line, masked
+        assert "attempt 1 failed (RuntimeError: login failed with ********)" in log  # the retry
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert {r["host"]: r["failed"] for r in records} == {
         "dev0": False, "dev1": True, "dev2": False, "dev3": True
     }
+    # the failed hosts were retried once: their first attempt's message is kept, masked
+    assert [r["failed_attempts"] for r in records if r["failed"]] == [
+        [{"exception": "RuntimeError", "message": "login failed with ********", "abandoned": False}]
+    ] * 2
     decoded = json.dumps(records, ensure_ascii=False) + "".join(
         str(value) for r in records for value in r.values()
     )

@@ -203,9 +203,9 @@ def _batches(what: str, given: object) -> tuple[int | float, ...]:
     if given is None:
         return ()
     allowed = (
-        f"{what} must be a list of host counts (whole numbers >= 1) or percentages of the "
-        f"run's hosts ('10%', more than 0 and at most 100), at most {_MAX_BATCHES}, such as "
-        "[1, '10%', '100%']"
+        f"{what} must be a list of 1 to {_MAX_BATCHES} batch sizes, each a host count (a whole "
+        "number >= 1) or a percentage of the run's hosts (more than '0%', at most '100%'), "
+        "such as [1, '10%', '100%']"
     )
     if not isinstance(given, (list, tuple)) or not given or len(given) > _MAX_BATCHES:
         raise ValueError(f"{allowed}, got {given!r}")
@@ -241,7 +241,7 @@ def _limit(what: str, value: object) -> float | None:
 class RunPolicy:
     """The run policies of one runner: one object, checked once, shared by every runner.
 
-    See docs/runners.md ("Run policies") for what each does; :func:`policy_options` lists
+    See docs/runners.md ("Run policies") for what each does; :data:`POLICY_OPTIONS` lists
     the names. ``None`` turns a limit off.
     """
 
@@ -320,7 +320,7 @@ class RunPolicy:
             max_fail_percentage=optional("max_fail_percentage", number, minimum=0, maximum=100),
             batches=_batches(f"{what}: batches", o.get("batches")),
             max_starts_per_second=optional(
-                "max_starts_per_second", number, above=0, maximum=1e6
+                "max_starts_per_second", number, above=0, maximum=1_000_000
             ),
             max_start_burst=optional(
                 "max_start_burst", whole_number, minimum=1, maximum=1_000_000

@@ -1,0 +1,56 @@
+"""What a job run shows of its failed hosts: those that ran first, those kept out in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nornir.core.task import Task
+
+from nornir_bench.bench.summary import summarize
+from nornir_bench.jobs.run import JobRun, failure_lines
+from nornir_bench.jobs.secrets import Redactor
+from tests.conftest import make_nornir
+
+SKIPPED = (
+    "HostSkipped: skipped: group_max_failures: 1 host of group 'group1' failed, more than 0"
+)
+
+
+def fails_on_dev1_and_every_fourth(task: Task) -> str:
+    number = int(task.host.name[3:])
+    if number == 1 or number % 4 == 0:
+        raise ValueError(f"refused by {task.host.name}")
+    return "ok"
+
+
+def skipping_run() -> JobRun:
+    """20 hosts, one at a time: dev1's failure skips the rest of group1 (the odd hosts, after
+    dev1's); group0 has no failure limit, and its every fourth host fails."""
+    nr = make_nornir(hosts=20, num_workers=1, group_max_failures={"group": {"group1": 0}})
+    result = nr.run(task=fails_on_dev1_and_every_fourth)
+    return JobRun(result, summarize(result), Path("out.jsonl"), 20, False, Redactor())
+
+
+def test_hosts_kept_from_starting_are_one_line_after_those_that_ran() -> None:
+    assert failure_lines(skipping_run()) == [
+        "  dev0: ValueError: refused by dev0",
+        "  dev1: ValueError: refused by dev1",
+        "  dev4: ValueError: refused by dev4",
+        "  dev8: ValueError: refused by dev8",
+        "  dev12: ValueError: refused by dev12",
+        "  dev16: ValueError: refused by dev16",
+        f"  9 hosts (dev3, dev5, dev7, dev9, dev11, ... (+4)): {SKIPPED}",
+    ]
+
+
+def test_hosts_kept_from_starting_never_crowd_out_those_that_ran() -> None:
+    assert failure_lines(skipping_run(), limit=4) == [
+        "  dev0: ValueError: refused by dev0",
+        "  dev1: ValueError: refused by dev1",
+        "  dev4: ValueError: refused by dev4",
+        "  dev8: ValueError: refused by dev8",
+        "  ... and 11 more: see out.jsonl",  # dev12, dev16 and the 9 skipped
+    ]
+    assert failure_lines(skipping_run(), limit=7)[-1] == (
+        f"  9 hosts (dev3, dev5, dev7, dev9, dev11, ... (+4)): {SKIPPED}"
+    )
