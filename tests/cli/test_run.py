@@ -473,7 +473,12 @@ BAD_POLICIES = [
     ("batches: [abc]", f"{BATCHES}, got 'abc'"),
     ("max_starts_per_second: 0", "max_starts_per_second must be a number > 0 and <= 1000000, "
      "got 0"),
-    ("max_start_burst: 0", "max_start_burst must be a whole number from 1 to 1000000, got 0"),
+    ("max_starts_per_second: 10, max_start_burst: 0",
+     "max_start_burst must be a whole number from 1 to 1000000, got 0"),
+    ("max_start_burst: 5", "max_start_burst sizes the bucket of max_starts_per_second, which is "
+     "not set: set it too, or drop max_start_burst"),
+    ("retries: 2, retry_on: []", "retry_on is empty, so retries 2 would retry nothing: name the "
+     "exception types to retry, or leave retry_on out for the defaults"),
     ("group_limits: {site: 0}", f"{GROUPS.format('group_limits', 1)}, got site: 0"),
     ("group_limits: [1]", f"{GROUPS.format('group_limits', 1)}, got [1]"),
     ("group_max_failures: {site: {a: -1}}",

@@ -167,6 +167,44 @@ def test_sigterm_is_ctrl_c_with_exit_status_143(tmp_path: Path, runner: str) -> 
     )
 
 
+RETRYING_TASKS = """
+from pathlib import Path
+
+def refused(task):
+    Path(f"tried-{task.host.name}").touch()
+    raise ConnectionRefusedError("refused")
+
+async def arefused(task):
+    return refused(task)
+"""
+
+
+@pytest.mark.parametrize(
+    "runner", [r for r in RUNNER_NAMES if r.values[0] != "threaded"]  # it has no retries
+)
+def test_ctrl_c_does_not_wait_for_hosts_waiting_to_retry(tmp_path: Path, runner: str) -> None:
+    """Once, processpool's workers went on retrying after Ctrl-C: a minute per host here."""
+    (tmp_path / "retrying.py").write_text(RETRYING_TASKS)
+    task = "refused" if runner == "threadpool" else "arefused"
+    job = tmp_path / "job.yaml"
+    job.write_text(textwrap.dedent(f"""\
+        inventory: {{plugin: synthetic, options: {{hosts: 40}}}}
+        runner: {{plugin: {runner}, options: {{num_workers: 4, retries: 3, retry_delay: 60}}}}
+        task: {{name: 'retrying:{task}'}}
+        logging: {{enabled: false}}
+        """))
+    args = [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"]
+    with spawned(args, tmp_path) as process:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("tried-*")) and time.monotonic() < deadline:
+            time.sleep(0.02)  # until a host has failed once: it waits to retry now
+        time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)  # not the 60 s of a retry's wait
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stdout
+
+
 def test_the_benchmark_keeps_what_finished_on_the_serial_runner() -> None:
     """Once: "interrupted before any result could be kept" though ~50 hosts had finished."""
     args = [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial", "--hosts", "400"]

@@ -39,6 +39,8 @@ from nornir_bench.core.execution import (
 from nornir_bench.core.policies.retry import retry_wait
 
 if TYPE_CHECKING:
+    import asyncio
+
     from nornir.core.inventory import Host
     from nornir.core.task import Task
 
@@ -46,7 +48,9 @@ if TYPE_CHECKING:
 
 __all__ = ["HostRun", "Outcome", "arun_policed", "run_policed"]
 
-logger = logging.getLogger("nornir_bench.policies")
+# nornir's own task logger, where failures are logged too: the logging a job configures for
+# nornir (its default) shows the retries next to the failures.
+logger = logging.getLogger("nornir.core.task")
 
 # A failed attempt's message, as kept on the result and in the records: one line, this long.
 _MESSAGE_LENGTH = 500
@@ -72,10 +76,14 @@ class HostRun:
         policy: the run's policies.
         run_deadline: the run's deadline on the ``time.monotonic`` clock, if it has one.
         stop: set on Ctrl-C: a host waiting to retry gives up and keeps its last failure.
+        halted: the same for :func:`arun_policed`, on the event loop (a processpool worker's
+            halt; the asyncio runner cancels its hosts instead).
         rand: random numbers in ``[0, 1)`` for the jitter (a test passes its own).
     """
 
-    __slots__ = ("_by_run", "failed", "host", "policy", "rand", "run_deadline", "stop", "task")
+    __slots__ = (
+        "_by_run", "failed", "halted", "host", "policy", "rand", "run_deadline", "stop", "task"
+    )
 
     def __init__(
         self,
@@ -85,6 +93,7 @@ class HostRun:
         *,
         run_deadline: float | None = None,
         stop: threading.Event | None = None,
+        halted: asyncio.Event | None = None,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.task = start_host(template, host)
@@ -92,6 +101,7 @@ class HostRun:
         self.policy = policy
         self.run_deadline = run_deadline
         self.stop = stop
+        self.halted = halted
         self.rand = rand
         self.failed: list[FailedAttempt] = []
         self._by_run = False
@@ -276,7 +286,14 @@ async def arun_policed(run: HostRun, offload: Offload | None) -> MultiResult:
         if wait is None:
             return run.finish(outcome)
         await run.areconnect(offload)
-        await asyncio.sleep(wait)
+        if run.halted is None:
+            await asyncio.sleep(wait)
+            continue
+        try:
+            await asyncio.wait_for(run.halted.wait(), wait)
+        except asyncio.TimeoutError:  # TimeoutError itself from 3.11: the wait is over
+            continue
+        return run.finish(outcome)  # halted meanwhile: no retry
 
 
 async def _to_thread(call: Callable[[], Any]) -> Any:

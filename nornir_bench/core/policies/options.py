@@ -297,7 +297,12 @@ class RunPolicy:
             value = o.get(name)
             return None if value is None else check(f"{what}: {name}", value, **bounds)
 
-        return cls(
+        if o.get("max_start_burst") is not None and o.get("max_starts_per_second") is None:
+            raise ValueError(
+                f"{what}: max_start_burst sizes the bucket of max_starts_per_second, which is "
+                "not set: set it too, or drop max_start_burst"
+            )
+        policy = cls(
             task_timeout=limit("task_timeout"),
             retries=whole_number(
                 f"{what}: retries", o.get("retries", 0), minimum=0, maximum=_MAX_RETRIES
@@ -331,6 +336,12 @@ class RunPolicy:
             ),
             run_timeout=limit("run_timeout"),
         )
+        if policy.retries and not policy.retry_on.names:
+            raise ValueError(
+                f"{what}: retry_on is empty, so retries {policy.retries} would retry nothing: "
+                "name the exception types to retry, or leave retry_on out for the defaults"
+            )
+        return policy
 
     @property
     def schedules(self) -> bool:

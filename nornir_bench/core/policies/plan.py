@@ -284,7 +284,7 @@ class HostPlan:
     def _skipped(self, failures: _Failures) -> HostSkipped:
         return HostSkipped(
             "group_max_failures",
-            f"{_hosts(failures.failed)} of {failures.label} failed, more than {failures.limit}",
+            f"more than {_hosts(failures.limit)} of {failures.label} failed",
         )
 
     # -- stopping ----------------------------------------------------------------------------

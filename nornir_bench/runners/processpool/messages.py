@@ -5,7 +5,7 @@ receiver tells them apart by type. Named tuples pickle as a class reference and 
 so a message costs a few bytes more than a bare tuple, once per batch of hosts, not per host.
 
 - pool -> worker: :class:`LoadRun` (another run, after the one it was forked holding),
-  :class:`RunHosts`, :class:`Stop`;
+  :class:`RunHosts`, :class:`Halt`, :class:`Stop`;
 - worker -> pool: :class:`Ready` once it holds the run, :class:`LoadFailed` when it cannot load
   it (a module the task needs does not import there: every worker would fail alike),
   :class:`Done` with finished hosts, :class:`Tainted` when a blocking task overran
@@ -56,6 +56,10 @@ class RunHosts(NamedTuple):
     """Start these hosts (indices into the run's hosts) at once."""
 
     indices: list[int]
+
+
+class Halt(NamedTuple):
+    """Ctrl-C: no more retries; a host waiting for one ends with its last failure."""
 
 
 class Stop(NamedTuple):
@@ -111,7 +115,7 @@ class WorkerExited(NamedTuple):
 
 
 Message = Union[
-    LoadRun, RunHosts, Stop, Ready, LoadFailed, Done, Tainted, Fork, Kill, WorkerForked,
+    LoadRun, RunHosts, Halt, Stop, Ready, LoadFailed, Done, Tainted, Fork, Kill, WorkerForked,
     WorkerExited,
 ]
 

@@ -33,6 +33,7 @@ from nornir_bench.runners.processpool.crashes import (
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
     Done,
+    Halt,
     LoadFailed,
     Ready,
     RunHosts,
@@ -126,6 +127,11 @@ class _Pool:
         """Ctrl-C: send no more hosts; those not sent yet (or waiting to run again) do not run."""
         self.sending = False
         self.plan.halt()
+        for worker in self.workers:  # hosts waiting to retry end with their last failure
+            try:
+                send(worker.conn, Halt())
+            except OSError:  # gone: its end of file settles its hosts
+                pass
         for queue in (self.pending, self.reruns, self.alone):
             queue.clear()
 

@@ -47,6 +47,7 @@ from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counte
 from nornir_bench.runners.processpool.messages import (
     Done,
     FinishedHost,
+    Halt,
     LoadFailed,
     LoadRun,
     Message,
@@ -144,6 +145,8 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
                 run = _load(conn, message.spec, cell)
                 if run is None:
                     break
+            elif isinstance(message, Halt) and run is not None:
+                run.halted.set()
             elif isinstance(message, RunHosts) and run is not None:
                 for index in message.indices:
                     run.start(index)
@@ -211,6 +214,7 @@ class _Run:
         self.outbox: list[FinishedHost] = []
         self.flush_timer: asyncio.TimerHandle | None = None
         self.running: set[asyncio.Task[None]] = set()
+        self.halted = asyncio.Event()  # Ctrl-C in the parent: no more retries
 
     def start(self, index: int) -> None:
         # Marked: while the host's code runs on this loop, the parent can see which host it is
@@ -224,7 +228,9 @@ class _Run:
         offload = self.session.offload
         policy = self.spec.policy
         if policy.per_host:
-            run = HostRun(self.task, host, policy, run_deadline=self.spec.run_deadline)
+            run = HostRun(
+                self.task, host, policy, run_deadline=self.spec.run_deadline, halted=self.halted
+            )
             multi = await arun_policed(run, offload)
         else:
             multi = await arun_host(self.task, host, offload=offload)
