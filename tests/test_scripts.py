@@ -26,7 +26,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
         ["bench_crashes.py", "--hosts", "200", "--every", "50", "--how", "exit", "--rtt", "0.01",
          "--limit", "60"],
         ["bench_inventory.py", "--repeat", "1"],
-        ["bench_policies.py", "--hosts", "300", "--repeats", "1", "--hung-hosts", "20"],
+        ["bench_policies.py", "--hosts", "300", "--repeats", "1", "--hung-hosts", "20",
+         "--task-timeout", "0.3"],
     ],
     ids=lambda command: command[0],
 )
