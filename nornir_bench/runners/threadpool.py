@@ -26,6 +26,7 @@ this runner does none of that:
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from nornir_bench.core.execution import run_host
 from nornir_bench.core.policies.hosts import HostRun, Outcome, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
-from nornir_bench.core.policies.waiting import BlockingPlan
+
 from nornir_bench.core.stopping import ctrl_c_held
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
@@ -87,7 +88,7 @@ class ThreadPoolRunner(Policed):
             BaseException: a ``SystemExit`` or similar raised by a task is re-raised once every
                 thread has stopped, as nornir's runner re-raises it.
         """
-        run = _ThreadRun(task, hosts, self.policy)
+        run = _ThreadRun(task, hosts, self.policy, min(self.num_workers, len(hosts)))
         try:
             with tuned_for_run():
                 # Held once for all the starts (not per thread: 1,000 starts would pay for it
@@ -122,13 +123,13 @@ class ThreadPoolRunner(Policed):
 class _ThreadRun:
     """One run's threads, its hosts waiting, its result, and its watch over deadlines."""
 
-    def __init__(self, task: Task, hosts: list[Host], policy: RunPolicy) -> None:
+    def __init__(self, task: Task, hosts: list[Host], policy: RunPolicy, threads: int) -> None:
         self.task = task
         self.policy = policy
         self.result = placeholders(task, hosts)
         self.plan = HostPlan(hosts, policy) if policy.schedules else None
-        self.pending: HostQueue | BlockingPlan = (
-            HostQueue(hosts) if self.plan is None else BlockingPlan(self.plan)
+        self.pending: HostQueue | _Feed = (
+            HostQueue(hosts) if self.plan is None else _Feed(self.plan, threads)
         )
         self.escaped: list[BaseException] = []
         self.running = _Running()
@@ -175,7 +176,7 @@ class _ThreadRun:
 
     def _taker(self) -> Callable[[tuple[Host, bool] | None], Host | None]:
         """The next host, told the one just finished: the plan's, or the queue's in order."""
-        if isinstance(self.pending, BlockingPlan):
+        if isinstance(self.pending, _Feed):
             return self.pending.next
         hosts = iter(self.pending)
         return lambda done: next(hosts, None)
@@ -197,6 +198,9 @@ class _ThreadRun:
         self.running.ended()  # the thread left in the call no longer counts
 
     def wait(self) -> None:
+        """Until every thread has ended; with a plan, applying it meanwhile (see _Feed)."""
+        if isinstance(self.pending, _Feed):
+            self.pending.run(self)
         self.running.wait(self.watch, self._take_over)
 
     def join(self) -> None:
@@ -208,6 +212,88 @@ class _ThreadRun:
                 thread.join(max(0.0, grace_ends - time.monotonic()))
             else:
                 thread.join()
+
+
+class _Feed:
+    """The run's plan, applied by the run's main thread: hosts go out to the threads through
+    one queue, finished hosts come back through another.
+
+    Threads sharing the plan under a lock queued on it: a thread holding the lock when the
+    interpreter switched threads made every other thread wait for it, which cost more than
+    the run itself (the no-op task on 10,000 hosts: 23 µs a host instead of 6). The queues
+    are ``queue.SimpleQueue``, whose lock is held only inside C code; the plan is the main
+    thread's alone, and it keeps as many hosts out as there are threads.
+    """
+
+    def __init__(self, plan: HostPlan, threads: int) -> None:
+        self.plan = plan
+        self.threads = threads
+        self.ready: queue.SimpleQueue[Host | None] = queue.SimpleQueue()
+        self.done: queue.SimpleQueue[tuple[Host, bool]] = queue.SimpleQueue()
+        self.out = 0  # hosts handed out and not back yet
+        self.halted = False
+        self._fill()
+
+    def __bool__(self) -> bool:
+        return not self.halted and (self.out > 0 or self.plan.wait_time() is not None)
+
+    def next(self, finished: tuple[Host, bool] | None = None) -> Host | None:
+        """A worker thread: report ``finished``, then wait for the next host (``None``: stop)."""
+        if finished is not None:
+            self.done.put(finished)
+        return self.ready.get()
+
+    def clear(self) -> None:
+        """Ctrl-C: no host starts any more (those handed out but not yet taken are not run)."""
+        self.halted = True
+        self.plan.halt()
+        while True:
+            try:
+                self.ready.get_nowait()
+            except queue.Empty:
+                break
+            self.out -= 1
+
+    def run(self, run: _ThreadRun) -> None:
+        """The main thread: hand hosts out and take them back until none is out or will be;
+        watch deadlines meanwhile; then let every thread go."""
+        watch, plan = run.watch, self.plan
+        while self.out > len(run.escaped) or self:  # a thread ended by SystemExit owes one
+            if run.escaped and not self.halted:
+                self.clear()
+            wait = None if self.halted else plan.wait_time()
+            nearest = None if watch is None else watch.next_in()
+            timeout = min(
+                _WAIT_POLL_SECONDS,
+                wait if wait is not None else _WAIT_POLL_SECONDS,
+                nearest if nearest is not None else _WAIT_POLL_SECONDS,
+            )
+            try:
+                self._finished(*self.done.get(timeout=timeout))
+                while True:
+                    self._finished(*self.done.get_nowait())
+            except queue.Empty:
+                pass
+            if watch is not None:
+                for expired in watch.expired():
+                    run._take_over(expired)
+            self._fill()
+        for _ in range(run.running.count):
+            self.ready.put(None)
+
+    def _finished(self, host: Host, failed: bool) -> None:
+        self.out -= 1
+        if not self.halted:
+            self.plan.finished(self.plan.index[host.name], failed)
+
+    def _fill(self) -> None:
+        hosts, take = self.plan.hosts, self.plan.take
+        while not self.halted and self.out < self.threads:
+            index = take()
+            if index is None:
+                return
+            self.out += 1
+            self.ready.put(hosts[index])
 
 
 class _Deadlines:

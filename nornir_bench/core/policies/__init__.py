@@ -5,5 +5,5 @@
 - :mod:`~nornir_bench.core.policies.retry`: which failures are retried, after how long;
 - :mod:`~nornir_bench.core.policies.plan`: which host starts when: batches, failure limits,
   rate and group limits, the run's deadline; :mod:`~nornir_bench.core.policies.waiting`:
-  threads and coroutines waiting on it.
+  coroutines waiting on it.
 """

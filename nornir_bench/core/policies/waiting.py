@@ -1,17 +1,16 @@
-"""Waiting for a :class:`~nornir_bench.core.policies.plan.HostPlan`: in threads, in coroutines.
+"""Coroutines waiting for a :class:`~nornir_bench.core.policies.plan.HostPlan`.
 
-The plan never waits; these do, and wake as few waiters as they can. One host finishing makes
-room for one host, so it wakes one waiter (all of them only when a batch ends or the run
-stops); one waiter waits for the time the plan foresees (a rate limit's next token), the
-others for a finish. 500 threads, or 1,000 coroutines, woken for each of 10,000 hosts or each
-of 2,000 tokens a second would cost more than the run. Every waiter also looks again every
-``_POLL_SECONDS`` (Ctrl-C, the run's deadline, a wake-up that went to a waiter cancelled
-meanwhile).
+The plan never waits; :class:`AsyncPlan` does, and wakes as few waiters as it can. One host
+finishing makes room for one host, so it wakes one waiter (all of them only when a batch ends
+or the run stops); one waiter waits for the time the plan foresees (a rate limit's next
+token), the others for a finish: 1,000 coroutines woken for each of 10,000 hosts, or each of
+2,000 tokens a second, would cost more than the run. Every waiter also looks again every
+``_POLL_SECONDS`` (the run's deadline, a wake-up that went to a waiter cancelled meanwhile).
+(Threads do not wait on the plan: threadpool's main thread applies it, see its ``_Feed``.)
 """
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,67 +20,9 @@ if TYPE_CHECKING:
 
     from nornir_bench.core.policies.plan import HostPlan
 
-__all__ = ["AsyncPlan", "BlockingPlan"]
+__all__ = ["AsyncPlan"]
 
 _POLL_SECONDS = 0.1
-
-
-class BlockingPlan:
-    """A :class:`HostPlan` for threads: :meth:`next` gives the next host, waiting as needed.
-
-    Each worker thread calls ``next``, passing the host it has just finished (one lock taken
-    per host, not two: with hundreds of threads the lock is the run's bottleneck), until it
-    gives ``None``: no host will start any more.
-    """
-
-    def __init__(self, plan: HostPlan) -> None:
-        self.plan = plan
-        self._changed = threading.Condition(threading.Lock())
-        self._waiters = 0
-        self._timed = False  # a waiter is waiting for the next start the plan foresees
-
-    def next(self, finished: tuple[Host, bool] | None = None) -> Host | None:
-        """The next host to run, once it may start; ``None`` when no host will any more.
-
-        Args:
-            finished: the host this thread has just finished, and whether it failed.
-        """
-        plan, changed = self.plan, self._changed
-        with changed:
-            if finished is not None:
-                many = plan.finished(plan.index[finished[0].name], finished[1])
-                if self._waiters:
-                    if many:
-                        changed.notify_all()
-                    else:
-                        changed.notify()
-            index = plan.take()
-            while index is None:
-                wait = plan.wait_time()
-                if wait is None:
-                    return None
-                # one waiter waits for the plan's next start; the others for a finish
-                timed = not self._timed
-                self._timed = self._timed or timed
-                self._waiters += 1
-                changed.wait(min(wait, _POLL_SECONDS) if timed else _POLL_SECONDS)
-                self._waiters -= 1
-                if timed:
-                    self._timed = False
-                index = plan.take()
-            if self._waiters and not self._timed:
-                changed.notify()  # the next start: one of them waits for it now
-            return plan.hosts[index]
-
-    def __bool__(self) -> bool:
-        with self._changed:
-            return self.plan.wait_time() is not None
-
-    def clear(self) -> None:
-        """Ctrl-C: no host starts any more."""
-        with self._changed:
-            self.plan.halt()
-            self._changed.notify_all()
 
 
 class AsyncPlan:
@@ -90,7 +31,7 @@ class AsyncPlan:
     def __init__(self, plan: HostPlan) -> None:
         self.plan = plan
         self._waiters: dict[asyncio.Future[None], None] = {}  # in the order they came
-        self._timed = False  # as BlockingPlan's
+        self._timed = False  # a waiter is waiting for the next start the plan foresees
 
     def take(self) -> Host | None:
         """The next host if it may start now (no waiting: no coroutine to await)."""
