@@ -128,8 +128,9 @@ class InFlightPerGroup(NoOpProcessor):
                 self.now[group.name] -= 1
 
 
-def overhead(runners: list[str], hosts: int, repeats: int) -> None:
-    """Section 1: median µs per host of the no-op task, without and with untriggered policies."""
+def overhead(runners: list[str], hosts: int, repeats: int, rtt: float = 0.0) -> None:
+    """Section 1: median µs per host of the no-op task (``rtt`` > 0: ``sim_rtt`` for a task of
+    that many seconds), without and with untriggered policies."""
     untriggered = {
         "retries": 3,
         "max_starts_per_second": 1_000_000,  # the option's maximum
@@ -142,7 +143,8 @@ def overhead(runners: list[str], hosts: int, repeats: int) -> None:
         "untriggered": untriggered,
         "+ task_timeout 60": {**untriggered, "task_timeout": 60},
     }
-    print(f"\n## 1. Untriggered policies: no-op task on {hosts:,} hosts in {GROUPS} groups, "
+    what = "no-op task" if not rtt else f"a {rtt * 1e3:g} ms task (sim_rtt)"
+    print(f"\n## 1. Untriggered policies: {what} on {hosts:,} hosts in {GROUPS} groups, "
           f"µs/host, median of {repeats} (min-max)")
     print(f"untriggered = {untriggered}; gc: as the runners tune it")
     print("| runner | workers | no policies | untriggered | ratio | "
@@ -150,18 +152,19 @@ def overhead(runners: list[str], hosts: int, repeats: int) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for runner in [r for r in runners if r in WORKERS["overhead"]]:
         workers = WORKERS["overhead"][runner]
-        task = pick(runner, noop, anoop)
+        task = pick(runner, noop, anoop) if not rtt else pick(runner, sim_rtt, asim_rtt)
+        params = {"rtt": rtt} if rtt else {}
         built = {
             name: build(runner, {"hosts": hosts, "groups": GROUPS}, num_workers=workers, **opts)
             for name, opts in configs.items()
         }
         for nr in built.values():  # warm-up: first-run costs out of the figures
-            nr.run(task=task)
+            nr.run(task=task, **params)
         samples: dict[str, list[float]] = {name: [] for name in configs}
         for _ in range(repeats):  # interleaved, so that drift hits every configuration alike
             for name, nr in built.items():
                 start = time.perf_counter()
-                result = nr.run(task=task)
+                result = nr.run(task=task, **params)
                 samples[name].append((time.perf_counter() - start) / hosts * 1e6)
                 assert len(result) == hosts and not result.failed, name
         cells = {
@@ -302,13 +305,17 @@ def main() -> None:
     parser.add_argument("--task-timeout", type=float, default=2.0, help="hung section only")
     parser.add_argument("--runners", default="threadpool,asyncio,processpool")
     parser.add_argument("--sections", default="overhead,rate,groups,hung")
+    parser.add_argument(
+        "--overhead-rtt", type=float, default=0.0,
+        help="overhead section: a task of this many seconds instead of the no-op",
+    )
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)  # failed hosts are counted here, not logged
     runners = args.runners.split(",")
     sections = args.sections.split(",")
     print(f"CPUs: {os.cpu_count()}; runners: {', '.join(runners)}")
     if "overhead" in sections:
-        overhead(runners, args.hosts, args.repeats)
+        overhead(runners, args.hosts, args.repeats, args.overhead_rtt)
     if "rate" in sections:
         rate(runners, args.hosts)
     if "groups" in sections:
