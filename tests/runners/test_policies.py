@@ -356,7 +356,10 @@ def test_hosts_on_a_device_that_never_answers_time_out_and_free_their_slots(
             error = multi[0].exception
             assert isinstance(error, TaskTimeout)
             assert error.abandoned is (kind != ASYNC)  # a blocking call goes on in its thread
-    # the port closed: the calls left in threads end (no_leaked_threads checks)
+    # the port closed: the calls left in threads end, once the reset reaches them
+    for thread in threading.enumerate():
+        if thread.name.startswith(("threadpool", "asyncio-runner")):
+            thread.join(10)
 
 
 def late_subtask(task: Task) -> str:
