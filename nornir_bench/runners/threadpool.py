@@ -16,9 +16,9 @@ this runner does none of that:
   second Ctrl-C abandons those in flight);
 - the garbage collector is tuned for the run (see ``nornir_bench.core._gc``): the pre-run heap is
   frozen and collections come less often, so they do not stall every worker on the GIL;
-- run policies (:mod:`nornir_bench.core.policies`) are the shared core's: the plan hands out
-  hosts, ``HostRun`` makes the attempts. What is this runner's own is the deadline of a
-  blocking call: the run's main thread watches every call in flight; one past its deadline is
+- run policies (:mod:`nornir_bench.core.policies`) are the shared core's: the plan says which
+  host starts when (the run's main thread applies it and hands hosts out, see ``_Feed``),
+  ``HostRun`` makes the attempts. What is this runner's own is the deadline of a blocking call: the run's main thread watches every call in flight; one past its deadline is
   given up (its host fails with ``TaskTimeout``, or is retried), and a new thread takes over
   the host and then the slot, so ``num_workers`` hosts stay in flight. The stuck thread's late
   return is dropped; ``run()`` waits for such threads at most ``ABANDONED_GRACE_SECONDS``.
@@ -38,7 +38,6 @@ from nornir_bench.core.execution import run_host
 from nornir_bench.core.policies.hosts import HostRun, Outcome, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
-
 from nornir_bench.core.stopping import ctrl_c_held
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
