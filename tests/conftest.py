@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -151,7 +152,12 @@ def descendant_pids() -> set[int]:
 
 @pytest.fixture
 def no_leaked_processes() -> Iterator[None]:
-    """Fails the test if it leaves processes running (a runner's workers, say)."""
+    """Fails the test if it leaves processes running (a runner's workers, say).
+
+    A processpool runner keeps its workers between runs, until it is closed or garbage-collected:
+    the collection here stops those of the runners the test no longer holds.
+    """
     before = descendant_pids()
     yield
+    gc.collect()
     assert descendant_pids() - before == set(), "worker processes left running"

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import TypeGuard
 
-__all__ = ["is_number", "is_whole_number", "number", "seconds_or_none", "whole_number"]
+__all__ = ["flag", "is_number", "is_whole_number", "number", "seconds_or_none", "whole_number"]
 
 ErrorType = Callable[[str], Exception]
 
@@ -97,6 +97,13 @@ def seconds_or_none(what: str, value: object, *, error: ErrorType = ValueError) 
         raise error(
             f"{what} must be a number of seconds > 0, or None for no limit, got {value!r}"
         )
+    return value
+
+
+def flag(what: str, value: object, *, error: ErrorType = ValueError) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (not 1, 0 or ``"yes"``); else raise."""
+    if not isinstance(value, bool):
+        raise error(f"{what} must be true or false, got {value!r}")
     return value
 
 

@@ -1,12 +1,15 @@
-"""Closing the connections a run opened on its event loop.
+"""The connections hosts hold between runs, and closing them on the right event loop.
 
-nornir keeps a host's open connections in ``host.connections`` until the user calls
-``nr.close_connections()``, and its connection plugins close synchronously. An async
-connection (an asyncssh session) lives on the event loop that opened it, and the asyncio and
-process-pool runners close their loop when the run ends: a session left behind would be dead
-anyway, with its socket still open. So those runners, at the end of every run and on their own
-loop, await ``aclose()`` on each connection that has one and forget it. Blocking connections
-(netmiko) stay open across runs, as with nornir's own runners.
+nornir keeps a host's open connections in ``host.connections`` from one ``nr.run`` to the
+next, until the user calls ``nr.close_connections()``, and its connection plugins close
+synchronously. An async connection (an asyncssh session) lives on the event loop that opened
+it, so the runners that own a loop keep it while hosts hold connections opened on it (the
+asyncio runner between runs, a processpool worker for its life) and close those connections on
+that loop, awaiting ``aclose()``, when the loop ends. Blocking connections (netmiko) need no
+loop.
+
+nornir's ``nr.close_connections()`` is an ``nr.run`` of its own task: runners recognise it
+(:func:`is_close_connections_task`) to let go of what they kept for the connections.
 """
 
 from __future__ import annotations
@@ -19,13 +22,36 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["CLOSE_TIMEOUT", "aclose_connections", "close_connections"]
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "aclose_connections",
+    "close_connections",
+    "holds_async_connections",
+    "is_close_connections_task",
+]
 
 logger = logging.getLogger(__name__)
 
 # Seconds one connection may take to close: a peer that stopped answering must not hold the
 # end of the run.
 CLOSE_TIMEOUT = 5.0
+
+
+def holds_async_connections(host: Host) -> bool:
+    """Whether ``host`` holds a connection that closes on an event loop (has ``aclose()``)."""
+    return bool(host.connections) and any(
+        callable(getattr(connection, "aclose", None)) for connection in host.connections.values()
+    )
+
+
+def is_close_connections_task(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is the task ``nr.close_connections()`` runs on every host."""
+    return getattr(func, "__qualname__", "") == _NORNIR_CLOSE_TASK and getattr(
+        func, "__module__", ""
+    ).startswith("nornir.")
+
+
+_NORNIR_CLOSE_TASK = "Nornir.close_connections.<locals>.close_connections_task"
 
 
 async def aclose_connections(hosts: Iterable[Host]) -> None:

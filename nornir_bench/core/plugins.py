@@ -12,6 +12,11 @@ inventory plugin and transform function its configuration names, and the connect
 the caller names. Plugins registered in code (``RunnersPluginRegister.register(...)``) are
 found as ``InitNornir`` finds them. nornir itself is not changed in any way: ``InitNornir``
 called later in the same process still registers everything.
+
+:func:`registered_plugins` and :func:`register_plugins` carry what this process has registered
+(entry points and ``XPluginRegister.register(name, cls)`` calls alike) into another process: a
+processpool worker is a fresh interpreter, and a task there must find the plugins the user
+registered at run time, as it would in the user's process.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Collection
 from importlib import metadata
 from typing import Any, TypeVar
 
+import cloudpickle
 from nornir.core import Nornir
 from nornir.core.configuration import Config
 from nornir.core.inventory import Inventory
@@ -37,7 +43,7 @@ from nornir.core.plugins.register import PluginRegister
 from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH, RunnersPluginRegister
 from nornir.core.state import GlobalState
 
-__all__ = ["init_nornir"]
+__all__ = ["init_nornir", "register_plugins", "registered_plugins"]
 
 _Plugin = TypeVar("_Plugin")
 
@@ -96,6 +102,49 @@ def _load_inventory(config: Config, installed: _Installed) -> Inventory:
         for host in inventory.hosts.values():
             transform(host, **(config.inventory.transform_function_options or {}))
     return inventory
+
+
+# Every plugin register of nornir, by kind. nornir's registers share one class-level dict unless
+# one was reset (``deregister_all``), so each is read and written on its own.
+_REGISTERS: dict[str, PluginRegister[Any]] = {
+    "connections": ConnectionPluginRegister,
+    "inventory": InventoryPluginRegister,
+    "runners": RunnersPluginRegister,
+    "transform_functions": TransformFunctionRegister,
+}
+
+
+def registered_plugins() -> dict[str, dict[str, Any]]:
+    """Every plugin registered in this process, by kind and name, that can be sent to another
+    (cloudpickle: classes of importable modules by reference, others by value).
+
+    A plugin that cannot be pickled is left out: a task in the other process that uses it gets
+    nornir's ``PluginNotRegistered``, naming it.
+    """
+    sendable: dict[int, bool] = {}
+
+    def pickles(plugin: Any) -> bool:
+        if id(plugin) not in sendable:
+            try:
+                cloudpickle.dumps(plugin)
+                sendable[id(plugin)] = True
+            except Exception:  # noqa: BLE001 - anything may fail to pickle; leave it out
+                sendable[id(plugin)] = False
+        return sendable[id(plugin)]
+
+    return {
+        kind: {name: plugin for name, plugin in register.available.items() if pickles(plugin)}
+        for kind, register in _REGISTERS.items()
+    }
+
+
+def register_plugins(plugins: dict[str, dict[str, Any]]) -> None:
+    """Register ``plugins`` (from :func:`registered_plugins`) in this process's registers; a
+    name registered here already is given the other process's plugin."""
+    for kind, by_name in plugins.items():
+        register = _REGISTERS.get(kind)
+        if register is not None:
+            register.available.update(by_name)
 
 
 class _Installed:

@@ -4,8 +4,9 @@ An async run owns, for its length: a bounded thread pool for blocking calls (a b
 goes there whole; an ``async def`` task may still send blocking subtasks there, through the
 offload context variable), the garbage-collector tuning of a run, and the connections its hosts
 open on the loop. At its end, in this order: the context variable is reset, async connections
-are closed on the loop that opened them, blocking ones too where the hosts are a worker's own
-copies, the pool's threads are waited for; the collector is restored even if closing failed.
+are closed on the loop that opened them (unless the loop outlives the run, to reuse them),
+blocking ones too where asked, the pool's threads are waited for; the collector is restored even
+if closing failed.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class AsyncRunSession:
         func: the task function: whether it is ``async def`` decides what :attr:`offload` is.
         hosts: the run's hosts, whose async connections are closed at the end.
         max_threads: the thread pool's size; threads start only as blocking calls need them.
+        close_async: close the hosts' async connections at the end (asyncssh sessions live on
+            the loop that opened them): false where the loop outlives the run, so that the
+            next run reuses them.
         close_blocking: close the hosts' blocking connections too (netmiko): for hosts that are
             a worker process's copies, whose connections no later run could reuse.
         wrap_offload: wraps the pool before it is used (the processpool worker counts the
@@ -62,10 +66,12 @@ class AsyncRunSession:
         hosts: Sequence[Host],
         *,
         max_threads: int,
+        close_async: bool = True,
         close_blocking: bool = False,
         wrap_offload: Callable[[Offload], Offload] | None = None,
     ) -> None:
         self.hosts = hosts
+        self.close_async = close_async
         self.close_blocking = close_blocking
         self.threads = ThreadOffloader(max_threads)
         pool: Offload = self.threads if wrap_offload is None else wrap_offload(self.threads)
@@ -87,7 +93,8 @@ class AsyncRunSession:
             if self._token is not None:
                 stop_offloading(self._token)
                 self._token = None
-            await aclose_connections(self.hosts)  # they live on this loop (see connections)
+            if self.close_async:
+                await aclose_connections(self.hosts)  # they live on this loop (see connections)
             if self.close_blocking and any(host.connections for host in self.hosts):
                 await self.threads(functools.partial(close_connections, self.hosts))
             await self.threads.aclose()

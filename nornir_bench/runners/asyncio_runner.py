@@ -10,9 +10,13 @@ coroutine, so 10,000 of them cost little more than one round trip.
   wrapping, failed hosts, ``raise_on_error``, ``on_good``/``on_failed`` and dry run as in nornir.
 - Scheduling is ``min(num_workers, hosts)`` worker coroutines draining a deque of hosts (no
   semaphore, no task per host beyond that); each writes its host's result as it finishes.
-- Async connections the run opened (asyncssh sessions) are closed when it ends, on its loop.
-- ``nr.run(...)`` runs a fresh loop and closes it; code that already runs a loop (a Jupyter
-  cell, an async application) awaits :func:`arun` instead.
+- Connections live from one run to the next, as in nornir, until ``nr.close_connections()``:
+  the loop that opened async ones (asyncssh sessions) is kept by the runner while some host
+  holds one, and closed with them by ``nr.close_connections()``, :meth:`AsyncioRunner.close`
+  or at interpreter exit (see :mod:`~nornir_bench.runners._kept_loop`).
+- ``nr.run(...)`` runs that loop in the calling thread; code that already runs a loop (a
+  Jupyter cell, an async application) awaits :func:`arun` instead, whose connections live on
+  the caller's loop and are closed when it returns.
 """
 
 from __future__ import annotations
@@ -28,13 +32,15 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import Task
 
 from nornir_bench.core.checks import whole_number
+from nornir_bench.core.connections import aclose_connections
 from nornir_bench.core.execution import arun_host, run_task
-from nornir_bench.core.loops import LOOPS, new_event_loop, resolve_loop
+from nornir_bench.core.loops import LOOPS, resolve_loop
 from nornir_bench.core.policies.hosts import HostRun, arun_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.policies.waiting import AsyncPlan
 from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.runners._kept_loop import LoopKeeper
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
 
@@ -86,6 +92,7 @@ class AsyncioRunner(Policed):
             if max_threads is None
             else whole_number("asyncio runner: max_threads", max_threads, minimum=1)
         )
+        self._loops = LoopKeeper(self, self.loop_implementation, _close)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in a new event loop (what ``nr.run`` calls).
@@ -108,10 +115,10 @@ class AsyncioRunner(Policed):
                 "a Jupyter cell); use `await nornir_bench.arun(nr, task, ...)` there instead"
             )
         result = placeholders(task, hosts)
-        loop = new_event_loop(self.loop_implementation)
-        abandoned = False
+        loop, kept = self._loops.take()
+        abandoned = ended = False
         try:
-            main = loop.create_task(self._fill(task, hosts, result))
+            main = loop.create_task(self._fill(task, hosts, result, keep_connections=kept))
             with _ctrl_c_cancels(main) as ctrl_c:
                 try:
                     loop.run_until_complete(main)
@@ -122,9 +129,26 @@ class AsyncioRunner(Policed):
                     abandoned = isinstance(exc, KeyboardInterrupt) and ctrl_c.presses > 1
                     abandoned = _end_cancelled(loop, main, wait=not abandoned)
                     raise interrupted(result, abandoned=abandoned) from None
+            ended = True
         finally:
-            _close(loop, wait_for_threads=not abandoned)
+            if ended and kept:
+                self._loops.give_back(loop, hosts)  # kept while its connections live
+            else:  # a loop of its own, or a run that did not end well: close what it holds
+                if kept:
+                    held = [*self._loops.holding, *hosts]
+                    self._loops.forget(loop)
+                    if not abandoned:
+                        loop.run_until_complete(aclose_connections(held))
+                _close(loop, wait_for_threads=not abandoned)
         return result
+
+    def close(self) -> None:
+        """Close the async connections kept from earlier runs, and their event loop.
+
+        ``nr.close_connections()`` does it too (and closes blocking connections as well), and
+        so does the interpreter at exit.
+        """
+        self._loops.close()
 
     async def arun_hosts(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the running event loop: ``run`` for async callers.
@@ -132,17 +156,25 @@ class AsyncioRunner(Policed):
         Cancelling it cancels the hosts in flight and propagates ``CancelledError``.
         """
         result = placeholders(task, hosts)
-        await self._fill(task, hosts, result)
+        await self._fill(task, hosts, result, keep_connections=False)
         return result
 
-    async def _fill(self, task: Task, hosts: list[Host], result: AggregatedResult) -> None:
-        """Run every host, writing each host's ``MultiResult`` into ``result`` as it finishes."""
+    async def _fill(
+        self, task: Task, hosts: list[Host], result: AggregatedResult, *, keep_connections: bool
+    ) -> None:
+        """Run every host, writing each host's ``MultiResult`` into ``result`` as it finishes;
+        the hosts' async connections are closed at the end unless ``keep_connections``."""
         policy = self.policy
         plan = HostPlan(hosts, policy) if policy.schedules else None
         loop = asyncio.get_running_loop()
         all_done = loop.create_future()
         running = min(self.num_workers, len(hosts))
-        session = AsyncRunSession(task.task, hosts, max_threads=min(self.max_threads, len(hosts) or 1))
+        session = AsyncRunSession(
+            task.task,
+            hosts,
+            max_threads=min(self.max_threads, len(hosts) or 1),
+            close_async=not keep_connections,
+        )
 
         deadline = None if plan is None else plan.deadline
         per_host = policy.per_host

@@ -392,10 +392,15 @@ def test_runs_num_workers_hosts_at_once_and_never_more(runner: Runner, kind: str
 def test_many_runs_leave_nothing_running(runner: Runner, kind: str) -> None:
     nr = runner.nornir(hosts=50, num_workers=16)
     threads, processes = threading.active_count(), descendant_pids()
+    assert not nr.run(task=twin(kind, "hello")).failed
+    kept = descendant_pids()  # processpool keeps its workers for the next run
     for _ in range(30):
         assert not nr.run(task=twin(kind, "hello")).failed
         assert threading.active_count() == threads
-        assert descendant_pids() == processes
+        assert descendant_pids() == kept
+    nr.close_connections()
+    assert threading.active_count() == threads
+    assert descendant_pids() == processes
 
 
 def exits_on_dev2(task: Task) -> str:

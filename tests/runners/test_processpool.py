@@ -260,7 +260,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     from nornir_bench.runners.processpool.crashes import RunningHost
     from nornir_bench.runners.processpool.messages import Done, send
     from nornir_bench.runners.processpool.pool import _Pool
-    from nornir_bench.runners.processpool.workers import Worker
+    from nornir_bench.runners.processpool.workers import Worker, WorkerSet
 
     class ForkServerGone:
         """Not the subject here: the fork server of a worker the pool kills."""
@@ -283,7 +283,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     task = Task(tasksets.hello, nr, global_dry_run=False, processors=nr.processors)
     hosts = list(nr.inventory.hosts.values())
     result = placeholders(task, hosts)
-    runner = _Pool(nr.runner, task, hosts, result)
+    runner = _Pool(nr.runner, task, hosts, result, WorkerSet([]))
     runner.out.update(i for i in (runner.plan.take(), runner.plan.take()) if i is not None)
     pool_end, worker_end = socket.socketpair()
     worker = Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
@@ -293,7 +293,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     # dev0's result was on its way when the watchdog fired; dev1 never finished
     done = run_host(task, hosts[0])
     with Connection(worker_end.detach()) as sent:
-        send(sent, Done([(0, done, hosts[0].data, [])]))
+        send(sent, Done([(0, done, hosts[0].data, [], False)]))
         overdue: dict[int, Exception] = {i: TaskTimeout("hello", hosts[i].name, 1) for i in (0, 1)}
         runner._lost(worker, overdue)
     assert runner.remaining == 0

@@ -49,8 +49,15 @@ def test_asend_command_gives_what_send_command_gives(fakenos_lab: LabProcess) ->
     assert not result.failed, result.failed_hosts
     assert {h: m.result for h, m in result.items()} == {h: m.result for h, m in expected.items()}
     assert all(VERSION[d.platform] in result[d.name].result for d in fakenos_lab.devices)
-    # The runner closed every session at the end of the run.
+    # The sessions stay open for the next run, as nornir keeps connections, until closed.
+    sessions = [host.connections["asyncssh"] for host in nr.inventory.hosts.values()]
+    assert all(session.connection is not None for session in sessions)
+    again = nr.run(task=asend_command, command="show clock")
+    assert not again.failed, again.failed_hosts
+    assert [host.connections["asyncssh"] for host in nr.inventory.hosts.values()] == sessions
+    nr.close_connections()
     assert all(host.connections == {} for host in nr.inventory.hosts.values())
+    assert all(session.connection is None for session in sessions)
 
 
 async def two_commands(task: Task) -> dict[str, Any]:
@@ -71,6 +78,7 @@ def test_commands_in_one_task_share_one_session(fakenos_lab: LabProcess) -> None
         assert own.result == {"same": True, "prompt": f"{device.name}#"}
         assert clock.result and VERSION[device.platform] not in clock.result
         assert VERSION[device.platform] in version.result
+    nr.close_connections()
     assert all(host.connections == {} for host in nr.inventory.hosts.values())
 
 

@@ -242,6 +242,10 @@ def serve_forks(control: Connection, fds: socket.socket) -> None:
                 except (EOFError, OSError):  # the pool is gone
                     return
                 if isinstance(message, LoadRun):
+                    if spec is not None:  # the last run's: freed, frozen objects included
+                        spec = None
+                        gc.unfreeze()
+                        gc.collect()
                     spec, error = _load(message.spec)
                 elif isinstance(message, Fork):
                     _, given, _, _ = socket.recv_fds(fds, 1, 2)

@@ -76,9 +76,10 @@ class LoadFailed(NamedTuple):
     reason: str
 
 
-FinishedHost = tuple[int, MultiResult, dict[str, Any], list[tuple[Any, ...]]]
-"""A host done in a worker: its index, ``MultiResult``, ``data`` after the task, and the
-subtask hook events for the pool to replay (see ``pool._replay_hooks``)."""
+FinishedHost = tuple[int, MultiResult, dict[str, Any], list[tuple[Any, ...]], bool]
+"""A host done in a worker: its index, ``MultiResult``, ``data`` after the task, the subtask
+hook events for the pool to replay (see ``replay.replay_hooks``), and whether the worker now
+holds connections of the host (the pool sends the host back to it)."""
 
 
 class Done(NamedTuple):

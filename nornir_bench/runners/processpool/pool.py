@@ -2,7 +2,9 @@
 settled (the rule is :mod:`~nornir_bench.runners.processpool.crashes`'s), timeouts watched.
 
 The runner (:mod:`~nornir_bench.runners.processpool.runner`) builds a :class:`_Pool` per run;
-the worker processes themselves are :mod:`~nornir_bench.runners.processpool.workers`'.
+the worker processes themselves are :mod:`~nornir_bench.runners.processpool.workers`', and may
+be kept from an earlier run: those are sent the new run, and each host that opened connections
+in one of them goes back to it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from nornir_bench.runners.processpool.messages import (
     Done,
     Halt,
     LoadFailed,
+    LoadRun,
     Ready,
     RunHosts,
     Tainted,
@@ -69,7 +72,12 @@ class _Pool:
     """The worker processes of one run and the loop that feeds them and collects results."""
 
     def __init__(
-        self, runner: ProcessPoolRunner, task: Task, hosts: list[Host], result: AggregatedResult
+        self,
+        runner: ProcessPoolRunner,
+        task: Task,
+        hosts: list[Host],
+        result: AggregatedResult,
+        procs: WorkerSet,
     ) -> None:
         self.runner = runner
         self.payload = b""
@@ -84,8 +92,11 @@ class _Pool:
         # Hosts to run again after a crash (see _crashes): with others, and one at a time.
         self.reruns: deque[int] = deque()
         self.alone: deque[int] = deque()
+        # Hosts taken from the plan for the worker holding their connections: by its pid.
+        self.held_for: dict[int, deque[int]] = {}
         self.remaining = len(hosts)
-        self.procs = WorkerSet(_FORK_SERVER_COMMAND)
+        self.procs = procs  # kept from an earlier run, or new
+        self.loaded = False
         self.crashes = CrashLedger(runner.crash_reruns)
         self.sending = True  # False once Ctrl-C was pressed: no more hosts go out
         self.started: dict[int, Task] = {}  # host index -> its task, started and not completed
@@ -95,15 +106,12 @@ class _Pool:
         return self.procs.workers
 
     def start_fork_server(self) -> None:
-        self.procs.start_fork_server()
+        self.procs.ensure_fork_server()
 
     def run(self) -> None:
         """Run the hosts to their end; after :meth:`stop_sending`, only those in flight."""
-        if not self.workers and self.sending:
-            self.procs.load(self.payload)
-            needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
-            for _ in range(min(self.runner.num_procs, needed)):
-                self._replace()
+        if not self.loaded and self.sending:
+            self._load()
         while self.remaining if self.sending else any(w.in_flight for w in self.workers):
             self._settle_not_run()
             if not self.remaining:
@@ -117,6 +125,25 @@ class _Pool:
                 for worker in list(self.workers):
                     if not worker.retiring and worker.loaded:
                         self._feed(worker)
+
+    def _load(self) -> None:
+        """Give the run to the fork server and to the workers kept from an earlier run, and
+        start as many workers as the run can keep busy."""
+        self.loaded = True
+        procs = self.procs
+        procs.prune()
+        procs.load(self.payload)
+        for worker in list(self.workers):
+            worker.loaded, worker.runs = False, "new"
+            try:
+                send(worker.conn, LoadRun(self.payload))
+            except OSError:  # gone since: its connections with it
+                procs.stop([worker], kill=True)
+        needed = math.ceil(len(self.hosts) / self.runner.chunk_size)
+        for worker in list(self.workers):
+            self._feed(worker)  # after the run, on the same socket: it loads it first
+        for _ in range(min(self.runner.num_procs, needed) - len(self.workers)):
+            self._replace()
 
     def _settle_not_run(self) -> None:
         """Fail the hosts the run's policies will not start (a limit, the deadline)."""
@@ -132,7 +159,7 @@ class _Pool:
                 send(worker.conn, Halt())
             except OSError:  # gone: its end of file settles its hosts
                 pass
-        for queue in (self.pending, self.reruns, self.alone):
+        for queue in (self.pending, self.reruns, self.alone, *self.held_for.values()):
             queue.clear()
 
     # -- workers ---------------------------------------------------------------------------
@@ -151,7 +178,7 @@ class _Pool:
         room = (1 if worker.runs == "alone" else self.runner.num_workers) - len(worker.in_flight)
         while room > 0 and not worker.retiring:
             count = min(self.runner.chunk_size, room)
-            chunk = _taken(take, count) if take is not None else self._new_hosts(count)
+            chunk = _taken(take, count) if take is not None else self._new_hosts(worker, count)
             if not chunk:
                 return
             now = time.monotonic()
@@ -165,13 +192,44 @@ class _Pool:
                 return
             room -= len(chunk)
 
-    def _new_hosts(self, count: int) -> list[int]:
-        """Up to ``count`` hosts to run for the first time: given back ones, then the plan's."""
-        chunk = _taken(self.pending, count)
+    def _new_hosts(self, worker: Worker, count: int) -> list[int]:
+        """Up to ``count`` hosts for ``worker`` to run for the first time: those whose
+        connections it holds, given back ones, then the plan's.
+
+        A host the plan hands out whose connections another worker holds waits for that
+        worker, which is fed at once if it has room.
+        """
+        chunk = _taken(self.held_for[worker.pid], count) if self.held_for.get(worker.pid) else []
+        chunk += _taken(self.pending, count - len(chunk))
+        holders = self.procs.holders
+        others: set[Worker] = set()
         while len(chunk) < count and (index := self.plan.take()) is not None:
             self.out.add(index)
-            chunk.append(index)
+            holder = self._holder(holders.get(self.hosts[index].name)) if holders else None
+            if holder is None or holder is worker:
+                chunk.append(index)
+            else:
+                self.held_for.setdefault(holder.pid, deque()).append(index)
+                others.add(holder)
+        for other in others:
+            if len(other.in_flight) < self.runner.num_workers:
+                self._feed(other)
         return chunk
+
+    def _holder(self, pid: int | None) -> Worker | None:
+        """The worker ``pid``, if it is still there to run hosts."""
+        if pid is None:
+            return None
+        for worker in self.workers:
+            if worker.pid == pid:
+                return None if worker.retiring else worker
+        return None
+
+    def _release_held_for(self, worker: Worker) -> None:
+        """``worker`` is going: hosts waiting for it go to any other."""
+        waiting = self.held_for.pop(worker.pid, None)
+        if waiting:
+            self.pending.extend(waiting)
 
     def _receive(self, worker: Worker) -> None:
         if not self._drain(worker):
@@ -192,14 +250,16 @@ class _Pool:
                 with ctrl_c_held():  # a batch is stored whole: its hosts' hooks have fired
                     message = receive(worker.conn)
                     if isinstance(message, Done):
-                        for index, multi, data, events in message.batch:
+                        for index, multi, data, events, holds in message.batch:
                             worker.in_flight.pop(index, None)
+                            self.procs.hold(self.hosts[index].name, worker if holds else None)
                             self._finished(index, multi, data, events)
                 if isinstance(message, Ready):
                     worker.loaded = True
                     self.crashes.start_failures_in_a_row = 0
                 elif isinstance(message, Tainted):
                     worker.retiring = True
+                    self._release_held_for(worker)
                 elif isinstance(message, LoadFailed):
                     self._give_up(f"a worker process could not load the run: {message.reason}")
                     return True
@@ -220,6 +280,7 @@ class _Pool:
         server_died = exitcode is None and not overdue and worker.forks.process.poll() is not None
         running = worker.running.host() if exitcode is not None else None
         self.procs.stop([worker], kill=True)
+        self._release_held_for(worker)
         in_flight = sorted(worker.in_flight)
         worker.in_flight.clear()
         if not worker.loaded:  # died before it could run anything: its hosts never ran
@@ -271,6 +332,7 @@ class _Pool:
         for worker in list(self.workers):
             self.pending.extendleft(reversed(sorted(worker.in_flight)))
             worker.in_flight.clear()
+            self._release_held_for(worker)
         self.procs.stop(list(self.workers), kill=True)
         for queue in (self.alone, self.reruns, self.pending):
             while queue:
@@ -297,6 +359,7 @@ class _Pool:
     def _retire(self, worker: Worker) -> None:
         """Replace a worker with a stuck thread (a blocking task past its deadline)."""
         self.procs.stop([worker], kill=True)
+        self._release_held_for(worker)
         self._replace()
 
     def stop(self, *, kill: bool = False) -> None:

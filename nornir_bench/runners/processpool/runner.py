@@ -25,9 +25,17 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 - ``task_timeout``: the host fails with ``TaskTimeout``. A blocking task past its deadline
   cannot be stopped, so its worker is retired (killed and replaced) once its other hosts are
   done; a worker that stops answering altogether is killed at once.
+- Workers are kept from one run to the next (``keep_workers``, on by default): a run then costs
+  no start-up, and the connections a host opened in a worker are there for the next run, which
+  sends the host back to that worker, as nornir keeps connections until
+  ``nr.close_connections()``. That call closes them in the workers, and stops the workers once
+  none holds a connection; so do :meth:`ProcessPoolRunner.close`, garbage collection of the
+  runner, and interpreter exit. A worker that died between runs took its connections along:
+  its hosts connect again. With ``keep_workers=False`` workers are stopped after every run.
+- Plugins registered at run time in the parent (``ConnectionPluginRegister.register(...)`` and
+  the other registers) are registered in the workers with every run.
 - Ctrl-C stops sending hosts and lets the hosts in flight finish, as the other runners do; a
-  second Ctrl-C kills the workers at once. Workers are stopped when ``run()`` returns, on error
-  and on Ctrl-C.
+  second Ctrl-C kills the workers at once. Workers are stopped on error and on Ctrl-C.
 """
 
 
@@ -36,19 +44,24 @@ from __future__ import annotations
 import os
 import pickle
 import warnings
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core._gc import tuned_for_run
-from nornir_bench.core.checks import whole_number
+from nornir_bench.core.checks import flag, whole_number
+from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.loops import resolve_loop
+from nornir_bench.core.plugins import registered_plugins
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.runners._results import interrupted, placeholders
+from nornir_bench.runners.processpool import pool as _pool
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
 from nornir_bench.runners.processpool.pool import _Pool
 from nornir_bench.runners.processpool.worker import RunSpec
+from nornir_bench.runners.processpool.workers import WorkerSet
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -76,6 +89,9 @@ class ProcessPoolRunner(Policed):
             twice on a device). See :mod:`~nornir_bench.runners.processpool.crashes` for the rule.
         loop: each worker's event loop: ``"auto"`` (uvloop when installed, else asyncio),
             ``"asyncio"`` or ``"uvloop"``, as the asyncio runner's.
+        keep_workers: keep the worker processes, and the connections hosts opened in them,
+            from one run to the next (default true, as nornir keeps connections); false: start
+            workers for each run and stop them, connections closed, when it ends.
         **policy: the run policies (``task_timeout``, ``retries``, ``max_failures`` ...), the
             same on every runner: see :class:`~nornir_bench.core.policies.options.RunPolicy`.
             Which host starts when is decided here, in the parent; each host's attempts and
@@ -96,6 +112,7 @@ class ProcessPoolRunner(Policed):
         chunk_size: int | None = None,
         crash_reruns: int = DEFAULT_CRASH_RERUNS,
         loop: str = "auto",
+        keep_workers: bool = True,
         **policy: Any,
     ) -> None:
         self.num_workers = whole_number("processpool runner: num_workers", num_workers, minimum=1)
@@ -126,6 +143,9 @@ class ProcessPoolRunner(Policed):
         )
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what="processpool runner")
+        self.keep_workers = flag("processpool runner: keep_workers", keep_workers)
+        self._procs = WorkerSet(_pool._FORK_SERVER_COMMAND)
+        weakref.finalize(self, self._procs.close)  # also called at interpreter exit
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the worker processes.
@@ -139,7 +159,8 @@ class ProcessPoolRunner(Policed):
         result = placeholders(task, hosts)
         if not hosts:
             return result
-        pool = _Pool(self, task, hosts, result)
+        pool = _Pool(self, task, hosts, result, self._procs)
+        ended = False
         try:
             # The fork server starts (a fresh interpreter) while the run is being pickled.
             pool.start_fork_server()
@@ -155,9 +176,24 @@ class ProcessPoolRunner(Policed):
                         pool.stop(kill=True)
                         raise interrupted(result, abandoned=True) from None
                     raise interrupted(result) from None
+            ended = True
         finally:
-            pool.stop()
+            closed = is_close_connections_task(task.task) and not self._procs.holders
+            if not (ended and self.keep_workers) or closed:
+                pool.stop()
         return result
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The process ids of the worker processes running now (kept between runs)."""
+        return [worker.pid for worker in self._procs.workers]
+
+    def close(self) -> None:
+        """Stop the worker processes kept between runs, closing the connections they hold.
+
+        ``nr.close_connections()`` does it too, and so does the interpreter at exit.
+        """
+        self._procs.close()
 
     def _payload(self, task: Task, hosts: list[Host], run_deadline: float | None) -> bytes:
         spec = RunSpec(
@@ -172,6 +208,8 @@ class ProcessPoolRunner(Policed):
             policy=self.policy,
             run_deadline=run_deadline,
             loop=self.loop_implementation,
+            plugins=registered_plugins(),
+            keep_connections=self.keep_workers,
         )
         try:
             payload: bytes = cloudpickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
@@ -186,5 +224,5 @@ class ProcessPoolRunner(Policed):
         return (
             f"ProcessPoolRunner(num_workers={self.num_workers}, num_procs={self.num_procs}, "
             f"chunk_size={self.chunk_size}, crash_reruns={self.crash_reruns}, "
-            f"loop={self.loop!r}{self._policy_repr()})"
+            f"loop={self.loop!r}, keep_workers={self.keep_workers}{self._policy_repr()})"
         )

@@ -11,8 +11,16 @@ A worker runs one event loop. For each run the parent sends the task and the run
 then it sends host indices, and the worker starts every host it receives at once (the parent
 keeps at most ``num_workers`` in flight per worker). Each host goes through the shared core
 (``arun_host``): ``async def`` tasks on the loop, blocking tasks in the worker's thread pool.
-Finished hosts go back in batches: the ``MultiResult``, the host's ``data`` after the task, and
-the subtask hook events the parent replays on its own processors.
+Finished hosts go back in batches: the ``MultiResult``, the host's ``data`` after the task, the
+subtask hook events the parent replays on its own processors, and whether the host holds
+connections here.
+
+A worker lives as long as the pool keeps it, across runs (the runner's ``keep_workers``). The
+connections a host opened stay open in the worker, as nornir keeps them in the user's process:
+the next run's copy of the host takes them over, and the pool sends the host back to this
+worker. They are closed by ``nr.close_connections()`` (a run like another, sent to the worker
+that holds them) or when the worker is told to stop. Plugins the user registered at run time
+come with every run and are registered here before it loads.
 
 The messages it exchanges with the pool are in :mod:`~nornir_bench.runners.processpool.messages`.
 """
@@ -37,9 +45,11 @@ from nornir.core.state import GlobalState
 from nornir.core.task import MultiResult, Result, Task
 
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.connections import aclose_connections, close_connections
 from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import new_event_loop
+from nornir_bench.core.plugins import register_plugins
 from nornir_bench.core.policies.hosts import HostRun, arun_policed
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.processors.base import NoOpProcessor
@@ -92,6 +102,8 @@ class RunSpec:
     policy: RunPolicy
     run_deadline: float | None  # on the time.monotonic clock, which every process shares
     loop: str = "auto"
+    plugins: dict[str, dict[str, Any]] | None = None  # registered in the parent, by kind
+    keep_connections: bool = False  # hosts' connections outlive the run, in this worker
 
 
 def worker_main(conn: Connection, cell_fd: int, spec: RunSpec | None = None) -> None:
@@ -133,7 +145,9 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
                 return
 
     threading.Thread(target=read, name="processpool-reader", daemon=True).start()
-    run = None if spec is None else _load(conn, spec, cell)
+    # Hosts holding connections, by name: the copy of the latest run that used them.
+    held: dict[str, Host] = {}
+    run = None if spec is None else _load(conn, spec, cell, held)
     try:
         while True:
             message = await inbox.get()
@@ -142,7 +156,7 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
             if isinstance(message, LoadRun):
                 if run is not None:
                     await run.aclose()
-                run = _load(conn, message.spec, cell)
+                run = _load(conn, message.spec, cell, held)
                 if run is None:
                     break
             elif isinstance(message, Halt) and run is not None:
@@ -153,12 +167,26 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
     finally:
         if run is not None:
             await run.aclose()
+        await _close_held(held)
 
 
-def _load(conn: Connection, body: bytes | RunSpec, cell: RunningHost) -> _Run | None:
+async def _close_held(held: dict[str, Host]) -> None:
+    """Close the connections kept in this worker: async ones on its loop, then blocking ones
+    (netmiko says goodbye to each device) in a thread."""
+    hosts = list(held.values())
+    held.clear()
+    await aclose_connections(hosts)
+    if any(host.connections for host in hosts):
+        await asyncio.to_thread(close_connections, hosts)
+
+
+def _load(
+    conn: Connection, body: bytes | RunSpec, cell: RunningHost, held: dict[str, Host]
+) -> _Run | None:
     """The run (as sent, or already loaded), :class:`Ready` sent back; or :class:`LoadFailed`."""
     try:
-        run = _Run(conn, cloudpickle.loads(body) if isinstance(body, bytes) else body, cell)
+        spec = cloudpickle.loads(body) if isinstance(body, bytes) else body
+        run = _Run(conn, spec, cell, held)
     except Exception as exc:  # noqa: BLE001 - any import or unpickling error: tell the parent
         send(conn, LoadFailed(f"{type(exc).__name__}: {' '.join(str(exc).split())}"))
         return None
@@ -182,9 +210,20 @@ class _Events(NoOpProcessor):
 class _Run:
     """One run inside a worker: the task, the hosts, the pool for blocking calls, the outbox."""
 
-    def __init__(self, conn: Connection, spec: RunSpec, running: RunningHost) -> None:
+    def __init__(
+        self, conn: Connection, spec: RunSpec, running: RunningHost, held: dict[str, Host]
+    ) -> None:
         self.conn = conn
         self.spec = spec
+        if spec.plugins:
+            register_plugins(spec.plugins)
+        self.held = held
+        if held:  # this run's copies of the hosts take over their connections
+            for host in spec.hosts:
+                kept = held.get(host.name)
+                if kept is not None and kept is not host:
+                    host.connections = kept.connections
+                    held[host.name] = host
         self.cell = running.cell
         self.events = _Events()
         inventory = Inventory(hosts=Hosts(), groups=Groups(), defaults=Defaults())
@@ -208,7 +247,9 @@ class _Run:
             spec.func,
             spec.hosts,
             max_threads=spec.num_workers,
-            close_blocking=True,  # the hosts are this worker's copies: no later run reuses them
+            # Kept for the next run (in this worker), or closed: no other process can use them.
+            close_async=not spec.keep_connections,
+            close_blocking=not spec.keep_connections,
             wrap_offload=lambda threads: counted(threads, running),
         ).open()
         self.outbox: list[FinishedHost] = []
@@ -235,7 +276,12 @@ class _Run:
         else:
             multi = await arun_host(self.task, host, offload=offload)
         events = self.events.by_host.pop(host.name, [])
-        self.outbox.append((index, multi, host.data, events))
+        holds = self.spec.keep_connections and bool(host.connections)
+        if holds:
+            self.held[host.name] = host
+        elif self.held:
+            self.held.pop(host.name, None)
+        self.outbox.append((index, multi, host.data, events, holds))
         if offload is not None and _left_a_call(multi):
             # A blocking call given up at its deadline goes on in its thread: the pool retires
             # this worker once its other hosts are done, which ends the call.
@@ -278,7 +324,7 @@ def portable(message: Message) -> Message:
     """
     if not isinstance(message, Done):
         return message
-    for _index, multi, data, events in message.batch:
+    for _index, multi, data, events, _holds in message.batch:
         _portable_results(multi)
         for event in events:
             if event[0] == "completed":

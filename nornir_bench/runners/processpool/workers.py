@@ -1,7 +1,10 @@
-"""The worker processes of one processpool run: forked, stopped, killed, and how they ended.
+"""The worker processes of a processpool runner: forked, stopped, killed, how they ended, and
+which hosts' connections each holds.
 
 Workers come from a fork server (:mod:`~nornir_bench.runners.processpool.forkserver`) holding
 the run; a fork server that died is replaced, and given the run again, before the next fork.
+The set outlives a run when the runner keeps its workers: the next run is sent to the same
+workers, and each host to the worker holding its connections.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from multiprocessing.connection import Connection, wait
 
 from nornir_bench.runners.processpool.crashes import RunningHost
 from nornir_bench.runners.processpool.forkserver import ForkServer, WorkerStartError
-from nornir_bench.runners.processpool.messages import Stop, send
+from nornir_bench.runners.processpool.messages import Stop, receive, send
 
 __all__ = ["Worker", "WorkerSet"]
 
@@ -36,10 +39,13 @@ class Worker:
 
 
 class WorkerSet:
-    """The workers of one run, and the fork server they are forked from.
+    """The workers of a runner, and the fork server they are forked from.
 
     Args:
         command: the interpreter arguments that start a fork server (its sockets appended).
+
+    Attributes:
+        holders: host name -> pid of the worker holding connections the host opened there.
     """
 
     def __init__(self, command: list[str]) -> None:
@@ -47,6 +53,31 @@ class WorkerSet:
         self.workers: list[Worker] = []
         self.forks: ForkServer | None = None
         self.payload = b""
+        self.holders: dict[str, int] = {}
+
+    def ensure_fork_server(self) -> None:
+        """Start the fork server, unless one is running (kept from an earlier run)."""
+        if self.forks is not None and self.forks.process.poll() is not None:
+            self.close(kill=True)  # it died between runs, and its workers with it
+        if self.forks is None:
+            self.start_fork_server()
+
+    def prune(self) -> None:
+        """Forget the workers that ended since the last run (killed, out of memory): the
+        connections they held are gone, and the next run opens new ones."""
+        for worker in list(self.workers):
+            try:
+                while worker.conn.poll():  # a late message of the last run, or the end of file
+                    receive(worker.conn)
+            except (EOFError, OSError):
+                self.stop([worker], kill=True)
+
+    def hold(self, host: str, worker: Worker | None) -> None:
+        """Note that ``worker`` holds connections of ``host`` (``None``: no worker does)."""
+        if worker is not None:
+            self.holders[host] = worker.pid
+        elif self.holders:
+            self.holders.pop(host, None)
 
     def start_fork_server(self) -> None:
         # The workers import what the parent can: tasks named by module path resolve there.
@@ -80,7 +111,11 @@ class WorkerSet:
         return worker
 
     def stop(self, workers: list[Worker], *, kill: bool) -> None:
-        """Ask (or force) ``workers`` to stop, all at once, and wait until they have."""
+        """Ask (or force) ``workers`` to stop, all at once, and wait until they have; the
+        connections they held are closed (or, killed, dropped)."""
+        gone = {worker.pid for worker in workers}
+        if self.holders and gone:
+            self.holders = {h: pid for h, pid in self.holders.items() if pid not in gone}
         for worker in workers:
             if worker in self.workers:
                 self.workers.remove(worker)
