@@ -9,19 +9,23 @@ Fixtures (import them into a conftest or test module to use them):
 
 Helpers: :func:`free_ports`, :func:`free_port_range`, :func:`started`, :func:`stopped`,
 :func:`silent_port`,
-:func:`closed_port`, :func:`full_port`, :func:`nornir_on`, :func:`rtt_server_thread`.
+:func:`closed_port`, :func:`full_port`, :func:`nornir_on`, :func:`rtt_server_thread`,
+:func:`counting_server`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import random
 import signal
 import socket
+import selectors
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -44,6 +48,7 @@ __all__ = [
     "ServerThread",
     "Started",
     "closed_port",
+    "counting_server",
     "fakenos_lab",
     "free_port_range",
     "free_ports",
@@ -113,6 +118,92 @@ def silent_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen(64)
         yield sock.getsockname()[1]
+
+
+@dataclass
+class CountingServer:
+    """What :func:`counting_server` saw: logins (accepted connections), those still open, and
+    the first line each client sent (JSON: what it connected with)."""
+
+    port: int
+    accepted: int = 0
+    open: int = 0
+    hellos: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def wait_open(self, count: int, timeout: float = 10.0) -> int:
+        """The connections open once there are ``count`` and each open one has said hello (or
+        after ``timeout`` s): what a client does reaches the server a moment later."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if self.open == count and len(self.hellos) >= self.accepted:
+                    break
+            time.sleep(0.01)
+        return self.open
+
+
+@contextmanager
+def counting_server() -> Iterator[CountingServer]:
+    """A loopback TCP server that counts the connections made to it and those still open: a
+    device whose logins a test counts, whichever process the client runs in. One thread."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(256)
+    listener.setblocking(False)
+    stats = CountingServer(listener.getsockname()[1])
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    stop_read, stop_write = socket.socketpair()
+    selector.register(stop_read, selectors.EVENT_READ)
+    buffers: dict[socket.socket, bytes] = {}
+
+    def serve() -> None:
+        while True:
+            for key, _ in selector.select():
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                if sock is stop_read:
+                    return
+                if sock is listener:
+                    client, _ = listener.accept()
+                    client.setblocking(False)
+                    selector.register(client, selectors.EVENT_READ)
+                    buffers[client] = b""
+                    with stats.lock:
+                        stats.accepted += 1
+                        stats.open += 1
+                    continue
+                try:
+                    data = sock.recv(4096)
+                except OSError:
+                    data = b""
+                if data:
+                    before = buffers[sock]
+                    buffers[sock] = before + data
+                    if b"\n" not in before and b"\n" in buffers[sock]:
+                        line = buffers[sock].split(b"\n", 1)[0]
+                        with stats.lock:
+                            stats.hellos.append(json.loads(line))
+                    continue
+                selector.unregister(sock)
+                del buffers[sock]
+                sock.close()
+                with stats.lock:
+                    stats.open -= 1
+
+    thread = threading.Thread(target=serve, name="counting-server", daemon=True)
+    thread.start()
+    try:
+        yield stats
+    finally:
+        stop_write.send(b"x")
+        thread.join(10)
+        for sock in list(buffers):
+            sock.close()
+        for sock in (listener, stop_read, stop_write):
+            sock.close()
+        selector.close()
 
 
 @contextmanager

@@ -7,9 +7,9 @@ thousands of devices can be in flight on one loop. Both return a ``Result`` whos
 is the command's output text, in the same form (no echo, no prompt, ``\\n`` line ends).
 
 Each keeps one session per host in ``host.connections`` (``"netmiko"`` and ``"asyncssh"``),
-reused by every command on that host. The asyncio and processpool runners close the asyncssh
-sessions at the end of each run; netmiko sessions stay open until ``nr.close_connections()``,
-as in nornir.
+reused by every command on that host, in this run and the next ones: both stay open until
+``nr.close_connections()``, as in nornir (the async runners keep the event loop an asyncssh
+session lives on, see :mod:`nornir_bench.core.connections`).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ concurrent tasks on one host from interleaving their commands.
 
 The session has the shape of a nornir connection plugin (``open``, ``close``, ``connection``)
 so nornir's ``host.close_connections()`` can close it, but it opens on an event loop
-(:meth:`AsyncSSHSession.aopen`) and closes best there: the async runners ``await aclose()``
-on every connection that has it at the end of a run, on the run's loop.
+(:meth:`AsyncSSHSession.aopen`) and closes best there: the runners that keep its loop between
+runs ``await aclose()`` on every connection that has it when they let the loop go, on it.
 """
 
 from __future__ import annotations

@@ -384,8 +384,6 @@ def test_what_a_call_given_up_adds_later_does_not_reach_the_result(runner: Runne
 def test_a_wrong_password_is_not_retried(
     runner: Runner, kind: str, fakenos_lab: LabProcess, tmp_path: Path
 ) -> None:
-    if kind != ASYNC and runner.name == "processpool":
-        pytest.skip("send_command in processpool workers comes with issue 13 (connection plugins)")
     device = fakenos_lab.devices[0]
     write_inventory(
         [LabDevice("r1", "127.0.0.1", device.port, "cisco_ios", "user", "Wr0ng-pa55")], tmp_path

@@ -1,8 +1,9 @@
-"""send_command (netmiko, threadpool) and asend_command (asyncssh, asyncio) on FakeNOS devices."""
+"""send_command (netmiko) and asend_command (asyncssh) on FakeNOS devices, on each runner."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,33 @@ def test_send_command_through_netmiko_on_two_platforms(fakenos_lab: LabProcess) 
     for device in fakenos_lab.devices:
         assert VERSION[device.platform] in result[device.name].result
         assert not result[device.name].result.startswith("show version")
+
+
+def netmiko_session(task: Task) -> tuple[int, int]:
+    """Which process this host's netmiko session lives in, and which session it is."""
+    return os.getpid(), id(task.host.connections["netmiko"].connection)
+
+
+@pytest.mark.parametrize("command", [send_command, asend_command])
+def test_device_commands_in_processpool_workers_reuse_their_sessions_across_runs(
+    fakenos_lab: LabProcess, command: Any
+) -> None:
+    """Once, send_command failed in workers: netmiko's connection plugin, registered in the
+    parent, was not registered there."""
+    nr = fakenos_lab.nornir("processpool", num_procs=2)
+    try:
+        first = nr.run(task=command, command="show version", enable=True)
+        assert not first.failed, first.failed_hosts
+        again = nr.run(task=command, command="show clock")
+        assert not again.failed, again.failed_hosts
+        if command is send_command:
+            sessions = nr.run(task=netmiko_session)
+            assert not sessions.failed, sessions.failed_hosts
+            assert nr.run(task=netmiko_session)["rtr1"].result == sessions["rtr1"].result
+    finally:
+        nr.close_connections()
+    for device in fakenos_lab.devices:
+        assert VERSION[device.platform] in first[device.name].result
 
 
 def test_asend_command_gives_what_send_command_gives(fakenos_lab: LabProcess) -> None:
