@@ -19,9 +19,9 @@ import asyncio
 import json
 import queue
 import random
+import selectors
 import signal
 import socket
-import selectors
 import subprocess
 import sys
 import threading

@@ -38,9 +38,13 @@ CLOSE_TIMEOUT = 5.0
 
 
 def holds_async_connections(host: Host) -> bool:
-    """Whether ``host`` holds a connection that closes on an event loop (has ``aclose()``)."""
+    """Whether ``host`` holds an open connection that closes on an event loop (has
+    ``aclose()``); one whose ``connection`` is ``None`` (nornir plugins' attribute for the
+    underlying session: a login that failed) does not count."""
     return bool(host.connections) and any(
-        callable(getattr(connection, "aclose", None)) for connection in host.connections.values()
+        callable(getattr(connection, "aclose", None))
+        and getattr(connection, "connection", True) is not None
+        for connection in host.connections.values()
     )
 
 

@@ -25,7 +25,6 @@ from collections.abc import Collection
 from importlib import metadata
 from typing import Any, TypeVar
 
-import cloudpickle
 from nornir.core import Nornir
 from nornir.core.configuration import Config
 from nornir.core.inventory import Inventory
@@ -121,6 +120,8 @@ def registered_plugins() -> dict[str, dict[str, Any]]:
     A plugin that cannot be pickled is left out: a task in the other process that uses it gets
     nornir's ``PluginNotRegistered``, naming it.
     """
+    import cloudpickle  # the process pool's: not imported by runs that do not send plugins
+
     sendable: dict[int, bool] = {}
 
     def pickles(plugin: Any) -> bool:

@@ -23,7 +23,11 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from nornir_bench.core.connections import aclose_connections, holds_async_connections
+from nornir_bench.core.connections import (
+    CLOSE_TIMEOUT,
+    aclose_connections,
+    holds_async_connections,
+)
 from nornir_bench.core.loops import new_event_loop
 
 if TYPE_CHECKING:
@@ -130,7 +134,29 @@ class _Kept:
         if loop is None or loop.is_closed():
             return
         try:
-            if held:
-                loop.run_until_complete(aclose_connections(held))
-        finally:
-            self.close_loop(loop)
+            asyncio.get_running_loop()
+        except RuntimeError:
+            _close_now(loop, held, self.close_loop)
+            return
+        # Called where another loop runs (the runner garbage-collected during someone else's
+        # run, or closed from async code): a thread has no running loop, and the kept one is
+        # idle, so it can run there. Bounded: closing each connection is.
+        closer = threading.Thread(
+            target=_close_now, args=(loop, held, self.close_loop), name="nornir-bench-loop-close"
+        )
+        closer.start()
+        closer.join(CLOSE_TIMEOUT + 5)
+
+
+def _close_now(
+    loop: asyncio.AbstractEventLoop,
+    held: list[Host],
+    close_loop: Callable[[asyncio.AbstractEventLoop], None],
+) -> None:
+    """Close ``held``'s async connections on ``loop`` (idle, and no loop runs in this thread),
+    then ``loop``."""
+    try:
+        if held:
+            loop.run_until_complete(aclose_connections(held))
+    finally:
+        close_loop(loop)

@@ -210,3 +210,42 @@ def test_logging_of_failures_goes_to_nornirs_logger(caplog: pytest.LogCaptureFix
     with caplog.at_level(logging.ERROR, logger="nornir.core.task"):
         make_nornir("asyncio", hosts=2).run(task=ASYNC_TASK_SET[2])
     assert any("dev1" in r.getMessage() for r in caplog.records)
+
+
+class _LoopConnection:
+    """An async connection held on the runner's kept loop; says how it was closed."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.closed_on: asyncio.AbstractEventLoop | None = None
+
+    async def aclose(self) -> None:
+        self.closed_on = asyncio.get_running_loop()
+
+    def close(self) -> None:
+        pass
+
+
+async def keeps_a_connection(task: Task) -> None:
+    task.host.connections["held"] = _LoopConnection()  # type: ignore[assignment]
+
+
+def test_a_runner_collected_while_another_loop_runs_closes_its_connections_on_their_loop() -> None:
+    """Once, the finalizer of a runner holding connections ran its kept loop from inside the
+    loop of whatever run the garbage collector interrupted: RuntimeError, connections left."""
+    import gc
+
+    nr = make_nornir("asyncio", hosts=3)
+    nr.run(task=keeps_a_connection)
+    held = [host.connections["held"] for host in nr.inventory.hosts.values()]
+    assert len({connection.loop for connection in held}) == 1  # type: ignore[attr-defined]
+    loop = held[0].loop  # type: ignore[attr-defined]
+
+    async def elsewhere() -> None:
+        nonlocal nr
+        del nr
+        gc.collect()
+
+    asyncio.run(elsewhere())
+    assert all(connection.closed_on is loop for connection in held)  # type: ignore[attr-defined]
+    assert loop.is_closed()

@@ -638,3 +638,47 @@ def test_ctrl_c_while_results_are_stored_keeps_every_host_it_reported() -> None:
         nr.run(task=tasksets.hello)
     assert hooks.completed, "no host completed"
     assert set(hooks.completed) <= set(caught.value.result), "a completed host was dropped"
+
+
+def naps_and_says_where(task: Task, seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_runs_from_two_threads_at_once_each_get_workers(tmp_path: Path) -> None:
+    """The kept workers serve one run at a time: a run started meanwhile, from another thread,
+    gets workers of its own, stopped when it ends."""
+    nr = pool(hosts=8, num_procs=1)
+    nr.run(task=tasksets.hello)
+    kept = nr.runner.worker_pids
+    results: dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        results[name] = nr.run(task=naps_and_says_where, seconds=0.3)
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert all(not result.failed for result in results.values())
+    used = {frozenset(multi.result for multi in result.values()) for result in results.values()}
+    assert frozenset(kept) in used and len(used) == 2  # one run on the kept worker, one not
+    assert nr.runner.worker_pids == kept
+    nr.runner.close()
+    assert nr.runner.worker_pids == []
+
+
+def test_a_host_whose_data_cannot_be_sent_fails_alone() -> None:
+    nr = pool(hosts=6)
+    with socket.socket() as sock:
+        nr.inventory.hosts["dev3"].data["session"] = sock
+        result = nr.run(task=tasksets.hello)
+    nr.runner.close()
+    assert sorted(result.failed_hosts) == ["dev3"]
+    exc = result["dev3"][0].exception
+    assert isinstance(exc, ValueError)
+    assert str(exc).startswith(
+        "processpool runner: host dev3's inventory cannot be sent to worker processes: TypeError"
+    )
+    assert result["dev2"].result == "hello from dev2"

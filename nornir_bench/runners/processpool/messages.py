@@ -53,9 +53,12 @@ class LoadRun(NamedTuple):
 
 
 class RunHosts(NamedTuple):
-    """Start these hosts (indices into the run's hosts) at once."""
+    """Start these hosts at once: their indices in the run's hosts, and the hosts themselves
+    (a pickled list, in the same order). Each host is sent to the worker that runs it, not
+    every host to every worker: a worker unpickles only its share of a 10,000-host run."""
 
     indices: list[int]
+    hosts: bytes
 
 
 class Halt(NamedTuple):

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import math
+import pickle
 import time
 from collections import deque
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
+import cloudpickle
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench.core.attempts import record_attempts
@@ -181,16 +183,40 @@ class _Pool:
             chunk = _taken(take, count) if take is not None else self._new_hosts(worker, count)
             if not chunk:
                 return
+            chunk, hosts = self._pickled(chunk)
             now = time.monotonic()
             for index in chunk:
                 worker.in_flight[index] = now
                 if self.task.processors and index not in self.started:  # not a host run again
                     self._started(index)
             try:
-                send(worker.conn, RunHosts(chunk))
+                send(worker.conn, RunHosts(chunk, hosts))
             except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
                 return
             room -= len(chunk)
+
+    def _pickled(self, chunk: list[int]) -> tuple[list[int], bytes]:
+        """The hosts of ``chunk`` that can be sent, and them pickled for the worker that runs
+        them (cloudpickle if their data needs it). A host whose inventory data cannot be sent
+        at all (an open socket in ``data``) fails, alone."""
+        hosts = [self.hosts[index] for index in chunk]
+        try:
+            return chunk, pickle.dumps(hosts, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - a function or a class of __main__ in the data
+            pass
+        sendable = []
+        for index in chunk:
+            try:
+                cloudpickle.dumps(self.hosts[index])
+            except Exception as exc:  # noqa: BLE001 - any of it: the host cannot run there
+                self._failed(index, ValueError(
+                    f"processpool runner: host {self.hosts[index].name}'s inventory cannot be "
+                    f"sent to worker processes: {type(exc).__name__}: {exc}"
+                ))
+            else:
+                sendable.append(index)
+        hosts = [self.hosts[index] for index in sendable]
+        return sendable, bytes(cloudpickle.dumps(hosts, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _new_hosts(self, worker: Worker, count: int) -> list[int]:
         """Up to ``count`` hosts for ``worker`` to run for the first time: those whose

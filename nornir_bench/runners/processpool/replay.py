@@ -22,8 +22,9 @@ def _remote(task: Task) -> None:
     """Stands for a subtask that ran in a worker, in the hooks replayed in the parent."""
 
 
-def relink(multi: MultiResult, host: Host) -> None:
-    """Point every result at the parent's ``Host`` (they arrive with a worker's copy)."""
+def relink(multi: MultiResult, host: Host | None) -> None:
+    """Point every result at the parent's ``Host``; ``None`` in a worker, before they are sent
+    (the parent has the host: a copy of it in every result would be pickled for nothing)."""
     for item in multi:
         if isinstance(item, MultiResult):
             relink(item, host)

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import threading
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,7 @@ from nornir.core.task import AggregatedResult, Task
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
+from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.plugins import registered_plugins
 from nornir_bench.core.policies.options import Policed, RunPolicy
@@ -145,6 +147,8 @@ class ProcessPoolRunner(Policed):
         self.loop_implementation = resolve_loop(loop, what="processpool runner")
         self.keep_workers = flag("processpool runner: keep_workers", keep_workers)
         self._procs = WorkerSet(_pool._FORK_SERVER_COMMAND)
+        self._lock = threading.Lock()
+        self._in_use = False  # a run is using the kept workers
         weakref.finalize(self, self._procs.close)  # also called at interpreter exit
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
@@ -159,7 +163,16 @@ class ProcessPoolRunner(Policed):
         result = placeholders(task, hosts)
         if not hosts:
             return result
-        pool = _Pool(self, task, hosts, result, self._procs)
+        closing = is_close_connections_task(task.task)
+        if closing and not self._procs.holders:
+            # nr.close_connections() with nothing held in workers: no worker to start for it;
+            # the workers go, and connections opened in this process close here, as nornir's.
+            self._procs.close()
+            for host in hosts:
+                result[host.name] = run_host(task, host)
+            return result
+        procs = self._take_workers()
+        pool = _Pool(self, task, hosts, result, procs)
         ended = False
         try:
             # The fork server starts (a fresh interpreter) while the run is being pickled.
@@ -178,10 +191,21 @@ class ProcessPoolRunner(Policed):
                     raise interrupted(result) from None
             ended = True
         finally:
-            closed = is_close_connections_task(task.task) and not self._procs.holders
-            if not (ended and self.keep_workers) or closed:
+            kept = procs is self._procs
+            if not (ended and kept and self.keep_workers) or (closing and not procs.holders):
                 pool.stop()
+            if kept:
+                self._in_use = False
         return result
+
+    def _take_workers(self) -> WorkerSet:
+        """The kept workers, or, while another thread's run uses them, a set of this run's own
+        (stopped when it ends)."""
+        with self._lock:
+            if self._in_use:
+                return WorkerSet(_pool._FORK_SERVER_COMMAND)
+            self._in_use = True
+            return self._procs
 
     @property
     def worker_pids(self) -> list[int]:
@@ -203,7 +227,6 @@ class ProcessPoolRunner(Policed):
             severity_level=task.severity_level,
             dry_run=task.global_dry_run,
             config=getattr(task.nornir, "config", None),
-            hosts=hosts,
             num_workers=self.num_workers,
             policy=self.policy,
             run_deadline=run_deadline,

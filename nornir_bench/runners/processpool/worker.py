@@ -7,9 +7,9 @@ arrives by cloudpickle instead, so functions defined in ``__main__`` still work)
 parent over a socket, and shows which host runs on its loop in a cell of shared memory (see
 :mod:`~nornir_bench.runners.processpool.crashes`).
 
-A worker runs one event loop. For each run the parent sends the task and the run's hosts once;
-then it sends host indices, and the worker starts every host it receives at once (the parent
-keeps at most ``num_workers`` in flight per worker). Each host goes through the shared core
+A worker runs one event loop. For each run the parent sends the task once; then it sends
+hosts, in chunks, and the worker starts every host it receives at once (the parent keeps at
+most ``num_workers`` in flight per worker). Each host goes through the shared core
 (``arun_host``): ``async def`` tasks on the loop, blocking tasks in the worker's thread pool.
 Finished hosts go back in batches: the ``MultiResult``, the host's ``data`` after the task, the
 subtask hook events the parent replays on its own processors, and whether the host holds
@@ -68,6 +68,7 @@ from nornir_bench.runners.processpool.messages import (
     receive,
     send,
 )
+from nornir_bench.runners.processpool.replay import relink
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -97,7 +98,6 @@ class RunSpec:
     severity_level: int
     dry_run: bool
     config: Config | None
-    hosts: list[Host]
     num_workers: int
     policy: RunPolicy
     run_deadline: float | None  # on the time.monotonic clock, which every process shares
@@ -162,8 +162,9 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
             elif isinstance(message, Halt) and run is not None:
                 run.halted.set()
             elif isinstance(message, RunHosts) and run is not None:
-                for index in message.indices:
-                    run.start(index)
+                hosts: list[Host] = pickle.loads(message.hosts)
+                for index, host in zip(message.indices, hosts, strict=True):
+                    run.start(index, host)
     finally:
         if run is not None:
             await run.aclose()
@@ -218,12 +219,7 @@ class _Run:
         if spec.plugins:
             register_plugins(spec.plugins)
         self.held = held
-        if held:  # this run's copies of the hosts take over their connections
-            for host in spec.hosts:
-                kept = held.get(host.name)
-                if kept is not None and kept is not host:
-                    host.connections = kept.connections
-                    held[host.name] = host
+        self.hosts: list[Host] = []  # every host this run received, whose connections it closes
         self.cell = running.cell
         self.events = _Events()
         inventory = Inventory(hosts=Hosts(), groups=Groups(), defaults=Defaults())
@@ -245,7 +241,7 @@ class _Run:
         # so the host running on the loop is not necessarily the cause (see crashes).
         self.session = AsyncRunSession(
             spec.func,
-            spec.hosts,
+            self.hosts,
             max_threads=spec.num_workers,
             # Kept for the next run (in this worker), or closed: no other process can use them.
             close_async=not spec.keep_connections,
@@ -257,15 +253,24 @@ class _Run:
         self.running: set[asyncio.Task[None]] = set()
         self.halted = asyncio.Event()  # Ctrl-C in the parent: no more retries
 
-    def start(self, index: int) -> None:
+    def start(self, index: int, host: Host) -> None:
+        """Start ``host``, the run's host ``index``: a new copy, which takes over the
+        connections this worker holds for it."""
+        if self.held:
+            kept = self.held.get(host.name)
+            if kept is not None:
+                host.connections = kept.connections
+                self.held[host.name] = host
+        self.hosts.append(host)
         # Marked: while the host's code runs on this loop, the parent can see which host it is
         # should this process die (see _crashes).
-        task = asyncio.get_running_loop().create_task(Marked(self._host(index), index, self.cell))
+        task = asyncio.get_running_loop().create_task(
+            Marked(self._host(index, host), index, self.cell)
+        )
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
-    async def _host(self, index: int) -> None:
-        host = self.spec.hosts[index]
+    async def _host(self, index: int, host: Host) -> None:
         offload = self.session.offload
         policy = self.spec.policy
         if policy.per_host:
@@ -276,6 +281,10 @@ class _Run:
         else:
             multi = await arun_host(self.task, host, offload=offload)
         events = self.events.by_host.pop(host.name, [])
+        relink(multi, None)
+        for event in events:
+            if event[0] == "completed":
+                relink(event[2], None)
         holds = self.spec.keep_connections and bool(host.connections)
         if holds:
             self.held[host.name] = host
