@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +32,16 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True)
+def records_state_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's default records folder is its own: a run without ``--output`` writes into
+    ``$XDG_STATE_HOME`` (else the real home), which a test must never touch. Processes the
+    test starts inherit it."""
+    state = tmp_path / "xdg-state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state / "nornir-bench" / "records"
 
 
 # Separates what the code printed from the list of modules.

@@ -67,14 +67,16 @@ def readme_block(after: str) -> str:
     return rest[start:rest.index("```", start)]
 
 
-def test_the_readme_lab_block_works_pasted_as_written(tmp_path: Path) -> None:
+def test_the_readme_lab_block_works_pasted_as_written(
+    tmp_path: Path, records_state_folder: Path
+) -> None:
     busy = _lab_ports_in_use()
     if busy:
         pytest.skip(f"the shipped lab's ports are taken on this machine: {busy}")
     block = readme_block("## Jobs against devices, or a local lab")
     lines = block.strip().splitlines()
     assert lines[0].startswith("python3 -m pip install")  # done by the test command already
-    # A copy of the checkout's example folders, so the records land in the test's folder.
+    # A copy of the checkout's example folders, so that the block runs from the test's folder.
     for folder in ("inventory", "tasks"):
         (tmp_path / folder).symlink_to(ROOT / folder)
     script = "set -e\n" + "\n".join(lines[1:]) + "\nwait\n"
@@ -85,7 +87,8 @@ def test_the_readme_lab_block_works_pasted_as_written(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("failed: 0") == 2, done.stdout
     assert done.stdout.splitlines()[-1].startswith("lab stopped"), done.stdout
-    assert len(list(tmp_path.glob("lab_show_*.jsonl"))) == 2
+    assert len(list(records_state_folder.glob("lab_show_*.jsonl"))) == 2
+    assert not list(tmp_path.glob("*.jsonl"))  # none left in the current folder
 
 
 def test_the_lab_jobs_run_against_the_lab_as_shipped(tmp_path: Path) -> None:
@@ -98,6 +101,7 @@ def test_the_lab_jobs_run_against_the_lab_as_shipped(tmp_path: Path) -> None:
             ("lab_show_version", 4, "Software"),
             ("lab_show_clock_async", 2, "UTC"),
             ("lab_tcp_ping", 4, "127.0.0.1:600"),
+            ("lab_three_steps", 6, ""),  # 2 hosts, 3 steps
         ]:
             out = tmp_path / f"{name}.jsonl"
             done = subprocess.run(
@@ -108,5 +112,7 @@ def test_the_lab_jobs_run_against_the_lab_as_shipped(tmp_path: Path) -> None:
             rows = [json.loads(line) for line in out.read_text().splitlines()]
             assert len(rows) == hosts and not any(r["failed"] for r in rows), name
             assert all(expect in json.dumps(r["result"]) for r in rows), name
+        steps = {r["step"]: r["result"] for r in rows}  # lab_three_steps: a host's answers
+        assert "Cisco" in steps[1] and "UTC" in steps[2] and "line protocol" in steps[3]
     finally:
         assert stopped(lab) == 0

@@ -1,5 +1,6 @@
-"""``nornir-bench run JOB.yaml``: a job file's task on its inventory, with a progress bar,
-per-host JSON Lines records, a summary and one line per failed host."""
+"""``nornir-bench run JOB.yaml``: a job file's task (or steps) on its inventory, with a progress
+bar, per-host JSON Lines records, a summary (a line per step, in a job of steps) and one line
+per failed host; with ``--show``, each host's result too."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from nornir_bench.cli._common import (
     hosts_text,
     interrupted_status,
 )
+from nornir_bench.jobs.show import MAX_CHARS, MAX_LINES
 
 HELP = "run a YAML job file's task on its inventory"
 
@@ -22,21 +24,29 @@ HELP = "run a YAML job file's task on its inventory"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``run``."""
     parser.description = (
-        "Run the task of a YAML job file (a nornir configuration plus task, filter, output) on "
-        "its hosts. Per-host records go to a JSON Lines file as hosts finish."
+        "Run the task, or the steps, of a YAML job file (a nornir configuration plus task or "
+        "steps, filter, output) on its hosts. Per-host records go to a JSON Lines file as "
+        "hosts finish."
     )
     parser.add_argument("job", metavar="JOB.yaml", type=Path, help="the job file")
     parser.add_argument("--output", "-o", metavar="PATH", type=Path,
                         help="JSON Lines file for per-host records (default: the job's "
-                        "output.path, else JOBNAME-DATE.jsonl here)")
+                        "output.path, else JOBNAME-DATE.jsonl in "
+                        "$XDG_STATE_HOME/nornir-bench/records, ~/.local/state/nornir-bench/"
+                        "records when XDG_STATE_HOME is not set)")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress bar (there is none either when stderr is not a "
                         "terminal)")
+    parser.add_argument("--show", action="store_true",
+                        help="after the run, print each host's result (device output), "
+                        f"masked, at most {MAX_LINES} lines and {MAX_CHARS:,} characters a "
+                        "host")
 
 
 def command(args: argparse.Namespace) -> int:
     from nornir_bench.jobs.load import load_job
-    from nornir_bench.jobs.run import failure_lines, run_job
+    from nornir_bench.jobs.run import failure_lines, interruption, run_job, step_lines
+    from nornir_bench.jobs.show import result_lines
 
     job = load_job(args.job)
     try:
@@ -44,9 +54,13 @@ def command(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"nornir-bench: error: cannot write the results: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(
-        f"job {job.path}: task {job.task_name} on {hosts_text(run.hosts)}, runner {job.runner_plugin}"
-    )
+    what = f"{len(job.steps)} steps" if job.stepped else f"task {job.task_name}"
+    print(f"job {job.path}: {what} on {hosts_text(run.hosts)}, runner {job.runner_plugin}")
+    if args.show:
+        for line in result_lines(run):
+            print(line)
+    if run.stepped:
+        print("\n".join(step_lines(run)))
     for line in run.summary.lines():
         print(run.redact(line))
     failures = failure_lines(run)
@@ -55,8 +69,7 @@ def command(args: argparse.Namespace) -> int:
         print("\n".join(failures))
     if run.interrupted:
         print(
-            f"interrupted{by_signal(args.terminated)}: {run.hosts - len(run.result)} of "
-            f"{hosts_text(run.hosts)} did not finish"
+            f"interrupted{by_signal(args.terminated)}: {interruption(run)}"
             + (" (hosts in flight abandoned: their devices may not have finished)"
                if run.abandoned else "")
         )

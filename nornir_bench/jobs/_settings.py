@@ -3,12 +3,12 @@ and made ready for ``InitNornir``.
 
 Each section is what nornir's configuration file holds, with its relative paths made relative
 to the job's folder; a plugin section names an installed plugin and gives it options it takes
-(:mod:`nornir_bench.jobs._plugins`). A job that names no runner gets one that can run its task.
+(:mod:`nornir_bench.jobs._plugins`). A job that names no runner gets one that can run its tasks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from nornir_bench.jobs._plugins import (
     named_plugin,
     plugin_options,
 )
+from nornir_bench.jobs._steps import Step
 from nornir_bench.runners.registry import prefers_async_tasks
 
 __all__ = ["config_settings", "inventory_settings", "runner_settings"]
@@ -98,27 +99,48 @@ def _no_hosts_yaml(job: JobFile, root: CommentedMap, node: CommentedMap) -> JobE
 
 
 def runner_settings(
-    job: JobFile, root: CommentedMap, task_name: str, task: Callable[..., Any]
+    job: JobFile, root: CommentedMap, steps: Sequence[Step], *, stepped: bool = False
 ) -> dict[str, Any]:
-    """The ``runner`` section: a runner that can run ``task``, and its options."""
+    """The ``runner`` section: a runner that can run every step's task, and its options.
+
+    With none named: ``asyncio`` when every step's task is async, else ``threadpool`` (so a
+    job mixing both must name a runner that awaits, which runs the blocking steps in threads).
+    ``stepped``: the job gave ``steps`` (messages then say which step).
+    """
     node = job.mapping(root, "runner")
     job.keys(node, ("plugin", "options"), "runner")
     plugins = installed(RunnersPluginRegister, "nornir.plugins.runners")
-    is_async = is_async_task(task)
-    default = _DEFAULT_ASYNC_RUNNER if is_async else _DEFAULT_RUNNER
+    all_async = all(is_async_task(step.task) for step in steps)
+    default = _DEFAULT_ASYNC_RUNNER if all_async else _DEFAULT_RUNNER
     plugin, cls = named_plugin(job, node, "runner", plugins, default)
-    if is_async and not prefers_async_tasks(cls):
-        able = sorted(n for n, c in plugins.items() if prefers_async_tasks(c))
-        raise job.error(
-            node,
-            "plugin",
-            f"task {task_name} is async (async def) and runner {plugin!r} cannot await it; "
-            f"use one of: {', '.join(able)}",
-        )
+    for step in steps:
+        if is_async_task(step.task) and not prefers_async_tasks(cls):
+            raise _cannot_await(job, node, step, plugin, plugins, stepped=stepped)
     what = f"runner plugin {plugin}"
     options = plugin_options(job, job.mapping(node, "options"), cls, what, "runner.options")
     construct(job, cls, options, node, what)
     return {"plugin": plugin, "options": options}
+
+
+def _cannot_await(
+    job: JobFile,
+    node: CommentedMap,
+    step: Step,
+    plugin: str,
+    plugins: dict[str, Any],
+    *,
+    stepped: bool,
+) -> JobError:
+    """An async step on a runner that cannot await it: at the runner named, else at the step."""
+    able = ", ".join(sorted(n for n, c in plugins.items() if prefers_async_tasks(c)))
+    what = f"step {step.number}: task" if stepped else "task"
+    message = f"{what} {step.task_name} is async (async def) and runner {plugin!r} cannot await it"
+    if "plugin" in node:
+        return job.error(node, "plugin", f"{message}; use one of: {able}")
+    return JobError(
+        f"{step.at}: {message} (the default when not every step is async); name a runner that "
+        f"can, which runs the blocking steps too: one of: {able}"
+    )
 
 
 def config_settings(

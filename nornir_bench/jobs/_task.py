@@ -27,7 +27,9 @@ from nornir_bench.tasks import (
     require_libraries,
 )
 
-__all__ = ["read_task"]
+__all__ = ["TASK_KEYS", "read_task", "task_of"]
+
+TASK_KEYS = ("name", "params")
 
 # nr.run's own arguments: a task parameter of the same name would never reach the task.
 _RUN_ARGUMENTS = ("task", "raise_on_error", "on_good", "on_failed", "name")
@@ -36,17 +38,25 @@ _RUN_ARGUMENTS = ("task", "raise_on_error", "on_good", "on_failed", "name")
 def read_task(job: JobFile, root: CommentedMap) -> tuple[str, Callable[..., Any], dict[str, Any]]:
     """The task's name as written, the task, and its parameters, from the job's ``root``."""
     node = job.mapping(root, "task")
-    job.keys(node, ("name", "params"), "task")
+    job.keys(node, TASK_KEYS, "task")
     if "name" not in node:
         raise job.error(root, "task", "task has no 'name': a built-in task or module:function")
-    name = job.string(node, "name", "task")
+    return task_of(job, node, "task")
+
+
+def task_of(
+    job: JobFile, node: CommentedMap, what: str
+) -> tuple[str, Callable[..., Any], dict[str, Any]]:
+    """The task ``node`` names (it has ``name``), found and checked with its ``params``;
+    ``what`` says where it is in messages (``task``, ``step 2``)."""
+    name = job.string(node, "name", what)
     task = _find(job, node, name)
     try:
         require_libraries(task)  # before its own check, which may need them
     except MissingLibrary as exc:
         raise job.error(node, "name", str(exc)) from None
     params_node = job.mapping(node, "params")
-    params: dict[str, Any] = job.plain(params_node, "task.params")
+    params: dict[str, Any] = job.plain(params_node, f"{what}.params")
     for key in params:
         if key in _RUN_ARGUMENTS:
             raise job.error(

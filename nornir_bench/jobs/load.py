@@ -3,7 +3,9 @@
 A job is a nornir configuration file (``inventory``, ``runner``, ``core``, ``logging``, ``ssh``,
 ``user_defined``: handed to ``InitNornir`` as they are) plus ``task`` (``name``: a built-in task
 or ``module:function``; ``params``), an optional ``filter`` (``hosts``, ``groups``,
-``platform``) and an optional ``output`` (``path`` of the JSON Lines records)::
+``platform``) and an optional ``output`` (``path`` of the JSON Lines records). Instead of
+``task``, ``steps`` lists tasks run one after the other on the same hosts and connections, each
+with its own optional ``filter`` and ``on_failed`` (:mod:`~nornir_bench.jobs._steps`)::
 
     inventory:
       plugin: SimpleInventory
@@ -25,8 +27,10 @@ inventory files, unset environment variables, a filter that matches nothing; and
 is, found before they cost time or memory (:mod:`nornir_bench.jobs._yaml_input`): too big, not
 UTF-8 text, nested too deep, aliases that expand past a bound.
 
-Here is the job as a whole (its keys, ``filter``, ``output``, and :class:`Job` running it);
-the ``task`` section is read by :mod:`~nornir_bench.jobs._task`, nornir's settings by
+Here is the job as a whole (its keys, ``output``, and :class:`Job` running it); the ``task``
+section is read by :mod:`~nornir_bench.jobs._task`, ``steps`` by
+:mod:`~nornir_bench.jobs._steps`, ``filter`` by :mod:`~nornir_bench.jobs._filter`, nornir's
+settings by
 :mod:`~nornir_bench.jobs._settings`, every value through
 :class:`~nornir_bench.jobs._job_file.JobFile`, which knows where it sits in the file.
 """
@@ -39,19 +43,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.configuration import CoreConfig, LoggingConfig, SSHConfig
-from nornir.core.filter import F
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 
 from nornir_bench.core.plugins import init_nornir
+from nornir_bench.jobs._filter import HostFilter, read_filter
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line, yaml_error
 from nornir_bench.jobs._settings import (
     config_settings,
     inventory_settings,
     runner_settings,
 )
-from nornir_bench.jobs._signatures import show
-from nornir_bench.jobs._task import read_task
+from nornir_bench.jobs._steps import Step, read_steps
 from nornir_bench.jobs._yaml_input import MAX_VALUES, expanded_size, too_many_values
 from nornir_bench.jobs.secrets import SecretError, resolve_inventory
 from nornir_bench.tasks import connections_of
@@ -59,31 +62,10 @@ from nornir_bench.tasks import connections_of
 if TYPE_CHECKING:
     from nornir.core import Nornir
 
-__all__ = ["HostFilter", "Job", "JobError", "load_job"]
+__all__ = ["HostFilter", "Job", "JobError", "Step", "load_job"]
 
 NORNIR_KEYS = ("inventory", "runner", "core", "logging", "ssh", "user_defined")
-JOB_KEYS = (*NORNIR_KEYS, "task", "filter", "output")
-
-
-@dataclass(frozen=True)
-class HostFilter:
-    """Which hosts a job runs on: all of them unless narrowed.
-
-    Each field is a list of accepted values (any of them); fields combine with "and".
-    """
-
-    hosts: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-    platforms: tuple[str, ...] = ()
-
-    def apply(self, nr: Nornir) -> Nornir:
-        if self.hosts:
-            nr = nr.filter(F(name__any=list(self.hosts)))
-        if self.groups:
-            nr = nr.filter(F(groups__any=list(self.groups)))
-        if self.platforms:
-            nr = nr.filter(F(platform__any=list(self.platforms)))
-        return nr
+JOB_KEYS = (*NORNIR_KEYS, "task", "steps", "filter", "output")
 
 
 @dataclass(frozen=True)
@@ -93,26 +75,49 @@ class Job:
     Attributes:
         path: the job file.
         settings: ``InitNornir`` keyword arguments, paths made absolute.
-        task_name: as written in the job (a built-in name or ``module:function``).
-        task: the task function.
-        params: the task's keyword arguments.
+        steps: its tasks, run one after the other (one for a job with ``task``).
         filter: the hosts to run on.
         output: where the JSON Lines records go, if the job says.
         secrets: passwords and secrets the job holds, to be masked in all output.
+        stepped: the job gave ``steps`` (rather than one ``task``).
     """
 
     path: Path
     settings: dict[str, Any]
-    task_name: str
-    task: Callable[..., Any]
-    params: dict[str, Any]
+    steps: tuple[Step, ...]
     filter: HostFilter = field(default_factory=HostFilter)
     output: Path | None = None
     secrets: frozenset[str] = frozenset()
+    stepped: bool = False
 
     @property
     def runner_plugin(self) -> str:
         return str(self.settings["runner"]["plugin"])
+
+    @property
+    def task_name(self) -> str:
+        """The (first) step's task name, as written in the job."""
+        return self.steps[0].task_name
+
+    @property
+    def task(self) -> Callable[..., Any]:
+        """The (first) step's task function."""
+        return self.steps[0].task
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The (first) step's task parameters."""
+        return self.steps[0].params
+
+    def connections(self) -> frozenset[str] | None:
+        """The connection plugins the steps' tasks open; ``None``: not known, so every one."""
+        wanted: set[str] = set()
+        for step in self.steps:
+            needed = connections_of(step.task)
+            if needed is None:
+                return None
+            wanted |= needed
+        return frozenset(wanted)
 
     def nornir(self) -> tuple[Nornir, frozenset[str]]:
         """Load the inventory and runner, expand ``${NAME}`` credentials, apply the filter.
@@ -125,7 +130,7 @@ class Job:
                 matches no host.
         """
         try:
-            nr = init_nornir(connections=connections_of(self.task), **self.settings)
+            nr = init_nornir(connections=self.connections(), **self.settings)
         except MarkedYAMLError as exc:
             raise JobError(yaml_error(exc, "inventory")) from None
         except Exception as exc:  # noqa: BLE001 - any plugin's error, reported in one line
@@ -145,7 +150,23 @@ class Job:
             raise JobError(
                 f"{self.path}: no host to run on: the filter matches none of the inventory"
             )
+        for step in self.steps:
+            self._check_step_filter(step, nr)
         return nr, self.secrets | secrets
+
+    def _check_step_filter(self, step: Step, nr: Nornir) -> None:
+        """Fail if ``step``'s filter names a host the inventory lacks, or leaves none of the
+        job's hosts (``nr``): a step that could never run is a mistake in the job."""
+        missing = sorted(set(step.filter.hosts) - set(nr.inventory.hosts))
+        if missing:
+            raise JobError(
+                f"{step.at}: {step.label}: filter: no such host among the job's hosts: "
+                f"{', '.join(missing)}"
+            )
+        if not step.filter.apply(nr).inventory.hosts:
+            raise JobError(
+                f"{step.at}: {step.label}: its filter matches none of the job's hosts"
+            )
 
     def _check_inventory_data(self, nr: Nornir) -> None:
         """Fail if some host's, group's or the defaults' ``data`` expands past ``MAX_VALUES``.
@@ -188,13 +209,10 @@ def load_job(path: str | Path) -> Job:
             f"{job.path}:1:1: a job file must be a mapping with keys: {', '.join(JOB_KEYS)}"
         )
     job.keys(root, JOB_KEYS, "the job")
-    if "task" not in root:
-        raise JobError(f"{job.path}:1:1: the job has no 'task' (with 'name' and 'params')")
-
-    task_name, task, params = read_task(job, root)
+    steps, stepped = read_steps(job, root)
     settings: dict[str, Any] = {
         "inventory": inventory_settings(job, root),
-        "runner": runner_settings(job, root, task_name, task),
+        "runner": runner_settings(job, root, steps, stepped=stepped),
         "core": config_settings(job, root, "core", CoreConfig),
         "logging": config_settings(job, root, "logging", LoggingConfig, paths=("log_file",)),
         "ssh": config_settings(job, root, "ssh", SSHConfig, paths=("config_file",)),
@@ -204,12 +222,11 @@ def load_job(path: str | Path) -> Job:
     return Job(
         path=job.path,
         settings=settings,
-        task_name=task_name,
-        task=task,
-        params=params,
-        filter=_host_filter(job, root),
+        steps=steps,
+        filter=read_filter(job, root),
         output=output,
         secrets=frozenset(job.secrets),
+        stepped=stepped,
     )
 
 
@@ -218,22 +235,3 @@ def _output(job: JobFile, root: CommentedMap) -> Path | None:
     node = job.mapping(root, "output")
     job.keys(node, ("path",), "output")
     return job.relative(job.string(node, "path", "output")) if "path" in node else None
-
-
-def _host_filter(job: JobFile, root: CommentedMap) -> HostFilter:
-    """The ``filter`` section: each key a name or a list of names."""
-    node = job.mapping(root, "filter")
-    job.keys(node, ("hosts", "groups", "platform"), "filter")
-    values: dict[str, tuple[str, ...]] = {}
-    for key in ("hosts", "groups", "platform"):
-        value = job.plain(node.get(key), f"filter.{key}") if key in node else []
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise job.error(
-                node, key, f"filter {key} must be a name or a list of names, got {show(value)}"
-            )
-        values[key] = tuple(value)
-    return HostFilter(
-        hosts=values["hosts"], groups=values["groups"], platforms=values["platform"]
-    )

@@ -3,9 +3,14 @@
 One line per host, written and flushed in ``task_instance_completed``: a run that crashes or is
 stopped with Ctrl-C keeps every host that had finished. A line holds::
 
-    {"host": "rtr1", "failed": false, "elapsed": 0.412, "result": "...",
-     "exception": null, "message": null, "traceback": null, "abandoned": false,
-     "attempts": 1, "failed_attempts": []}
+    {"host": "rtr1", "step": 1, "task": "send_command", "failed": false, "elapsed": 0.412,
+     "result": "...", "exception": null, "message": null, "traceback": null,
+     "abandoned": false, "attempts": 1, "failed_attempts": []}
+
+``step`` and ``task`` are the fields the writer was given (``fields``): a job run gives every
+line its step's number (from 1; 1 in a job of one task) and task name, so that the lines of a
+job of several steps, all in one file, say which step each is of. Without ``fields`` a line
+has neither.
 
 ``exception`` is the type name of what made the host fail (a failed subtask's own exception is
 preferred to the ``NornirSubTaskError`` of its parent), ``message`` its text and ``traceback``
@@ -13,8 +18,9 @@ the full traceback, which the terminal never shows; ``abandoned`` says the host 
 deadline in a blocking call that went on in its thread. ``attempts`` counts the times the task
 started on the host, and ``failed_attempts`` holds ``{"exception", "message", "abandoned"}`` for
 each run before the one that counted (see :mod:`nornir_bench.core.attempts`: the run's
-``retries``, or the process pool running a host again when another host crashed its worker). Values that JSON cannot hold are written as
-their ``repr``; known secrets are masked in every value before it is encoded.
+``retries``, or the process pool running a host again when another host crashed its worker).
+Values that JSON cannot hold are written as their ``repr``; known secrets are masked in every
+value before it is encoded.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import json
 import threading
 import traceback
+from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirSubTaskError
@@ -79,21 +86,32 @@ class JsonLinesWriter(HostTimer):
     Args:
         file: an open text file; the writer flushes it after each line, and does not close it.
         redact: masks secrets in each line (none by default).
+        fields: keys and values added to every line, after ``host`` (a job's ``step`` and
+            ``task``).
 
     It is also a :class:`HostTimer`: ``elapsed`` holds every host's seconds, as in the records.
     Lines are written under a lock, so runners that finish hosts on several threads are safe.
     """
 
-    def __init__(self, file: IO[str], *, redact: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        file: IO[str],
+        *,
+        redact: Redactor | None = None,
+        fields: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.file = file
         self.redact = redact or Redactor()
+        self.fields = dict(fields or {})
         self.written = 0
         self._lock = threading.Lock()
 
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         super().task_instance_completed(task, host, result)
         record = host_record(host.name, result, self.elapsed.get(host.name))
+        if self.fields:
+            record = {"host": record.pop("host"), **self.fields, **record}
         # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.
         line = json.dumps(
             self.redact.value(record), default=self.redact.json_default, ensure_ascii=False

@@ -101,6 +101,8 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
     for row in rows:
         assert set(row) == {
             "host",
+            "step",
+            "task",
             "failed",
             "elapsed",
             "result",
@@ -111,6 +113,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "attempts",
             "failed_attempts",
         }
+        assert (row["step"], row["task"]) == (1, "sim_rtt")  # a job of one task: step 1
         assert (row["attempts"], row["failed_attempts"], row["abandoned"]) == (1, [], False)
         assert row["failed"] is False and row["exception"] is None and row["traceback"] is None
         assert row["elapsed"] >= 0.009  # the host's own time, on every runner
@@ -162,13 +165,56 @@ def test_the_password_never_reaches_the_terminal_the_records_or_the_log(
     assert "********" in written and "********" in done.stdout
 
 
-def test_the_default_output_file_is_named_after_the_job(tmp_path: Path) -> None:
+def test_the_default_output_file_is_named_after_the_job_in_the_state_folder(
+    tmp_path: Path, records_state_folder: Path
+) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
     done = nornir_bench("run", str(job), cwd=tmp_path)
     assert done.returncode == 0
-    (written,) = tmp_path.glob("job-*.jsonl")
-    assert f"per-host records: {written.name}" in done.stdout
+    (written,) = records_state_folder.glob("job-*.jsonl")
+    assert f"per-host records: {written}\n" in done.stdout
     assert len(records(written)) == 3
+    assert not list(tmp_path.glob("*.jsonl"))  # nothing left in the current folder
+    # made readable by the user alone, as the XDG specification asks of the state folder
+    for folder in (records_state_folder, *records_state_folder.parents[:2]):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    again = nornir_bench("run", str(job), cwd=tmp_path)  # the same second, maybe: its own file
+    assert again.returncode == 0
+    assert len(list(records_state_folder.glob("job-*.jsonl"))) == 2
+
+
+@pytest.mark.parametrize("state", ["", "relative/state"], ids=["empty", "relative"])
+def test_without_an_absolute_xdg_state_home_records_go_to_the_home_state_folder(
+    tmp_path: Path, state: str
+) -> None:
+    """As the XDG specification says: a relative path there is to be ignored."""
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
+    env = {**os.environ, "NB_TEST_SECRET": SECRET, "HOME": str(tmp_path / "home"),
+           "XDG_STATE_HOME": state}
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", str(job)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    (written,) = (tmp_path / "home" / ".local" / "state" / "nornir-bench" / "records").glob(
+        "job-*.jsonl"
+    )
+    assert f"per-host records: {written}\n" in done.stdout
+    assert not (tmp_path / "relative").exists()
+
+
+def test_a_state_folder_that_cannot_be_made_is_the_one_line_write_error(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
+    (tmp_path / "state").write_text("a file, not a folder\n")
+    env = {**os.environ, "NB_TEST_SECRET": SECRET, "XDG_STATE_HOME": str(tmp_path / "state")}
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", str(job)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("nornir-bench: error: cannot write the results: [Errno 20] Not a "
+                           "directory"), line
 
 
 def test_the_jobs_output_path_is_used_unless_overridden(tmp_path: Path) -> None:
@@ -255,7 +301,7 @@ def test_a_bad_job_exits_2_with_file_line_and_column(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"nornir-bench: error: {job}:7:1: unknown key 'runner_options' in the job; allowed: "
-        "inventory, runner, core, logging, ssh, user_defined, task, filter, output"
+        "inventory, runner, core, logging, ssh, user_defined, task, steps, filter, output"
     )
     assert done.stdout == ""
 

@@ -1,0 +1,192 @@
+"""``nornir-bench run`` on jobs of several steps, and ``--show``: a real subprocess, its exit
+status, what it prints and the records it writes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_run import SECRET, job_file, nornir_bench, one_error_line, records
+from tests.jobs.test_steps import BAD_STEPS
+
+# Tasks whose results hold what a device would answer: lines of text, the password echoed
+# (as a device's config dump might), data, a subtask's answer.
+SHOW_TASKS = '''
+from nornir.core.task import Result
+
+
+def show_run(task, lines=3):
+    number = int(task.host.name[3:])
+    if number == 1:
+        raise ValueError(f"refused\\nfor {task.host.password}\\nsecond line")
+    text = "\\n".join(f"line {i} of {task.host.name}" for i in range(lines))
+    return text + f"\\nenable secret {task.host.password}"
+
+
+def facts(task):
+    return {"hostname": task.host.name, "secret": task.host.password, "uptime": 7}
+
+
+def with_subtask(task):
+    task.run(task=facts, name="gather facts")
+    return "parent done"
+'''
+
+
+def show_job(tmp_path: Path, body: str, hosts: int = 3) -> Path:
+    job = job_file(tmp_path, body, hosts=hosts)
+    (tmp_path / "showtasks.py").write_text(SHOW_TASKS)
+    return job
+
+
+def test_a_job_of_steps_prints_a_line_per_step_and_where_each_host_failed(
+    tmp_path: Path,
+) -> None:
+    job = job_file(tmp_path, """\
+        steps:
+          - {name: sim_rtt, params: {rtt: 0, fail_rate: 0.3, seed: 1}}
+          - {name: sim_rtt, params: {rtt: 0, fail_rate: 0.3, seed: 3}}
+          - {name: 'jobtasks:slow', params: {seconds: 0}, on_failed: true,
+             filter: {hosts: [dev1, dev2, dev5]}}
+        """)
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"job {job}: 3 steps on 12 hosts, runner threadpool"
+    assert lines[1].startswith("step 1 sim_rtt (rtt: 0, fail_rate: 0.3, seed: 1): hosts: 12, "
+                               "ok: 9, failed: 3, ")
+    assert lines[2].startswith("step 2 sim_rtt (rtt: 0, fail_rate: 0.3, seed: 3): hosts: 9, "
+                               "ok: 5, failed: 4, ")
+    assert lines[2].endswith("; left out: 3 hosts that failed an earlier step")
+    assert lines[3].startswith("step 3 jobtasks:slow (seconds: 0): hosts: 3, ok: 3, failed: 0")
+    assert "hosts: 12, ok: 5, failed: 7, changed: 0" in lines
+    for host, step in (("dev2", 1), ("dev1", 2)):
+        assert (
+            f"  {host} (step {step} sim_rtt): SimulatedFailure: simulated failure on {host} "
+            "after 0.0 ms"
+        ) in lines
+    rows = records(tmp_path / "out.jsonl")
+    assert [(r["step"], r["task"]) for r in rows if r["host"] == "dev2"] == [
+        (1, "sim_rtt"), (3, "jobtasks:slow")
+    ]
+    assert len(rows) == 12 + 9 + 3
+
+
+@pytest.mark.parametrize(("body", "says"), BAD_STEPS.values(), ids=BAD_STEPS)
+def test_each_bad_steps_input_exits_2_in_one_line(tmp_path: Path, body: str, says: str) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text("inventory: {plugin: synthetic, options: {hosts: 12, groups: 2}}\n"
+                   "logging: {enabled: false}\n" + body)
+    line = one_error_line(nornir_bench("run", "job.yaml", "-o", "out.jsonl", cwd=tmp_path))
+    assert line == says
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_ctrl_c_in_a_step_keeps_what_finished_and_runs_no_later_step(tmp_path: Path) -> None:
+    job = job_file(
+        tmp_path,
+        """\
+        steps:
+          - {name: 'jobtasks:slow', params: {seconds: 0.2}}
+          - {name: 'jobtasks:slow', params: {seconds: 0}}
+        """,
+        hosts=400,
+        runner="asyncio",
+    )
+    env = {**os.environ, "NB_TEST_SECRET": SECRET}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    out_file = tmp_path / "out.jsonl"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not out_file.exists() or len(out_file.read_text()) == 0):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    finished = records(out_file)
+    assert 0 < len(finished) < 400 and {r["step"] for r in finished} == {1}
+    assert (
+        f"interrupted: at step 1 of 2, {400 - len(finished)} of 400 hosts did not finish it; "
+        "1 later step not run"
+    ) in stdout
+    assert "step 2 jobtasks:slow (seconds: 0): not run: the job was interrupted at step 1" in stdout
+    assert "Traceback" not in stderr
+
+
+def test_show_prints_each_hosts_result_masked_without_tracebacks(tmp_path: Path) -> None:
+    job = show_job(tmp_path, """\
+        steps:
+          - {name: 'showtasks:show_run'}
+          - {name: 'showtasks:with_subtask'}
+        """)
+    done = nornir_bench("run", str(job), "--show", "--quiet", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert SECRET not in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    shown = done.stdout.split("runner threadpool\n", 1)[1].split("\nstep 1 ", 1)[0]
+    assert shown.splitlines() == [
+        "dev0 (step 1 showtasks:show_run): ok",
+        "    line 0 of dev0",
+        "    line 1 of dev0",
+        "    line 2 of dev0",
+        "    enable secret ********",
+        "dev0 (step 2 showtasks:with_subtask): ok",
+        "    parent done",
+        "    -- gather facts: ok",
+        "        {",
+        '          "hostname": "dev0",',
+        '          "secret": "********",',
+        '          "uptime": 7',
+        "        }",
+        "dev1 (step 1 showtasks:show_run): failed: ValueError: refused",
+        "dev1 (step 2 showtasks:with_subtask): not run: it failed an earlier step",
+        "dev2 (step 1 showtasks:show_run): ok",
+        "    line 0 of dev2",
+        "    line 1 of dev2",
+        "    line 2 of dev2",
+        "    enable secret ********",
+        "dev2 (step 2 showtasks:with_subtask): ok",
+        "    parent done",
+        "    -- gather facts: ok",
+        "        {",
+        '          "hostname": "dev2",',
+        '          "secret": "********",',
+        '          "uptime": 7',
+        "        }",
+    ]
+
+
+def test_show_of_a_one_task_job_and_its_bound_per_host(tmp_path: Path) -> None:
+    job = show_job(tmp_path, "task: {name: 'showtasks:show_run', params: {lines: 1000}}\n", hosts=1)
+    done = nornir_bench("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == "dev0: ok"
+    assert lines[2:202] == [f"    line {i} of dev0" for i in range(200)]
+    assert lines[202] == (
+        "    ... cut: 801 more lines, 16,026 characters (at most 200 lines, 20,000 characters a "
+        "host); the task's full result is in out.jsonl"
+    )
+    assert lines[203] == "hosts: 1, ok: 1, failed: 0, changed: 0"
+
+
+def test_show_of_a_secret_given_through_the_environment_is_masked(tmp_path: Path) -> None:
+    """The job's own password, not the inventory's: ``${ENV}`` in a task parameter."""
+    (tmp_path / "echo.py").write_text(
+        "def echo(task, password):\n    return f'logged in with {password}\\nok'\n"
+    )
+    job = job_file(
+        tmp_path, "task: {name: 'echo:echo', params: {password: '${NB_TEST_SECRET}'}}\n", hosts=2
+    )
+    done = nornir_bench("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "    logged in with ********\n    ok\n" in done.stdout
+    assert SECRET not in done.stdout + done.stderr + (tmp_path / "out.jsonl").read_text()
