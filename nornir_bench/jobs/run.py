@@ -466,8 +466,13 @@ def _why(run: JobRun, failure: Result | None) -> str:
 
 
 def _close_connections(nr: Nornir) -> None:
-    """Close what the run left open (netmiko sessions), on every host, in parallel."""
-    if any(host.connections for host in nr.inventory.hosts.values()):
-        # A second Ctrl-C while closing should not hide the run's results.
-        with contextlib.suppress(Exception, KeyboardInterrupt):
+    """Close what the run left open, on every host, in parallel: sessions in this process
+    (netmiko's, and asyncssh's on the asyncio runner's kept loop), then what the runner keeps
+    (processpool's workers, and the sessions they hold)."""
+    # A second Ctrl-C while closing should not hide the run's results.
+    with contextlib.suppress(Exception, KeyboardInterrupt):
+        if any(host.connections for host in nr.inventory.hosts.values()):
             nr.close_connections(on_good=True, on_failed=True)
+        close = getattr(nr.runner, "close", None)
+        if callable(close):
+            close()

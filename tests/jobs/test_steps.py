@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nornir.core.plugins.connections import ConnectionPluginRegister
 
 from nornir_bench.jobs.load import JobError, load_job
 from nornir_bench.jobs.run import JobRun, failure_lines, run_job, step_lines
 from nornir_bench.tasks import asim_rtt, sim_rtt
+from tests.devices import counting_server
 
 # 12 synthetic hosts; with fail_rate 0.3, seed 1 fails dev2, dev4, dev6 and seed 3 fails
 # dev1, dev3, dev8, dev10 (plan_round_trip draws by seed and host name alone).
@@ -264,3 +266,85 @@ def test_connections_opened_by_a_step_are_there_for_the_next(tmp_path: Path) -> 
           - {name: 'conntasks:use_session'}
         """)
     assert done.summary.failed == 0 and len(done.steps[1].result) == 12
+
+
+COUNTED_TASKS = '''
+import asyncio, json, socket
+
+from nornir.core.plugins.connections import ConnectionPluginRegister
+
+
+class Counted:
+    def open(self, hostname, username, password, port, platform, extras=None, configuration=None):
+        self.connection = socket.create_connection((hostname, port), timeout=10)
+        self.connection.sendall(b"{}\\n")
+
+    def close(self):
+        self.connection.close()
+
+
+ConnectionPluginRegister.register(__name__, Counted)  # a name of its own: one per test
+
+
+def step(task, what):
+    task.host.get_connection(__name__, task.nornir.config)
+    return what
+
+
+class AsyncCounted:
+    def __init__(self, writer):
+        self.writer, self.loop = writer, asyncio.get_running_loop()
+
+    async def aclose(self):
+        self.writer.close()
+        await self.writer.wait_closed()
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.writer.close)
+
+
+async def astep(task, what):
+    if "acounted" not in task.host.connections:
+        _, writer = await asyncio.open_connection(task.host.hostname, task.host.port)
+        writer.write(b"{}\\n")
+        task.host.connections["acounted"] = AsyncCounted(writer)
+    return what
+'''
+
+
+@pytest.mark.usefixtures("no_leaked_processes")
+@pytest.mark.parametrize(
+    ("runner", "task"),
+    [
+        ("threadpool", "step"),
+        ("asyncio", "step"),
+        ("asyncio", "astep"),
+        ("processpool", "step"),
+        ("processpool", "astep"),
+    ],
+)
+def test_a_device_sees_one_login_per_job_not_one_per_step(
+    tmp_path: Path, runner: str, task: str
+) -> None:
+    module = f"counted_{runner}_{task}"
+    (tmp_path / f"{module}.py").write_text(COUNTED_TASKS, encoding="utf-8")
+    with counting_server() as server:
+        path = tmp_path / "job.yaml"
+        path.write_text(textwrap.dedent(f"""\
+            inventory:
+              plugin: synthetic
+              options: {{hosts: 6, hostname: 127.0.0.1, port: {server.port}}}
+            logging: {{enabled: false}}
+            runner: {{plugin: {runner}}}
+            steps:
+              - {{name: "{module}:{task}", params: {{what: version}}}}
+              - {{name: "{module}:{task}", params: {{what: clock}}}}
+              - {{name: "{module}:{task}", params: {{what: interfaces}}}}
+            """), encoding="utf-8")
+        try:
+            done = run_job(load_job(path), output=tmp_path / "records.jsonl", progress=False)
+        finally:
+            ConnectionPluginRegister.available.pop(module, None)
+        assert not done.summary.failed and len(done.steps) == 3
+        assert server.wait_open(0) == 0  # all closed when the job ended
+        assert server.accepted == 6  # one login per device for the three steps
