@@ -45,18 +45,21 @@ def _host_slots(cls: type) -> tuple[str, ...]:
 _SLOTS = {cls: _host_slots(cls) for cls in (Host, Group)}
 
 
-def _rebuild_host(cls: type[Host], state: dict[str, Any]) -> Host:
+def _rebuild_host(cls: type[Host], values: tuple[Any, ...] | dict[str, Any]) -> Host:
     host = object.__new__(cls)
-    for name, value in state.items():
+    # A dict: pickled by an earlier version, which named each slot.
+    pairs = values.items() if isinstance(values, dict) else zip(_SLOTS[cls], values, strict=True)
+    for name, value in pairs:
         object.__setattr__(host, name, value)
     object.__setattr__(host, "connections", {})
     return host
 
 
 def _reduce_host(host: Host) -> tuple[Any, ...]:
+    # The slots' values alone, in the class's order: no names to pickle for every host.
+    cls = type(host)
     get = object.__getattribute__
-    state = {name: get(host, name) for name in _SLOTS[type(host)]}
-    return (_rebuild_host, (type(host), state))
+    return (_rebuild_host, (cls, tuple([get(host, name) for name in _SLOTS[cls]])))
 
 
 def register_reducers() -> None:
