@@ -38,3 +38,27 @@ def test_a_benchmark_script_runs(command: list[str], tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+def test_the_connections_benchmark_counts_one_login_per_device_when_connections_are_kept(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_connections.py"), "--part", "both",
+         "--devices", "2", "--hosts", "200", "--repeat", "1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=170,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stderr == ""
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| ")]
+    logins = {
+        (r[0].strip(), r[1].strip(), r[2].strip()): r[4].strip()
+        for r in rows
+        if len(r) == 7 and r[2].strip() in ("kept", "reconnect")
+    }
+    assert len(logins) == 8  # four runner and task pairs, two modes
+    for (runner, task, mode), count in logins.items():
+        assert count == ("2" if mode == "kept" else "6"), (runner, task, mode)
+    workers = {r[0].strip(): (r[6].strip(), r[7].strip()) for r in rows if len(r) == 8}
+    assert workers["processpool, kept workers"] == ("2", "0")
+    assert workers["processpool, keep_workers=False"] == ("0", "0")

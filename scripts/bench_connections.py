@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Connections kept across runs: logins per multi-step workflow, and processpool's kept workers.
+
+    python scripts/bench_connections.py [--part lab|synthetic|both] [--devices 20]
+                                        [--hosts 10000] [--rtt 0.05] [--repeat 3]
+
+**lab**: a three-step workflow (``show version``, ``show clock``, ``show interfaces``: three
+``nr.run`` calls on one ``Nornir``) on ``--devices`` FakeNOS devices (``nornir-bench lab``, in a
+process of its own), for each runner and task: asyncio + ``asend_command``, threadpool +
+``send_command`` (netmiko), processpool + each. Two modes: **kept** (connections kept across the
+steps, as nornir keeps them, closed once at the end) and **reconnect** (``nr.close_connections()``
+after every step: a login per step, what the async runners did before connections outlived a
+run). Logins are counted at the device side: a TCP proxy in a process of its own stands in
+front of each device and counts the connections it accepts. Prints logins and wall time (the
+three steps and the final close) per mode, medians over ``--repeat``.
+
+**synthetic**: three ``nr.run(task=asim_rtt, rtt=RTT)`` in a row on ``--hosts`` synthetic hosts,
+one ``Nornir``: the asyncio runner, processpool keeping its workers (the default) and processpool
+with ``keep_workers=False``. Prints each run's wall time (medians), processpool's ratio to the
+asyncio runner per run (the target: runs 2 and 3 at most 1.2x), and the worker processes left
+after the runs and after ``nr.runner.close()``.
+
+Everything talks to 127.0.0.1 only; the lab, the proxy and the workers are stopped on success,
+error and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+STEPS = (
+    {"command": "show version", "enable": True},
+    {"command": "show clock"},
+    {"command": "show interfaces"},
+)
+LAB_RUNS = (
+    ("asyncio", "asend_command"),
+    ("threadpool", "send_command"),
+    ("processpool", "send_command"),
+    ("processpool", "asend_command"),
+)
+READY_SECONDS = 60.0  # for the lab or the proxy to say it is ready
+STOP_SECONDS = 15.0
+
+PROXY = r"""
+import asyncio, json, sys
+
+async def main(targets):
+    accepted = 0
+
+    async def pipe(reader, writer):
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    def serving(target):
+        async def serve(reader, writer):
+            nonlocal accepted
+            accepted += 1
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
+            except OSError:
+                writer.close()
+                return
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        return serve
+
+    servers = [await asyncio.start_server(serving(t), "127.0.0.1", 0) for t in targets]
+    print(json.dumps([s.sockets[0].getsockname()[1] for s in servers]), flush=True)
+    loop = asyncio.get_running_loop()
+    while await loop.run_in_executor(None, sys.stdin.readline):  # a line: how many so far
+        print(accepted, flush=True)
+
+try:
+    asyncio.run(main([int(p) for p in sys.argv[1:]]))
+except KeyboardInterrupt:  # stopped by the benchmark
+    pass
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--part", choices=("lab", "synthetic", "both"), default="both")
+    parser.add_argument("--devices", type=int, default=20, help="FakeNOS devices (default 20)")
+    parser.add_argument("--hosts", type=int, default=10_000, help="synthetic hosts (10,000)")
+    parser.add_argument("--rtt", type=float, default=0.05, help="asim_rtt's round trip (0.05)")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions, medians (3)")
+    args = parser.parse_args()
+    if args.part in ("lab", "both"):
+        lab_part(args.devices, args.repeat)
+    if args.part in ("synthetic", "both"):
+        synthetic_part(args.hosts, args.rtt, args.repeat)
+    return 0
+
+
+# -- the lab -------------------------------------------------------------------------------
+
+
+def lab_part(devices: int, repeat: int) -> None:
+    from nornir_bench.lab import load_lab_devices, write_inventory
+
+    with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
+        lab_dir, proxied = Path(folder) / "lab", Path(folder) / "proxied"
+        base = _free_port_range(devices)
+        stack.enter_context(_process(
+            [sys.executable, "-m", "nornir_bench", "lab", "--count", str(devices),
+             "--platform", "cisco_ios", "--port", str(base), "--write", str(lab_dir)],
+            ready=lambda line: line.startswith("lab ready"),
+        ))
+        lab = load_lab_devices(lab_dir)
+        proxy = stack.enter_context(_process(
+            [sys.executable, "-c", PROXY, *(str(device.port) for device in lab)],
+            ready=lambda line: line.startswith("["),
+        ))
+        ports = json.loads(proxy.first_line)
+        write_inventory([replace(d, port=p) for d, p in zip(lab, ports, strict=True)], proxied)
+        rows = []
+        for runner, task in LAB_RUNS:
+            timed: dict[str, list[tuple[int, float]]] = {"kept": [], "reconnect": []}
+            for _ in range(repeat):
+                for mode in timed:
+                    before = proxy.count()
+                    wall = _three_steps(proxied, runner, task, reconnect=mode == "reconnect")
+                    timed[mode].append((proxy.count() - before, wall))
+            kept = statistics.median(w for _, w in timed["kept"])
+            again = statistics.median(w for _, w in timed["reconnect"])
+            for mode, runs in timed.items():
+                logins = sorted({n for n, _ in runs})
+                wall = statistics.median(w for _, w in runs)
+                ratio = f"{again / kept:.2f}" if mode == "reconnect" else ""
+                rows.append((runner, task, mode, devices, logins, wall, ratio))
+    print(f"\n### Three steps on {devices} FakeNOS devices (medians of {repeat})\n")
+    print("| runner | task | mode | hosts | logins | wall s | reconnect / kept |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for runner, task, mode, hosts, logins, wall, ratio in rows:
+        shown = ", ".join(str(n) for n in logins)
+        print(f"| {runner} | {task} | {mode} | {hosts} | {shown} | {wall:.3f} | {ratio} |")
+
+
+def _three_steps(inventory: Path, runner: str, task_name: str, *, reconnect: bool) -> float:
+    from nornir import InitNornir
+
+    from nornir_bench import tasks
+
+    task = getattr(tasks, task_name)
+    nr = InitNornir(
+        runner={"plugin": runner, "options": {"num_workers": 20}},
+        inventory={
+            "plugin": "SimpleInventory",
+            "options": {
+                name: str(inventory / f"{stem}.yaml")
+                for name, stem in (("host_file", "hosts"), ("group_file", "groups"),
+                                   ("defaults_file", "defaults"))
+            },
+        },
+        logging={"enabled": False},
+    )
+    start = time.perf_counter()
+    try:
+        for step in STEPS:
+            result = nr.run(task=task, **step)
+            if result.failed:
+                failed = {h: repr(m.exception) for h, m in result.failed_hosts.items()}
+                raise SystemExit(f"{runner} {task_name} {step['command']}: failed: {failed}")
+            if reconnect:
+                nr.close_connections()
+        nr.close_connections()
+        return time.perf_counter() - start
+    finally:
+        close = getattr(nr.runner, "close", None)
+        if callable(close):
+            close()
+
+
+# -- the synthetic fleet -------------------------------------------------------------------
+
+
+def synthetic_part(hosts: int, rtt: float, repeat: int) -> None:
+    configurations: dict[str, tuple[str, dict[str, Any]]] = {
+        "asyncio": ("asyncio", {"num_workers": hosts}),
+        "processpool, kept workers": ("processpool", {"num_workers": max(1, hosts // 2)}),
+        "processpool, keep_workers=False": (
+            "processpool", {"num_workers": max(1, hosts // 2), "keep_workers": False}
+        ),
+    }
+    walls: dict[str, list[list[float]]] = {name: [] for name in configurations}
+    left: dict[str, tuple[int, int]] = {}
+    for _ in range(repeat):
+        for name, (runner, options) in configurations.items():
+            runs, after, closed = _three_runs(runner, options, hosts, rtt)
+            walls[name].append(runs)
+            left[name] = (after, closed)
+    medians = {name: [statistics.median(r[i] for r in runs) for i in range(3)]
+               for name, runs in walls.items()}
+    base = medians["asyncio"]
+    print(f"\n### Three runs of asim_rtt (rtt {rtt:g} s) on {hosts:,} synthetic hosts "
+          f"(medians of {repeat})\n")
+    print("| runner | run 1 s | run 2 s | run 3 s | run 2 / asyncio | run 3 / asyncio "
+          "| workers after the runs | after close |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, (one, two, three) in medians.items():
+        after, closed = left[name]
+        print(f"| {name} | {one:.3f} | {two:.3f} | {three:.3f} | {two / base[1]:.2f} "
+              f"| {three / base[2]:.2f} | {after} | {closed} |")
+
+
+def _three_runs(
+    runner: str, options: dict[str, Any], hosts: int, rtt: float
+) -> tuple[list[float], int, int]:
+    from nornir_bench.core.plugins import init_nornir
+    from nornir_bench.tasks import asim_rtt
+
+    nr = init_nornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
+        runner={"plugin": runner, "options": options},
+        logging={"enabled": False},
+        connections=(),
+    )
+    walls = []
+    try:
+        for _ in range(3):
+            start = time.perf_counter()
+            result = nr.run(task=asim_rtt, rtt=rtt)
+            walls.append(time.perf_counter() - start)
+            if result.failed:
+                raise SystemExit(f"{runner}: {len(result.failed_hosts)} hosts failed")
+        after = len(getattr(nr.runner, "worker_pids", []))
+    finally:
+        close = getattr(nr.runner, "close", None)
+        if callable(close):
+            close()
+    return walls, after, len(getattr(nr.runner, "worker_pids", []))
+
+
+# -- processes -----------------------------------------------------------------------------
+
+
+class _Started:
+    """A subprocess that printed its ready line; ``count()`` asks the proxy for its count."""
+
+    def __init__(self, process: subprocess.Popen[str], first_line: str) -> None:
+        self.process = process
+        self.first_line = first_line
+
+    def count(self) -> int:
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write("count\n")
+        stdin.flush()
+        return int(_line(stdout, READY_SECONDS))
+
+
+@contextmanager
+def _process(command: list[str], ready: Callable[[str], bool]) -> Iterator[_Started]:
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        start_new_session=True,  # Ctrl-C in the terminal reaches this script alone
+    )
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + READY_SECONDS
+        while not ready(line := _line(process.stdout, deadline - time.monotonic())):
+            pass
+        yield _Started(process, line)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def _line(stream: IO[str], timeout: float) -> str:
+    """The next line of ``stream`` within ``timeout`` seconds."""
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(max(0.0, timeout)):
+            raise SystemExit(f"no answer within {READY_SECONDS:g} s")
+    line = stream.readline()
+    if not line:
+        raise SystemExit("a process this benchmark started ended early")
+    return line.strip()
+
+
+def _free_port_range(count: int, attempts: int = 200) -> int:
+    """The first of ``count`` consecutive loopback ports free a moment ago (below the
+    ephemeral range, where nothing else takes them meanwhile)."""
+    for _ in range(attempts):
+        first = random.randint(20000, 30000 - count)
+        with ExitStack() as stack:
+            try:
+                for port in range(first, first + count):
+                    sock = stack.enter_context(socket.socket())
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return first
+    raise SystemExit(f"no {count} consecutive free ports found")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
