@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import random
 import signal
 import socket
@@ -36,12 +37,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 STEPS = (
     {"command": "show version", "enable": True},
@@ -256,18 +258,37 @@ def _three_runs(
 
 
 class _Started:
-    """A subprocess that printed its ready line; ``count()`` asks the proxy for its count."""
+    """A subprocess and the lines it prints (read by a thread: a pipe's reader buffers lines
+    ahead, so waiting on its descriptor would miss them); ``count()`` asks the proxy."""
 
-    def __init__(self, process: subprocess.Popen[str], first_line: str) -> None:
+    def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process = process
-        self.first_line = first_line
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.first_line = ""
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)
+
+    def line(self, timeout: float) -> str:
+        try:
+            line = self.lines.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            raise SystemExit(f"no answer within {READY_SECONDS:g} s") from None
+        if line is None:
+            raise SystemExit("a process this benchmark started ended early")
+        return line
 
     def count(self) -> int:
-        stdin, stdout = self.process.stdin, self.process.stdout
-        assert stdin is not None and stdout is not None
+        stdin = self.process.stdin
+        assert stdin is not None
         stdin.write("count\n")
         stdin.flush()
-        return int(_line(stdout, READY_SECONDS))
+        return int(self.line(READY_SECONDS))
 
 
 @contextmanager
@@ -276,13 +297,16 @@ def _process(command: list[str], ready: Callable[[str], bool]) -> Iterator[_Star
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         start_new_session=True,  # Ctrl-C in the terminal reaches this script alone
     )
+    started = _Started(process)
     try:
-        assert process.stdout is not None
         deadline = time.monotonic() + READY_SECONDS
-        while not ready(line := _line(process.stdout, deadline - time.monotonic())):
+        while not ready(line := started.line(deadline - time.monotonic())):
             pass
-        yield _Started(process, line)
+        started.first_line = line
+        yield started
     finally:
+        if process.stdin is not None:
+            process.stdin.close()  # the proxy ends at the end of its input
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:
@@ -290,23 +314,9 @@ def _process(command: list[str], ready: Callable[[str], bool]) -> Iterator[_Star
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
-
-
-def _line(stream: IO[str], timeout: float) -> str:
-    """The next line of ``stream`` within ``timeout`` seconds."""
-    import selectors
-
-    with selectors.DefaultSelector() as selector:
-        selector.register(stream, selectors.EVENT_READ)
-        if not selector.select(max(0.0, timeout)):
-            raise SystemExit(f"no answer within {READY_SECONDS:g} s")
-    line = stream.readline()
-    if not line:
-        raise SystemExit("a process this benchmark started ended early")
-    return line.strip()
+        started.reader.join(STOP_SECONDS)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def _free_port_range(count: int, attempts: int = 200) -> int:
