@@ -2,7 +2,7 @@
 
 A processpool worker must be a fresh interpreter, never a fork of the user's process (which may
 hold threads, locks and sockets). But a fresh interpreter costs about 0.3 s here (start-up and
-importing nornir), and the run's payload (the task, every host) must then be unpickled in each:
+importing nornir), and the run's payload (the task, its modules) must then be loaded in each:
 a crash storm that kills a worker every 0.2 s would spend its time starting workers.
 
 So the pool starts one fresh interpreter, the fork server

@@ -5,10 +5,10 @@ library that crashes takes its process with it. This runner spreads hosts over `
 worker processes, each running up to ``num_workers`` hosts at once on its own event loop
 (``async def`` tasks) or thread pool (blocking tasks), through the shared core.
 
-- The task (cloudpickle: functions from ``__main__`` and closures travel), nornir's config and
-  the run's hosts go to the fork server once per run, and every worker is forked holding them;
-  after that only host indices go out, in chunks, and finished hosts come back in batches, so
-  IPC stays small next to the work.
+- The task (cloudpickle: functions from ``__main__`` and closures travel) and nornir's config go
+  to the fork server and to each kept worker once per run, and every worker is forked holding
+  them; hosts go out in chunks, each to the worker that runs it, and finished hosts come back
+  in batches, so IPC stays small next to the work.
 - Workers are forked by a fork server: one fresh interpreter
   (``python -m nornir_bench.runners.processpool._main``) that loads the run once and forks a worker in
   milliseconds, so a crashed worker is replaced at once (see
