@@ -172,9 +172,9 @@ class ProcessPoolRunner(Policed):
                 result[host.name] = run_host(task, host)
             return result
         procs = self._take_workers()
-        pool = _Pool(self, task, hosts, result, procs)
         ended = False
         try:
+            pool = _Pool(self, task, hosts, result, procs)
             # The fork server starts (a fresh interpreter) while the run is being pickled.
             pool.start_fork_server()
             pool.payload = self._payload(task, hosts, pool.plan.deadline)
@@ -193,7 +193,7 @@ class ProcessPoolRunner(Policed):
         finally:
             kept = procs is self._procs
             if not (ended and kept and self.keep_workers) or (closing and not procs.holders):
-                pool.stop()
+                procs.close()
             if kept:
                 self._in_use = False
         return result
