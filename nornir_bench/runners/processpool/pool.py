@@ -251,6 +251,11 @@ class _Pool:
                 return None if worker.retiring else worker
         return None
 
+    def _kill(self, worker: Worker) -> None:
+        """Kill ``worker``; hosts waiting for it (it held their connections) go to any other."""
+        self.procs.stop([worker], kill=True)
+        self._release_held_for(worker)
+
     def _release_held_for(self, worker: Worker) -> None:
         """``worker`` is going: hosts waiting for it go to any other."""
         waiting = self.held_for.pop(worker.pid, None)
@@ -278,7 +283,8 @@ class _Pool:
                     if isinstance(message, Done):
                         for index, multi, data, events, holds in message.batch:
                             worker.in_flight.pop(index, None)
-                            self.procs.hold(self.hosts[index].name, worker if holds else None)
+                            if holds or self.procs.holders:  # most runs: nobody holds any
+                                self.procs.hold(self.hosts[index].name, worker if holds else None)
                             self._finished(index, multi, data, events)
                 if isinstance(message, Ready):
                     worker.loaded = True
@@ -305,8 +311,7 @@ class _Pool:
         # Its fork server died and took it along: no host of its own ended it.
         server_died = exitcode is None and not overdue and worker.forks.process.poll() is not None
         running = worker.running.host() if exitcode is not None else None
-        self.procs.stop([worker], kill=True)
-        self._release_held_for(worker)
+        self._kill(worker)
         in_flight = sorted(worker.in_flight)
         worker.in_flight.clear()
         if not worker.loaded:  # died before it could run anything: its hosts never ran
@@ -384,8 +389,7 @@ class _Pool:
 
     def _retire(self, worker: Worker) -> None:
         """Replace a worker with a stuck thread (a blocking task past its deadline)."""
-        self.procs.stop([worker], kill=True)
-        self._release_held_for(worker)
+        self._kill(worker)
         self._replace()
 
     def stop(self, *, kill: bool = False) -> None:
