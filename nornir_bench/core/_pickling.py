@@ -24,7 +24,7 @@ from typing import Any
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.inventory import Group, Host
 
-__all__ = ["register_reducers"]
+__all__ = ["cloudpickles", "register_reducers"]
 
 
 def _rebuild_subtask_error(task_name: str, result: Any) -> NornirSubTaskError:
@@ -60,6 +60,18 @@ def _reduce_host(host: Host) -> tuple[Any, ...]:
     cls = type(host)
     get = object.__getattribute__
     return (_rebuild_host, (cls, tuple([get(host, name) for name in _SLOTS[cls]])))
+
+
+def cloudpickles(value: object) -> bool:
+    """Whether ``value`` can cross a process boundary (cloudpickle: functions and classes of
+    ``__main__`` too); an open socket, a live session cannot."""
+    import cloudpickle  # the process pool's: only for the runs that cross processes
+
+    try:
+        cloudpickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any failure means it cannot be sent
+        return False
+    return True
 
 
 def register_reducers() -> None:

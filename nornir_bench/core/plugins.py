@@ -42,6 +42,8 @@ from nornir.core.plugins.register import PluginRegister
 from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH, RunnersPluginRegister
 from nornir.core.state import GlobalState
 
+from nornir_bench.core._pickling import cloudpickles
+
 __all__ = ["init_nornir", "register_plugins", "registered_plugins"]
 
 _Plugin = TypeVar("_Plugin")
@@ -120,21 +122,8 @@ def registered_plugins() -> dict[str, dict[str, Any]]:
     A plugin that cannot be pickled is left out: a task in the other process that uses it gets
     nornir's ``PluginNotRegistered``, naming it.
     """
-    import cloudpickle  # the process pool's: not imported by runs that do not send plugins
-
-    sendable: dict[int, bool] = {}
-
-    def pickles(plugin: Any) -> bool:
-        if id(plugin) not in sendable:
-            try:
-                cloudpickle.dumps(plugin)
-                sendable[id(plugin)] = True
-            except Exception:  # noqa: BLE001 - anything may fail to pickle; leave it out
-                sendable[id(plugin)] = False
-        return sendable[id(plugin)]
-
     return {
-        kind: {name: plugin for name, plugin in register.available.items() if pickles(plugin)}
+        kind: {name: plugin for name, plugin in register.available.items() if cloudpickles(plugin)}
         for kind, register in _REGISTERS.items()
     }
 

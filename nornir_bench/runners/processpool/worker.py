@@ -44,6 +44,7 @@ from nornir.core.processor import Processors
 from nornir.core.state import GlobalState
 from nornir.core.task import MultiResult, Result, Task
 
+from nornir_bench.core._pickling import cloudpickles
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.connections import aclose_connections, close_connections
 from nornir_bench.core.exceptions import RemoteException
@@ -339,7 +340,7 @@ def portable(message: Message) -> Message:
             if event[0] == "completed":
                 _portable_results(event[2])
         for key, value in list(data.items()):
-            if not _pickles(value):
+            if not cloudpickles(value):
                 data[key] = repr(value)
     return message
 
@@ -354,22 +355,14 @@ def _portable_results(multi: MultiResult) -> None:
 
 def _portable_result(result: Result) -> None:
     exc = result.exception
-    if exc is not None and not _pickles(exc):
+    if exc is not None and not cloudpickles(exc):
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         result.exception = RemoteException(type(exc).__name__, str(exc), text)
-    if not _pickles(result.result):
+    if not cloudpickles(result.result):
         result.result = repr(result.result)
     for key, value in list(vars(result).items()):
-        if key not in ("exception", "result", "host") and not _pickles(value):
+        if key not in ("exception", "result", "host") and not cloudpickles(value):
             setattr(result, key, repr(value))
-
-
-def _pickles(value: object) -> bool:
-    try:
-        cloudpickle.dumps(value)
-    except Exception:  # noqa: BLE001 - any failure means it cannot cross the process boundary
-        return False
-    return True
 
 
 def _left_a_call(multi: MultiResult) -> bool:
