@@ -39,60 +39,33 @@ __all__ = ["LoopKeeper"]
 class LoopKeeper:
     """Hands a runner's runs their event loop, and keeps it while connections live on it.
 
+    The runner holds the keeper; the keeper does not hold the runner, so the finalizer below
+    (which holds the keeper) lets the runner be collected, and then closes the loop.
+
     Args:
         owner: the runner; when it is garbage-collected, the kept loop is closed.
         implementation: the loop implementation (``"asyncio"``, ``"uvloop"`` ...).
         close_loop: closes a loop as ``asyncio.run`` does (the runner's own function, which
-            knows how to end what a run left on it).
+            knows how to end what a run left on it); ``wait_for_threads=False`` for a run
+            abandoned by a second Ctrl-C.
     """
 
     def __init__(
         self,
         owner: object,
         implementation: str,
-        close_loop: Callable[[asyncio.AbstractEventLoop], None],
-    ) -> None:
-        self._state = _Kept(implementation, close_loop)
-        weakref.finalize(owner, self._state.close)  # also called at interpreter exit
-
-    def take(self) -> tuple[asyncio.AbstractEventLoop, bool]:
-        """The loop for a run, and whether it is the kept one (else a loop of its own)."""
-        return self._state.take()
-
-    def give_back(self, loop: asyncio.AbstractEventLoop, hosts: Iterable[Host]) -> None:
-        """The kept loop after a run that ended normally over ``hosts``: kept if some host
-        holds an async connection opened on it, else closed."""
-        self._state.give_back(loop, hosts)
-
-    def forget(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The kept loop was closed by the run that took it (Ctrl-C): nothing is held."""
-        self._state.forget(loop)
-
-    @property
-    def holding(self) -> list[Host]:
-        """The hosts holding async connections on the kept loop."""
-        return list(self._state.held.values())
-
-    def close(self) -> None:
-        """Close the held connections, on the kept loop, and the loop."""
-        self._state.close()
-
-
-class _Kept:
-    """The state :class:`LoopKeeper` keeps: apart from the runner, so that the finalizer does
-    not keep the runner alive."""
-
-    def __init__(
-        self, implementation: str, close_loop: Callable[[asyncio.AbstractEventLoop], None]
+        close_loop: Callable[..., None],
     ) -> None:
         self.implementation = implementation
         self.close_loop = close_loop
         self.loop: asyncio.AbstractEventLoop | None = None
         self.in_use = False
-        self.held: dict[str, Host] = {}
+        self.held: dict[str, Host] = {}  # hosts holding async connections on the kept loop
         self.lock = threading.Lock()
+        weakref.finalize(owner, self.close)  # also called at interpreter exit
 
     def take(self) -> tuple[asyncio.AbstractEventLoop, bool]:
+        """The loop for a run, and whether it is the kept one (else a loop of its own)."""
         with self.lock:
             if self.in_use:
                 return new_event_loop(self.implementation), False
@@ -102,6 +75,8 @@ class _Kept:
             return self.loop, True
 
     def give_back(self, loop: asyncio.AbstractEventLoop, hosts: Iterable[Host]) -> None:
+        """The kept loop after a run that ended normally over ``hosts``: kept if some host
+        holds an async connection opened on it, else closed."""
         held = self.held
         for host in hosts:
             if holds_async_connections(host):
@@ -118,16 +93,28 @@ class _Kept:
             self.loop = None
         self.close_loop(loop)
 
-    def forget(self, loop: asyncio.AbstractEventLoop) -> None:
+    def discard(
+        self, loop: asyncio.AbstractEventLoop, hosts: Iterable[Host], *, wait: bool
+    ) -> None:
+        """The kept loop after a run that did not end well (Ctrl-C, an error): its connections
+        and the run's ``hosts``' are closed on it (unless not ``wait``: a run abandoned by a
+        second Ctrl-C does not wait for anything), then the loop."""
         with self.lock:
-            self.in_use = False
+            held = [*self.held.values(), *hosts]
+            self.held, self.in_use = {}, False
             if self.loop is loop:
                 self.loop = None
-            self.held.clear()
+        try:
+            if wait:
+                loop.run_until_complete(aclose_connections(held))
+        finally:
+            self.close_loop(loop, wait_for_threads=wait)
 
     def close(self) -> None:
+        """Close the held connections, on the kept loop, and the loop (unless a run is using
+        it: that run closes it as it ends)."""
         with self.lock:
-            if self.in_use:  # a run is using it: that run closes it as it ends
+            if self.in_use:
                 return
             loop, self.loop = self.loop, None
             held, self.held = list(self.held.values()), {}
@@ -136,27 +123,22 @@ class _Kept:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            _close_now(loop, held, self.close_loop)
+            self._close_now(loop, held)
             return
         # Called where another loop runs (the runner garbage-collected during someone else's
         # run, or closed from async code): a thread has no running loop, and the kept one is
         # idle, so it can run there. Bounded: closing each connection is.
         closer = threading.Thread(
-            target=_close_now, args=(loop, held, self.close_loop), name="nornir-bench-loop-close"
+            target=self._close_now, args=(loop, held), name="nornir-bench-loop-close"
         )
         closer.start()
         closer.join(CLOSE_TIMEOUT + 5)
 
-
-def _close_now(
-    loop: asyncio.AbstractEventLoop,
-    held: list[Host],
-    close_loop: Callable[[asyncio.AbstractEventLoop], None],
-) -> None:
-    """Close ``held``'s async connections on ``loop`` (idle, and no loop runs in this thread),
-    then ``loop``."""
-    try:
-        if held:
-            loop.run_until_complete(aclose_connections(held))
-    finally:
-        close_loop(loop)
+    def _close_now(self, loop: asyncio.AbstractEventLoop, held: list[Host]) -> None:
+        """Close ``held``'s async connections on ``loop`` (idle, and no loop runs in this
+        thread), then ``loop``."""
+        try:
+            if held:
+                loop.run_until_complete(aclose_connections(held))
+        finally:
+            self.close_loop(loop)

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import Task
 
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.connections import aclose_connections
 from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import LOOPS, resolve_loop
 from nornir_bench.core.policies.hosts import HostRun, arun_policed
@@ -131,15 +130,12 @@ class AsyncioRunner(Policed):
                     raise interrupted(result, abandoned=abandoned) from None
             ended = True
         finally:
-            if ended and kept:
-                self._loops.give_back(loop, hosts)  # kept while its connections live
-            else:  # a loop of its own, or a run that did not end well: close what it holds
-                if kept:
-                    held = [*self._loops.holding, *hosts]
-                    self._loops.forget(loop)
-                    if not abandoned:
-                        loop.run_until_complete(aclose_connections(held))
+            if not kept:  # a loop of its own: the run's session closed its connections
                 _close(loop, wait_for_threads=not abandoned)
+            elif ended:
+                self._loops.give_back(loop, hosts)  # kept while its connections live
+            else:  # Ctrl-C, an error: close what the loop holds, and the loop
+                self._loops.discard(loop, hosts, wait=not abandoned)
         return result
 
     def close(self) -> None:
