@@ -15,8 +15,9 @@ nornir's ``nr.close_connections()`` is an ``nr.run`` of its own task: runners re
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOSE_TIMEOUT",
     "aclose_connections",
+    "aclose_every_connection",
     "close_connections",
     "holds_async_connections",
     "is_close_connections_task",
@@ -75,6 +77,16 @@ async def aclose_connections(hosts: Iterable[Host]) -> None:
                 closing.append(_aclose(host.name, name, cast(Callable[[], Awaitable[Any]], aclose)))
     if closing:
         await asyncio.gather(*closing)
+
+
+async def aclose_every_connection(
+    hosts: Sequence[Host], offload: Callable[[Callable[[], None]], Awaitable[None]]
+) -> None:
+    """Close every connection of ``hosts``: async ones on this loop, then blocking ones
+    (netmiko says goodbye to each device) through ``offload``, off the loop."""
+    await aclose_connections(hosts)
+    if any(host.connections for host in hosts):
+        await offload(functools.partial(close_connections, hosts))
 
 
 def close_connections(hosts: Iterable[Host]) -> None:

@@ -11,13 +11,12 @@ if closing failed.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
-from nornir_bench.core.connections import aclose_connections, close_connections
+from nornir_bench.core.connections import aclose_connections, aclose_every_connection
 from nornir_bench.core.execution import (
     Offload,
     is_async_task,
@@ -50,8 +49,8 @@ class AsyncRunSession:
         close_async: close the hosts' async connections at the end (asyncssh sessions live on
             the loop that opened them): false where the loop outlives the run, so that the
             next run reuses them.
-        close_blocking: close the hosts' blocking connections too (netmiko): for hosts that are
-            a worker process's copies, whose connections no later run could reuse.
+        close_blocking: close every connection of the hosts, blocking ones (netmiko) too: for
+            hosts that are a worker process's copies, whose connections no later run reuses.
         wrap_offload: wraps the pool before it is used (the processpool worker counts the
             blocking calls in flight, see :mod:`~nornir_bench.runners.processpool.crashes`).
 
@@ -93,10 +92,10 @@ class AsyncRunSession:
             if self._token is not None:
                 stop_offloading(self._token)
                 self._token = None
-            if self.close_async:
+            if self.close_blocking:
+                await aclose_every_connection(self.hosts, self.threads)
+            elif self.close_async:
                 await aclose_connections(self.hosts)  # they live on this loop (see connections)
-            if self.close_blocking and any(host.connections for host in self.hosts):
-                await self.threads(functools.partial(close_connections, self.hosts))
             await self.threads.aclose()
         finally:
             if self._tuning is not None:

@@ -46,7 +46,7 @@ from nornir.core.task import MultiResult, Result, Task
 
 from nornir_bench.core._pickling import cloudpickles
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.core.connections import aclose_connections, close_connections
+from nornir_bench.core.connections import aclose_every_connection
 from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import arun_host, run_task
 from nornir_bench.core.loops import new_event_loop
@@ -177,9 +177,7 @@ async def _close_held(held: dict[str, Host]) -> None:
     (netmiko says goodbye to each device) in a thread."""
     hosts = list(held.values())
     held.clear()
-    await aclose_connections(hosts)
-    if any(host.connections for host in hosts):
-        await asyncio.to_thread(close_connections, hosts)
+    await aclose_every_connection(hosts, asyncio.to_thread)
 
 
 def _load(
