@@ -231,13 +231,11 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     assert done.stderr == ""
 
 
-def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
-    job = job_file(
-        tmp_path,
-        "task: {name: 'jobtasks:slow', params: {seconds: 0.2}}\n",
-        hosts=400,
-        runner="asyncio",
-    )
+def ctrl_c_after_the_first_record(
+    job: Path, tmp_path: Path
+) -> tuple[list[dict[str, Any]], str, str]:
+    """Run ``job`` (records to out.jsonl), press Ctrl-C once a host has finished; the records,
+    stdout and stderr, once it exited 130."""
     env = {**os.environ, "NB_TEST_SECRET": SECRET}
     process = subprocess.Popen(
         [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
@@ -254,7 +252,17 @@ def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
-    finished = records(out_file)
+    return records(out_file), stdout, stderr
+
+
+def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
+    job = job_file(
+        tmp_path,
+        "task: {name: 'jobtasks:slow', params: {seconds: 0.2}}\n",
+        hosts=400,
+        runner="asyncio",
+    )
+    finished, stdout, stderr = ctrl_c_after_the_first_record(job, tmp_path)
     assert 0 < len(finished) < 400
     assert f"interrupted: {400 - len(finished)} of 400 hosts did not finish" in stdout
     assert "Traceback" not in stderr

@@ -3,16 +3,18 @@ status, what it prints and the records it writes."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.cli.test_run import SECRET, job_file, nornir_bench, one_error_line, records
+from tests.cli.test_run import (
+    SECRET,
+    ctrl_c_after_the_first_record,
+    job_file,
+    nornir_bench,
+    one_error_line,
+    records,
+)
 from tests.jobs.test_steps import BAD_STEPS
 
 # Tasks whose results hold what a device would answer: lines of text, the password echoed
@@ -99,19 +101,7 @@ def test_ctrl_c_in_a_step_keeps_what_finished_and_runs_no_later_step(tmp_path: P
         hosts=400,
         runner="asyncio",
     )
-    env = {**os.environ, "NB_TEST_SECRET": SECRET}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    out_file = tmp_path / "out.jsonl"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not out_file.exists() or len(out_file.read_text()) == 0):
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=30)
-    assert process.returncode == 130, stderr
-    finished = records(out_file)
+    finished, stdout, stderr = ctrl_c_after_the_first_record(job, tmp_path)
     assert 0 < len(finished) < 400 and {r["step"] for r in finished} == {1}
     assert (
         f"interrupted: at step 1 of 2, {400 - len(finished)} of 400 hosts did not finish it; "

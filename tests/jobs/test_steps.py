@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from nornir.core.plugins.connections import ConnectionPluginRegister
 
-from nornir_bench.jobs.load import JobError, load_job
+from nornir_bench.jobs.load import load_job
 from nornir_bench.jobs.run import JobRun, failure_lines, run_job, step_lines
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.devices import counting_server
+from tests.jobs.test_load import error_of
 
 # 12 synthetic hosts; with fail_rate 0.3, seed 1 fails dev2, dev4, dev6 and seed 3 fails
 # dev1, dev3, dev8, dev10 (plan_round_trip draws by seed and host name alone).
@@ -36,14 +37,6 @@ def run(tmp_path: Path, body: str) -> tuple[JobRun, list[dict[str, Any]]]:
     output = tmp_path / "records.jsonl"
     done = run_job(load_job(write(tmp_path, body)), output=output, progress=False)
     return done, [json.loads(line) for line in output.read_text().splitlines()]
-
-
-def error_of(path: Path) -> str:
-    with pytest.raises(JobError) as caught:
-        load_job(path).nornir()
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 def test_steps_load_in_order_with_their_filters_and_on_failed(tmp_path: Path) -> None:
