@@ -230,9 +230,17 @@ def full_port() -> Iterator[int]:
         yield port
 
 
-def nornir_on(inventory: Path, runner: str = "threadpool", **options: Any) -> Nornir:
-    """A Nornir on the SimpleInventory in the directory ``inventory``, with the named runner."""
+def nornir_on(
+    inventory: Path,
+    runner: str = "threadpool",
+    *,
+    user_defined: dict[str, Any] | None = None,
+    **options: Any,
+) -> Nornir:
+    """A Nornir on the SimpleInventory in the directory ``inventory``, with the named runner
+    and its ``options``."""
     return InitNornir(
+        user_defined=user_defined or {},
         runner={"plugin": runner, "options": options},
         inventory={
             "plugin": "SimpleInventory",

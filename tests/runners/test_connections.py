@@ -33,7 +33,7 @@ from nornir.core.plugins.runners import RunnersPluginRegister
 from nornir.core.task import Task
 
 from tests.conftest import descendant_pids
-from tests.devices import counting_server
+from tests.devices import counting_server, nornir_on
 from tests.runners.test_conformance import ASYNC, Runner, each_kind, each_runner
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
@@ -104,19 +104,7 @@ def inventory(folder: Path, port: int) -> Path:
 
 
 def nornir(folder: Path, runner: str, **options: Any) -> Nornir:
-    return InitNornir(
-        runner={"plugin": runner, "options": options},
-        inventory={
-            "plugin": "SimpleInventory",
-            "options": {
-                "host_file": str(folder / "hosts.yaml"),
-                "group_file": str(folder / "groups.yaml"),
-                "defaults_file": str(folder / "defaults.yaml"),
-            },
-        },
-        user_defined={"site": "lab"},
-        logging={"enabled": False},
-    )
+    return nornir_on(folder, runner, user_defined={"site": "lab"}, **options)
 
 
 def opens(task: Task) -> int:
