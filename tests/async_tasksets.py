@@ -45,6 +45,11 @@ async def grouped(task: Task) -> str:
     return "grouped done"
 
 
+async def sees_dry_run(task: Task, dry_run: bool | None = None) -> bool:
+    await asyncio.sleep(0)
+    return task.is_dry_run(dry_run)
+
+
 async def sets_data(task: Task, key: str) -> None:
     await asyncio.sleep(0)
     task.host.data[key] = task.host.name.upper()

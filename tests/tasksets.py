@@ -45,6 +45,12 @@ def _maybe_fail(task: Task) -> str:
     return "fine"
 
 
+def sees_dry_run(task: Task, dry_run: bool | None = None) -> bool:
+    """nornir's convention for config tasks (``napalm_configure``, ``netmiko_send_config``): the
+    run's ``dry_run``, unless the call gives its own (nornir's own test_dry_run's task)."""
+    return task.is_dry_run(dry_run)
+
+
 def sets_data(task: Task, key: str) -> None:
     task.host.data[key] = task.host.name.upper()
 

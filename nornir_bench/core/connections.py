@@ -17,14 +17,16 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "HeldConnections",
+    "aclose_connection",
     "aclose_connections",
     "aclose_every_connection",
     "close_connections",
@@ -37,6 +39,65 @@ logger = logging.getLogger(__name__)
 # Seconds one connection may take to close: a peer that stopped answering must not hold the
 # end of the run.
 CLOSE_TIMEOUT = 5.0
+
+
+Holder = TypeVar("Holder")
+
+
+class HeldConnections(Generic[Holder]):
+    """Which hosts hold connections kept between runs, and what holds each: the one record of
+    every keeper of connections.
+
+    A kept event loop and a worker process record the host copy holding the connections
+    (``HeldConnections[Host]``: the next run's copy of the host takes them over); the process
+    pool records the worker process holding them (``HeldConnections[int]``, its pid: the host
+    is sent back there).
+    """
+
+    __slots__ = ("_by_host",)
+
+    def __init__(self) -> None:
+        self._by_host: dict[str, Holder] = {}
+
+    def note(self, host: str, holder: Holder | None) -> None:
+        """``holder`` now holds connections of ``host``; ``None``: nothing does any more."""
+        if holder is not None:
+            self._by_host[host] = holder
+        elif self._by_host:  # most runs hold nothing: no lookup per host
+            self._by_host.pop(host, None)
+
+    def holder(self, host: str) -> Holder | None:
+        """What holds connections of ``host``, if anything does."""
+        return self._by_host.get(host) if self._by_host else None
+
+    def release(self, holders: Iterable[Holder]) -> list[str]:
+        """Forget every host ``holders`` hold (they are gone, and their connections with
+        them); the names of those hosts."""
+        gone = set(holders)
+        names = [name for name, holder in self._by_host.items() if holder in gone]
+        for name in names:
+            del self._by_host[name]
+        return names
+
+    def take_all(self) -> list[Holder]:
+        """Every holder (one per host), now forgotten: for closing them all."""
+        held, self._by_host = list(self._by_host.values()), {}
+        return held
+
+    def keep_if(self, still_held: Callable[[Holder], bool]) -> None:
+        """Forget the hosts whose holder no longer holds anything (closed by other means)."""
+        for name, holder in list(self._by_host.items()):
+            if not still_held(holder):
+                del self._by_host[name]
+
+    def __bool__(self) -> bool:
+        return bool(self._by_host)
+
+    def __len__(self) -> int:
+        return len(self._by_host)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_host)
 
 
 def holds_async_connections(host: Host) -> bool:
@@ -89,6 +150,22 @@ async def aclose_every_connection(
         await offload(functools.partial(close_connections, hosts))
 
 
+async def aclose_connection(
+    host: Host, name: str, offload: Callable[[Callable[[], None]], Awaitable[None]]
+) -> None:
+    """Close ``host``'s connection ``name`` and remove it from the host, as
+    ``host.close_connection(name)`` does: on this loop if it is async, else through
+    ``offload``, off the loop."""
+    connection = host.connections.pop(name, None)
+    if connection is None:
+        return
+    aclose = getattr(connection, "aclose", None)
+    if callable(aclose):
+        await _aclose(host.name, name, cast(Callable[[], Awaitable[Any]], aclose))
+    else:
+        await offload(functools.partial(_close, host.name, name, connection))
+
+
 def close_connections(hosts: Iterable[Host]) -> None:
     """Close every connection of ``hosts`` synchronously, as ``host.close_connections()`` does.
 
@@ -99,10 +176,14 @@ def close_connections(hosts: Iterable[Host]) -> None:
             continue
         for name, connection in list(host.connections.items()):
             del host.connections[name]
-            try:
-                connection.close()
-            except Exception:  # noqa: BLE001 - the run is over; log it and close the rest
-                logger.warning("%s: closing connection %r failed", host.name, name, exc_info=True)
+            _close(host.name, name, connection)
+
+
+def _close(host: str, name: str, connection: Any) -> None:
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001 - the run is over; log it and close the rest
+        logger.warning("%s: closing connection %r failed", host, name, exc_info=True)
 
 
 async def _aclose(host: str, name: str, aclose: Callable[[], Awaitable[Any]]) -> None:

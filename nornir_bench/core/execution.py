@@ -1,7 +1,9 @@
 """The shared host-execution core: run one nornir task on one host.
 
-Every runner in nornir-bench calls :func:`run_host`; none re-implements task execution. It does
-exactly what nornir's ``Task.start`` does, in the same order:
+Every runner in nornir-bench runs its hosts through :func:`run_host` (or, under run policies, the
+same steps in :mod:`~nornir_bench.core.policies.hosts`; :mod:`~nornir_bench.core.one_host`
+decides which); none re-implements task execution. It does exactly what nornir's
+``Task.start`` does, in the same order:
 
 1. fire ``task_instance_started`` (``subtask_instance_started`` for a subtask);
 2. call the task function; wrap a plain return value in a ``Result``;
@@ -34,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
-from nornir_bench.core._pickling import register_reducers
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import TaskTimeout
 
@@ -45,9 +46,12 @@ if TYPE_CHECKING:
     from nornir.core.task import MultiResult
 
 __all__ = [
+    "Deadline",
     "Offload",
+    "acall_task",
     "arun_host",
     "arun_subtask",
+    "call_task",
     "child_task",
     "complete_host",
     "fail_host",
@@ -59,10 +63,9 @@ __all__ = [
     "run_task",
     "start_host",
     "stop_offloading",
+    "to_thread",
     "wrap_result",
 ]
-
-register_reducers()  # so that the results of every runner unpickle (see the module)
 
 Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 """Runs a blocking call off the event loop (in a thread pool) and awaits its return value."""
@@ -86,23 +89,54 @@ def run_host(task: Task, host: Host) -> MultiResult:
     """
     instance = start_host(task, host)
     try:
-        outcome = instance.task(instance, **instance.params)
-        if isinstance(outcome, CoroutineType):  # not inspect.isawaitable: 0.3 µs a host
-            _refuse(outcome, instance)
+        outcome = call_task(instance)
     except Exception as exc:
         return complete_host(instance, host, _failure(instance, host, exc))
     return complete_host(instance, host, wrap_result(host, outcome))
 
 
-def _refuse(coroutine: CoroutineType[Any, Any, Any], task: Task) -> None:
-    """An ``async def`` task on a runner that cannot await it: fail the host, saying so, rather
-    than report it ok with a coroutine that never ran as its result."""
-    coroutine.close()  # no "coroutine was never awaited" warning: the message below says it
-    raise TypeError(
-        f"task {task.name!r} is async (it returned coroutine {coroutine.__qualname__}, which "
-        "this runner cannot await): run it with the asyncio or processpool runner, or make it "
-        "a plain def"
-    )
+def call_task(task: Task) -> Any:
+    """Call ``task``'s function here (blocking) and return what it returns.
+
+    Raises:
+        TypeError: the task is ``async def``, which a blocking runner cannot await: its host
+            fails saying so, rather than being reported ok with a coroutine that never ran.
+    """
+    outcome = task.task(task, **task.params)
+    if isinstance(outcome, CoroutineType):  # not inspect.isawaitable: three times cheaper
+        outcome.close()  # no "coroutine was never awaited" warning: the error says it
+        raise TypeError(
+            f"task {task.name!r} is async (it returned coroutine {outcome.__qualname__}, which "
+            "this runner cannot await): run it with the asyncio or processpool runner, or make "
+            "it a plain def"
+        )
+    return outcome
+
+
+Deadline = Callable[[Awaitable[Any], bool], Awaitable[Any]]
+"""Bounds one await of a task's call by a deadline: ``(awaitable, blocking)``, where
+``blocking`` says the awaitable is a blocking call running in a thread (which cannot be stopped,
+only given up)."""
+
+
+async def acall_task(task: Task, offload: Offload | None, deadline: Deadline | None = None) -> Any:
+    """Call ``task``'s function on the event loop and return what it returns.
+
+    Args:
+        task: the host's task.
+        offload: ``None`` to await the function (``async def``); else the thread pool a
+            blocking function runs in. A coroutine that a plain function returned (a lambda, a
+            wrapper) is awaited too.
+        deadline: bounds each await, if the host has a deadline.
+    """
+    if offload is None:
+        call: Awaitable[Any] = task.task(task, **task.params)
+    else:
+        call = offload(functools.partial(task.task, task, **task.params))
+    outcome = await (call if deadline is None else deadline(call, offload is not None))
+    if offload is not None and isinstance(outcome, CoroutineType):
+        outcome = await (outcome if deadline is None else deadline(outcome, False))
+    return outcome
 
 
 async def arun_host(
@@ -129,16 +163,11 @@ async def arun_host(
     """
     instance = start_host(task, host)
     try:
-        if offload is None:
-            call: Awaitable[Any] = instance.task(instance, **instance.params)
-        else:
-            call = offload(functools.partial(instance.task, instance, **instance.params))
-        outcome = await (call if timeout is None else _within(call, timeout, instance, host))
-        if offload is not None and isinstance(outcome, CoroutineType):
-            # A plain function that returned a coroutine (a lambda, a wrapper): await it too.
-            outcome = await (
-                outcome if timeout is None else _within(outcome, timeout, instance, host)
-            )
+        outcome = await acall_task(
+            instance,
+            offload,
+            None if timeout is None else functools.partial(_within, timeout, instance, host),
+        )
     except Exception as exc:
         return complete_host(instance, host, _failure(instance, host, exc))
     return complete_host(instance, host, wrap_result(host, outcome))
@@ -222,7 +251,7 @@ async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -
         raise RuntimeError("arun_subtask must be called from within a running task")
     kwargs.setdefault("severity_level", task.severity_level)
     sub = child_task(task, subtask, **kwargs)
-    offload = None if is_async_task(subtask) else (_current_offload.get() or _to_thread)
+    offload = None if is_async_task(subtask) else (_current_offload.get() or to_thread)
     multi = await arun_host(sub, host, offload=offload)
     task.results.append(multi[0] if len(multi) == 1 else multi)  # type: ignore[arg-type]
     if multi.failed:
@@ -234,14 +263,17 @@ def run_task(
     func: Callable[..., Any],
     nornir: Nornir,
     *,
-    dry_run: bool,
+    global_dry_run: bool,
     processors: Processors,
     name: str | None = None,
     **params: Any,
 ) -> Task:
     """A run's task template, as ``Nornir.run`` builds it: ``params`` are ``Task``'s own
-    (``severity_level``) and the task's parameters."""
-    return Task(func, nornir, global_dry_run=dry_run, processors=processors, name=name, **params)
+    (``severity_level``) and the task's parameters, ``dry_run`` among them when the run was
+    given one (nornir passes it to the task as it is)."""
+    return Task(
+        func, nornir, global_dry_run=global_dry_run, processors=processors, name=name, **params
+    )
 
 
 def child_task(parent: Task, func: Callable[..., Any], **kwargs: Any) -> Task:
@@ -260,19 +292,18 @@ def child_task(parent: Task, func: Callable[..., Any], **kwargs: Any) -> Task:
     return sub
 
 
-# The two below import asyncio (20 ms, ssl included) when called, not with this module: they
-# only run on an event loop, which has imported it already, and blocking runs (threadpool,
-# nornir's runners) need it nowhere.
-
-
-async def _to_thread(call: Callable[[], Any]) -> Any:
-    import asyncio
+async def to_thread(call: Callable[[], Any]) -> Any:
+    """Run ``call`` in asyncio's default thread pool and await it: where a run has no pool of
+    its own (a subtask called outside a run's session)."""
+    import asyncio  # only on an event loop, which imported it already: blocking runs never do
 
     return await asyncio.to_thread(call)
 
 
-def _within(call: Awaitable[Any], seconds: float, task: Task, host: Host) -> Awaitable[Any]:
-    from nornir_bench.core.timeouts import within
+def _within(
+    seconds: float, task: Task, host: Host, call: Awaitable[Any], blocking: bool
+) -> Awaitable[Any]:
+    from nornir_bench.core.timeouts import within  # imports asyncio: only on an event loop
 
     return within(call, seconds, lambda: TaskTimeout(task.name, host.name, seconds))
 

@@ -30,18 +30,30 @@ from typing import TYPE_CHECKING, Any
 from nornir_bench.processors.base import NoOpProcessor
 
 if TYPE_CHECKING:
+    import asyncio
+
     from nornir.core.inventory import Host
     from nornir.core.task import AggregatedResult, MultiResult, Task
 
 __all__ = [
+    "POLL_SECONDS",
+    "CtrlC",
     "FinishedHosts",
+    "Halt",
     "NotStarted",
+    "StoppableRun",
     "ctrl_c_held",
-    "Stop",
     "sigterm_as_ctrl_c",
     "stoppable",
     "stops_on_ctrl_c",
 ]
+
+
+POLL_SECONDS = 0.1
+"""How often a run's waits wake up: a SIGINT the kernel hands to a worker thread, or
+``_thread.interrupt_main()``, only sets a flag that the main thread checks when it runs
+bytecode, and the first Ctrl-C only sets the run's :class:`Halt`; this often keeps a stop
+prompt at no measurable cost."""
 
 
 class NotStarted(BaseException):
@@ -50,6 +62,125 @@ class NotStarted(BaseException):
     A ``BaseException``, like ``KeyboardInterrupt``: a task's ``except Exception`` does not
     catch it, and runners pass it up instead of recording a failed host.
     """
+
+
+class Halt:
+    """A run's halt: once set, no host of the run starts any more, and hosts waiting to retry
+    stop waiting (they keep their last failure).
+
+    The one "start no more hosts" of every runner: set by the first Ctrl-C, by a limit, or by a
+    worker told to. Set from any thread, a signal handler included; waited on by threads
+    (:meth:`wait`) and coroutines (:meth:`wait_async`) alike.
+    """
+
+    __slots__ = ("_event", "_waiters")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+
+    def set(self) -> None:
+        self._event.set()
+        for loop, woken in list(self._waiters):
+            try:
+                loop.call_soon_threadsafe(_wake, woken)
+            except RuntimeError:  # its loop closed: nobody waits there any more
+                pass
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Block up to ``seconds``; whether the run was halted."""
+        return self._event.wait(seconds)
+
+    async def wait_async(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` on the running loop; whether the run was halted."""
+        import asyncio
+
+        if self._event.is_set():
+            return True
+        loop = asyncio.get_running_loop()
+        waiter = (loop, loop.create_future())
+        self._waiters.add(waiter)
+        try:
+            if not self._event.is_set():  # set between the check above and the add
+                await asyncio.wait([waiter[1]], timeout=seconds)
+        finally:
+            self._waiters.discard(waiter)
+        return self._event.is_set()
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
+
+
+class CtrlC:
+    """The two-press Ctrl-C rule every runner keeps, in one place.
+
+    The first press halts the run (``halt``: no host starts any more; those in flight finish,
+    or on an event loop are cancelled); the second stops waiting for the hosts in flight, which
+    are abandoned. :meth:`handled` takes the presses as they come (a signal handler, so that
+    the first never cuts a host's hooks in half); :meth:`wait` waits for the run under the
+    rule, also when a ``KeyboardInterrupt`` arrives without that handler (another thread's
+    run, a SIGINT handler of the user's own).
+
+    Args:
+        halt: what the first press does. It may run in a signal handler: it must only set
+            flags or schedule work (``Halt.set``, ``loop.call_soon_threadsafe``).
+
+    Attributes:
+        presses: how many times Ctrl-C was pressed so far (0, 1 or 2).
+    """
+
+    def __init__(self, halt: Callable[[], None]) -> None:
+        self.presses = 0
+        self._halt = halt
+
+    @property
+    def abandoned(self) -> bool:
+        """The second press came: the hosts in flight are not waited for."""
+        return self.presses > 1
+
+    def press(self) -> None:
+        """One Ctrl-C: the first halts the run, the second raises ``KeyboardInterrupt``."""
+        self.presses += 1
+        if self.presses > 1:
+            raise KeyboardInterrupt
+        self._halt()
+
+    @contextmanager
+    def handled(self) -> Iterator[CtrlC]:
+        """For the block, SIGINT is a :meth:`press`: only in the main thread (the only one that
+        receives signals), and only over Python's default handler (a user's own stays)."""
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        ):
+            yield self
+            return
+        signal.signal(signal.SIGINT, lambda signum, frame: self.press())
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def wait(self, run: Callable[[], None]) -> None:
+        """Call ``run`` (a wait for the run's end) under the rule: a ``KeyboardInterrupt`` is
+        a press too; after the first, ``run`` is called again (for the hosts in flight),
+        after the second this returns."""
+        while True:
+            try:
+                run()
+                return
+            except KeyboardInterrupt:
+                if self.presses > 1:  # the handler's second press
+                    return
+                self.presses += 1
+                if self.presses > 1:
+                    return
+                self._halt()
 
 
 def stops_on_ctrl_c(runner: object) -> bool:
@@ -86,25 +217,25 @@ class FinishedHosts(NoOpProcessor):
 
 
 @dataclass
-class Stop:
+class StoppableRun:
     """What :func:`stoppable` hands the run: the task to run, and what Ctrl-C did.
 
     Attributes:
         task: the task to give ``nr.run``: the user's own, or it wrapped (see the module).
         finished: the hosts that finished, kept as they do.
-        pressed: Ctrl-C was pressed (for runners that stop by themselves: not known here;
+        pressed: set by the first Ctrl-C (for runners that stop by themselves: not known here;
             they raise ``RunInterrupted``).
     """
 
     task: Callable[..., Any]
     finished: FinishedHosts = field(default_factory=FinishedHosts)
-    pressed: threading.Event = field(default_factory=threading.Event)
+    pressed: Halt = field(default_factory=lambda: Halt())
 
 
 @contextmanager
 def stoppable(
     runner: object, task: Callable[..., Any], *, on_first_press: Callable[[], None] | None = None
-) -> Iterator[Stop]:
+) -> Iterator[StoppableRun]:
     """The run's task, made to stop on Ctrl-C if ``runner`` does not by itself.
 
     Args:
@@ -112,34 +243,25 @@ def stoppable(
         task: the task function.
         on_first_press: called on the first Ctrl-C (to say that the run is stopping).
 
-    SIGINT is handled only in the main thread (the only one that receives signals), and only
-    for the block; the previous handler is restored after.
+    The two-press rule (:class:`CtrlC`) holds for the block: the first Ctrl-C lets no host
+    start, the second raises ``KeyboardInterrupt`` at once.
     """
     if stops_on_ctrl_c(runner):
-        yield Stop(task)
+        yield StoppableRun(task)
         return
-    stop = Stop(task)
+    stop = StoppableRun(task)
     stop.task = _guarded(task, stop.pressed)
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
 
-    def on_sigint(signum: int, frame: object) -> None:
-        if stop.pressed.is_set():
-            raise KeyboardInterrupt  # a second Ctrl-C: do not wait for the hosts in flight
+    def first_press() -> None:
         stop.pressed.set()
         if on_first_press is not None:
             on_first_press()
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
+    with CtrlC(first_press).handled():
         yield stop
-    finally:
-        # None: a handler set from C (an embedding application), which Python cannot put back.
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
 
 
-def _guarded(task: Callable[..., Any], pressed: threading.Event) -> Callable[..., Any]:
+def _guarded(task: Callable[..., Any], pressed: Halt) -> Callable[..., Any]:
     """``task``, raising :class:`NotStarted` instead of running once ``pressed`` is set."""
     from nornir_bench.core.execution import is_async_task  # see sigterm_as_ctrl_c
 

@@ -30,9 +30,6 @@ class HostFilter:
     Each field is a list of accepted values (any of them); fields combine with "and".
     """
 
-    # Public as nornir_bench.jobs.load.HostFilter, where it was defined first.
-    __module__ = "nornir_bench.jobs.load"
-
     hosts: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
     platforms: tuple[str, ...] = ()
@@ -45,6 +42,12 @@ class HostFilter:
         if self.platforms:
             nr = nr.filter(F(platform__any=list(self.platforms)))
         return nr
+
+
+# Public as nornir_bench.jobs.load.HostFilter, where it was defined first (set after the
+# class is made: the dataclass looks its module up while making it, and importing this module
+# alone must work).
+HostFilter.__module__ = "nornir_bench.jobs.load"
 
 
 def read_filter(job: JobFile, parent: CommentedMap, what: str = "filter") -> HostFilter:

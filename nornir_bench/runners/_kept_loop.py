@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from nornir_bench.core.connections import (
     CLOSE_TIMEOUT,
+    HeldConnections,
     aclose_connections,
     holds_async_connections,
 )
@@ -60,7 +61,7 @@ class LoopKeeper:
         self.close_loop = close_loop
         self.loop: asyncio.AbstractEventLoop | None = None
         self.in_use = False
-        self.held: dict[str, Host] = {}  # hosts holding async connections on the kept loop
+        self.held: HeldConnections[Host] = HeldConnections()  # async ones, on the kept loop
         self.lock = threading.Lock()
         weakref.finalize(owner, self.close)  # also called at interpreter exit
 
@@ -79,13 +80,8 @@ class LoopKeeper:
         holds an async connection opened on it, else closed."""
         held = self.held
         for host in hosts:
-            if holds_async_connections(host):
-                held[host.name] = host
-            elif held:
-                held.pop(host.name, None)
-        for name, host in list(held.items()):  # closed meanwhile by other means
-            if not holds_async_connections(host):
-                del held[name]
+            held.note(host.name, host if holds_async_connections(host) else None)
+        held.keep_if(holds_async_connections)  # closed meanwhile by other means
         with self.lock:
             self.in_use = False
             if held:
@@ -100,8 +96,8 @@ class LoopKeeper:
         and the run's ``hosts``' are closed on it (unless not ``wait``: a run abandoned by a
         second Ctrl-C does not wait for anything), then the loop."""
         with self.lock:
-            held = [*self.held.values(), *hosts]
-            self.held, self.in_use = {}, False
+            held = [*self.held.take_all(), *hosts]
+            self.in_use = False
             if self.loop is loop:
                 self.loop = None
         try:
@@ -117,7 +113,7 @@ class LoopKeeper:
             if self.in_use:
                 return
             loop, self.loop = self.loop, None
-            held, self.held = list(self.held.values()), {}
+            held = self.held.take_all()
         if loop is None or loop.is_closed():
             return
         try:

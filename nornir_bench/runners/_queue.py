@@ -17,7 +17,7 @@ class HostQueue:
 
     A ``collections.deque`` taken from with ``popleft``, which is atomic under the GIL: no lock,
     no wake-up signalling, no shutdown sentinel, as all hosts are known before the run starts
-    (fastthreadpool's reasoning; see docs/benchmarks.md). ``clear`` (Ctrl-C) lets no more start.
+    (fastthreadpool's reasoning; see docs/benchmarks.md). ``halt`` lets no more start.
     """
 
     __slots__ = ("_pending",)
@@ -42,6 +42,6 @@ class HostQueue:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def clear(self) -> None:
+    def halt(self) -> None:
         """Let no waiting host start (Ctrl-C): the hosts in flight still finish."""
         self._pending.clear()

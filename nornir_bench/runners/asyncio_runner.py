@@ -6,7 +6,7 @@ coroutine, so 10,000 of them cost little more than one round trip.
 
 - ``async def`` tasks run natively on the loop; blocking tasks (netmiko, anything sync) run in a
   bounded thread pool, so they still work and still run concurrently.
-- Every host goes through the shared core (``arun_host``): processor hooks, ``Result``
+- Every host goes through the shared core (``arun_one``): processor hooks, ``Result``
   wrapping, failed hosts, ``raise_on_error``, ``on_good``/``on_failed`` and dry run as in nornir.
 - Scheduling is ``min(num_workers, hosts)`` worker coroutines draining a deque of hosts (no
   semaphore, no task per host beyond that); each writes its host's result as it finishes.
@@ -23,22 +23,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
-import threading
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Task
 
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.execution import arun_host, run_task
+from nornir_bench.core.execution import run_task
 from nornir_bench.core.loops import LOOPS, resolve_loop
-from nornir_bench.core.policies.hosts import HostRun, arun_policed
+from nornir_bench.core.one_host import RunContext, arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.policies.waiting import AsyncPlan
 from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.core.stopping import CtrlC, Halt
 from nornir_bench.runners._kept_loop import LoopKeeper
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
@@ -113,30 +111,33 @@ class AsyncioRunner(Policed):
                 "asyncio runner: nr.run() was called inside a running event loop (async code or "
                 "a Jupyter cell); use `await nornir_bench.arun(nr, task, ...)` there instead"
             )
-        result = placeholders(task, hosts)
         loop, kept = self._loops.take()
-        abandoned = ended = False
+        run = _LoopRun(self, task, hosts, keep_connections=kept)
+        # The first Ctrl-C halts the run on its loop, between two steps of its coroutines: a
+        # KeyboardInterrupt raised wherever the loop happens to be could cut a host's hooks or
+        # result in half.
+        def halt() -> None:
+            loop.call_soon_threadsafe(run.halt)
+
+        ctrl_c = CtrlC(halt)
+        ended = False
         try:
-            main = loop.create_task(self._fill(task, hosts, result, keep_connections=kept))
-            with _ctrl_c_cancels(main) as ctrl_c:
-                try:
-                    loop.run_until_complete(main)
-                except (asyncio.CancelledError, KeyboardInterrupt) as exc:
-                    # Ctrl-C: cancelled by our handler (a KeyboardInterrupt from it is the second
-                    # Ctrl-C), or a KeyboardInterrupt raised in the loop where no handler of ours
-                    # could be installed; let the cancellation finish.
-                    abandoned = isinstance(exc, KeyboardInterrupt) and ctrl_c.presses > 1
-                    abandoned = _end_cancelled(loop, main, wait=not abandoned)
-                    raise interrupted(result, abandoned=abandoned) from None
-            ended = True
+            main = loop.create_task(run.main())
+            with ctrl_c.handled():
+                ctrl_c.wait(lambda: loop.run_until_complete(main))
+                if ctrl_c.abandoned:
+                    _cut_short(loop, main)
+            ended = not ctrl_c.presses
         finally:
             if not kept:  # a loop of its own: the run's session closed its connections
-                _close(loop, wait_for_threads=not abandoned)
+                _close(loop, wait_for_threads=not ctrl_c.abandoned)
             elif ended:
                 self._loops.give_back(loop, hosts)  # kept while its connections live
             else:  # Ctrl-C, an error: close what the loop holds, and the loop
-                self._loops.discard(loop, hosts, wait=not abandoned)
-        return result
+                self._loops.discard(loop, hosts, wait=not ctrl_c.abandoned)
+        if ctrl_c.presses:
+            raise interrupted(run.result, abandoned=ctrl_c.abandoned)
+        return run.result
 
     def close(self) -> None:
         """Close the async connections kept from earlier runs, and their event loop.
@@ -151,60 +152,84 @@ class AsyncioRunner(Policed):
 
         Cancelling it cancels the hosts in flight and propagates ``CancelledError``.
         """
-        result = placeholders(task, hosts)
-        await self._fill(task, hosts, result, keep_connections=False)
-        return result
+        run = _LoopRun(self, task, hosts, keep_connections=False)
+        await run.main()
+        return run.result
 
-    async def _fill(
-        self, task: Task, hosts: list[Host], result: AggregatedResult, *, keep_connections: bool
-    ) -> None:
-        """Run every host, writing each host's ``MultiResult`` into ``result`` as it finishes;
-        the hosts' async connections are closed at the end unless ``keep_connections``."""
-        policy = self.policy
-        plan = HostPlan(hosts, policy) if policy.schedules else None
-        loop = asyncio.get_running_loop()
-        all_done = loop.create_future()
-        running = min(self.num_workers, len(hosts))
-        session = AsyncRunSession(
-            task.task,
-            hosts,
-            max_threads=min(self.max_threads, len(hosts) or 1),
-            close_async=not keep_connections,
+    def __repr__(self) -> str:
+        return (
+            f"AsyncioRunner(num_workers={self.num_workers}, loop={self.loop!r}, "
+            f"max_threads={self.max_threads}{self._policy_repr()})"
         )
 
-        deadline = None if plan is None else plan.deadline
-        per_host = policy.per_host
-        pending = HostQueue(hosts)
+
+class _LoopRun:
+    """One run's hosts on the event loop: ``min(num_workers, hosts)`` worker coroutines taking
+    hosts in order (or as the run's plan allows), each writing its host's result as it
+    finishes; the hosts' async connections are closed at the end unless ``keep_connections``.
+    """
+
+    def __init__(
+        self, runner: AsyncioRunner, task: Task, hosts: list[Host], *, keep_connections: bool
+    ) -> None:
+        self.task = task
+        self.result = placeholders(task, hosts)
+        policy = runner.policy
+        self.plan = HostPlan(hosts, policy) if policy.schedules else None
+        self.pending = HostQueue(hosts)
+        self.planned = None if self.plan is None else AsyncPlan(self.plan)
+        self.count = min(runner.num_workers, len(hosts))
+        self.session = AsyncRunSession(
+            task.task,
+            hosts,
+            max_threads=min(runner.max_threads, len(hosts) or 1),
+            close_async=not keep_connections,
+        )
+        self.halted = Halt()
+        self.context = RunContext(
+            policy,
+            deadline=None if self.plan is None else self.plan.deadline,
+            offload=self.session.offload,
+            halt=self.halted,
+        )
+        self.workers: list[asyncio.Task[None]] = []
+        self.all_done: asyncio.Future[None] | None = None
+
+    def halt(self) -> None:
+        """On the loop: no host starts any more, and those in flight are cancelled."""
+        self.halted.set()
+        self.pending.halt()
+        if self.planned is not None:
+            self.planned.halt()
+        for worker in self.workers:
+            worker.cancel()
+        if self.all_done is not None and not self.all_done.done():
+            self.all_done.set_result(None)
+
+    async def main(self) -> None:
+        loop = asyncio.get_running_loop()
+        all_done = self.all_done = loop.create_future()
+        task, result, context, planned = self.task, self.result, self.context, self.planned
+        running = self.count
 
         async def hosts_in_order() -> None:  # no policy decides when a host starts
-            offload = session.offload  # the hot path: no call between the loop and the core
-            if not per_host:
-                for host in pending:
-                    result[host.name] = await arun_host(task, host, offload=offload)
-                return
-            for host in pending:
-                run = HostRun(task, host, policy, run_deadline=deadline)
-                result[host.name] = await arun_policed(run, offload)
+            for host in self.pending:  # the hot path: no call between the loop and the core
+                result[host.name] = await arun_one(task, host, context)
 
         async def hosts_planned(planned: AsyncPlan) -> None:
-            offload = session.offload
             while True:
                 host = planned.take()  # without a coroutine, when one may start now
                 if host is None and (host := await planned.next()) is None:
                     return
-                if per_host:
-                    run = HostRun(task, host, policy, run_deadline=deadline)
-                    multi = result[host.name] = await arun_policed(run, offload)
-                else:
-                    multi = result[host.name] = await arun_host(task, host, offload=offload)
+                multi = result[host.name] = await arun_one(task, host, context)
                 planned.finished(host, multi.failed)
 
         async def work() -> None:
             nonlocal running
             try:
-                await (hosts_in_order() if plan is None else hosts_planned(planned))
-            except asyncio.CancelledError:
-                raise
+                await (hosts_in_order() if planned is None else hosts_planned(planned))
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                raise  # halted; or Ctrl-C without our handler, which the runner takes
             except BaseException as exc:  # not a task error (the core captures those): fail the run
                 if not all_done.done():
                     all_done.set_exception(exc)
@@ -215,26 +240,22 @@ class AsyncioRunner(Policed):
                 if running == 0 and not all_done.done():
                     all_done.set_result(None)
 
-        if plan is not None:
-            planned = AsyncPlan(plan)
-        async with session:
-            workers = [loop.create_task(work()) for _ in range(running)]
+        async with self.session:
+            self.workers = [loop.create_task(work()) for _ in range(self.count)]
+            if self.halted.is_set():
+                self.halt()
             try:
-                if workers:
+                if self.workers:
                     await all_done
-            except BaseException:  # cancelled (Ctrl-C), or a task raised SystemExit & co.
-                for worker in workers:
+            except BaseException:  # cancelled (arun's caller), or a task raised SystemExit & co.
+                for worker in self.workers:
                     worker.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+                await asyncio.gather(*self.workers, return_exceptions=True)
                 raise
-        if plan is not None:
-            fill_not_run(task, plan, result)
-
-    def __repr__(self) -> str:
-        return (
-            f"AsyncioRunner(num_workers={self.num_workers}, loop={self.loop!r}, "
-            f"max_threads={self.max_threads}{self._policy_repr()})"
-        )
+            if self.halted.is_set():  # the workers end as they are cancelled
+                await asyncio.gather(*self.workers, return_exceptions=True)
+        if self.plan is not None:
+            fill_not_run(task, self.plan, result)
 
 
 async def arun(
@@ -266,7 +287,7 @@ async def arun(
         )
     # The steps of nornir's Nornir.run, in its order, with the runner call awaited.
     template = run_task(
-        task, nr, dry_run=nr.data.dry_run, processors=nr.processors, name=name, **kwargs
+        task, nr, global_dry_run=nr.data.dry_run, processors=nr.processors, name=name, **kwargs
     )
     nr.processors.task_started(template)
     failed = nr.data.failed_hosts
@@ -285,68 +306,15 @@ async def arun(
     return result
 
 
-def _end_cancelled(loop: asyncio.AbstractEventLoop, main: asyncio.Task[None], *, wait: bool) -> bool:
-    """Cancel ``main`` and run it to its end; whether its wait for blocking calls in threads
-    was given up (``wait`` false, or a Ctrl-C during it).
-
-    Once cancelled, ``main`` still waits for blocking calls running in the thread pool (they
-    cannot be stopped); cancelling it again cuts that wait short.
-    """
-    for attempt in range(2):
-        if main.done():
-            return attempt > 0 or not wait
-        main.cancel()
-        try:
-            with _suppress_cancel():
-                loop.run_until_complete(main)
-            return attempt > 0 or not wait
-        except KeyboardInterrupt:  # Ctrl-C again while waiting: cancel the wait itself
-            wait = False
-    return True
-
-
-class _CtrlC:
-    """How many times Ctrl-C was pressed during a run."""
-
-    presses = 0
-
-
-@contextmanager
-def _ctrl_c_cancels(main: asyncio.Task[None]) -> Iterator[_CtrlC]:
-    """While the loop runs, Ctrl-C cancels ``main`` rather than raising mid-host.
-
-    A ``KeyboardInterrupt`` raised wherever the loop happens to be could cut a host's processor
-    hooks or result in half; cancelling instead stops every host at an ``await``. A second
-    Ctrl-C raises at once, for a run that will not stop. Only in the main thread, and only if
-    the user has not installed a SIGINT handler of their own.
-    """
-    ctrl_c = _CtrlC()
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield ctrl_c
+def _cut_short(loop: asyncio.AbstractEventLoop, main: asyncio.Task[None]) -> None:
+    """After a second Ctrl-C: cancel the run, its wait for blocking calls in threads (which
+    cannot be stopped) included; a further Ctrl-C stops even that."""
+    if main.done():
         return
-    loop = main.get_loop()
-
-    def on_ctrl_c(signum: int, frame: object) -> None:
-        ctrl_c.presses += 1
-        if ctrl_c.presses > 1:
-            raise KeyboardInterrupt
-        loop.call_soon_threadsafe(main.cancel)
-
-    signal.signal(signal.SIGINT, on_ctrl_c)
+    main.cancel()
     try:
-        yield ctrl_c
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-@contextmanager
-def _suppress_cancel() -> Iterator[None]:
-    try:
-        yield
-    except asyncio.CancelledError:
+        loop.run_until_complete(main)
+    except (asyncio.CancelledError, KeyboardInterrupt):
         pass
 
 

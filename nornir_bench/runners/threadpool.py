@@ -16,12 +16,13 @@ this runner does none of that:
   second Ctrl-C abandons those in flight);
 - the garbage collector is tuned for the run (see ``nornir_bench.core._gc``): the pre-run heap is
   frozen and collections come less often, so they do not stall every worker on the GIL;
-- run policies (:mod:`nornir_bench.core.policies`) are the shared core's: the plan says which
-  host starts when (the run's main thread applies it and hands hosts out, see ``_Feed``),
-  ``HostRun`` makes the attempts. What is this runner's own is the deadline of a blocking call: the run's main thread watches every call in flight; one past its deadline is
-  given up (its host fails with ``TaskTimeout``, or is retried), and a new thread takes over
-  the host and then the slot, so ``num_workers`` hosts stay in flight. The stuck thread's late
-  return is dropped; ``run()`` waits for such threads at most ``ABANDONED_GRACE_SECONDS``.
+- each host runs through the shared core (``run_one``), run policies included: the plan says
+  which host starts when (the run's main thread applies it and hands hosts out, see
+  ``_Feed``). What is this runner's own is the deadline of a blocking call: the run's main
+  thread watches every call in flight; one past its deadline is given up (its host fails with
+  ``TaskTimeout``, or is retried), and a new thread takes over the host and then the slot, so
+  ``num_workers`` hosts stay in flight. The stuck thread's late return is dropped; ``run()``
+  waits for such threads at most ``ABANDONED_GRACE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -34,24 +35,20 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.execution import run_host
-from nornir_bench.core.policies.hosts import HostRun, Outcome, run_policed
+from nornir_bench.core.offload import ABANDONED_GRACE_SECONDS
+from nornir_bench.core.one_host import RunContext, run_one
+from nornir_bench.core.policies.hosts import HostAttempts, Outcome, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
-from nornir_bench.core.stopping import ctrl_c_held
+from nornir_bench.core.stopping import POLL_SECONDS, CtrlC, Halt, ctrl_c_held
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import AggregatedResult, MultiResult, Task
+    from nornir.core.task import AggregatedResult, Task
 
-__all__ = ["ABANDONED_GRACE_SECONDS", "ThreadPoolRunner"]
-
-ABANDONED_GRACE_SECONDS = 0.1
-"""How long ``run()`` waits, at its end, for threads whose blocking call passed its deadline
-(their hosts already failed): a call returning at that moment still ends its thread cleanly,
-and a call that hangs does not hold the run."""
+__all__ = ["ThreadPoolRunner"]
 
 
 class ThreadPoolRunner(Policed):
@@ -88,27 +85,22 @@ class ThreadPoolRunner(Policed):
                 thread has stopped, as nornir's runner re-raises it.
         """
         run = _ThreadRun(task, hosts, self.policy, min(self.num_workers, len(hosts)))
+        ctrl_c = CtrlC(run.halt.set)
         try:
-            with tuned_for_run():
+            with tuned_for_run(), ctrl_c.handled():
                 # Held once for all the starts (not per thread: 1,000 starts would pay for it
                 # 1,000 times): interrupted, a start would leave the count of threads wrong.
                 with ctrl_c_held():
-                    for i in range(min(self.num_workers, len(hosts))):
+                    for i in range(run.threads):
                         if not run.pending:
                             break
                         run.start(run.work, f"threadpool-{i}")
-                run.wait()
-        except KeyboardInterrupt:
-            run.stop.set()
-            run.pending.clear()
-            try:
-                run.wait()
-            except KeyboardInterrupt:  # Ctrl-C again: do not wait for the hosts in flight
-                raise interrupted(run.result, abandoned=True) from None
-            raise interrupted(run.result) from None
+                ctrl_c.wait(run.wait)
         finally:
             if run.running.count == 0:  # each thread is past its last host: this takes no time
                 run.join()
+        if ctrl_c.presses:
+            raise interrupted(run.result, abandoned=ctrl_c.abandoned)
         if run.escaped:
             raise run.escaped[0]
         if run.plan is not None:
@@ -124,7 +116,7 @@ class _ThreadRun:
 
     def __init__(self, task: Task, hosts: list[Host], policy: RunPolicy, threads: int) -> None:
         self.task = task
-        self.policy = policy
+        self.threads = threads
         self.result = placeholders(task, hosts)
         self.plan = HostPlan(hosts, policy) if policy.schedules else None
         self.pending: HostQueue | _Feed = (
@@ -132,9 +124,15 @@ class _ThreadRun:
         )
         self.escaped: list[BaseException] = []
         self.running = _Running()
-        self.threads: list[threading.Thread] = []
-        self.stop = threading.Event()  # Ctrl-C: a host waiting to retry does not
+        self.started: list[threading.Thread] = []
+        self.halt = Halt()  # set by Ctrl-C; the main thread's wait applies it
         self.watch = _Deadlines() if policy.task_timeout or policy.run_timeout else None
+        self.context = RunContext(
+            policy,
+            deadline=None if self.plan is None else self.plan.deadline,
+            halt=self.halt,
+            attempt=HostAttempts.call if self.watch is None else self.watch.call,
+        )
 
     def start(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -144,28 +142,31 @@ class _ThreadRun:
         except BaseException:
             self.running.ended()
             raise
-        self.threads.append(thread)
+        self.started.append(thread)
 
-    def work(self, taken_over: HostRun | None = None) -> None:
+    def work(self, taken_over: HostAttempts | None = None) -> None:
         """A thread's life: hosts from ``pending`` until none is left (or, past a deadline,
         another thread has taken its slot)."""
-        task, result = self.task, self.result
+        task, result, context = self.task, self.result, self.context
         try:
-            if isinstance(self.pending, HostQueue) and not self.policy.per_host:
+            done: tuple[Host, bool] | None = None
+            if taken_over is not None:  # a host whose call passed its deadline: go on
+                multi = run_policed(taken_over, taken_over.timed_out(), call=context.attempt)
+                if multi is None:
+                    return
+                result[taken_over.host.name] = multi
+                done = (taken_over.host, multi.failed)
+            if isinstance(self.pending, HostQueue):
                 for host in self.pending:  # the hot path: no call between the loop and the core
-                    result[host.name] = run_host(task, host)
-            else:
-                done: tuple[Host, bool] | None = None
-                if taken_over is not None:  # a host whose call passed its deadline: go on
-                    multi = self._attempts(taken_over, taken_over.timed_out())
-                    if multi is None:
-                        return
-                    result[taken_over.host.name] = multi
-                    done = (taken_over.host, multi.failed)
-                take = self._taker()
-                while (taken := take(done)) is not None:
-                    multi = self._one(taken)
+                    multi = run_one(task, host, context)
                     if multi is None:  # given up at its deadline: another thread goes on
+                        return
+                    result[host.name] = multi
+            else:
+                take = self.pending.next
+                while (taken := take(done)) is not None:
+                    multi = run_one(task, taken, context)
+                    if multi is None:
                         return
                     result[taken.name] = multi
                     done = (taken, multi.failed)
@@ -173,25 +174,7 @@ class _ThreadRun:
             self.escaped.append(exc)
         self.running.ended()
 
-    def _taker(self) -> Callable[[tuple[Host, bool] | None], Host | None]:
-        """The next host, told the one just finished: the plan's, or the queue's in order."""
-        if isinstance(self.pending, _Feed):
-            return self.pending.next
-        hosts = iter(self.pending)
-        return lambda done: next(hosts, None)
-
-    def _one(self, host: Host) -> MultiResult | None:
-        if not self.policy.per_host:
-            return run_host(self.task, host)
-        deadline = None if self.plan is None else self.plan.deadline
-        run = HostRun(self.task, host, self.policy, run_deadline=deadline, stop=self.stop)
-        return self._attempts(run)
-
-    def _attempts(self, run: HostRun, outcome: Outcome | None = None) -> MultiResult | None:
-        call = HostRun.call if self.watch is None else self.watch.call
-        return run_policed(run, outcome, call=call)
-
-    def _take_over(self, run: HostRun) -> None:
+    def _take_over(self, run: HostAttempts) -> None:
         """The main thread, for a call past its deadline: a new thread goes on with its host."""
         self.start(lambda: self.work(run), "threadpool-takeover")
         self.running.ended()  # the thread left in the call no longer counts
@@ -200,18 +183,17 @@ class _ThreadRun:
         """Until every thread has ended; with a plan, applying it meanwhile (see _Feed)."""
         if isinstance(self.pending, _Feed):
             self.pending.run(self)
-        self.running.wait(self.watch, self._take_over)
+        self.running.wait(self)
 
     def join(self) -> None:
         """Join the threads; those left in a call past its deadline at most for the grace."""
         abandoned = set() if self.watch is None else self.watch.abandoned
         grace_ends = time.monotonic() + ABANDONED_GRACE_SECONDS
-        for thread in self.threads:
+        for thread in self.started:
             if thread in abandoned:
                 thread.join(max(0.0, grace_ends - time.monotonic()))
             else:
                 thread.join()
-
 
 class _Feed:
     """The run's plan, applied by the run's main thread: hosts go out to the threads through
@@ -242,8 +224,8 @@ class _Feed:
             self.done.put(finished)
         return self.ready.get()
 
-    def clear(self) -> None:
-        """Ctrl-C: no host starts any more (those handed out but not yet taken are not run)."""
+    def halt(self) -> None:
+        """No host starts any more (those handed out but not yet taken are not run)."""
         self.halted = True
         self.plan.halt()
         while True:
@@ -258,14 +240,14 @@ class _Feed:
         watch deadlines meanwhile; then let every thread go."""
         watch, plan = run.watch, self.plan
         while self.out > len(run.escaped) or self:  # a thread ended by SystemExit owes one
-            if run.escaped and not self.halted:
-                self.clear()
+            if (run.escaped or run.halt.is_set()) and not self.halted:
+                self.halt()
             wait = None if self.halted else plan.wait_time()
             nearest = None if watch is None else watch.next_in()
             timeout = min(
-                _WAIT_POLL_SECONDS,
-                wait if wait is not None else _WAIT_POLL_SECONDS,
-                nearest if nearest is not None else _WAIT_POLL_SECONDS,
+                POLL_SECONDS,
+                wait if wait is not None else POLL_SECONDS,
+                nearest if nearest is not None else POLL_SECONDS,
             )
             try:
                 self._finished(*self.done.get(timeout=timeout))
@@ -306,10 +288,10 @@ class _Deadlines:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: dict[int, tuple[float, HostRun, threading.Thread]] = {}
+        self._calls: dict[int, tuple[float, HostAttempts, threading.Thread]] = {}
         self.abandoned: set[threading.Thread] = set()  # threads left in such a call
 
-    def call(self, run: HostRun) -> Outcome | None:
+    def call(self, run: HostAttempts) -> Outcome | None:
         deadline = run.deadline()
         if deadline is None:
             return run.call()
@@ -329,7 +311,7 @@ class _Deadlines:
                 return None
             return max(0.0, min(call[0] for call in self._calls.values()) - time.monotonic())
 
-    def expired(self) -> list[HostRun]:
+    def expired(self) -> list[HostAttempts]:
         """The calls past their deadline, now given up (their threads no longer own them)."""
         now = time.monotonic()
         with self._lock:
@@ -337,12 +319,6 @@ class _Deadlines:
             late = [self._calls.pop(key) for key in due]
         self.abandoned.update(thread for _, _, thread in late)
         return [run for _, run, _ in late]
-
-
-# A SIGINT the kernel hands to a worker thread, or ``_thread.interrupt_main()``, only sets a
-# flag that the main thread checks when it runs bytecode: a wait without a timeout would sit on
-# it until the run ended. Waking up this often keeps Ctrl-C prompt at no measurable cost.
-_WAIT_POLL_SECONDS = 0.1
 
 
 class _Running:
@@ -370,21 +346,17 @@ class _Running:
             if self.count == 0:
                 self._none_left.set()
 
-    def wait(
-        self,
-        watch: _Deadlines | None = None,
-        take_over: Any = None,
-    ) -> None:
-        """Return once every thread has ended (raises ``KeyboardInterrupt`` on Ctrl-C); with
-        ``watch``, hand each call past its deadline to ``take_over`` meanwhile."""
-        if watch is None:
-            while not self._none_left.wait(_WAIT_POLL_SECONDS):
-                pass
-            return
+    def wait(self, run: _ThreadRun) -> None:
+        """Return once every thread has ended; meanwhile hand each call past its deadline to
+        a new thread, and apply the run's halt to the hosts waiting."""
+        watch, halt = run.watch, run.halt
         while True:
-            nearest = watch.next_in()
-            poll = _WAIT_POLL_SECONDS if nearest is None else min(_WAIT_POLL_SECONDS, nearest)
+            nearest = None if watch is None else watch.next_in()
+            poll = POLL_SECONDS if nearest is None else min(POLL_SECONDS, nearest)
             if self._none_left.wait(poll):
                 return
-            for run in watch.expired():
-                take_over(run)
+            if halt.is_set():
+                run.pending.halt()
+            if watch is not None:
+                for expired in watch.expired():
+                    run._take_over(expired)

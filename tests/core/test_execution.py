@@ -107,18 +107,6 @@ def test_plain_value_is_wrapped() -> None:
     assert (result.result, result.host, result.failed) == ("hello from dev0", host, False)
 
 
-def test_failed_subtask_results_unpickle_with_same_text() -> None:
-    import pickle
-
-    # nornir's own runner: its results unpickle too once nornir_bench is imported
-    result = make_nornir("threaded", hosts=4).run(task=grouped)
-    restored = pickle.loads(pickle.dumps(result))
-    original, copy = result["dev3"][0].exception, restored["dev3"][0].exception
-    assert isinstance(copy, NornirSubTaskError)
-    assert str(copy) == str(original) == "Subtask: maybe_fail (failed)\n"
-    assert result_view(copy.result) == result_view(original.result)
-
-
 async def _async_task(task: Task) -> str:
     return "awaited"
 

@@ -320,6 +320,26 @@ def test_raise_on_error_like_nornir(runner: Runner, kind: str) -> None:
 
 
 @pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_dry_run_passes_through_as_nornir_passes_it(runner: Runner, kind: str) -> None:
+    """nornir's own tests/core/test_tasks.py::Test::test_dry_run, on every runner: once,
+    processpool failed every host given ``dry_run`` (it reached the worker's task template
+    twice)."""
+
+    def seen(nr: Nornir, kind: str) -> list[dict[str, object]]:
+        task = twin(kind, "sees_dry_run")
+        runs = [nr.run(task=task), nr.run(task=task, dry_run=True), nr.run(task=task, dry_run=False)]
+        nr.data.dry_run = True
+        runs += [nr.run(task=task), nr.run(task=task, dry_run=False)]
+        return [{name: (multi.failed, multi[0].result) for name, multi in r.items()} for r in runs]
+
+    ours = seen(runner.nornir(hosts=3, num_workers=2), kind)
+    assert ours == seen(THREADED.nornir(hosts=3, num_workers=2), SYNC)
+    assert [run["dev1"] for run in ours] == [
+        (False, False), (False, True), (False, False), (False, True), (False, False)
+    ]
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
 def test_processor_hooks_per_host_in_nornirs_order(runner: Runner, kind: str) -> None:
     ours, theirs = Recorder(), Recorder()
     result = runner.nornir(hosts=9, num_workers=3).with_processors([ours]).run(
@@ -343,10 +363,15 @@ def test_host_data_changes_visible_after_run(runner: Runner, kind: str) -> None:
 
 
 @pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
-def test_results_pickle(runner: Runner, kind: str) -> None:
-    result = runner.nornir(hosts=12, num_workers=4).run(task=twin(kind, "grouped"))
+def test_results_pickle_as_nornirs_do(runner: Runner, kind: str) -> None:
+    result = runner.nornir(hosts=12, num_workers=4).run(task=twin(kind, "fails_on_odd"))
     restored = pickle.loads(pickle.dumps(result))
     assert aggregated_view(restored) == aggregated_view(result)
+    # nornir's NornirSubTaskError does not unpickle: neither on nornir's runner nor on ours
+    # (importing nornir_bench changes no pickling of the user's objects)
+    failed_subtask = runner.nornir(hosts=4, num_workers=4).run(task=twin(kind, "grouped"))
+    with pytest.raises(TypeError):
+        pickle.loads(pickle.dumps(failed_subtask))
 
 
 @pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))

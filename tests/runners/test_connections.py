@@ -125,8 +125,12 @@ class AsyncCounting:
         await self.writer.wait_closed()
 
     def close(self) -> None:  # nornir's host.close_connections(), from any thread
-        if not self.loop.is_closed():
+        if self.loop.is_closed():
+            return
+        if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.writer.close)
+        else:  # idle between runs (the asyncio runner keeps it): run it to close
+            self.loop.run_until_complete(self.aclose())
 
 
 async def aopens(task: Task) -> int:
@@ -173,6 +177,51 @@ def test_connections_are_reused_across_runs_until_close_connections(
         assert server.wait_open(0) == 0
         assert all(not host.connections for host in nr.inventory.hosts.values())
         assert descendant_pids() == processes  # kept workers and loops stopped with them
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_host_connections_show_what_the_run_keeps_and_close_as_nornirs_do(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    """nornir's own tests/core/test_connections.py::Test::test_context_manager, and its ``in``
+    checks, on every runner: once, processpool's parent saw none of the connections its
+    workers held, and ``host.close_connection`` could not close them."""
+    name = "acounting" if kind == ASYNC else PLUGIN
+    task = aopens if kind == ASYNC else opens
+    with counting_server() as server, registered(PLUGIN, counting_plugin()):
+        processes = descendant_pids()
+        with nornir(inventory(tmp_path, server.port), runner.name, **runner.options) as nr:
+            assert not nr.run(task=task).failed
+            hosts = list(nr.inventory.hosts.values())
+            assert all(name in host.connections for host in hosts)
+            assert server.wait_open(HOSTS) == HOSTS
+            hosts[0].close_connection(name)  # closed where it lives
+            assert name not in hosts[0].connections
+            assert server.wait_open(HOSTS - 1) == HOSTS - 1
+            assert not nr.run(task=task).failed  # dev0 logs in again, the others reuse theirs
+            assert all(name in host.connections for host in hosts)
+            assert server.wait_open(HOSTS) == HOSTS  # the server has accepted it too
+            assert server.accepted == HOSTS + 1
+        assert server.wait_open(0) == 0  # `with nr:` closed them all
+        assert all(not host.connections for host in hosts)
+        assert descendant_pids() == processes  # and what kept them
+
+
+def test_a_connection_held_in_a_worker_says_where_when_used_in_the_parent(
+    tmp_path: Path,
+) -> None:
+    with counting_server() as server, registered(PLUGIN, counting_plugin()):
+        nr = nornir(inventory(tmp_path, server.port), "processpool", num_procs=1)
+        pid = nr.run(task=opens)["dev0"].result
+        host = nr.inventory.hosts["dev0"]
+        with pytest.raises(RuntimeError) as info:
+            host.get_connection(PLUGIN, nr.config)
+        assert str(info.value) == (
+            f"host dev0's {PLUGIN!r} connection is held in processpool worker process {pid}: "
+            "use it in a task the runner runs there"
+        )
+        nr.close_connections()
+        assert server.wait_open(0) == 0
 
 
 def test_a_worker_killed_between_runs_takes_only_its_own_connections(tmp_path: Path) -> None:

@@ -258,8 +258,9 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     from nornir_bench.core.execution import run_host
     from nornir_bench.runners._results import placeholders
     from nornir_bench.runners.processpool.crashes import RunningHost
+    from nornir_bench.runners._remote.results import FinishedHost
     from nornir_bench.runners.processpool.messages import Done, send
-    from nornir_bench.runners.processpool.pool import _Pool
+    from nornir_bench.runners.processpool.pool import Pool
     from nornir_bench.runners.processpool.workers import Worker, WorkerSet
 
     class ForkServerGone:
@@ -283,8 +284,8 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     task = Task(tasksets.hello, nr, global_dry_run=False, processors=nr.processors)
     hosts = list(nr.inventory.hosts.values())
     result = placeholders(task, hosts)
-    runner = _Pool(nr.runner, task, hosts, result, WorkerSet([]))
-    runner.out.update(i for i in (runner.plan.take(), runner.plan.take()) if i is not None)
+    runner = Pool(nr.runner._options, task, hosts, result, WorkerSet([]), lambda deadline: b"")
+    runner.dispatch.out.update(i for i in (runner.plan.take(), runner.plan.take()) if i is not None)
     pool_end, worker_end = socket.socketpair()
     worker = Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
     worker.loaded = True
@@ -293,10 +294,10 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     # dev0's result was on its way when the watchdog fired; dev1 never finished
     done = run_host(task, hosts[0])
     with Connection(worker_end.detach()) as sent:
-        send(sent, Done([(0, done, hosts[0].data, [], False)]))
+        send(sent, Done([FinishedHost(0, done, hosts[0].data, [], ())]))
         overdue: dict[int, Exception] = {i: TaskTimeout("hello", hosts[i].name, 1) for i in (0, 1)}
         runner._lost(worker, overdue)
-    assert runner.remaining == 0
+    assert runner.settle.remaining == 0
     assert not result["dev0"].failed and result["dev0"].result == "hello from dev0"
     assert isinstance(result["dev1"][0].exception, TaskTimeout)
 
@@ -357,10 +358,10 @@ def test_a_program_a_task_started_does_not_hide_its_workers_death(tmp_path: Path
 def test_workers_that_cannot_start_fail_the_hosts_instead_of_respawning_forever(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from nornir_bench.runners.processpool import pool as processpool
+    from nornir_bench.runners.processpool import workers
 
     # an interpreter that exits at once, as in an environment where it cannot import
-    monkeypatch.setattr(processpool, "_FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
+    monkeypatch.setattr(workers, "FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
     with caplog.at_level(logging.ERROR, logger="nornir_bench.runners.processpool.pool"):
         result = pool(hosts=40, num_workers=2, chunk_size=1).run(task=tasksets.hello)
     assert [r.getMessage() for r in caplog.records if "giving up" in r.getMessage()] == [
@@ -379,9 +380,9 @@ def test_a_fork_server_that_dies_at_once_fails_a_big_run_with_the_reason(
 ) -> None:
     """Once: sending the payload of thousands of hosts to a fork server that had already
     exited raised BrokenPipeError out of run()."""
-    from nornir_bench.runners.processpool import pool as processpool
+    from nornir_bench.runners.processpool import workers
 
-    monkeypatch.setattr(processpool, "_FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
+    monkeypatch.setattr(workers, "FORK_SERVER_COMMAND", ["-c", "import sys; sys.exit(7)"])
     monkeypatch.setattr(logging.getLogger("nornir.core.task"), "disabled", True)
     result = pool(hosts=5000, num_workers=50).run(task=tasksets.hello)
     assert len(result) == 5000 and len(result.failed_hosts) == 5000
@@ -562,7 +563,7 @@ def _fork_server_processes() -> set[int]:
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if b"nornir_bench.runners.processpool._main" in f.read():
+                    if b"nornir_bench.runners.processpool.forkserver" in f.read():
                         if os.getpgid(int(entry)) == group:
                             found.add(int(entry))
             except (OSError, ProcessLookupError):

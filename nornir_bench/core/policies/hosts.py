@@ -1,6 +1,6 @@
 """One host's task under the run's policies: a deadline for each attempt, and retries.
 
-:class:`HostRun` holds what does no I/O (when an attempt's deadline is, which error a missed
+:class:`HostAttempts` holds what does no I/O (when an attempt's deadline is, which error a missed
 one is, whether a failure is tried again and after how long, the result that counts); the
 blocking and the awaitable drivers, :func:`run_policed` and :func:`arun_policed`, hold only the
 calls, the waits and the reconnects. Processor hooks fire once per host, whatever the number
@@ -18,11 +18,9 @@ from __future__ import annotations
 import functools
 import logging
 import random
-import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import MultiResult
@@ -31,22 +29,24 @@ from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
     Offload,
+    acall_task,
+    call_task,
     complete_host,
     failure_result,
     start_host,
+    to_thread,
     wrap_result,
 )
 from nornir_bench.core.policies.retry import retry_wait
 
 if TYPE_CHECKING:
-    import asyncio
-
     from nornir.core.inventory import Host
     from nornir.core.task import Task
 
     from nornir_bench.core.policies.options import RunPolicy
+    from nornir_bench.core.stopping import Halt
 
-__all__ = ["HostRun", "Outcome", "arun_policed", "run_policed"]
+__all__ = ["HostAttempts", "Outcome", "arun_policed", "run_policed"]
 
 # nornir's own task logger, where failures are logged too: the logging a job configures for
 # nornir (its default) shows the retries next to the failures.
@@ -67,23 +67,20 @@ class Outcome:
         self.text = text
 
 
-class HostRun:
-    """One host's run under ``policy``: its task started (hook fired), its attempts so far.
+class HostAttempts:
+    """One host's task under ``policy``: started (its hook fired), and its attempts so far.
 
     Args:
         template: the run's task.
         host: the host.
         policy: the run's policies.
         run_deadline: the run's deadline on the ``time.monotonic`` clock, if it has one.
-        stop: set on Ctrl-C: a host waiting to retry gives up and keeps its last failure.
-        halted: the same for :func:`arun_policed`, on the event loop (a processpool worker's
-            halt; the asyncio runner cancels its hosts instead).
+        halt: the run's halt: once set, a host waiting to retry gives up and keeps its last
+            failure.
         rand: random numbers in ``[0, 1)`` for the jitter (a test passes its own).
     """
 
-    __slots__ = (
-        "_by_run", "failed", "halted", "host", "policy", "rand", "run_deadline", "stop", "task"
-    )
+    __slots__ = ("_by_run", "failed", "halt", "host", "policy", "rand", "run_deadline", "task")
 
     def __init__(
         self,
@@ -92,16 +89,14 @@ class HostRun:
         policy: RunPolicy,
         *,
         run_deadline: float | None = None,
-        stop: threading.Event | None = None,
-        halted: asyncio.Event | None = None,
+        halt: Halt | None = None,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.task = start_host(template, host)
         self.host = host
         self.policy = policy
         self.run_deadline = run_deadline
-        self.stop = stop
-        self.halted = halted
+        self.halt = halt
         self.rand = rand
         self.failed: list[FailedAttempt] = []
         self._by_run = False
@@ -139,19 +134,22 @@ class HostRun:
 
     def call(self) -> Outcome:
         """Run the task once, here (blocking)."""
-        task = self.task
         try:
-            value = task.task(task, **task.params)
-            if isinstance(value, CoroutineType):
-                value.close()
-                raise TypeError(
-                    f"task {task.name!r} is async: run it with the asyncio or processpool runner"
-                )
+            return Outcome(call_task(self.task))
         except Exception as exc:
             return Outcome(error=exc, text=traceback.format_exc())
-        return Outcome(value)
 
-    def within(self, call: Awaitable[Any], deadline: float, blocking: bool) -> Awaitable[Any]:
+    async def acall(self, offload: Offload | None) -> Outcome:
+        """Run the task once on the event loop (``offload``: see ``acall_task``), within the
+        attempt's deadline."""
+        deadline = self.deadline()
+        bound = None if deadline is None else functools.partial(self._within, deadline)
+        try:
+            return Outcome(await acall_task(self.task, offload, bound))
+        except Exception as exc:
+            return self.call_failed(exc, offload is not None)
+
+    def _within(self, deadline: float, call: Awaitable[Any], blocking: bool) -> Awaitable[Any]:
         """``call`` stopped at ``deadline`` with this attempt's timeout error."""
         from nornir_bench.core.timeouts import within  # imports asyncio: only on a loop
 
@@ -213,26 +211,32 @@ class HostRun:
     async def areconnect(self, offload: Offload | None) -> None:
         """Close the host's connections on the loop: async ones here, blocking ones in a
         thread."""
-        from nornir_bench.core.connections import aclose_connections, close_connections
+        from nornir_bench.core.connections import aclose_every_connection
 
-        await aclose_connections([self.host])
-        if self.host.connections:
-            run = offload or _to_thread
-            await run(functools.partial(close_connections, [self.host]))
+        await aclose_every_connection([self.host], offload or to_thread)
 
     def pause(self, seconds: float) -> bool:
-        """Wait ``seconds`` (blocking); False if Ctrl-C came meanwhile (then no retry)."""
-        if self.stop is None:
+        """Wait ``seconds`` (blocking); False if the run was halted meanwhile (no retry)."""
+        if self.halt is None:
             time.sleep(seconds)
             return True
-        return not self.stop.wait(seconds)
+        return not self.halt.wait(seconds)
+
+    async def apause(self, seconds: float) -> bool:
+        """Wait ``seconds`` on the loop; False if the run was halted meanwhile (no retry)."""
+        if self.halt is None:
+            import asyncio
+
+            await asyncio.sleep(seconds)
+            return True
+        return not await self.halt.wait_async(seconds)
 
 
 def run_policed(
-    run: HostRun,
+    run: HostAttempts,
     outcome: Outcome | None = None,
     *,
-    call: Callable[[HostRun], Outcome | None] = HostRun.call,
+    call: Callable[[HostAttempts], Outcome | None] = HostAttempts.call,
 ) -> MultiResult | None:
     """Run ``run``'s attempts here (blocking) to the one that counts; its ``MultiResult``.
 
@@ -255,48 +259,18 @@ def run_policed(
         outcome = None
 
 
-async def arun_policed(run: HostRun, offload: Offload | None) -> MultiResult:
+async def arun_policed(run: HostAttempts, offload: Offload | None) -> MultiResult:
     """The awaitable twin of :func:`run_policed`; each attempt within its deadline.
 
     ``offload`` is ``None`` for an ``async def`` task, else the pool blocking calls run in.
     Cancelling it (Ctrl-C) propagates ``CancelledError``: a host that did not finish has no
     result.
     """
-    import asyncio
-
     while True:
-        task = run.task
-        deadline = run.deadline()
-        try:
-            if offload is None:
-                call: Awaitable[Any] = task.task(task, **task.params)
-            else:
-                call = offload(functools.partial(task.task, task, **task.params))
-            if deadline is not None:
-                call = run.within(call, deadline, offload is not None)
-            value = await call
-            if offload is not None and isinstance(value, CoroutineType):
-                # a plain function that returned a coroutine (a lambda, a wrapper): await it too
-                value = await (value if deadline is None else run.within(value, deadline, False))
-        except Exception as exc:
-            outcome = run.call_failed(exc, offload is not None)
-        else:
-            outcome = Outcome(value)
+        outcome = await run.acall(offload)
         wait = run.retry_after(outcome)
         if wait is None:
             return run.finish(outcome)
         await run.areconnect(offload)
-        if run.halted is None:
-            await asyncio.sleep(wait)
-            continue
-        try:
-            await asyncio.wait_for(run.halted.wait(), wait)
-        except asyncio.TimeoutError:  # TimeoutError itself from 3.11: the wait is over
-            continue
-        return run.finish(outcome)  # halted meanwhile: no retry
-
-
-async def _to_thread(call: Callable[[], Any]) -> Any:
-    import asyncio
-
-    return await asyncio.to_thread(call)
+        if not await run.apause(wait):
+            return run.finish(outcome)

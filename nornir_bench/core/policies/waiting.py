@@ -69,7 +69,8 @@ class AsyncPlan:
         many = self.plan.finished(self.plan.index[host.name], failed)
         self._wake(every=many)
 
-    def clear(self) -> None:
+    def halt(self) -> None:
+        """No host starts any more: every waiter wakes to see it."""
         self.plan.halt()
         self._wake(every=True)
 

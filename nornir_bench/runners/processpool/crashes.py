@@ -40,6 +40,7 @@ seconds (scripts/bench_crashes.py).
 
 from __future__ import annotations
 
+import enum
 import faulthandler
 import functools
 import itertools
@@ -54,11 +55,13 @@ from typing import Any, TypeVar
 
 from nornir_bench.core.attempts import FailedAttempt
 from nornir_bench.core.exceptions import WorkerCrashed
+from nornir_bench.core.execution import Offload
 
 __all__ = [
     "DEFAULT_CRASH_RERUNS",
     "START_FAILURES_BEFORE_GIVING_UP",
     "CrashLedger",
+    "HostKind",
     "Marked",
     "RunningHost",
     "counted",
@@ -71,6 +74,18 @@ START_FAILURES_BEFORE_GIVING_UP = 3
 """Workers dying before they load the run, in a row, before the pool gives up (rule 5)."""
 
 _T = TypeVar("_T")
+
+
+class HostKind(enum.Enum):
+    """Which hosts a worker has in flight: the rule keeps the kinds apart (rules 2 and 3)."""
+
+    NEW = "new"
+    """Hosts running for the first time."""
+    RERUN = "rerun"
+    """Hosts run again, together, after a crash another host caused."""
+    ALONE = "alone"
+    """A suspect of a crash whose cause is not known, run alone."""
+
 
 _NONE = -1
 # The shared memory, as 64-bit cells: a header, then one (thread id, host) slot per thread of
@@ -214,9 +229,6 @@ class Marked(Coroutine[Any, Any, _T]):
 
     def __await__(self) -> Generator[Any, None, _T]:
         return self._coro.__await__()
-
-
-Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 def counted(offload: Offload, running: RunningHost) -> Offload:

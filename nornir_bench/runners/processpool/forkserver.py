@@ -5,8 +5,9 @@ hold threads, locks and sockets). But a fresh interpreter costs about 0.3 s here
 importing nornir), and the run's payload (the task, its modules) must then be loaded in each:
 a crash storm that kills a worker every 0.2 s would spend its time starting workers.
 
-So the pool starts one fresh interpreter, the fork server
-(``python -m nornir_bench.runners.processpool._main``). It is single-threaded and runs no event loop; it
+So the pool starts one fresh interpreter, the fork server (:data:`FORK_SERVER_COMMAND`, which
+imports the very package the pool runs, never a ``nornir_bench`` folder that happens to be in
+the current directory). It is single-threaded and runs no event loop; it
 loads the run's payload once, freezes it for the garbage collector (so forked children share
 its pages instead of copying them), and forks a worker whenever the pool asks, in a few
 milliseconds, already holding the run. The fork server reaps its children and reports each
@@ -34,8 +35,6 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
-import cloudpickle
-
 from nornir_bench.core.exceptions import describe_exit
 from nornir_bench.runners.processpool.crashes import RunningHost
 from nornir_bench.runners.processpool.messages import (
@@ -51,9 +50,28 @@ from nornir_bench.runners.processpool.messages import (
     send,
 )
 
-__all__ = ["ForkServer", "Forked", "WorkerStartError", "serve_forks"]
+__all__ = [
+    "FORK_SERVER_COMMAND",
+    "STOP_WAIT_SECONDS",
+    "ForkServer",
+    "Forked",
+    "WorkerStartError",
+    "main",
+    "serve_forks",
+]
 
-_STOP_WAIT_SECONDS = 5.0
+STOP_WAIT_SECONDS = 5.0
+"""How long a fork server or a worker asked to stop may take before it is killed."""
+
+FORK_SERVER_COMMAND = [
+    "-c",
+    # Not ``-m``, which puts the current directory first on the import path: the fork server
+    # must import the package the pool runs (first on PYTHONPATH, see WorkerSet), not a
+    # checkout that happens to be here. ``-c`` puts it first as "": dropped.
+    "import sys; del sys.path[0]; from nornir_bench.runners.processpool.forkserver import main; "
+    "main()",
+]
+"""The interpreter's arguments that start a fork server; its two socket descriptors follow."""
 
 LOAD_TIMEOUT = 300.0
 """Seconds the fork server may take to answer a fork: it loads the run first, which imports
@@ -144,7 +162,7 @@ class ForkServer:
             raise
         return reply.pid, Connection(pool_end.detach()), running
 
-    def exit_status(self, pid: int, timeout: float = _STOP_WAIT_SECONDS) -> int | None:
+    def exit_status(self, pid: int, timeout: float = STOP_WAIT_SECONDS) -> int | None:
         """The return code of worker ``pid`` once it has ended; ``None`` if not within
         ``timeout`` seconds (or the fork server is gone)."""
         deadline = time.monotonic() + timeout
@@ -176,7 +194,7 @@ class ForkServer:
         except OSError:
             pass
         try:
-            self.process.wait(_STOP_WAIT_SECONDS)
+            self.process.wait(STOP_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
@@ -209,9 +227,19 @@ class ForkServer:
 
     def _returncode(self) -> int | None:
         try:
-            return self.process.wait(_STOP_WAIT_SECONDS)
+            return self.process.wait(STOP_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
             return None
+
+
+def main() -> None:
+    """The fork server process (:data:`FORK_SERVER_COMMAND`): serve the pool on the two socket
+    descriptors given as arguments, then exit."""
+    serve_forks(Connection(int(sys.argv[1])), socket.socket(fileno=int(sys.argv[2])))
+    # Its workers are reaped and it holds nothing to finalise: tearing down an interpreter
+    # holding a 10,000-host run would only delay the pool's stop, which waits for this exit.
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def serve_forks(control: Connection, fds: socket.socket) -> None:
@@ -275,8 +303,10 @@ def serve_forks(control: Connection, fds: socket.socket) -> None:
 
 def _load(body: bytes) -> tuple[Any, str]:
     """The run spec, or ``None`` and why it cannot be loaded here."""
+    from nornir_bench.runners._remote.spec import unpack_run
+
     try:
-        spec = cloudpickle.loads(body)
+        spec = unpack_run(body)
     except Exception as exc:  # noqa: BLE001 - any import or unpickling error: tell the pool
         return None, f"a worker process could not load the run: {type(exc).__name__}: " + " ".join(
             str(exc).split()

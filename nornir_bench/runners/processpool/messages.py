@@ -5,12 +5,12 @@ receiver tells them apart by type. Named tuples pickle as a class reference and 
 so a message costs a few bytes more than a bare tuple, once per batch of hosts, not per host.
 
 - pool -> worker: :class:`LoadRun` (another run, after the one it was forked holding),
-  :class:`RunHosts`, :class:`Halt`, :class:`Stop`;
+  :class:`RunHosts`, :class:`HaltRun`, :class:`CloseConnections`, :class:`Stop`;
 - worker -> pool: :class:`Ready` once it holds the run, :class:`LoadFailed` when it cannot load
   it (a module the task needs does not import there: every worker would fail alike),
   :class:`Done` with finished hosts, :class:`Tainted` when a blocking task overran
   ``task_timeout`` (its thread cannot be stopped, so the pool retires the worker once its other
-  hosts are done);
+  hosts are done), :class:`Closed` once it closed the connections it was asked to;
 - pool -> fork server: :class:`LoadRun`, :class:`Fork` (the new worker's descriptors are sent
   first, on the other socket), :class:`Kill`, :class:`Stop`;
 - fork server -> pool: :class:`WorkerForked` or :class:`LoadFailed` for each fork, and
@@ -20,16 +20,18 @@ so a message costs a few bytes more than a bare tuple, once per batch of hosts, 
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, NamedTuple, Union
 
-from nornir.core.task import MultiResult
+from nornir_bench.core._pickling import dumps
+from nornir_bench.runners._remote.results import FinishedHost
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
 __all__ = [
+    "CloseConnections",
+    "Closed",
     "Done",
-    "FinishedHost",
     "Fork",
     "Kill",
     "LoadFailed",
@@ -61,7 +63,7 @@ class RunHosts(NamedTuple):
     hosts: bytes
 
 
-class Halt(NamedTuple):
+class HaltRun(NamedTuple):
     """Ctrl-C: no more retries; a host waiting for one ends with its last failure."""
 
 
@@ -79,12 +81,6 @@ class LoadFailed(NamedTuple):
     reason: str
 
 
-FinishedHost = tuple[int, MultiResult, dict[str, Any], list[tuple[Any, ...]], bool]
-"""A host done in a worker: its index, ``MultiResult``, ``data`` after the task, the subtask
-hook events for the pool to replay (see ``replay.replay_hooks``), and whether the worker now
-holds connections of the host (the pool sends the host back to it)."""
-
-
 class Done(NamedTuple):
     """Hosts that finished, in a batch."""
 
@@ -93,6 +89,16 @@ class Done(NamedTuple):
 
 class Tainted(NamedTuple):
     """A blocking task overran its deadline: retire this worker when its hosts are done."""
+
+
+class CloseConnections(NamedTuple):
+    """Close these connections the worker keeps: (host name, plugin name) pairs."""
+
+    connections: list[tuple[str, str]]
+
+
+class Closed(NamedTuple):
+    """The connections asked for are closed."""
 
 
 class Fork(NamedTuple):
@@ -119,14 +125,14 @@ class WorkerExited(NamedTuple):
 
 
 Message = Union[
-    LoadRun, RunHosts, Halt, Stop, Ready, LoadFailed, Done, Tainted, Fork, Kill, WorkerForked,
-    WorkerExited,
+    LoadRun, RunHosts, HaltRun, Stop, Ready, LoadFailed, Done, Tainted, CloseConnections, Closed,
+    Fork, Kill, WorkerForked, WorkerExited,
 ]
 
 
 def send(conn: Connection, message: Message) -> None:
     """Send ``message`` on ``conn`` (raises ``OSError`` if the other end is gone)."""
-    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+    conn.send_bytes(dumps(message))
 
 
 def receive(conn: Connection) -> Message:

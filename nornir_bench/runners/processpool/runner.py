@@ -9,12 +9,11 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
   to the fork server and to each kept worker once per run, and every worker is forked holding
   them; hosts go out in chunks, each to the worker that runs it, and finished hosts come back
   in batches, so IPC stays small next to the work.
-- Workers are forked by a fork server: one fresh interpreter
-  (``python -m nornir_bench.runners.processpool._main``) that loads the run once and forks a worker in
-  milliseconds, so a crashed worker is replaced at once (see
-  :mod:`~nornir_bench.runners.processpool.forkserver`). Never a fork of the user's threaded process, and
-  the user's ``__main__`` is not re-run as multiprocessing would (Linux and macOS: sockets and
-  descriptors pass between processes).
+- Workers are forked by a fork server: one fresh interpreter, running the package this process
+  runs, that loads the run once and forks a worker in milliseconds, so a crashed worker is
+  replaced at once (see :mod:`~nornir_bench.runners.processpool.forkserver`). Never a fork of
+  the user's threaded process, and the user's ``__main__`` is not re-run as multiprocessing
+  would (Linux and macOS: sockets and descriptors pass between processes).
 - Processor hooks fire in the parent for every host, subtask hooks included, so progress bars
   and result printers work; each host's ``MultiResult`` refers to the parent's ``Host`` and the
   task's changes to ``task.host.data`` are merged back into the parent's inventory.
@@ -28,10 +27,13 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 - Workers are kept from one run to the next (``keep_workers``, on by default): a run then costs
   no start-up, and the connections a host opened in a worker are there for the next run, which
   sends the host back to that worker, as nornir keeps connections until
-  ``nr.close_connections()``. That call closes them in the workers, and stops the workers once
-  none holds a connection; so do :meth:`ProcessPoolRunner.close`, garbage collection of the
-  runner, and interpreter exit. A worker that died between runs took its connections along:
-  its hosts connect again. With ``keep_workers=False`` workers are stopped after every run.
+  ``nr.close_connections()``. The parent's ``host.connections`` shows each of them (a
+  stand-in that closes it in its worker), so ``"netmiko" in host.connections``,
+  ``host.close_connection()``, ``nr.close_connections()`` and ``with nr:`` work as with
+  nornir's runners; once no worker holds a connection, the workers stop. So do
+  :meth:`ProcessPoolRunner.close`, garbage collection of the runner, and interpreter exit. A
+  worker that died between runs took its connections along: its hosts connect again. With
+  ``keep_workers=False`` workers are stopped after every run.
 - Plugins registered at run time in the parent (``ConnectionPluginRegister.register(...)`` and
   the other registers) are registered in the workers with every run.
 - Ctrl-C stops sending hosts and lets the hosts in flight finish, as the other runners do; a
@@ -42,13 +44,10 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 from __future__ import annotations
 
 import os
-import pickle
-import threading
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
-import cloudpickle
 from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core._gc import tuned_for_run
@@ -56,13 +55,13 @@ from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
-from nornir_bench.core.plugins import registered_plugins
 from nornir_bench.core.policies.options import Policed, RunPolicy
+from nornir_bench.core.stopping import CtrlC
+from nornir_bench.runners._remote.connections import HeldElsewhere, hide_held
+from nornir_bench.runners._remote.spec import pack_run
 from nornir_bench.runners._results import interrupted, placeholders
-from nornir_bench.runners.processpool import pool as _pool
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
-from nornir_bench.runners.processpool.pool import _Pool
-from nornir_bench.runners.processpool.worker import RunSpec
+from nornir_bench.runners.processpool.pool import Pool, PoolOptions
 from nornir_bench.runners.processpool.workers import WorkerSet
 
 if TYPE_CHECKING:
@@ -146,9 +145,7 @@ class ProcessPoolRunner(Policed):
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what="processpool runner")
         self.keep_workers = flag("processpool runner: keep_workers", keep_workers)
-        self._procs = WorkerSet(_pool._FORK_SERVER_COMMAND)
-        self._lock = threading.Lock()
-        self._in_use = False  # a run is using the kept workers
+        self._procs = WorkerSet()
         weakref.finalize(self, self._procs.close)  # also called at interpreter exit
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
@@ -163,49 +160,75 @@ class ProcessPoolRunner(Policed):
         result = placeholders(task, hosts)
         if not hosts:
             return result
-        closing = is_close_connections_task(task.task)
-        if closing and not self._procs.holders:
-            # nr.close_connections() with nothing held in workers: no worker to start for it;
-            # the workers go, and connections opened in this process close here, as nornir's.
-            self._procs.close()
-            for host in hosts:
-                result[host.name] = run_host(task, host)
-            return result
-        procs = self._take_workers()
+        if is_close_connections_task(task.task):
+            return self._close_connections(task, hosts, result)
+        procs = self._procs if self._procs.take() else WorkerSet()  # another thread's run: own
         ended = False
         try:
-            pool = _Pool(self, task, hosts, result, procs)
             # The fork server starts (a fresh interpreter) while the run is being pickled.
-            pool.start_fork_server()
-            pool.payload = self._payload(task, hosts, pool.plan.deadline)
-            with tuned_for_run():
-                try:
-                    pool.run()
-                except KeyboardInterrupt:
-                    pool.stop_sending()
-                    try:
-                        pool.run()  # until the hosts in flight are done
-                    except KeyboardInterrupt:  # again: do not wait for them
-                        pool.stop(kill=True)
-                        raise interrupted(result, abandoned=True) from None
-                    raise interrupted(result) from None
+            procs.ensure_fork_server()
+            pool = Pool(
+                self._options,
+                task,
+                hosts,
+                result,
+                procs,
+                lambda deadline: pack_run(
+                    task,
+                    what="processpool runner",
+                    num_workers=self.num_workers,
+                    policy=self.policy,
+                    deadline=deadline,
+                    loop=self.loop_implementation,
+                    keep_connections=self.keep_workers,
+                ),
+            )
+            ctrl_c = CtrlC(pool.halt.set)
+            with tuned_for_run(), ctrl_c.handled():
+                ctrl_c.wait(pool.run)
+            if ctrl_c.abandoned:  # do not wait for the hosts in flight
+                pool.stop(kill=True)
+            if ctrl_c.presses:
+                raise interrupted(result, abandoned=ctrl_c.abandoned)
             ended = True
         finally:
-            kept = procs is self._procs
-            if not (ended and kept and self.keep_workers) or (closing and not procs.holders):
+            if procs is not self._procs or not (ended and self.keep_workers):
                 procs.close()
-            if kept:
-                self._in_use = False
+            if procs is self._procs:
+                procs.give_back()
         return result
 
-    def _take_workers(self) -> WorkerSet:
-        """The kept workers, or, while another thread's run uses them, a set of this run's own
-        (stopped when it ends)."""
-        with self._lock:
-            if self._in_use:
-                return WorkerSet(_pool._FORK_SERVER_COMMAND)
-            self._in_use = True
-            return self._procs
+    def _close_connections(
+        self, task: Task, hosts: list[Host], result: AggregatedResult
+    ) -> AggregatedResult:
+        """``nr.close_connections()``: the connections workers hold for ``hosts`` are closed
+        there (one message a worker), then the task runs here, as nornir's runners run it,
+        for the connections of this process; workers holding none any more stop."""
+        held = [
+            (host.name, name)
+            for host in hosts
+            for name, connection in host.connections.items()
+            if isinstance(connection, HeldElsewhere)
+        ]
+        if held:
+            self._procs.close_held_of(held)
+            for host in hosts:
+                hide_held(host)
+        if not self._procs.holders:
+            self._procs.close()
+        for host in hosts:
+            result[host.name] = run_host(task, host)
+        return result
+
+    @property
+    def _options(self) -> PoolOptions:
+        return PoolOptions(
+            num_workers=self.num_workers,
+            num_procs=self.num_procs,
+            chunk_size=self.chunk_size,
+            crash_reruns=self.crash_reruns,
+            policy=self.policy,
+        )
 
     @property
     def worker_pids(self) -> list[int]:
@@ -218,30 +241,6 @@ class ProcessPoolRunner(Policed):
         ``nr.close_connections()`` does it too, and so does the interpreter at exit.
         """
         self._procs.close()
-
-    def _payload(self, task: Task, hosts: list[Host], run_deadline: float | None) -> bytes:
-        spec = RunSpec(
-            func=task.task,
-            params=task.params,
-            name=task.name,
-            severity_level=task.severity_level,
-            dry_run=task.global_dry_run,
-            config=getattr(task.nornir, "config", None),
-            num_workers=self.num_workers,
-            policy=self.policy,
-            run_deadline=run_deadline,
-            loop=self.loop_implementation,
-            plugins=registered_plugins(),
-            keep_connections=self.keep_workers,
-        )
-        try:
-            payload: bytes = cloudpickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:
-            raise ValueError(
-                f"processpool runner: the task {task.name!r} or its arguments cannot be sent to "
-                f"worker processes: {type(exc).__name__}: {exc}"
-            ) from exc
-        return payload
 
     def __repr__(self) -> str:
         return (

@@ -4,24 +4,48 @@ which hosts' connections each holds.
 Workers come from a fork server (:mod:`~nornir_bench.runners.processpool.forkserver`) holding
 the run; a fork server that died is replaced, and given the run again, before the next fork.
 The set outlives a run when the runner keeps its workers: the next run is sent to the same
-workers, and each host to the worker holding its connections.
+workers, and each host to the worker holding its connections, which the parent's
+``host.connections`` shows as stand-ins (:mod:`~nornir_bench.runners._remote.connections`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nornir_bench.runners.processpool.crashes import RunningHost
-from nornir_bench.runners.processpool.forkserver import ForkServer, WorkerStartError
-from nornir_bench.runners.processpool.messages import Stop, receive, send
+import nornir_bench
+from nornir_bench.core.connections import HeldConnections
+from nornir_bench.runners._remote.connections import hide_held, show_held, still_shows_held
+from nornir_bench.runners.processpool.crashes import HostKind, RunningHost
+from nornir_bench.runners.processpool.forkserver import (
+    FORK_SERVER_COMMAND,
+    STOP_WAIT_SECONDS,
+    ForkServer,
+    WorkerStartError,
+)
+from nornir_bench.runners.processpool.messages import (
+    CloseConnections,
+    Closed,
+    Stop,
+    receive,
+    send,
+)
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
 
 __all__ = ["Worker", "WorkerSet"]
 
-_STOP_WAIT_SECONDS = 5.0
+# How long closing a connection held in a worker, between runs, may take: the worker closes
+# each within its own bounded time (CLOSE_TIMEOUT), many at once.
+_CLOSE_WAIT_SECONDS = 30.0
 
 
 @dataclass(eq=False)
@@ -35,25 +59,46 @@ class Worker:
     in_flight: dict[int, float] = field(default_factory=dict)  # host index -> sent at
     retiring: bool = False
     loaded: bool = False  # has said it holds the run: it started
-    runs: str = "new"  # which hosts it has in flight: "new", "rerun" or "alone" (see the pool)
+    kind: HostKind = HostKind.NEW  # which hosts it has in flight (see the crash rule)
+
+    @property
+    def where(self) -> str:
+        return f"processpool worker process {self.pid}"
 
 
 class WorkerSet:
-    """The workers of a runner, and the fork server they are forked from.
+    """The workers of a runner, the fork server they are forked from, and the connections
+    they hold for hosts between runs.
 
     Args:
-        command: the interpreter arguments that start a fork server (its sockets appended).
+        command: the interpreter arguments that start a fork server (its sockets appended);
+            default :data:`~nornir_bench.runners.processpool.forkserver.FORK_SERVER_COMMAND`.
 
     Attributes:
-        holders: host name -> pid of the worker holding connections the host opened there.
+        holders: which worker (pid) holds connections of which host.
     """
 
-    def __init__(self, command: list[str]) -> None:
-        self.command = command
+    def __init__(self, command: list[str] | None = None) -> None:
+        self.command = FORK_SERVER_COMMAND if command is None else command
         self.workers: list[Worker] = []
         self.forks: ForkServer | None = None
         self.payload = b""
-        self.holders: dict[str, int] = {}
+        self.holders: HeldConnections[int] = HeldConnections()
+        self._shown: dict[str, Host] = {}  # the parent's hosts showing stand-ins, by name
+        self._lock = threading.Lock()
+        self._in_use = False
+
+    def take(self) -> bool:
+        """For a run: whether it may use these workers (no other run is using them)."""
+        with self._lock:
+            if self._in_use:
+                return False
+            self._in_use = True
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._in_use = False
 
     def ensure_fork_server(self) -> None:
         """Start the fork server, unless one is running (kept from an earlier run)."""
@@ -72,20 +117,27 @@ class WorkerSet:
             except (EOFError, OSError):
                 self.stop([worker], kill=True)
 
-    def hold(self, host: str, worker: Worker | None) -> None:
-        """Note that ``worker`` holds connections of ``host`` (``None``: no worker does)."""
-        if worker is not None:
-            self.holders[host] = worker.pid
-        elif self.holders:
-            self.holders.pop(host, None)
+    def hold(self, host: Host, worker: Worker, connections: tuple[str, ...]) -> None:
+        """``worker`` now holds ``connections`` of ``host`` (the parent's), none if empty: the
+        record notes it, the host's ``connections`` shows it."""
+        if connections:
+            self.holders.note(host.name, worker.pid)
+            self._shown[host.name] = host
+            show_held(host, connections, worker.where, self.close_held)
+        elif self.holders.holder(host.name) is not None:
+            self.holders.note(host.name, None)
+            hide_held(self._shown.pop(host.name, host))
 
     def start_fork_server(self) -> None:
-        # The workers import what the parent can: tasks named by module path resolve there.
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        # The package this process runs comes first, and the workers import what this process
+        # can: tasks named by module path resolve there ("" is the current directory).
+        package_root = str(Path(nornir_bench.__file__).resolve().parent.parent)
+        paths = dict.fromkeys([package_root, *(path or os.getcwd() for path in sys.path)])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         self.forks = ForkServer(self.command, env)
 
     def load(self, payload: bytes) -> None:
-        """Give the fork server the run (a pickled ``RunSpec``): every fork holds it."""
+        """Give the fork server the run (a packed ``RunSpec``): every fork holds it."""
         assert self.forks is not None
         self.payload = payload
         self.forks.load(payload)
@@ -110,12 +162,46 @@ class WorkerSet:
         self.workers.append(worker)
         return worker
 
+    def close_held(self, host: str, plugin: str) -> None:
+        """Close the connection ``plugin`` of ``host`` in the worker holding it (a stand-in's
+        ``close()``: ``host.close_connection``)."""
+        self.close_held_of([(host, plugin)])
+
+    def close_held_of(self, connections: Iterable[tuple[str, str]]) -> None:
+        """Close connections held in workers, (host, plugin) pairs: one message to each worker
+        holding some; between runs, wait until they are closed. The record forgets them."""
+        by_pid: dict[int, list[tuple[str, str]]] = {}
+        closing: dict[str, set[str]] = {}
+        for host, plugin in connections:
+            pid = self.holders.holder(host)
+            if pid is not None:
+                by_pid.setdefault(pid, []).append((host, plugin))
+                closing.setdefault(host, set()).add(plugin)
+        for name, plugins in closing.items():
+            shown = self._shown.get(name)
+            if shown is None or not still_shows_held(shown, plugins):
+                self.holders.note(name, None)
+                self._shown.pop(name, None)
+        asked = []
+        for worker in self.workers:
+            pairs = by_pid.get(worker.pid)
+            if pairs:
+                try:
+                    send(worker.conn, CloseConnections(pairs))
+                except OSError:  # gone: its connections with it
+                    continue
+                asked.append(worker)
+        if asked and self.take():  # a run using the workers takes the replies itself
+            try:
+                _wait_closed(asked)
+            finally:
+                self.give_back()
+
     def stop(self, workers: list[Worker], *, kill: bool) -> None:
         """Ask (or force) ``workers`` to stop, all at once, and wait until they have; the
         connections they held are closed (or, killed, dropped)."""
-        gone = {worker.pid for worker in workers}
-        if self.holders and gone:
-            self.holders = {h: pid for h, pid in self.holders.items() if pid not in gone}
+        for name in self.holders.release(worker.pid for worker in workers):
+            hide_held(self._shown.pop(name))
         for worker in workers:
             if worker in self.workers:
                 self.workers.remove(worker)
@@ -127,7 +213,7 @@ class WorkerSet:
             except OSError:
                 pass
         # A worker closes its socket as it exits: wait on that rather than polling each process.
-        deadline = time.monotonic() + _STOP_WAIT_SECONDS
+        deadline = time.monotonic() + STOP_WAIT_SECONDS
         open_conns = {w.conn: w for w in workers if not kill}
         while open_conns and time.monotonic() < deadline:
             for ready in wait(list(open_conns), timeout=max(0.0, deadline - time.monotonic())):
@@ -158,3 +244,18 @@ class WorkerSet:
         if self.forks is not None:
             self.forks.close()  # reaps every worker; kills any still running
             self.forks = None
+
+
+def _wait_closed(workers: list[Worker]) -> None:
+    """Until each of ``workers`` said :class:`Closed` (or is gone), within a bounded time."""
+    deadline = time.monotonic() + _CLOSE_WAIT_SECONDS
+    waiting = {worker.conn: worker for worker in workers}
+    while waiting and time.monotonic() < deadline:
+        for ready in wait(list(waiting), timeout=max(0.0, deadline - time.monotonic())):
+            try:
+                message = receive(ready)  # type: ignore[arg-type]
+            except (EOFError, OSError):
+                del waiting[ready]  # type: ignore[arg-type]
+                continue
+            if isinstance(message, Closed):
+                del waiting[ready]  # type: ignore[arg-type]

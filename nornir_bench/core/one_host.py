@@ -1,0 +1,85 @@
+"""One way to run a host, for every runner: the plain path, or the policed one.
+
+A runner hands each host to :func:`run_one` (blocking) or :func:`arun_one` (on an event loop)
+with the run's :class:`RunContext`. When no policy changes how one host runs (no deadline, no
+retries) the host runs as nornir's ``Task.start`` runs it (``run_host``/``arun_host``);
+otherwise through its :class:`~nornir_bench.core.policies.hosts.HostAttempts`. This is the one
+place that decides: runners schedule hosts, they do not choose how one runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from nornir_bench.core.execution import arun_host, run_host
+from nornir_bench.core.policies.hosts import HostAttempts, Outcome, arun_policed, run_policed
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import MultiResult, Task
+
+    from nornir_bench.core.execution import Offload
+    from nornir_bench.core.policies.options import RunPolicy
+    from nornir_bench.core.stopping import Halt
+
+__all__ = ["RunContext", "arun_one", "run_one"]
+
+
+class RunContext:
+    """What a run gives every host it runs.
+
+    Args:
+        policy: the run's policies.
+        deadline: the run's deadline on this process's ``time.monotonic`` clock, if it has one.
+        offload: on an event loop: ``None`` for an ``async def`` task, else the thread pool a
+            blocking task runs in.
+        halt: the run's halt (a host waiting to retry stops waiting once it is set).
+        attempt: makes one blocking attempt (a runner watching deadlines of blocking calls
+            passes its own, which returns ``None`` for an attempt it gave up and took over).
+    """
+
+    __slots__ = ("attempt", "deadline", "halt", "offload", "plain", "policy")
+
+    def __init__(
+        self,
+        policy: RunPolicy,
+        *,
+        deadline: float | None = None,
+        offload: Offload | None = None,
+        halt: Halt | None = None,
+        attempt: Callable[[HostAttempts], Outcome | None] = HostAttempts.call,
+    ) -> None:
+        self.policy = policy
+        self.deadline = deadline
+        self.offload = offload
+        self.halt = halt
+        self.attempt = attempt
+        self.plain = not policy.per_host  # decided once a run, read once a host
+
+    def attempts(self, task: Task, host: Host) -> HostAttempts:
+        """``host``'s attempts under the run's policies (its start hook fires)."""
+        return HostAttempts(task, host, self.policy, run_deadline=self.deadline, halt=self.halt)
+
+
+def run_one(task: Task, host: Host, context: RunContext) -> MultiResult | None:
+    """Run ``task`` on ``host`` here (blocking) under the run's ``context``.
+
+    Returns:
+        The host's ``MultiResult``; ``None`` only when ``context.attempt`` gave an attempt up
+        at its deadline (the runner that took the host over finishes it).
+    """
+    if context.plain:
+        return run_host(task, host)
+    return run_policed(context.attempts(task, host), call=context.attempt)
+
+
+def arun_one(task: Task, host: Host, context: RunContext) -> Awaitable[MultiResult]:
+    """Run ``task`` on ``host`` on the event loop under the run's ``context``: await it.
+
+    Cancelling it (Ctrl-C) propagates ``CancelledError``: a host that did not finish has no
+    result. (A plain function returning the coroutine to await: no coroutine of its own.)
+    """
+    if context.plain:
+        return arun_host(task, host, offload=context.offload)
+    return arun_policed(context.attempts(task, host), context.offload)

@@ -1,0 +1,172 @@
+"""A worker's side of a run: the task loaded once, hosts run through the shared core as they
+arrive, each finished host handed back, connections kept for the next run.
+
+The worker (a forked process, a Dask worker) owns the event loop and the transport; a
+:class:`RemoteRun` owns the run on that loop. Every host goes through ``arun_one``: ``async
+def`` tasks on the loop, blocking tasks in the run's thread pool. The connections a host opens
+stay open in the worker when the run keeps them, as nornir keeps them in the user's process:
+the next run's copy of the host takes them over (:class:`HeldConnections`), and the parent
+sends the host back to this worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from nornir.core import Nornir
+from nornir.core.inventory import Defaults, Groups, Hosts, Inventory
+from nornir.core.processor import Processors
+from nornir.core.state import GlobalState
+
+from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.connections import (
+    HeldConnections,
+    aclose_connection,
+    aclose_every_connection,
+)
+from nornir_bench.core.execution import Offload, run_task
+from nornir_bench.core.one_host import RunContext, arun_one
+from nornir_bench.core.plugins import register_plugins
+from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.core.stopping import Halt
+from nornir_bench.runners._remote.results import FinishedHost, HookRecorder
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import MultiResult
+
+    from nornir_bench.runners._remote.spec import RunSpec
+
+__all__ = ["RemoteRun", "close_held", "left_a_call"]
+
+Finished = Callable[[FinishedHost, bool], None]
+"""Told each finished host, and whether it left a blocking call running past its deadline."""
+
+WrapHost = Callable[[Coroutine[Any, Any, None], int], Coroutine[Any, Any, None]]
+"""Wraps a host's coroutine before it is scheduled (its index given)."""
+
+
+class RemoteRun:
+    """One run inside a worker: the task, the hosts received, the pool for blocking calls.
+
+    Args:
+        spec: the run, as it arrived (:func:`~nornir_bench.runners._remote.spec.unpack_run`).
+        held: the hosts whose connections the worker keeps, across runs.
+        finished: told each host that finished.
+        wrap_offload: wraps the run's thread pool (a processpool worker counts the blocking
+            calls in flight, to know which host a crash came from).
+        wrap_host: wraps each host's coroutine (a processpool worker marks the host it runs).
+
+    Raises:
+        Exception: the plugins or the task cannot be set up here.
+    """
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        held: HeldConnections[Host],
+        finished: Finished,
+        *,
+        wrap_offload: Callable[[Offload], Offload] | None = None,
+        wrap_host: WrapHost | None = None,
+    ) -> None:
+        if spec.plugins:
+            register_plugins(spec.plugins)
+        self.spec = spec
+        self.held = held
+        self.finished = finished
+        self.wrap_host = wrap_host
+        self.hooks = HookRecorder()
+        inventory = Inventory(hosts=Hosts(), groups=Groups(), defaults=Defaults())
+        data = GlobalState(dry_run=spec.global_dry_run)
+        nornir = Nornir(inventory=inventory, config=spec.config, data=data)
+        self.task = run_task(
+            spec.func,
+            nornir,
+            global_dry_run=spec.global_dry_run,
+            processors=Processors([self.hooks]),
+            name=spec.name,
+            severity_level=spec.severity_level,
+            **spec.params,
+        )
+        self.hosts: list[Host] = []  # every host received, whose connections the run closes
+        self.session = AsyncRunSession(
+            spec.func,
+            self.hosts,
+            max_threads=spec.num_workers,
+            # Kept for the next run (in this worker), or closed: no other process can use them.
+            close_async=not spec.keep_connections,
+            close_blocking=not spec.keep_connections,
+            wrap_offload=wrap_offload,
+        ).open()
+        self.halt = Halt()  # the parent's Ctrl-C: no more retries
+        self.context = RunContext(
+            spec.policy, deadline=spec.deadline, offload=self.session.offload, halt=self.halt
+        )
+        self.running: set[asyncio.Task[None]] = set()
+
+    def start(self, index: int, host: Host) -> None:
+        """Start ``host``, the run's host ``index``: a new copy, which takes over the
+        connections this worker holds for it."""
+        kept = self.held.holder(host.name)
+        if kept is not None:
+            host.connections = kept.connections
+            self.held.note(host.name, host)
+        self.hosts.append(host)
+        coroutine = self._run(index, host)
+        step = coroutine if self.wrap_host is None else self.wrap_host(coroutine, index)
+        task = asyncio.get_running_loop().create_task(step)
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+
+    async def _run(self, index: int, host: Host) -> None:
+        multi = await arun_one(self.task, host, self.context)
+        kept = tuple(host.connections) if self.spec.keep_connections else ()
+        self.held.note(host.name, host if kept else None)
+        left = self.context.offload is not None and left_a_call(multi)
+        self.finished(self.hooks.finished(index, host, multi, kept), left)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self.running)
+
+    async def stop_hosts(self) -> None:
+        """Cancel the hosts still running (a new run came, or the worker stops)."""
+        for task in list(self.running):
+            task.cancel()
+        if self.running:
+            await asyncio.gather(*self.running, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """End the run: hosts still running are cancelled, the session closed."""
+        await self.stop_hosts()
+        await self.session.aclose()
+
+
+def left_a_call(multi: MultiResult) -> bool:
+    """Whether the host gave up a blocking call at its deadline, in any attempt (the call goes
+    on in its thread, which cannot be stopped)."""
+    _, failed = attempts_of(multi)
+    return bool(getattr(multi[0].exception, "abandoned", False)) or any(
+        attempt.abandoned for attempt in failed
+    )
+
+
+async def close_held(
+    held: HeldConnections[Host], which: list[tuple[str, str]] | None = None
+) -> None:
+    """Close connections the worker keeps: ``which`` (host name, plugin name) pairs, or every
+    one; async ones on this loop, blocking ones (netmiko says goodbye to each device) in a
+    thread."""
+    if which is None:
+        await aclose_every_connection(held.take_all(), asyncio.to_thread)
+        return
+    hosts = {name: host for name, _ in which if (host := held.holder(name)) is not None}
+    await asyncio.gather(
+        *(aclose_connection(hosts[name], plugin, asyncio.to_thread) for name, plugin in which
+          if name in hosts)
+    )
+    for name, host in hosts.items():
+        held.note(name, host if host.connections else None)

@@ -1,0 +1,243 @@
+"""What comes back from a worker for each host, and how the parent makes it nornir's result.
+
+A worker records its hosts' subtask hooks as they fire (:class:`HookRecorder`); for each host
+that finishes it sends a :class:`FinishedHost`: the ``MultiResult`` (its results pointing at no
+host: the parent has it), the host's ``data`` after the task, the hook events, and the names of
+the connections the worker keeps for the host. What does not pickle is made :func:`portable`.
+
+The parent settles each (:class:`ResultSettler`): the results are pointed at the parent's
+``Host``, the data merged into the parent's inventory, failures logged where the user's logging
+is, and the hooks fired on the parent's processors in the order the worker fired them:
+``task_instance_started`` as the host left, the subtask hooks and ``task_instance_completed``
+as it comes back. So progress bars, result printers and every processor see what they would
+see in process.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
+
+from nornir.core.task import MultiResult, Result, Task
+
+from nornir_bench.core._pickling import cloudpickles
+from nornir_bench.core.attempts import FailedAttempt, record_attempts
+from nornir_bench.core.exceptions import RemoteException
+from nornir_bench.core.execution import child_task, fail_host, log_failure, start_host
+from nornir_bench.processors.base import NoOpProcessor
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import AggregatedResult
+
+__all__ = [
+    "FinishedHost",
+    "HookEvent",
+    "HookRecorder",
+    "ResultSettler",
+    "SubtaskCompleted",
+    "SubtaskStarted",
+    "portable",
+    "relink",
+]
+
+
+class SubtaskStarted(NamedTuple):
+    """A subtask's ``subtask_instance_started`` fired in the worker."""
+
+    name: str
+
+
+class SubtaskCompleted(NamedTuple):
+    """A subtask's ``subtask_instance_completed`` fired in the worker, with its results."""
+
+    name: str
+    result: MultiResult
+
+
+HookEvent = Union[SubtaskStarted, SubtaskCompleted]
+
+
+class FinishedHost(NamedTuple):
+    """A host done in a worker."""
+
+    position: int
+    """Its place in the run's hosts."""
+    result: MultiResult
+    """Its ``MultiResult``, every ``Result.host`` ``None`` (see :func:`relink`)."""
+    data: dict[str, Any]
+    """The host's ``data`` after the task, merged into the parent's host."""
+    events: list[HookEvent]
+    """Its subtask hooks, in the order they fired, for the parent to fire again."""
+    connections: tuple[str, ...]
+    """The connections the worker keeps open for the host, by plugin name."""
+
+
+class HookRecorder(NoOpProcessor):
+    """The worker's processor: each host's subtask hooks, kept for the parent to replay."""
+
+    def __init__(self) -> None:
+        self.by_host: dict[str, list[HookEvent]] = {}
+
+    def subtask_instance_started(self, task: Task, host: Host) -> None:
+        self.by_host.setdefault(host.name, []).append(SubtaskStarted(task.name))
+
+    def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        self.by_host.setdefault(host.name, []).append(SubtaskCompleted(task.name, result))
+
+    def finished(self, index: int, host: Host, multi: MultiResult, held: Sequence[str]) -> FinishedHost:
+        """``host``'s results, ready to send: its events taken, its results unlinked."""
+        events = self.by_host.pop(host.name, [])
+        relink(multi, None)
+        for event in events:
+            if isinstance(event, SubtaskCompleted):
+                relink(event.result, None)
+        return FinishedHost(index, multi, host.data, events, tuple(held))
+
+
+def relink(multi: MultiResult, host: Host | None) -> None:
+    """Point every result at ``host``: the parent's, as results arrive; ``None`` in a worker,
+    before they are sent (a copy of the host in every result would be pickled for nothing)."""
+    for item in multi:
+        if isinstance(item, MultiResult):
+            relink(item, host)
+        else:
+            item.host = host
+
+
+def portable(finished: list[FinishedHost]) -> list[FinishedHost]:
+    """``finished`` with every result value, exception and data value that cannot be pickled
+    made into text (in place).
+
+    Exceptions become :class:`RemoteException` (type name, message and traceback kept); other
+    values become their ``repr``. Values that pickle (with cloudpickle) are left alone.
+    """
+    for done in finished:
+        _portable_results(done.result)
+        for event in done.events:
+            if isinstance(event, SubtaskCompleted):
+                _portable_results(event.result)
+        for key, value in list(done.data.items()):
+            if not cloudpickles(value):
+                done.data[key] = repr(value)
+    return finished
+
+
+def _portable_results(multi: MultiResult) -> None:
+    for item in multi:
+        if isinstance(item, MultiResult):
+            _portable_results(item)
+            continue
+        _portable_result(item)
+
+
+def _portable_result(result: Result) -> None:
+    exc = result.exception
+    if exc is not None and not cloudpickles(exc):
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        result.exception = RemoteException(type(exc).__name__, str(exc), text)
+    if not cloudpickles(result.result):
+        result.result = repr(result.result)
+    for key, value in list(vars(result).items()):
+        if key not in ("exception", "result", "host") and not cloudpickles(value):
+            setattr(result, key, repr(value))
+
+
+def _remote(task: Task) -> None:
+    """Stands for a subtask that ran in a worker, in the hooks replayed in the parent."""
+
+
+def replay_hooks(top: Task, multi: MultiResult, events: Sequence[HookEvent]) -> None:
+    """Fire, in the parent, the hooks the host's run fired in its worker, in the same order.
+
+    ``top`` is the host's task, whose ``task_instance_started`` fired when the host was sent.
+    """
+    host = top.host
+    processors = top.processors
+    stack = [top]
+    for event in events:
+        if isinstance(event, SubtaskStarted):
+            sub = child_task(stack[-1], _remote, name=event.name)
+            processors.subtask_instance_started(sub, host)
+            stack.append(sub)
+        else:
+            sub = stack.pop() if len(stack) > 1 else top
+            relink(event.result, host)
+            sub.results = event.result
+            processors.subtask_instance_completed(sub, host, event.result)
+    top.results = multi
+    processors.task_instance_completed(top, host, multi)
+
+
+class ResultSettler:
+    """The parent's side of a run's hosts: each host's hooks, result and data, as nornir would
+    have them had the host run in process.
+
+    Args:
+        task: the run's task template.
+        hosts: the run's hosts, by index.
+        result: the run's ``AggregatedResult``, filled in as hosts settle.
+        earlier_runs: the runs of a host that did not count (a crash re-ran it).
+        settled: told each host that settled, and whether it failed (the run's plan).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        hosts: Sequence[Host],
+        result: AggregatedResult,
+        *,
+        earlier_runs: Callable[[int], list[FailedAttempt]],
+        settled: Callable[[int, bool], None],
+    ) -> None:
+        self.task = task
+        self.hosts = hosts
+        self.result = result
+        self.earlier_runs = earlier_runs
+        self.settled = settled
+        self.remaining = len(hosts)
+        self.started: dict[int, Task] = {}  # host index -> its task, started, not completed
+        self._hooks = bool(task.processors)
+
+    def leaving(self, index: int) -> None:
+        """Host ``index`` leaves for a worker: its ``task_instance_started`` fires now, so
+        that processors see it start when it does (a timer measures its whole time in the
+        worker, a progress bar counts it in flight); once, however often it is sent."""
+        if self._hooks and index not in self.started:
+            self.started[index] = start_host(self.task, self.hosts[index])
+
+    def finished(self, done: FinishedHost) -> Host:
+        """Settle a host that finished in a worker; its ``Host``."""
+        host = self.hosts[done.position]
+        multi = done.result
+        relink(multi, host)
+        record_attempts(multi, self.earlier_runs(done.position))
+        if done.data != host.data:
+            host.data.clear()
+            host.data.update(done.data)
+        for item in multi:
+            if item.exception is not None and isinstance(item.result, str):
+                # Logged here, as the core logs it in process: workers have no log handlers.
+                log_failure(host.name, str(item.name), item.result)
+        if self._hooks:
+            replay_hooks(self.started.pop(done.position), multi, done.events)
+        self._store(done.position, multi)
+        return host
+
+    def failed(self, index: int, error: Exception) -> None:
+        """A host that could not run (to its end) elsewhere: a failed result made by the core,
+        with its hooks; ``error`` is this host's own."""
+        multi = fail_host(
+            self.task,
+            self.hosts[index],
+            error,
+            started=self.started.pop(index, None),
+            attempts=self.earlier_runs(index),
+        )
+        self._store(index, multi)
+
+    def _store(self, index: int, multi: MultiResult) -> None:
+        self.result[self.hosts[index].name] = multi
+        self.remaining -= 1
+        self.settled(index, multi.failed)

@@ -1,0 +1,100 @@
+"""The run as sent to a worker elsewhere: once per run (and per worker), never per host."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.core._pickling import cloud_dumps
+from nornir_bench.core.plugins import registered_plugins
+
+if TYPE_CHECKING:
+    from nornir.core.configuration import Config
+    from nornir.core.task import Task
+
+    from nornir_bench.core.policies.options import RunPolicy
+
+__all__ = ["RunSpec", "pack_run", "unpack_run"]
+
+
+@dataclass
+class RunSpec:
+    """What a worker needs to run a task: pickled with cloudpickle (a task defined in
+    ``__main__`` or a closure travels by value).
+
+    Attributes:
+        seconds_left: seconds to the run's deadline when the spec was made, if it has one:
+            a deadline on the sender's clock would mean nothing on another machine.
+        deadline: that deadline on the receiver's ``time.monotonic`` clock, set by
+            :func:`unpack_run` as the spec arrives.
+    """
+
+    func: Any
+    params: dict[str, Any]
+    name: str
+    severity_level: int
+    global_dry_run: bool
+    config: Config | None
+    num_workers: int
+    policy: RunPolicy
+    seconds_left: float | None
+    loop: str = "auto"
+    plugins: dict[str, dict[str, Any]] = field(default_factory=dict)  # by kind, then name
+    keep_connections: bool = False  # hosts' connections outlive the run, in their worker
+    deadline: float | None = field(default=None, compare=False)
+
+
+def pack_run(
+    task: Task,
+    *,
+    what: str,
+    num_workers: int,
+    policy: RunPolicy,
+    deadline: float | None,
+    loop: str,
+    keep_connections: bool,
+) -> bytes:
+    """``task`` (the run's template, as ``Nornir.run`` built it) as a worker receives it.
+
+    Args:
+        what: the runner, as messages name it (``"processpool runner"``).
+        deadline: the run's deadline on this process's ``time.monotonic`` clock, if any.
+
+    Raises:
+        ValueError: the task or its arguments cannot be pickled, in one line.
+    """
+    spec = RunSpec(
+        func=task.task,
+        params=task.params,
+        name=task.name,
+        severity_level=task.severity_level,
+        global_dry_run=task.global_dry_run,
+        config=getattr(task.nornir, "config", None),
+        num_workers=num_workers,
+        policy=policy,
+        seconds_left=None if deadline is None else max(0.0, deadline - time.monotonic()),
+        loop=loop,
+        plugins=registered_plugins(),
+        keep_connections=keep_connections,
+    )
+    try:
+        return cloud_dumps(spec)
+    except Exception as exc:
+        raise ValueError(
+            f"{what}: the task {task.name!r} or its arguments cannot be sent to worker "
+            f"processes: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def unpack_run(payload: bytes) -> RunSpec:
+    """The spec :func:`pack_run` made, its deadline set on this machine's clock.
+
+    Raises:
+        Exception: whatever unpickling raises (a module the task needs does not import here).
+    """
+    spec: RunSpec = pickle.loads(payload)
+    if spec.seconds_left is not None:
+        spec.deadline = time.monotonic() + spec.seconds_left
+    return spec

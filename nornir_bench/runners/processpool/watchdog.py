@@ -1,0 +1,57 @@
+"""Workers so busy that they missed a host's deadline by far: pure functions of the clock.
+
+A worker stops its own hosts at their deadlines (see ``core.policies.hosts``). One whose loop
+is frozen (a C call holding the GIL) cannot: not even its own timeout fires. The pool looks at
+every host in flight each time it wakes; a host past its longest time (every attempt and retry
+wait included) or the run's deadline, plus a grace, means its worker cannot answer: it is
+killed, and those hosts fail with the deadline's error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
+from nornir_bench.core.policies.options import RunPolicy
+
+__all__ = ["FROZEN_GRACE_SECONDS", "WATCH_SECONDS", "overdue", "overdue_error", "watched"]
+
+FROZEN_GRACE_SECONDS = 5.0
+"""How long a worker may stay silent past a host's deadline before it is taken for frozen."""
+
+WATCH_SECONDS = 1.0
+"""How often the pool looks, when some host has a deadline."""
+
+
+def watched(policy: RunPolicy, deadline: float | None) -> bool:
+    """Whether any host of the run has a deadline to watch."""
+    return policy.longest_host_time is not None or deadline is not None
+
+
+def overdue(
+    in_flight: Mapping[int, float], policy: RunPolicy, deadline: float | None, now: float
+) -> list[int]:
+    """The hosts of ``in_flight`` (index -> when sent) past their deadline by the grace."""
+    longest = policy.longest_host_time
+    if longest is None and deadline is None:
+        return []
+    run_ends = deadline if deadline is not None else math.inf
+    return [
+        index
+        for index, sent in in_flight.items()
+        if min(sent + longest if longest is not None else math.inf, run_ends)
+        + FROZEN_GRACE_SECONDS
+        < now
+    ]
+
+
+def overdue_error(
+    policy: RunPolicy, deadline: float | None, sent: float, task: str, host: str
+) -> Exception:
+    """Why a host sent at ``sent`` fails when its frozen worker is killed: the run's deadline,
+    if it came first, else the task's timeout."""
+    longest = policy.longest_host_time
+    if deadline is not None and (longest is None or deadline <= sent + longest):
+        return RunTimeout(policy.run_timeout or 0.0, started=True)
+    return TaskTimeout(task, host, policy.task_timeout or 0.0)
