@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
+from functools import partial
 from typing import Any
 
 from nornir_bench.core.checks import (
@@ -149,36 +150,63 @@ def _limit(what: str, value: object) -> float | None:
     return seconds
 
 
+_Check = Callable[[str, Any], Any]
+"""An option's check: ``check(what, value)`` returns the value to keep, or raises ValueError."""
+
+
+def _option(
+    default: object = MISSING, *, factory: Callable[[], object] | None = None, check: _Check
+) -> Any:
+    """A field of :class:`RunPolicy`: its default (or a ``factory`` making it), and its check."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"check": check})
+    return field(default=default, metadata={"check": check})
+
+
+def _or_none(check: _Check) -> _Check:
+    """``check``, letting ``None`` (no limit) through."""
+    return lambda what, value: None if value is None else check(what, value)
+
+
 @dataclass(frozen=True)
 class RunPolicy:
     """The run policies of one runner: one object, checked once, shared by every runner.
 
     See docs/runners.md ("Run policies") for what each does; :data:`POLICY_OPTIONS` lists
-    the names. ``None`` turns a limit off.
+    the names. ``None`` turns a limit off. Each field holds its option's only default.
     """
 
-    task_timeout: float | None = None
-    retries: int = 0
-    retry_delay: float = 1.0
-    retry_backoff: float = 2.0
-    retry_max_delay: float = 30.0
-    retry_jitter: float = 1.0
-    retry_on: ExceptionTypes = field(
-        default_factory=lambda: ExceptionTypes("retry_on", list(DEFAULT_RETRY_ON), strict=False)
+    task_timeout: float | None = _option(None, check=_limit)
+    retries: int = _option(0, check=partial(whole_number, minimum=0, maximum=_MAX_RETRIES))
+    retry_delay: float = _option(1.0, check=_seconds)
+    retry_backoff: float = _option(2.0, check=partial(number, minimum=1, maximum=10))
+    retry_max_delay: float = _option(30.0, check=_seconds)
+    retry_jitter: float = _option(1.0, check=_seconds)
+    # The defaults' names are looked up when matched; the names a user gives must exist.
+    retry_on: ExceptionTypes = _option(
+        factory=lambda: ExceptionTypes("retry_on", DEFAULT_RETRY_ON, strict=False),
+        check=partial(ExceptionTypes, strict=True),
     )
-    retry_never: ExceptionTypes = field(
-        default_factory=lambda: ExceptionTypes(
-            "retry_never", list(DEFAULT_RETRY_NEVER), strict=False
-        )
+    retry_never: ExceptionTypes = _option(
+        factory=lambda: ExceptionTypes("retry_never", DEFAULT_RETRY_NEVER, strict=False),
+        check=partial(ExceptionTypes, strict=True),
     )
-    max_failures: int | None = None
-    max_fail_percentage: float | None = None
-    batches: tuple[int | float, ...] = ()
-    max_starts_per_second: float | None = None
-    max_start_burst: int | None = None
-    group_limits: tuple[GroupLimit, ...] = ()
-    group_max_failures: tuple[GroupLimit, ...] = ()
-    run_timeout: float | None = None
+    max_failures: int | None = _option(None, check=_or_none(partial(whole_number, minimum=0)))
+    max_fail_percentage: float | None = _option(
+        None, check=_or_none(partial(number, minimum=0, maximum=100))
+    )
+    batches: tuple[int | float, ...] = _option((), check=_batches)
+    max_starts_per_second: float | None = _option(
+        None, check=_or_none(partial(number, above=0, maximum=1_000_000))
+    )
+    max_start_burst: int | None = _option(
+        None, check=_or_none(partial(whole_number, minimum=1, maximum=1_000_000))
+    )
+    group_limits: tuple[GroupLimit, ...] = _option((), check=partial(_group_limits, minimum=1))
+    group_max_failures: tuple[GroupLimit, ...] = _option(
+        (), check=partial(_group_limits, minimum=0)
+    )
+    run_timeout: float | None = _option(None, check=_limit)
 
     @classmethod
     def build(cls, what: str, options: Mapping[str, Any]) -> RunPolicy:
@@ -197,56 +225,20 @@ class RunPolicy:
                 f"{what}: no option {unknown[0]!r}; run policy options: "
                 f"{', '.join(POLICY_OPTIONS)}"
             )
-        o = dict(options)
-
-        def seconds(name: str, default: float) -> float:
-            return _seconds(f"{what}: {name}", o.get(name, default))
-
-        def limit(name: str) -> float | None:
-            return _limit(f"{what}: {name}", o.get(name))
-
-        def optional(name: str, check: Callable[..., Any], **bounds: Any) -> Any:
-            value = o.get(name)
-            return None if value is None else check(f"{what}: {name}", value, **bounds)
-
-        if o.get("max_start_burst") is not None and o.get("max_starts_per_second") is None:
+        if (
+            options.get("max_start_burst") is not None
+            and options.get("max_starts_per_second") is None
+        ):
             raise ValueError(
                 f"{what}: max_start_burst sizes the bucket of max_starts_per_second, which is "
                 "not set: set it too, or drop max_start_burst"
             )
         policy = cls(
-            task_timeout=limit("task_timeout"),
-            retries=whole_number(
-                f"{what}: retries", o.get("retries", 0), minimum=0, maximum=_MAX_RETRIES
-            ),
-            retry_delay=seconds("retry_delay", 1.0),
-            retry_backoff=number(
-                f"{what}: retry_backoff", o.get("retry_backoff", 2.0), minimum=1, maximum=10
-            ),
-            retry_max_delay=seconds("retry_max_delay", 30.0),
-            retry_jitter=seconds("retry_jitter", 1.0),
-            retry_on=ExceptionTypes(
-                f"{what}: retry_on", o.get("retry_on", list(DEFAULT_RETRY_ON)),
-                strict="retry_on" in o,
-            ),
-            retry_never=ExceptionTypes(
-                f"{what}: retry_never", o.get("retry_never", list(DEFAULT_RETRY_NEVER)),
-                strict="retry_never" in o,
-            ),
-            max_failures=optional("max_failures", whole_number, minimum=0),
-            max_fail_percentage=optional("max_fail_percentage", number, minimum=0, maximum=100),
-            batches=_batches(f"{what}: batches", o.get("batches")),
-            max_starts_per_second=optional(
-                "max_starts_per_second", number, above=0, maximum=1_000_000
-            ),
-            max_start_burst=optional(
-                "max_start_burst", whole_number, minimum=1, maximum=1_000_000
-            ),
-            group_limits=_group_limits(f"{what}: group_limits", o.get("group_limits"), minimum=1),
-            group_max_failures=_group_limits(
-                f"{what}: group_max_failures", o.get("group_max_failures"), minimum=0
-            ),
-            run_timeout=limit("run_timeout"),
+            **{
+                f.name: f.metadata["check"](f"{what}: {f.name}", options[f.name])
+                for f in fields(cls)
+                if f.name in options
+            }
         )
         if policy.retries and not policy.retry_on.names:
             raise ValueError(
