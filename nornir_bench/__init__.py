@@ -2,7 +2,6 @@
 
 from typing import TYPE_CHECKING
 
-from nornir_bench import _moved
 from nornir_bench._lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -92,8 +91,6 @@ __getattr__, __dir__ = lazy_exports(
         ),
     },
 )
-
-_moved.install()
 
 __version__ = "0.1.0"
 
