@@ -2,7 +2,6 @@
 
 from typing import TYPE_CHECKING
 
-from nornir_bench import _moved
 from nornir_bench._lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
         WorkerUnavailable,
     )
     from nornir_bench.core.execution import arun_host, arun_subtask, run_host
+    from nornir_bench.core.plugins import init_nornir
     from nornir_bench.inventory import SyntheticInventory
     from nornir_bench.jobs.load import Job, JobError, load_job
     from nornir_bench.jobs.run import JobRun, run_job
@@ -71,6 +71,7 @@ __getattr__, __dir__ = lazy_exports(
             "WorkerUnavailable",
         ),
         "nornir_bench.core.execution": ("arun_host", "arun_subtask", "run_host"),
+        "nornir_bench.core.plugins": ("init_nornir",),
         "nornir_bench.inventory": ("SyntheticInventory",),
         "nornir_bench.jobs.load": ("Job", "JobError", "load_job"),
         "nornir_bench.jobs.run": ("JobRun", "run_job"),
@@ -92,8 +93,6 @@ __getattr__, __dir__ = lazy_exports(
         ),
     },
 )
-
-_moved.install()
 
 __version__ = "0.1.0"
 
@@ -135,6 +134,7 @@ __all__ = [
     "asim_rtt",
     "atcp_ping",
     "available_runners",
+    "init_nornir",
     "load_job",
     "process_usage",
     "run_benchmark",

@@ -98,3 +98,11 @@ def test_an_exported_name_stays_itself_once_a_module_of_the_same_name_is_importe
         "        value = getattr(exported, name)\n"
         "        assert not isinstance(value, types.ModuleType), (package, name)\n"
     )
+
+
+def test_the_documented_imports_work() -> None:
+    from nornir_bench.cli import main, script_entry  # docs/benchmarks.md
+    from nornir_bench.runners.processpool import ProcessPoolRunner  # the entry point's path
+
+    assert callable(main) and callable(script_entry)
+    assert ProcessPoolRunner.__module__ == "nornir_bench.runners.processpool.runner"

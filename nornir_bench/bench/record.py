@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nornir_bench.core.checks import is_number, is_whole_number
 from nornir_bench.core.exceptions import NornirBenchError
 
 if TYPE_CHECKING:
@@ -170,28 +170,14 @@ def read_record(path: str | os.PathLike[str]) -> BenchmarkRecord:
     return BenchmarkRecord.from_json(data)
 
 
-# bool is a subclass of int, but ``true`` is no count of hosts.
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _seconds(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
-
-
 # Each field's annotation: what it accepts, and how an error names what is allowed.
 _KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "str": (lambda value: isinstance(value, str), "a string"),
     "bool": (lambda value: isinstance(value, bool), "true or false"),
-    "int": (_count, "a whole number >= 0"),
-    "int | None": (lambda value: value is None or (_count(value) and value != 0),
+    "int": (lambda value: is_whole_number(value, 0), "a whole number >= 0"),
+    "int | None": (lambda value: value is None or is_whole_number(value, 1),
                    "a whole number >= 1 or null"),
-    "float": (_seconds, "a finite number >= 0"),
+    "float": (lambda value: is_number(value, 0), "a finite number >= 0"),
 }
 
 

@@ -14,7 +14,7 @@ from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import MultiResult, Result
 
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
-from nornir_bench.core.policies.options import RunPolicy
+from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.policies.retry import retry_wait, retryable
 from tests.conftest import make_nornir
@@ -22,6 +22,19 @@ from tests.conftest import make_nornir
 
 def policy(**options: Any) -> RunPolicy:
     return RunPolicy.build("test runner", options)
+
+
+def test_the_defaults_are_the_same_built_or_not_and_within_their_own_bounds() -> None:
+    default = RunPolicy()
+    assert RunPolicy.build("test runner", {}) == default
+    # Given back, they pass their own checks unchanged. Not the empty tuples (given, "none"
+    # is None), nor the exception types (their defaults name libraries not installed here).
+    values = {
+        name: getattr(default, name)
+        for name in POLICY_OPTIONS
+        if name not in {"retry_on", "retry_never", "batches", "group_limits", "group_max_failures"}
+    }
+    assert RunPolicy.build("test runner", values) == default
 
 
 def test_retry_waits_grow_exponentially_are_capped_and_spread_by_the_jitter() -> None:

@@ -9,11 +9,10 @@ keep a hostile file from asking for 10**9 retries or a year of backoff.
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
+from functools import partial
 from typing import Any
 
 from nornir_bench.core.checks import (
@@ -21,6 +20,11 @@ from nornir_bench.core.checks import (
     number,
     seconds_or_none,
     whole_number,
+)
+from nornir_bench.core.policies.exception_types import (
+    MAX_NAME_LENGTH,
+    MAX_NAMES,
+    ExceptionTypes,
 )
 
 __all__ = [
@@ -61,98 +65,7 @@ and the run's own deadline."""
 
 _MAX_RETRIES = 100
 _MAX_SECONDS = 86_400.0  # a day: no delay, timeout or deadline of a run is longer
-_MAX_NAMES = 100  # exception types, groups or attributes in one option
 _MAX_BATCHES = 1_000
-_MAX_NAME_LENGTH = 200
-
-
-class ExceptionTypes:
-    """A set of exception types given by class or dotted name (``"netmiko.ReadTimeout"``).
-
-    Builtin names and classes are resolved when built. A dotted name is checked when built only
-    if ``strict`` (names the user gave must exist: a typo must not silently retry nothing);
-    at match time it is looked up in the modules already imported, so naming a device
-    library's errors never imports the library.
-    """
-
-    def __init__(self, what: str, given: object, *, strict: bool) -> None:
-        if isinstance(given, (str, type)):
-            given = [given]
-        if not isinstance(given, (list, tuple)) or len(given) > _MAX_NAMES:
-            raise ValueError(
-                f"{what} must be a list of exception types (classes or dotted names such as "
-                f"'netmiko.exceptions.ReadTimeout'), at most {_MAX_NAMES}, got {given!r}"
-            )
-        self.names: tuple[str, ...] = ()
-        self._resolved: list[type[BaseException]] = []
-        self._lazy: list[str] = []
-        for item in given:
-            if isinstance(item, type) and issubclass(item, BaseException):
-                self._resolved.append(item)
-                self.names += (f"{item.__module__}.{item.__qualname__}",)
-                continue
-            if not isinstance(item, str) or not item or len(item) > _MAX_NAME_LENGTH:
-                raise ValueError(
-                    f"{what}: each item must be an exception class or its dotted name, "
-                    f"got {item!r}"
-                )
-            self.names += (item,)
-            if "." not in item:
-                self._resolved.append(_builtin(what, item))
-            elif strict:
-                self._resolved.append(_imported(what, item))
-            else:
-                self._lazy.append(item)
-
-    def matches(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is an instance of one of the types."""
-        if isinstance(exc, tuple(self._resolved)):
-            return True
-        for name in self._lazy:
-            cls = _loaded(name)
-            if cls is not None and isinstance(exc, cls):
-                return True
-        return False
-
-    def __repr__(self) -> str:
-        return repr(list(self.names))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ExceptionTypes) and other.names == self.names
-
-    def __hash__(self) -> int:
-        return hash(self.names)
-
-
-def _builtin(what: str, name: str) -> type[BaseException]:
-    import builtins
-
-    cls = getattr(builtins, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-        raise ValueError(
-            f"{what}: {name!r} is not a builtin exception; give other types by dotted name "
-            "('module.Class')"
-        )
-    return cls
-
-
-def _imported(what: str, name: str) -> type[BaseException]:
-    module, _, attr = name.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except Exception as exc:  # noqa: BLE001 - any import error: the name is not usable
-        raise ValueError(
-            f"{what}: no exception type {name!r} ({type(exc).__name__}: {exc})"
-        ) from None
-    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-        raise ValueError(f"{what}: {name!r} is not an exception type")
-    return cls
-
-
-def _loaded(name: str) -> type[BaseException] | None:
-    module, _, attr = name.rpartition(".")
-    cls = getattr(sys.modules.get(module), attr, None)
-    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
 
 
 @dataclass(frozen=True)
@@ -180,16 +93,16 @@ def _group_limits(what: str, given: object, *, minimum: int) -> tuple[GroupLimit
         f"{minimum}, or to a mapping of its values to one (e.g. {{site: 5}}, "
         "{group: {core: 2}})"
     )
-    if not isinstance(given, Mapping) or len(given) > _MAX_NAMES:
+    if not isinstance(given, Mapping) or len(given) > MAX_NAMES:
         raise ValueError(f"{allowed}, got {given!r}")
     limits = []
     for key, value in given.items():
-        if not isinstance(key, str) or not key or len(key) > _MAX_NAME_LENGTH:
+        if not isinstance(key, str) or not key or len(key) > MAX_NAME_LENGTH:
             raise ValueError(f"{allowed}, got key {key!r}")
         if is_whole_number(value, minimum):
             limits.append(GroupLimit(key, each=value))
             continue
-        if not isinstance(value, Mapping) or not value or len(value) > _MAX_NAMES:
+        if not isinstance(value, Mapping) or not value or len(value) > MAX_NAMES:
             raise ValueError(f"{allowed}, got {key}: {value!r}")
         for name, count in value.items():
             if not isinstance(name, str) or not is_whole_number(count, minimum):
@@ -237,36 +150,63 @@ def _limit(what: str, value: object) -> float | None:
     return seconds
 
 
+_Check = Callable[[str, Any], Any]
+"""An option's check: ``check(what, value)`` returns the value to keep, or raises ValueError."""
+
+
+def _option(
+    default: object = MISSING, *, factory: Callable[[], object] | None = None, check: _Check
+) -> Any:
+    """A field of :class:`RunPolicy`: its default (or a ``factory`` making it), and its check."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"check": check})
+    return field(default=default, metadata={"check": check})
+
+
+def _or_none(check: _Check) -> _Check:
+    """``check``, letting ``None`` (no limit) through."""
+    return lambda what, value: None if value is None else check(what, value)
+
+
 @dataclass(frozen=True)
 class RunPolicy:
     """The run policies of one runner: one object, checked once, shared by every runner.
 
     See docs/runners.md ("Run policies") for what each does; :data:`POLICY_OPTIONS` lists
-    the names. ``None`` turns a limit off.
+    the names. ``None`` turns a limit off. Each field holds its option's only default.
     """
 
-    task_timeout: float | None = None
-    retries: int = 0
-    retry_delay: float = 1.0
-    retry_backoff: float = 2.0
-    retry_max_delay: float = 30.0
-    retry_jitter: float = 1.0
-    retry_on: ExceptionTypes = field(
-        default_factory=lambda: ExceptionTypes("retry_on", list(DEFAULT_RETRY_ON), strict=False)
+    task_timeout: float | None = _option(None, check=_limit)
+    retries: int = _option(0, check=partial(whole_number, minimum=0, maximum=_MAX_RETRIES))
+    retry_delay: float = _option(1.0, check=_seconds)
+    retry_backoff: float = _option(2.0, check=partial(number, minimum=1, maximum=10))
+    retry_max_delay: float = _option(30.0, check=_seconds)
+    retry_jitter: float = _option(1.0, check=_seconds)
+    # The defaults' names are looked up when matched; the names a user gives must exist.
+    retry_on: ExceptionTypes = _option(
+        factory=lambda: ExceptionTypes("retry_on", DEFAULT_RETRY_ON, strict=False),
+        check=partial(ExceptionTypes, strict=True),
     )
-    retry_never: ExceptionTypes = field(
-        default_factory=lambda: ExceptionTypes(
-            "retry_never", list(DEFAULT_RETRY_NEVER), strict=False
-        )
+    retry_never: ExceptionTypes = _option(
+        factory=lambda: ExceptionTypes("retry_never", DEFAULT_RETRY_NEVER, strict=False),
+        check=partial(ExceptionTypes, strict=True),
     )
-    max_failures: int | None = None
-    max_fail_percentage: float | None = None
-    batches: tuple[int | float, ...] = ()
-    max_starts_per_second: float | None = None
-    max_start_burst: int | None = None
-    group_limits: tuple[GroupLimit, ...] = ()
-    group_max_failures: tuple[GroupLimit, ...] = ()
-    run_timeout: float | None = None
+    max_failures: int | None = _option(None, check=_or_none(partial(whole_number, minimum=0)))
+    max_fail_percentage: float | None = _option(
+        None, check=_or_none(partial(number, minimum=0, maximum=100))
+    )
+    batches: tuple[int | float, ...] = _option((), check=_batches)
+    max_starts_per_second: float | None = _option(
+        None, check=_or_none(partial(number, above=0, maximum=1_000_000))
+    )
+    max_start_burst: int | None = _option(
+        None, check=_or_none(partial(whole_number, minimum=1, maximum=1_000_000))
+    )
+    group_limits: tuple[GroupLimit, ...] = _option((), check=partial(_group_limits, minimum=1))
+    group_max_failures: tuple[GroupLimit, ...] = _option(
+        (), check=partial(_group_limits, minimum=0)
+    )
+    run_timeout: float | None = _option(None, check=_limit)
 
     @classmethod
     def build(cls, what: str, options: Mapping[str, Any]) -> RunPolicy:
@@ -285,56 +225,20 @@ class RunPolicy:
                 f"{what}: no option {unknown[0]!r}; run policy options: "
                 f"{', '.join(POLICY_OPTIONS)}"
             )
-        o = dict(options)
-
-        def seconds(name: str, default: float) -> float:
-            return _seconds(f"{what}: {name}", o.get(name, default))
-
-        def limit(name: str) -> float | None:
-            return _limit(f"{what}: {name}", o.get(name))
-
-        def optional(name: str, check: Callable[..., Any], **bounds: Any) -> Any:
-            value = o.get(name)
-            return None if value is None else check(f"{what}: {name}", value, **bounds)
-
-        if o.get("max_start_burst") is not None and o.get("max_starts_per_second") is None:
+        if (
+            options.get("max_start_burst") is not None
+            and options.get("max_starts_per_second") is None
+        ):
             raise ValueError(
                 f"{what}: max_start_burst sizes the bucket of max_starts_per_second, which is "
                 "not set: set it too, or drop max_start_burst"
             )
         policy = cls(
-            task_timeout=limit("task_timeout"),
-            retries=whole_number(
-                f"{what}: retries", o.get("retries", 0), minimum=0, maximum=_MAX_RETRIES
-            ),
-            retry_delay=seconds("retry_delay", 1.0),
-            retry_backoff=number(
-                f"{what}: retry_backoff", o.get("retry_backoff", 2.0), minimum=1, maximum=10
-            ),
-            retry_max_delay=seconds("retry_max_delay", 30.0),
-            retry_jitter=seconds("retry_jitter", 1.0),
-            retry_on=ExceptionTypes(
-                f"{what}: retry_on", o.get("retry_on", list(DEFAULT_RETRY_ON)),
-                strict="retry_on" in o,
-            ),
-            retry_never=ExceptionTypes(
-                f"{what}: retry_never", o.get("retry_never", list(DEFAULT_RETRY_NEVER)),
-                strict="retry_never" in o,
-            ),
-            max_failures=optional("max_failures", whole_number, minimum=0),
-            max_fail_percentage=optional("max_fail_percentage", number, minimum=0, maximum=100),
-            batches=_batches(f"{what}: batches", o.get("batches")),
-            max_starts_per_second=optional(
-                "max_starts_per_second", number, above=0, maximum=1_000_000
-            ),
-            max_start_burst=optional(
-                "max_start_burst", whole_number, minimum=1, maximum=1_000_000
-            ),
-            group_limits=_group_limits(f"{what}: group_limits", o.get("group_limits"), minimum=1),
-            group_max_failures=_group_limits(
-                f"{what}: group_max_failures", o.get("group_max_failures"), minimum=0
-            ),
-            run_timeout=limit("run_timeout"),
+            **{
+                f.name: f.metadata["check"](f"{what}: {f.name}", options[f.name])
+                for f in fields(cls)
+                if f.name in options
+            }
         )
         if policy.retries and not policy.retry_on.names:
             raise ValueError(
