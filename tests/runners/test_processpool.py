@@ -31,7 +31,7 @@ from nornir_bench import (
     WorkerUnavailable,
 )
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.processors.base import NoOpProcessor
+from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets

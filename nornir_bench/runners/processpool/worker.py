@@ -49,11 +49,11 @@ from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.connections import aclose_every_connection
 from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import arun_host, run_task
+from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.core.loops import new_event_loop
 from nornir_bench.core.plugins import register_plugins
 from nornir_bench.core.policies.hosts import HostRun, arun_policed
 from nornir_bench.core.session import AsyncRunSession
-from nornir_bench.processors.base import NoOpProcessor
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
 from nornir_bench.runners.processpool.messages import (
     Done,
