@@ -2,5 +2,5 @@
 
 - :mod:`~nornir_bench.jobs.load`: :func:`load_job`, every mistake one line with file:line:col;
 - :mod:`~nornir_bench.jobs.run`: :func:`run_job`, with records, progress and failure lines;
-- :mod:`~nornir_bench.jobs.secrets`: ``${NAME}`` from the environment, and masking them.
+- :mod:`~nornir_bench.jobs.secrets`: the secrets of a job's inventory, expanded and collected.
 """

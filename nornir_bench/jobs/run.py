@@ -43,8 +43,8 @@ from nornir_bench.bench.summary import (
 )
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
+from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
-from nornir_bench.jobs.secrets import Redactor
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.records import JsonLinesWriter
 

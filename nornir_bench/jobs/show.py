@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nornir.core.task import MultiResult, Result
 
+    from nornir_bench.core.secrets import Redactor
     from nornir_bench.jobs.run import JobRun
-    from nornir_bench.jobs.secrets import Redactor
 
 __all__ = ["MAX_CHARS", "MAX_LINES", "result_lines"]
 

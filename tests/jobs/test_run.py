@@ -7,8 +7,8 @@ from pathlib import Path
 from nornir.core.task import Task
 
 from nornir_bench.bench.summary import summarize
+from nornir_bench.core.secrets import Redactor
 from nornir_bench.jobs.run import JobRun, failure_lines
-from nornir_bench.jobs.secrets import Redactor
 from tests.conftest import make_nornir
 
 SKIPPED = (
