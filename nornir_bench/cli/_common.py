@@ -102,10 +102,6 @@ seconds_list = _comma_list(
 )
 
 
-def hosts_text(count: int) -> str:
-    return f"{count} host{'s' * (count != 1)}"
-
-
 def by_signal(terminated: threading.Event | None) -> str:
     """`` (SIGTERM)`` when SIGTERM stopped the run: say which signal it was."""
     return " (SIGTERM)" if terminated is not None and terminated.is_set() else ""

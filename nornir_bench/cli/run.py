@@ -13,9 +13,9 @@ from nornir_bench.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     by_signal,
-    hosts_text,
     interrupted_status,
 )
+from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs.show import MAX_CHARS, MAX_LINES
 
 HELP = "run a YAML job file's task on its inventory"

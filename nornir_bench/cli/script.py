@@ -23,12 +23,12 @@ from nornir_bench.cli._common import (
     Parser,
     by_signal,
     exit_with,
-    hosts_text,
     interrupted_status,
     positive_int,
     probability,
     seconds,
 )
+from nornir_bench.core.wording import hosts_text
 from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks.simulated import MAX_RTT
 

@@ -34,17 +34,13 @@ from typing import IO, TYPE_CHECKING
 
 from nornir.core.exceptions import NornirExecutionError
 
-from nornir_bench.bench.summary import (
-    RunSummary,
-    failure_of,
-    hosts_named,
-    not_started,
-    summarize,
-)
+from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
+from nornir_bench.core.failures import failure_of, not_started
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.core.wording import hosts_named, hosts_text
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.records import JsonLinesWriter
 
@@ -317,10 +313,10 @@ def step_lines(run: JobRun) -> list[str]:
         if summary.wall is not None:
             line += f", {summary.wall:.3f} s"
         if step_run.left_out:
-            line += f"; left out: {_hosts(len(step_run.left_out))} that failed an earlier step"
+            line += f"; left out: {hosts_text(len(step_run.left_out))} that failed an earlier step"
         if step_run.interrupted:
             unfinished = step_run.hosts - len(step_run.result)
-            line += f"; interrupted: {unfinished} of {_hosts(step_run.hosts)} did not finish"
+            line += f"; interrupted: {unfinished} of {hosts_text(step_run.hosts)} did not finish"
         lines.append(run.redact(line))
     return lines
 
@@ -329,21 +325,17 @@ def interruption(run: JobRun) -> str:
     """What an interrupted run did not finish: ``7 of 400 hosts did not finish``, and in a job
     of several steps, at which step, and which steps did not run."""
     if not run.stepped:
-        return f"{run.hosts - len(run.result)} of {_hosts(run.hosts)} did not finish"
+        return f"{run.hosts - len(run.result)} of {hosts_text(run.hosts)} did not finish"
     ran = [s for s in run.steps if s.not_run is None]
     last = ran[-1] if ran else None
     text = "no step started" if last is None else (
         f"at step {last.step.number} of {len(run.steps)}, "
-        f"{last.hosts - len(last.result)} of {_hosts(last.hosts)} did not finish it"
+        f"{last.hosts - len(last.result)} of {hosts_text(last.hosts)} did not finish it"
     )
     later = len(run.steps) - len(ran)
     if later:
         text += f"; {later} later step{'s' * (later != 1)} not run"
     return text
-
-
-def _hosts(count: int) -> str:
-    return f"{count} host{'s' * (count != 1)}"
 
 
 def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
@@ -411,7 +403,7 @@ def _say_stopping() -> None:
 def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
     """One line per failed host, ``host: Exception: first line of its message``; no tracebacks.
 
-    Hosts a run policy kept from starting (:func:`~nornir_bench.bench.summary.not_started`)
+    Hosts a run policy kept from starting (:func:`~nornir_bench.core.failures.not_started`)
     come last, one line for all those kept out for the same reason: a run aborted after 4
     failures of 10,000 hosts shows those 4, not 50 lines of ``RunAborted``. At most ``limit``
     lines, then a pointer to the records. In a job of several steps, each line says the step

@@ -78,7 +78,7 @@ def _host_lines(
 
 def _status(redact: Redactor, multi: MultiResult) -> str:
     """``ok``, or ``failed: Exception: first line of its message``."""
-    from nornir_bench.bench.summary import failure_of  # nornir: not for ``--help``'s import
+    from nornir_bench.core.failures import failure_of  # nornir: not for ``--help``'s import
 
     if not multi.failed:
         return "ok"
