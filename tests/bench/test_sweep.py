@@ -446,6 +446,15 @@ def test_plots_are_skipped_without_matplotlib(
     assert "pip install 'nornir-bench[plot]'" in PLOT_HINT
 
 
+def test_the_environment_names_the_package_and_the_loop_the_async_runners_run() -> None:
+    from nornir_bench import AsyncioRunner, ProcessPoolRunner, __version__
+
+    environment = sweep_environment()
+    assert environment["nornir_bench"] == __version__
+    assert environment["loop"] == AsyncioRunner().loop_implementation
+    assert environment["loop"] == ProcessPoolRunner().loop_implementation
+
+
 def test_journal_cuts_a_half_written_line(tmp_path: Path) -> None:
     path = tmp_path / JOURNAL
     environment = sweep_environment()
