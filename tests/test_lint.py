@@ -1,5 +1,5 @@
-"""The import contracts (pyproject.toml) hold: run as the README's test command runs everything,
-next to mypy (tests/test_typing.py)."""
+"""ruff's rules and the import contracts (pyproject.toml) hold: run as the README's test command
+runs everything, next to mypy (tests/test_typing.py)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,14 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         LINT_IMPORTS, cwd=root, env=env, capture_output=True, text=True, timeout=300
     )
+
+
+def test_ruff_passes() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_no_package_imports_upward_and_no_runner_knows_another() -> None:

@@ -60,7 +60,9 @@ class RunSummary:
 
     def lines(self) -> list[str]:
         """The summary as short human-readable lines (no tracebacks)."""
-        out = [f"hosts: {self.hosts}, ok: {self.ok}, failed: {self.failed}, changed: {self.changed}"]
+        out = [
+            f"hosts: {self.hosts}, ok: {self.ok}, failed: {self.failed}, changed: {self.changed}"
+        ]
         if self.wall is not None and self.throughput is not None:
             out.append(f"run: {self.wall:.3f} s, {self.throughput:,.0f} hosts/s")
         if self.p50 is not None and self.p95 is not None and self.max is not None:

@@ -91,7 +91,9 @@ def _known_runner(name: str) -> str:
 
     runners = available_runners()
     if name not in runners:
-        raise argparse.ArgumentTypeError(f"unknown runner {name!r}; available: {', '.join(runners)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown runner {name!r}; available: {', '.join(runners)}"
+        )
     return name
 
 
@@ -158,4 +160,6 @@ def _one_line_warning(
 def _threads_left() -> bool:
     """Whether threads the interpreter would wait for at exit are still running."""
     main_thread = threading.main_thread()
-    return any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate())
+    return any(
+        t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()
+    )

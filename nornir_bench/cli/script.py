@@ -104,7 +104,8 @@ def script_main(
     for line in run.summary.lines():
         print(line)
     if run.interrupted:
-        print(f"interrupted{by_signal(terminated)}: {args.hosts - run.summary.hosts} hosts did not run")
+        not_run = args.hosts - run.summary.hosts
+        print(f"interrupted{by_signal(terminated)}: {not_run} hosts did not run")
     usage = process_usage()
     summary = run.summary
     print(

@@ -81,7 +81,7 @@ def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
                     str(path),
                 ) from None
             os.ftruncate(fd, 0)
-        return path, open(fd, "w", encoding="utf-8")  # noqa: SIM115 - the caller closes it
+        return path, open(fd, "w", encoding="utf-8")  # the caller closes it
     except BaseException:
         os.close(fd)
         raise

@@ -131,7 +131,7 @@ def test_small_grid_end_to_end(tmp_path: Path) -> None:
         cells = [row[1:] for row in table[1:]]
         cell = re.compile(r"\d+\.\d+ s \(\d+ %\)( \*)?")  # wall (CPU %), * recommended
         assert all(cell.fullmatch(text) for row in cells for text in row)
-        for column in zip(*cells):  # one recommended worker count per RTT
+        for column in zip(*cells, strict=True):  # one recommended worker count per RTT
             assert sum(cell.endswith("*") for cell in column) == 1
     lines = [line for line in done.stdout.splitlines() if ": recommended " in line]
     assert len(lines) == 6 and lines[0].startswith("threadpool, rtt 0 s: recommended ")

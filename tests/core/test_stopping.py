@@ -211,7 +211,8 @@ def test_ctrl_c_does_not_wait_for_hosts_waiting_to_retry(tmp_path: Path, runner:
 
 def test_the_benchmark_keeps_what_finished_on_the_serial_runner() -> None:
     """Once: "interrupted before any result could be kept" though ~50 hosts had finished."""
-    args = [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial", "--hosts", "400"]
+    args = [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial",
+            "--hosts", "400"]
     with spawned(args, ROOT) as process:
         assert process.stdout is not None
         assert process.stdout.readline().startswith("runner serial")  # the run has started

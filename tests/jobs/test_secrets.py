@@ -101,7 +101,10 @@ def test_nested_extras_and_numeric_passwords_are_masked(tmp_path: Path) -> None:
     os.environ["NB_NESTED"] = "enable-Nested-9"
     try:
         nr = InitNornir(
-            inventory={"plugin": "SimpleInventory", "options": {"host_file": str(tmp_path / "hosts.yaml")}},
+            inventory={
+                "plugin": "SimpleInventory",
+                "options": {"host_file": str(tmp_path / "hosts.yaml")},
+            },
             logging={"enabled": False},
         )
         secrets = resolve_inventory(nr.inventory)
