@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """asyncio runner benchmark: the run phase against the floor of bare coroutines.
 
-    python scripts/bench_asyncio.py [--hosts 10000] [--rtt 0.05] [--repeat 7] [--loops asyncio,uvloop]
+    python scripts/bench_asyncio.py [--hosts 10000] [--rtt 0.05] [--repeat 7] \
+        [--loops asyncio,uvloop]
     python scripts/bench_asyncio.py --hosts 100000 --rtt 1 --repeat 1     # the 100,000-host case
 
 For each loop implementation, interleaved in one process and run:
@@ -70,7 +71,9 @@ def one_in_this_process(kind: str, loop_name: str, hosts: int, rtt: float) -> No
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wall = runner_run(nr, rtt) if nr is not None else floor(loop_name, hosts, rtt)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"wall": wall, "rss_base_kib": base, "rss_loaded_kib": loaded, "rss_peak_kib": peak}))
+    print(json.dumps(
+        {"wall": wall, "rss_base_kib": base, "rss_loaded_kib": loaded, "rss_peak_kib": peak}
+    ))
 
 
 def main() -> None:
@@ -106,7 +109,8 @@ def main() -> None:
                     ).stdout
                     record = json.loads(out)
                     samples.setdefault(key, []).append(record["wall"])
-                    memory.setdefault(key, []).append(record["rss_peak_kib"] - record["rss_loaded_kib"])
+                    grown = record["rss_peak_kib"] - record["rss_loaded_kib"]
+                    memory.setdefault(key, []).append(grown)
                     memory.setdefault(key + "/total", []).append(record["rss_peak_kib"])
                 elif kind == "floor":
                     samples.setdefault(key, []).append(floor(name, args.hosts, args.rtt))
@@ -126,7 +130,8 @@ def main() -> None:
                 grown = statistics.median(memory[f"{name}/{kind}"])
                 total = statistics.median(memory[f"{name}/{kind}/total"])
                 print(
-                    f"          {kind}: peak RSS {total / 1024:.0f} MiB, run added {grown / 1024:.0f} MiB "
+                    f"          {kind}: peak RSS {total / 1024:.0f} MiB, "
+                    f"run added {grown / 1024:.0f} MiB "
                     f"= {grown * 1024 / args.hosts:.0f} bytes/host"
                 )
 

@@ -120,9 +120,11 @@ def main() -> None:
         r: dict[str, Any] = json.loads(lines[-1])
         state = "ended" if r["ended"] else f"STOPPED after {args.limit} s"
         print(
-            f"{how:>9}: {state}, run {r['wall']:.2f} s (process {time.perf_counter() - started:.2f} s); "
+            f"{how:>9}: {state}, run {r['wall']:.2f} s "
+            f"(process {time.perf_counter() - started:.2f} s); "
             f"hosts present {r['present']}, finished {r['finished']}; failed: "
-            f"{r['failed_crashers']} crashers, {r['failed_others']} others; run twice {r['twice']}; "
+            f"{r['failed_crashers']} crashers, {r['failed_others']} others; "
+            f"run twice {r['twice']}; "
             f"peak RSS {r['rss_mib']:.0f} MiB; longest result {r['longest_result']:,} chars"
         )
 

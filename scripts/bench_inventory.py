@@ -29,7 +29,9 @@ from ruamel.yaml import YAML
 
 from nornir_bench import SyntheticInventory
 
-SHAPE = {"hosts": 10_000, "groups": 10, "platform": "cisco_ios", "data": {"site": "lab", "role": "edge"}}
+SHAPE = {
+    "hosts": 10_000, "groups": 10, "platform": "cisco_ios", "data": {"site": "lab", "role": "edge"}
+}
 
 
 def write_simple_inventory(folder: Path, hosts: int) -> Path:
@@ -93,8 +95,10 @@ def main() -> None:
             host_file=str(folder / "hosts.yaml"), group_file=str(folder / "groups.yaml")
         )
         sim = median_load(simple.load, args.repeat)
-    print(f"synthetic       10,000 hosts: {syn[0] * 1e3:7.1f} ms (min {syn[1] * 1e3:.1f}, max {syn[2] * 1e3:.1f})")
-    print(f"SimpleInventory  1,000 hosts: {sim[0] * 1e3:7.1f} ms (min {sim[1] * 1e3:.1f}, max {sim[2] * 1e3:.1f})")
+    for label, (median, low, high) in [
+        ("synthetic       10,000", syn), ("SimpleInventory  1,000", sim)
+    ]:
+        print(f"{label} hosts: {median * 1e3:7.1f} ms (min {low * 1e3:.1f}, max {high * 1e3:.1f})")
     print(f"synthetic 10k / SimpleInventory 1k = {syn[0] / sim[0]:.2f} (target < 1)")
     if args.million:
         # A fresh process, so its peak RSS is the load's and nothing else's.

@@ -90,7 +90,8 @@ def main() -> None:
             f"{min(r['rss_mib'] for r in half):.1f}-{max(r['rss_mib'] for r in half):.1f} MiB); "
             f"objects {first['objects']:,} -> {last['objects']:,} "
             f"({slope([r['objects'] for r in half]):+,.0f}/run); "
-            f"threads {first['threads']} -> {last['threads']}, fds {first['fds']} -> {last['fds']}; "
+            f"threads {first['threads']} -> {last['threads']}, "
+            f"fds {first['fds']} -> {last['fds']}; "
             f"run {statistics.median(r['seconds'] for r in rows):.3f} s median"
         )
 

@@ -56,8 +56,8 @@ from nornir.core.inventory import Host
 from nornir.core.task import MultiResult, Task
 
 from nornir_bench import TaskTimeout
+from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.lab import raise_open_file_limit
-from nornir_bench.processors.base import NoOpProcessor
 from nornir_bench.tasks import asim_rtt, atcp_ping, sim_rtt, tcp_ping
 
 AWAITING = ("asyncio", "processpool")  # runners that run ``async def`` tasks natively

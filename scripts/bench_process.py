@@ -30,7 +30,8 @@ def one_run(runner: str, workers: int, rtt: float, hosts: int) -> tuple[float, f
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, str(SCRIPT), str(workers), str(rtt), "--hosts", str(hosts), "--runner", runner],
+        [sys.executable, str(SCRIPT), str(workers), str(rtt),
+         "--hosts", str(hosts), "--runner", runner],
         check=True, stdout=subprocess.DEVNULL,
     )
     wall = time.perf_counter() - start
@@ -43,7 +44,9 @@ def main() -> None:
     parser.add_argument("--rtt", type=float, default=0.05)
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--points", default="threaded:1000,threaded:10000,threadpool:1000,asyncio:10000")
+    parser.add_argument(
+        "--points", default="threaded:1000,threaded:10000,threadpool:1000,asyncio:10000"
+    )
     args = parser.parse_args()
     points = [(p.split(":")[0], int(p.split(":")[1])) for p in args.points.split(",")]
     samples: dict[tuple[str, int], list[tuple[float, float, float]]] = {p: [] for p in points}
@@ -61,7 +64,8 @@ def main() -> None:
         user = statistics.median(r[1] for r in runs)
         sys_ = statistics.median(r[2] for r in runs)
         wall = medians[(runner, workers)]
-        line = (f"{runner:>10} {workers:>6} workers: wall {wall:.3f} s ({min(walls):.3f}-{max(walls):.3f}), "
+        line = (f"{runner:>10} {workers:>6} workers: "
+                f"wall {wall:.3f} s ({min(walls):.3f}-{max(walls):.3f}), "
                 f"user {user:.2f} s, sys {sys_:.2f} s, cpu {100 * (user + sys_) / wall:.0f} %")
         if best_threaded:
             line += f", {best_threaded / wall:.2f} x faster than the best threaded"

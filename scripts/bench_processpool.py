@@ -49,7 +49,8 @@ def timed(nr: Any, task: Any, **kwargs: Any) -> float:
 
 
 def line(label: str, samples: list[float]) -> str:
-    return f"{label:>34}: {statistics.median(samples):7.3f} s ({min(samples):.3f}-{max(samples):.3f})"
+    spread = f"{min(samples):.3f}-{max(samples):.3f}"
+    return f"{label:>34}: {statistics.median(samples):7.3f} s ({spread})"
 
 
 def main() -> None:
@@ -64,7 +65,9 @@ def main() -> None:
     if not args.skip_cpu:
         pairs = {
             "threadpool, 20 workers": build("threadpool", n, num_workers=20),
-            f"processpool, {procs} procs x 20": build("processpool", n, num_workers=20, num_procs=procs),
+            f"processpool, {procs} procs x 20": build(
+                "processpool", n, num_workers=20, num_procs=procs
+            ),
         }
         samples: dict[str, list[float]] = {k: [] for k in pairs}
         for _ in range(args.repeat):
@@ -95,7 +98,9 @@ def main() -> None:
 
     pairs = {
         "threadpool, 20 workers": build("threadpool", n, num_workers=20),
-        f"processpool, {procs} procs x 20": build("processpool", n, num_workers=20, num_procs=procs),
+        f"processpool, {procs} procs x 20": build(
+            "processpool", n, num_workers=20, num_procs=procs
+        ),
     }
     samples = {k: [] for k in pairs}
     for _ in range(args.repeat):

@@ -26,6 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from nornir import InitNornir
@@ -103,7 +104,7 @@ def main() -> None:
         for _ in range(args.repeat):
             for r in runners:
                 key = f"noop/{r}/{workers}"
-                samples.setdefault(key, []).append(timed(lambda: built[r].run(task=noop)))
+                samples.setdefault(key, []).append(timed(partial(built[r].run, task=noop)))
     print(f"## per-host cost, no-op task, {n} hosts, median of {args.repeat} (min-max), µs/host")
     for workers in (20, 1000):
         line = [f"workers={workers}:"]
@@ -129,9 +130,10 @@ def main() -> None:
         samples.setdefault("rtt/bare-threads", []).append(bare_threads(w, n, rtt))
         for r in rtt_runners:
             samples.setdefault(f"rtt/{r}", []).append(
-                timed(lambda: built[r].run(task=sim_rtt, rtt=rtt))
+                timed(partial(built[r].run, task=sim_rtt, rtt=rtt))
             )
-    print(f"## sim_rtt {rtt * 1000:.0f} ms, {n} hosts, {w} workers; ideal ceil(N/W)*RTT = {ideal:.3f} s")
+    print(f"## sim_rtt {rtt * 1000:.0f} ms, {n} hosts, {w} workers; "
+          f"ideal ceil(N/W)*RTT = {ideal:.3f} s")
     for key in ["rtt/bare-threads"] + [f"rtt/{r}" for r in rtt_runners]:
         s = samples[key]
         print(f"{key[4:]:>14}: {summary(s)}  = {statistics.median(s) / ideal:.2f} x ideal")

@@ -395,7 +395,7 @@ def rtt_server_thread(**options: Any) -> Iterator[ServerThread]:
             async with server:
                 ready.set()
                 await stop.wait()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
             failure.append(exc)
             ready.set()
 

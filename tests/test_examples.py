@@ -80,7 +80,8 @@ def test_the_readme_lab_block_works_pasted_as_written(
     for folder in ("inventory", "tasks"):
         (tmp_path / folder).symlink_to(ROOT / folder)
     script = "set -e\n" + "\n".join(lines[1:]) + "\nwait\n"
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    env = {**os.environ, "PATH": path}
     done = subprocess.run(
         ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
     )

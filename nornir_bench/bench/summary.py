@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nornir.core.exceptions import NornirSubTaskError
-
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
+from nornir_bench.core.failures import failure_kind, failure_of, not_started
+from nornir_bench.core.wording import hosts_named, hosts_text
 
 if TYPE_CHECKING:
-    from nornir.core.task import AggregatedResult, MultiResult, Result
+    from nornir.core.task import AggregatedResult, MultiResult
 
-__all__ = ["RunSummary", "failure_of", "failure_type", "hosts_named", "not_started", "summarize"]
-
-# The failure kind of a host whose task returned ``Result(failed=True)`` without raising.
-FAILED_WITHOUT_EXCEPTION = "failed"
+__all__ = ["RunSummary", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +27,7 @@ class RunSummary:
         wall: seconds the run took, when known.
         throughput: hosts finished per second of ``wall``, when known.
         p50, p95, max: per-host elapsed seconds, when per-host times were given.
-            Both leave out the hosts a run policy kept from starting (:func:`not_started`):
+            Both leave out the hosts a run policy kept from starting (``not_started``):
             they took no time, and would make a run a limit stopped look fast.
         failures: failure kind (exception type name) -> names of the hosts that failed so.
         rerun: hosts run again after another host crashed their worker (processpool).
@@ -63,7 +60,9 @@ class RunSummary:
 
     def lines(self) -> list[str]:
         """The summary as short human-readable lines (no tracebacks)."""
-        out = [f"hosts: {self.hosts}, ok: {self.ok}, failed: {self.failed}, changed: {self.changed}"]
+        out = [
+            f"hosts: {self.hosts}, ok: {self.ok}, failed: {self.failed}, changed: {self.changed}"
+        ]
         if self.wall is not None and self.throughput is not None:
             out.append(f"run: {self.wall:.3f} s, {self.throughput:,.0f} hosts/s")
         if self.p50 is not None and self.p95 is not None and self.max is not None:
@@ -75,37 +74,28 @@ class RunSummary:
             out.append(f"failed with {kind}: {hosts_named(names)}")
         if self.rerun:
             out.append(
-                f"run more than once: {_hosts(self.rerun)} (after worker crashes; "
+                f"run more than once: {hosts_text(self.rerun)} (after worker crashes; "
                 "attempts and failed_attempts in the records)"
             )
         if self.retried:
             out.append(
-                f"retried: {_hosts(self.retried)} (attempts and failed_attempts in the records)"
+                f"retried: {hosts_text(self.retried)} "
+                "(attempts and failed_attempts in the records)"
             )
         if self.timed_out:
-            out.append(f"timed out: {_hosts(self.timed_out)}")
+            out.append(f"timed out: {hosts_text(self.timed_out)}")
         if self.abandoned:
             out.append(
                 f"abandoned calls: {self.abandoned} (blocking calls past their deadline, left "
                 "to end in their threads)"
             )
         if self.skipped:
-            out.append(f"skipped: {_hosts(self.skipped)} (their group failed past its limit)")
+            out.append(f"skipped: {hosts_text(self.skipped)} (their group failed past its limit)")
         if self.aborted:
-            out.append(f"not started: {_hosts(self.aborted)}")
+            out.append(f"not started: {hosts_text(self.aborted)}")
         if self.stopped_by:
             out.append(self.stopped_by)
         return out
-
-
-def _hosts(count: int) -> str:
-    return f"{count} host{'s' * (count != 1)}"
-
-
-def hosts_named(names: Sequence[str], *, shown: int = 5) -> str:
-    """``"7 hosts (dev1, dev3, dev5, dev7, dev9, ... (+2))"``: a count and the first names."""
-    more = f", ... (+{len(names) - shown})" if len(names) > shown else ""
-    return f"{_hosts(len(names))} ({', '.join(names[:shown])}{more})"
 
 
 def summarize(
@@ -129,7 +119,7 @@ def summarize(
         failure = failure_of(multi) if multi.failed else None
         error = None if failure is None else failure.exception
         if multi.failed:
-            failures.setdefault(_kind(failure), []).append(name)
+            failures.setdefault(failure_kind(failure), []).append(name)
             if not_started(error):
                 kept_out.add(name)
         if multi.changed:
@@ -168,7 +158,7 @@ class _PolicyCounts:
         self.stopped_by: str | None = None
 
     def add(self, multi: MultiResult, error: BaseException | None) -> None:
-        """Count one host; ``error``: what made it fail (:func:`failure_of`'s), if it did."""
+        """Count one host; ``error``: what made it fail (``failure_of``'s), if it did."""
         attempts, failed = attempts_of(multi)
         if attempts > 1:
             crashed = any(f.exception == "WorkerCrashed" for f in failed)
@@ -190,39 +180,6 @@ class _PolicyCounts:
             )
         elif isinstance(error, (TaskTimeout, RunTimeout)):
             self.timed_out += 1
-
-
-def failure_type(multi: MultiResult) -> str:
-    """The type name of what made a host fail (see :func:`failure_of`)."""
-    return _kind(failure_of(multi))
-
-
-def _kind(failure: Result | None) -> str:
-    if failure is None or failure.exception is None:
-        return FAILED_WITHOUT_EXCEPTION
-    return type(failure.exception).__name__
-
-
-def not_started(error: BaseException | None) -> bool:
-    """Whether ``error`` is a run policy's keeping a host from starting: ``RunAborted`` (so
-    ``HostSkipped``), or ``RunTimeout`` before the host started. Such a host never ran."""
-    return isinstance(error, RunAborted) or (isinstance(error, RunTimeout) and not error.started)
-
-
-def failure_of(multi: MultiResult) -> Result | None:
-    """The result that says best why a host failed; ``None`` when it did not.
-
-    A failed subtask makes its parent raise ``NornirSubTaskError``; the subtask's own exception
-    says more, so its result is preferred. Without any exception, the first failed result.
-    """
-    failed = [r for r in multi if r.failed]
-    raised = [r for r in failed if r.exception is not None]
-    for result in raised:
-        if not isinstance(result.exception, NornirSubTaskError):
-            return result
-    if raised:
-        return raised[0]
-    return failed[0] if failed else None
 
 
 def _percentile(ordered: list[float], pct: float) -> float | None:

@@ -91,7 +91,9 @@ def _known_runner(name: str) -> str:
 
     runners = available_runners()
     if name not in runners:
-        raise argparse.ArgumentTypeError(f"unknown runner {name!r}; available: {', '.join(runners)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown runner {name!r}; available: {', '.join(runners)}"
+        )
     return name
 
 
@@ -100,10 +102,6 @@ workers_list = _comma_list(positive_int, "comma-separated whole numbers >= 1 (e.
 seconds_list = _comma_list(
     seconds, f"comma-separated seconds from 0 to {MAX_RTT:g} (e.g. 0.05,0.1)"
 )
-
-
-def hosts_text(count: int) -> str:
-    return f"{count} host{'s' * (count != 1)}"
 
 
 def by_signal(terminated: threading.Event | None) -> str:
@@ -162,4 +160,6 @@ def _one_line_warning(
 def _threads_left() -> bool:
     """Whether threads the interpreter would wait for at exit are still running."""
     main_thread = threading.main_thread()
-    return any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate())
+    return any(
+        t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()
+    )

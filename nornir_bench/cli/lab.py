@@ -33,7 +33,9 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``lab`` command: an inventory to emulate, or a lab to generate."""
     generated = _add_lab_description(parser)
     generated.add_argument(
-        "--write", metavar="DIR", help="write the lab's nornir SimpleInventory to DIR (user / fakenos-lab)"
+        "--write",
+        metavar="DIR",
+        help="write the lab's nornir SimpleInventory to DIR (user / fakenos-lab)",
     )
 
 
@@ -103,7 +105,9 @@ def wait_lab_command(args: argparse.Namespace) -> int:
     from nornir_bench.lab.emulator import lab_devices
     from nornir_bench.lab.ready import LabNotReady, wait_for_lab
 
-    devices = lab_devices(args.inventory, count=args.count, platforms=args.platforms, port=args.port)
+    devices = lab_devices(
+        args.inventory, count=args.count, platforms=args.platforms, port=args.port
+    )
     try:
         wait_for_lab(devices, args.timeout)
     except LabNotReady as exc:  # not bad input (exit 2): the lab did not come up in time

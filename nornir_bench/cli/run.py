@@ -13,9 +13,9 @@ from nornir_bench.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     by_signal,
-    hosts_text,
     interrupted_status,
 )
+from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs.show import MAX_CHARS, MAX_LINES
 
 HELP = "run a YAML job file's task on its inventory"
@@ -45,12 +45,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from nornir_bench.jobs.load import load_job
-    from nornir_bench.jobs.run import failure_lines, interruption, run_job, step_lines
-    from nornir_bench.jobs.show import result_lines
+    from nornir_bench.jobs.run import run_job
+    from nornir_bench.jobs.show import failure_lines, interruption, result_lines, step_lines
 
     job = load_job(args.job)
     try:
-        run = run_job(job, output=args.output, progress=False if args.quiet else None)
+        run = run_job(
+            job,
+            output=args.output,
+            progress=False if args.quiet else None,
+            on_stopping=_say_stopping,
+        )
     except OSError as exc:
         print(f"nornir-bench: error: cannot write the results: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -77,3 +82,12 @@ def command(args: argparse.Namespace) -> int:
     if run.interrupted:
         return interrupted_status(args.terminated)
     return EXIT_FAILED_HOSTS if run.summary.failed else EXIT_OK
+
+
+def _say_stopping() -> None:
+    print(
+        "\nstopping: no new host starts; waiting for the hosts in flight "
+        "(Ctrl-C again to abandon them)",
+        file=sys.stderr,
+        flush=True,
+    )

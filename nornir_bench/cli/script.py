@@ -23,12 +23,12 @@ from nornir_bench.cli._common import (
     Parser,
     by_signal,
     exit_with,
-    hosts_text,
     interrupted_status,
     positive_int,
     probability,
     seconds,
 )
+from nornir_bench.core.wording import hosts_text
 from nornir_bench.runners.registry import available_runners
 from nornir_bench.tasks.simulated import MAX_RTT
 
@@ -104,7 +104,8 @@ def script_main(
     for line in run.summary.lines():
         print(line)
     if run.interrupted:
-        print(f"interrupted{by_signal(terminated)}: {args.hosts - run.summary.hosts} hosts did not run")
+        not_run = args.hosts - run.summary.hosts
+        print(f"interrupted{by_signal(terminated)}: {not_run} hosts did not run")
     usage = process_usage()
     summary = run.summary
     print(

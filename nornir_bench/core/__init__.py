@@ -5,5 +5,9 @@
 - :mod:`~nornir_bench.core.offload`, :mod:`~nornir_bench.core.connections`: what an async run
   owns (its thread pool for blocking calls, its connections);
 - :mod:`~nornir_bench.core.stopping`: Ctrl-C and SIGTERM on any runner;
-- :mod:`~nornir_bench.core.attempts`: how many times a host's task ran.
+- :mod:`~nornir_bench.core.attempts`: how many times a host's task ran;
+- what the layers above share, so that none imports another for a helper: processor hooks
+  (:mod:`~nornir_bench.core.hooks`), secrets masked (:mod:`~nornir_bench.core.secrets`), why a
+  host failed (:mod:`~nornir_bench.core.failures`), hosts in words
+  (:mod:`~nornir_bench.core.wording`).
 """

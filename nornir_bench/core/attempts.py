@@ -2,8 +2,9 @@
 
 A host may run more than once: its task is tried again after a failure the run's ``retries``
 allow (:mod:`nornir_bench.core.policies.hosts`), and the process pool runs again, on a fresh
-worker, a host that was in flight on a worker another host crashed. Its ``MultiResult`` is then the one of the run that
-counted, as nornir would hold it; the earlier runs are kept on the host's own ``Result``
+worker, a host that was in flight on a worker another host crashed. Its ``MultiResult`` is then
+the one of the run that counted, as nornir would hold it; the earlier runs are kept on the
+host's own ``Result``
 (``multi[0]``) as two attributes, which pickle with it and which the JSON Lines records show:
 
 - ``attempts``: how many times the task started on the host (absent: 1);

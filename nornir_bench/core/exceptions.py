@@ -26,7 +26,7 @@ class NornirBenchError(Exception):
 
     The base of :class:`~nornir_bench.jobs.load.JobError`, :class:`~nornir_bench.lab.LabError`,
     :class:`~nornir_bench.bench.sweep.SweepError` and
-    :class:`~nornir_bench.jobs.secrets.SecretError`; the commands print any of them as
+    :class:`~nornir_bench.core.secrets.SecretError`; the commands print any of them as
     ``nornir-bench: error: ...`` and exit 2. What goes wrong on a host (a task's error, a crashed
     worker) is not one of these: it is that host's failed result.
     """

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.processors.base import NoOpProcessor
+from nornir_bench.core.hooks import NoOpProcessor
 
 if TYPE_CHECKING:
     import asyncio

@@ -4,7 +4,7 @@ The sections' meaning (:mod:`nornir_bench.jobs.load` and the modules it reads se
 asks here for a mapping, a non-empty string or a plain value; a value of the wrong kind, or an
 unknown key, is a :class:`JobError` at its ``file:line:column``. Plain values come with
 ``${NAME}`` expanded and the secrets among them noted (the rules are
-:mod:`nornir_bench.jobs.secrets`'), so that whatever the job holds is masked in what a run
+:mod:`nornir_bench.core.secrets`'), so that whatever the job holds is masked in what a run
 writes.
 """
 
@@ -17,6 +17,12 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
 from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.secrets import (
+    SecretError,
+    expand_env,
+    is_secret_key,
+    secret_text,
+)
 from nornir_bench.jobs._signatures import show
 from nornir_bench.jobs._yaml_input import (
     MAX_DEPTH,
@@ -24,12 +30,6 @@ from nornir_bench.jobs._yaml_input import (
     position,
     read_job_yaml,
     too_deep,
-)
-from nornir_bench.jobs.secrets import (
-    SecretError,
-    expand_env,
-    is_secret_key,
-    secret_text,
 )
 
 __all__ = ["JobError", "JobFile", "one_line", "yaml_error"]

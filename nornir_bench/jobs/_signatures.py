@@ -61,10 +61,12 @@ def parameters_of(obj: Any, *, skip: int = 0) -> Parameters | None:
     except (TypeError, ValueError):
         return None
     params = list(signature.parameters.values())[skip:]
+    # getattr, as mypy refuses ``obj.__init__`` on a class (a subclass's may differ)
+    annotated = getattr(obj, "__init__") if isinstance(obj, type) else obj  # noqa: B009
     return Parameters(
         names=[p.name for p in params if p.kind not in _SPREAD],
         takes_any=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params),
-        hints=_type_hints(getattr(obj, "__init__") if isinstance(obj, type) else obj),
+        hints=_type_hints(annotated),
     )
 
 
@@ -85,9 +87,9 @@ def _type_hints(obj: Any) -> dict[str, Any]:
     for name, annotation in getattr(obj, "__annotations__", {}).items():
         try:
             if isinstance(annotation, str):
-                annotation = eval(annotation, namespace)  # noqa: S307 - the function's own module
+                annotation = eval(annotation, namespace)  # in the function's own module
             hints[name] = annotation
-        except Exception:  # noqa: BLE001, S112 - that one stays unchecked
+        except Exception:  # noqa: BLE001 - that one stays unchecked
             continue
     return hints
 

@@ -47,6 +47,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 
 from nornir_bench.core.plugins import init_nornir
+from nornir_bench.core.secrets import SecretError
 from nornir_bench.jobs._filter import HostFilter, read_filter
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line, yaml_error
 from nornir_bench.jobs._settings import (
@@ -56,7 +57,7 @@ from nornir_bench.jobs._settings import (
 )
 from nornir_bench.jobs._steps import Step, read_steps
 from nornir_bench.jobs._yaml_input import MAX_VALUES, expanded_size, too_many_values
-from nornir_bench.jobs.secrets import SecretError, resolve_inventory
+from nornir_bench.jobs.secrets import resolve_inventory
 from nornir_bench.tasks import connections_of
 
 if TYPE_CHECKING:

@@ -1,7 +1,8 @@
 """Running a checked job: records streamed as hosts finish, a progress bar, connections closed.
 
-:func:`run_job` is what ``nornir-bench run`` does, without the printing; it is public so that
-a scheduler or a notebook can run job files too.
+:func:`run_job` is what ``nornir-bench run`` does, without the printing (the run as text is
+:mod:`nornir_bench.jobs.show`'s); it is public so that a scheduler or a notebook can run job
+files too.
 
 A job's steps run one after the other, each a ``nr.run`` on the same ``Nornir`` object, so
 the connections a step opens are there for the next (all are closed once, when the job ends).
@@ -14,46 +15,38 @@ a step in which a host failed is the last one run: the steps after it do not run
 Ctrl-C stops the run on any runner (see :mod:`nornir_bench.core.stopping`): no host starts after
 it, the hosts in flight finish and are kept, and no later step starts; a second Ctrl-C abandons
 the hosts in flight. Each run writes its own records file, and never one that another run is
-writing: by default a new one in the user's state folder (:func:`records_folder`).
+writing (:mod:`nornir_bench.jobs.output`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
-import os
-import stat
-import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from nornir.core.exceptions import NornirExecutionError
 
-from nornir_bench.bench.summary import (
-    RunSummary,
-    failure_of,
-    hosts_named,
-    not_started,
-    summarize,
-)
+from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
+from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
-from nornir_bench.jobs.secrets import Redactor
+from nornir_bench.jobs.output import default_output, open_records, records_folder
+from nornir_bench.jobs.show import failure_lines, interruption, step_lines
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.records import JsonLinesWriter
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
-    from nornir.core.task import AggregatedResult, Result
+    from nornir.core.task import AggregatedResult
 
     from nornir_bench.jobs.load import Job, Step
 
+# The records file (jobs.output) and the run as text (jobs.show) are importable from here too,
+# where they lived first.
 __all__ = [
     "JobRun",
     "StepRun",
@@ -65,12 +58,6 @@ __all__ = [
     "run_job",
     "step_lines",
 ]
-
-# Runs started in the same second get -2, -3 ... after the default name; past this many, the
-# folder is taken to be unwritable in a way that retrying cannot fix.
-_MAX_SAME_NAME = 1000
-# A step's parameters as its summary line shows them, at most this many characters.
-_PARAMS_SHOWN = 60
 
 
 @dataclass(frozen=True)
@@ -130,30 +117,22 @@ class JobRun:
     stepped: bool = False
 
 
-def records_folder() -> Path:
-    """Where records go by default: ``$XDG_STATE_HOME/nornir-bench/records``.
-
-    As the XDG base directory specification says, ``$XDG_STATE_HOME`` counts only when it is
-    an absolute path; else ``~/.local/state``. Records are a run's history, state kept between
-    runs: not something to litter the current folder (a checkout) with.
-    """
-    state = os.environ.get("XDG_STATE_HOME", "")
-    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "nornir-bench" / "records"
-
-
-def default_output(job: Job) -> Path:
-    """``<job name>-<date>T<time>.jsonl`` in :func:`records_folder`: each run keeps its own."""
-    return records_folder() / f"{job.path.stem}-{datetime.now():%Y%m%dT%H%M%S}.jsonl"
-
-
-def run_job(job: Job, *, output: Path | None = None, progress: bool | None = None) -> JobRun:
+def run_job(
+    job: Job,
+    *,
+    output: Path | None = None,
+    progress: bool | None = None,
+    on_stopping: Callable[[], None] | None = None,
+) -> JobRun:
     """Run ``job`` on its hosts.
 
     Args:
         job: from :func:`nornir_bench.jobs.load.load_job`.
         output: the JSON Lines file; else the job's ``output.path``; else :func:`default_output`.
         progress: draw a progress bar on standard error; ``None``: when it is a terminal.
+        on_stopping: called at the first Ctrl-C on a runner that does not stop by itself (see
+            :func:`~nornir_bench.core.stopping.stoppable`), to say that the hosts in flight
+            are being waited for.
 
     Raises:
         JobError: when the inventory cannot be loaded or the filter matches no host.
@@ -165,7 +144,7 @@ def run_job(job: Job, *, output: Path | None = None, progress: bool | None = Non
     redact.install(nr.config.logging.loggers)
     run: JobRun | None = None
     try:
-        run = _run(job, nr, redact, output, progress)
+        run = _run(job, nr, redact, output, progress, on_stopping)
         return run
     finally:
         # Hosts abandoned by a second Ctrl-C may still log from their threads: keep masking.
@@ -174,7 +153,12 @@ def run_job(job: Job, *, output: Path | None = None, progress: bool | None = Non
 
 
 def _run(
-    job: Job, nr: Nornir, redact: Redactor, output: Path | None, progress: bool | None
+    job: Job,
+    nr: Nornir,
+    redact: Redactor,
+    output: Path | None,
+    progress: bool | None,
+    on_stopping: Callable[[], None] | None,
 ) -> JobRun:
     no_last_resort_logging()
     path, file = open_records(output or job.output, job)
@@ -186,7 +170,7 @@ def _run(
     with file:
         try:
             for step in job.steps:
-                run, abandoned, raised = _run_step(step, nr, file, redact, progress)
+                run, abandoned, raised = _run_step(step, nr, file, redact, progress, on_stopping)
                 steps.append(run)
                 if run.interrupted:
                     interrupted, stopped = True, f"the job was interrupted at step {step.number}"
@@ -224,7 +208,12 @@ def _run(
 
 
 def _run_step(
-    step: Step, nr: Nornir, file: IO[str], redact: Redactor, progress: bool | None
+    step: Step,
+    nr: Nornir,
+    file: IO[str],
+    redact: Redactor,
+    progress: bool | None,
+    on_stopping: Callable[[], None] | None,
 ) -> tuple[StepRun, bool, bool]:
     """Run ``step`` on its hosts (of ``nr``'s): what it did, whether a second Ctrl-C abandoned
     hosts in flight, and whether ``core.raise_on_error`` raised."""
@@ -239,7 +228,7 @@ def _run_step(
     result: AggregatedResult | None = None
     interrupted = abandoned = raised = False
     bar = ProgressBar(enabled=progress)
-    with stoppable(nr.runner, step.task, on_first_press=_say_stopping) as stop:
+    with stoppable(nr.runner, step.task, on_first_press=on_stopping) as stop:
         started = time.perf_counter()
         try:
             if selected:  # else nothing to run: no empty progress bar, no runner started
@@ -296,173 +285,6 @@ def _combined(
                 elapsed[host] = elapsed.get(host, 0.0) + s.elapsed[host]
         result[host] = multi
     return result, elapsed
-
-
-def step_lines(run: JobRun) -> list[str]:
-    """One line per step, masked: ``step 2 sim_rtt (rtt: 0.05): hosts: 9, ok: 9, failed: 0,
-    0.051 s``, and the hosts it left out (they had failed an earlier step), or why it did not
-    run."""
-    lines = []
-    for step_run in run.steps:
-        step, summary = step_run.step, step_run.summary
-        # Masked before it is cut short: a secret cut in two would not be recognised.
-        params = run.redact(", ".join(f"{k}: {v}" for k, v in step.params.items()))
-        if len(params) > _PARAMS_SHOWN:
-            params = params[: _PARAMS_SHOWN - 3] + "..."
-        line = step.label + (f" ({params})" if params else "") + ": "
-        if step_run.not_run is not None:
-            lines.append(line + f"not run: {step_run.not_run}")
-            continue
-        line += f"hosts: {step_run.hosts}, ok: {summary.ok}, failed: {summary.failed}"
-        if summary.wall is not None:
-            line += f", {summary.wall:.3f} s"
-        if step_run.left_out:
-            line += f"; left out: {_hosts(len(step_run.left_out))} that failed an earlier step"
-        if step_run.interrupted:
-            unfinished = step_run.hosts - len(step_run.result)
-            line += f"; interrupted: {unfinished} of {_hosts(step_run.hosts)} did not finish"
-        lines.append(run.redact(line))
-    return lines
-
-
-def interruption(run: JobRun) -> str:
-    """What an interrupted run did not finish: ``7 of 400 hosts did not finish``, and in a job
-    of several steps, at which step, and which steps did not run."""
-    if not run.stepped:
-        return f"{run.hosts - len(run.result)} of {_hosts(run.hosts)} did not finish"
-    ran = [s for s in run.steps if s.not_run is None]
-    last = ran[-1] if ran else None
-    text = "no step started" if last is None else (
-        f"at step {last.step.number} of {len(run.steps)}, "
-        f"{last.hosts - len(last.result)} of {_hosts(last.hosts)} did not finish it"
-    )
-    later = len(run.steps) - len(ran)
-    if later:
-        text += f"; {later} later step{'s' * (later != 1)} not run"
-    return text
-
-
-def _hosts(count: int) -> str:
-    return f"{count} host{'s' * (count != 1)}"
-
-
-def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
-    """The records file of one run, opened for writing, never shared with another run.
-
-    With no ``path``, a new file (:func:`default_output`, then ``-2``, ``-3`` ... when runs
-    start in the same second), created exclusively, in :func:`records_folder`, which is made
-    (readable by the user alone, as the XDG specification asks) if missing. A ``path`` given
-    is truncated only once this run holds it: if another run is writing it, that is an error.
-
-    Raises:
-        OSError: when the file cannot be created or is being written by another run.
-    """
-    if path is None:
-        base = default_output(job)
-        _make_private_folder(base.parent)
-        for number in range(1, _MAX_SAME_NAME + 1):
-            path = base if number == 1 else base.with_name(f"{base.stem}-{number}{base.suffix}")
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                break
-            except FileExistsError:
-                continue
-        else:
-            raise FileExistsError(errno.EEXIST, f"{_MAX_SAME_NAME} records files named", str(base))
-    else:
-        if path.parent != Path():
-            path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):  # not a pipe, a terminal, /dev/stdout
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when it is closed
-            except BlockingIOError:
-                raise OSError(
-                    errno.EBUSY,
-                    "another run is writing it: give this run another --output (or output.path)",
-                    str(path),
-                ) from None
-            os.ftruncate(fd, 0)
-        return path, open(fd, "w", encoding="utf-8")  # noqa: SIM115 - the caller closes it
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _make_private_folder(folder: Path) -> None:
-    """Make ``folder`` and any missing parent, each readable by the user alone (``mkdir -p``
-    would give the parents the umask's mode: the state folder is the user's own)."""
-    missing = [p for p in (folder, *folder.parents) if not p.is_dir()]
-    for parent in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # another run made it meanwhile
-            parent.mkdir(mode=0o700)
-
-
-def _say_stopping() -> None:
-    print(
-        "\nstopping: no new host starts; waiting for the hosts in flight "
-        "(Ctrl-C again to abandon them)",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
-    """One line per failed host, ``host: Exception: first line of its message``; no tracebacks.
-
-    Hosts a run policy kept from starting (:func:`~nornir_bench.bench.summary.not_started`)
-    come last, one line for all those kept out for the same reason: a run aborted after 4
-    failures of 10,000 hosts shows those 4, not 50 lines of ``RunAborted``. At most ``limit``
-    lines, then a pointer to the records. In a job of several steps, each line says the step
-    the host failed at (its first failed step): ``host (step 2 send_command): ...``.
-    """
-    lines: list[str] = []
-    hidden = 0
-    kept_out: dict[tuple[str, str, str], tuple[Result, list[str]]] = {}
-    for name, multi in run.result.items():
-        if not multi.failed:
-            continue
-        failure = failure_of(multi)
-        exc = failure.exception if failure is not None else None
-        at = _failed_at(run, name)
-        if failure is not None and not_started(exc):
-            key = (at, type(exc).__name__, str(exc))
-            kept_out.setdefault(key, (failure, []))[1].append(name)
-        elif len(lines) < limit:
-            lines.append(run.redact(f"  {name}{at}: {_why(run, failure)}"))
-        else:
-            hidden += 1
-    for (at, _, _), (failure, names) in kept_out.items():
-        if len(lines) < limit:
-            shown = names[0] if len(names) == 1 else hosts_named(names)
-            lines.append(run.redact(f"  {shown}{at}: {_why(run, failure)}"))
-        else:
-            hidden += len(names)
-    if hidden:
-        lines.append(f"  ... and {hidden} more: see {run.output}")
-    return lines
-
-
-def _failed_at(run: JobRun, host: str) -> str:
-    """`` (step 2 send_command)``: the first step ``host`` failed, in a job of steps."""
-    if not run.stepped:
-        return ""
-    for step_run in run.steps:
-        multi = step_run.result.get(host)
-        if multi is not None and multi.failed:
-            return f" ({step_run.step.label})"
-    return ""
-
-
-def _why(run: JobRun, failure: Result | None) -> str:
-    """``Exception: first line of its message``, masked, for a failed host's line."""
-    exc = failure.exception if failure is not None else None
-    if exc is None:
-        return f"failed: {run.redact(str(failure.result if failure is not None else ''))[:200]}"
-    # Masked before it is cut short: a secret cut in two would not be recognised.
-    message = run.redact(str(exc)).strip().splitlines()
-    return type(exc).__name__ + (f": {message[0][:200]}" if message else "")
 
 
 def _close_connections(nr: Nornir) -> None:

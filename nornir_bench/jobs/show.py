@@ -1,10 +1,14 @@
-"""Each host's result as text, for ``nornir-bench run --show``: what the devices said.
+"""A job run as text: a line per step, a line per failed host, what an interruption left
+unfinished, and, for ``nornir-bench run --show``, what each host's task returned.
 
-Per host (and step, in a job of several), a header, ``rtr1 (step 1 send_command): ok`` or
-``rtr1: failed: NetmikoTimeoutException: ...``, then the result indented: text as its lines,
-other values as JSON (or their ``repr``), each subtask's after its name, as nornir_utils'
-``print_result`` shows them but with exceptions in one line, never a traceback (those are in
-the records). Everything is masked with the run's secrets. Each host's text is cut at
+Nothing here prints: the command does. Every line is masked with the run's secrets, and a
+failure is said one way everywhere, ``Exception: first line of its message``, never a
+traceback (those are in the records).
+
+With ``--show``, per host (and step, in a job of several), a header, ``rtr1 (step 1
+send_command): ok`` or ``rtr1: failed: NetmikoTimeoutException: ...``, then the result
+indented: text as its lines, other values as JSON (or their ``repr``), each subtask's after its
+name, as nornir_utils' ``print_result`` shows them. Each host's text is cut at
 :data:`MAX_LINES` lines and :data:`MAX_CHARS` characters, saying how much was cut: 10,000 hosts
 answering pages of output would otherwise bury the summary.
 """
@@ -15,18 +19,124 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.wording import hosts_named, hosts_text
+
 if TYPE_CHECKING:
     from nornir.core.task import MultiResult, Result
 
+    from nornir_bench.core.secrets import Redactor
     from nornir_bench.jobs.run import JobRun
-    from nornir_bench.jobs.secrets import Redactor
 
-__all__ = ["MAX_CHARS", "MAX_LINES", "result_lines"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_LINES",
+    "failure_lines",
+    "interruption",
+    "result_lines",
+    "step_lines",
+]
 
 # Imports nothing at first (``run --help`` names these bounds): nornir only once shown.
 MAX_LINES = 200
 MAX_CHARS = 20_000
 _INDENT = "    "
+# A step's parameters as its summary line shows them, at most this many characters.
+_PARAMS_SHOWN = 60
+# A failure's message, or the value of a result failed without one, at most this many.
+_WHY_SHOWN = 200
+
+
+def step_lines(run: JobRun) -> list[str]:
+    """One line per step, masked: ``step 2 sim_rtt (rtt: 0.05): hosts: 9, ok: 9, failed: 0,
+    0.051 s``, and the hosts it left out (they had failed an earlier step), or why it did not
+    run."""
+    lines = []
+    for step_run in run.steps:
+        step, summary = step_run.step, step_run.summary
+        # Masked before it is cut short: a secret cut in two would not be recognised.
+        params = run.redact(", ".join(f"{k}: {v}" for k, v in step.params.items()))
+        if len(params) > _PARAMS_SHOWN:
+            params = params[: _PARAMS_SHOWN - 3] + "..."
+        line = step.label + (f" ({params})" if params else "") + ": "
+        if step_run.not_run is not None:
+            lines.append(line + f"not run: {step_run.not_run}")
+            continue
+        line += f"hosts: {step_run.hosts}, ok: {summary.ok}, failed: {summary.failed}"
+        if summary.wall is not None:
+            line += f", {summary.wall:.3f} s"
+        if step_run.left_out:
+            line += f"; left out: {hosts_text(len(step_run.left_out))} that failed an earlier step"
+        if step_run.interrupted:
+            unfinished = step_run.hosts - len(step_run.result)
+            line += f"; interrupted: {unfinished} of {hosts_text(step_run.hosts)} did not finish"
+        lines.append(run.redact(line))
+    return lines
+
+
+def interruption(run: JobRun) -> str:
+    """What an interrupted run did not finish: ``7 of 400 hosts did not finish``, and in a job
+    of several steps, at which step, and which steps did not run."""
+    if not run.stepped:
+        return f"{run.hosts - len(run.result)} of {hosts_text(run.hosts)} did not finish"
+    ran = [s for s in run.steps if s.not_run is None]
+    last = ran[-1] if ran else None
+    text = "no step started" if last is None else (
+        f"at step {last.step.number} of {len(run.steps)}, "
+        f"{last.hosts - len(last.result)} of {hosts_text(last.hosts)} did not finish it"
+    )
+    later = len(run.steps) - len(ran)
+    if later:
+        text += f"; {later} later step{'s' * (later != 1)} not run"
+    return text
+
+
+def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
+    """One line per failed host, ``host: Exception: first line of its message``; no tracebacks.
+
+    Hosts a run policy kept from starting (:func:`~nornir_bench.core.failures.not_started`)
+    come last, one line for all those kept out for the same reason: a run aborted after 4
+    failures of 10,000 hosts shows those 4, not 50 lines of ``RunAborted``. At most ``limit``
+    lines, then a pointer to the records. In a job of several steps, each line says the step
+    the host failed at (its first failed step): ``host (step 2 send_command): ...``.
+    """
+    from nornir_bench.core.failures import failure_of, not_started  # nornir: not for ``--help``
+
+    lines: list[str] = []
+    hidden = 0
+    kept_out: dict[tuple[str, str, str], tuple[Result, list[str]]] = {}
+    for name, multi in run.result.items():
+        if not multi.failed:
+            continue
+        failure = failure_of(multi)
+        exc = failure.exception if failure is not None else None
+        at = _failed_at(run, name)
+        if failure is not None and not_started(exc):
+            key = (at, type(exc).__name__, str(exc))
+            kept_out.setdefault(key, (failure, []))[1].append(name)
+        elif len(lines) < limit:
+            lines.append(run.redact(f"  {name}{at}: {_why(run.redact, failure)}"))
+        else:
+            hidden += 1
+    for (at, _, _), (failure, names) in kept_out.items():
+        if len(lines) < limit:
+            shown = names[0] if len(names) == 1 else hosts_named(names)
+            lines.append(run.redact(f"  {shown}{at}: {_why(run.redact, failure)}"))
+        else:
+            hidden += len(names)
+    if hidden:
+        lines.append(f"  ... and {hidden} more: see {run.output}")
+    return lines
+
+
+def _failed_at(run: JobRun, host: str) -> str:
+    """`` (step 2 send_command)``: the first step ``host`` failed, in a job of steps."""
+    if not run.stepped:
+        return ""
+    for step_run in run.steps:
+        multi = step_run.result.get(host)
+        if multi is not None and multi.failed:
+            return f" ({step_run.step.label})"
+    return ""
 
 
 def result_lines(
@@ -78,7 +188,7 @@ def _host_lines(
 
 def _status(redact: Redactor, multi: MultiResult) -> str:
     """``ok``, or ``failed: Exception: first line of its message``."""
-    from nornir_bench.bench.summary import failure_of  # nornir: not for ``--help``'s import
+    from nornir_bench.core.failures import failure_of  # nornir: not for ``--help``'s import
 
     if not multi.failed:
         return "ok"
@@ -87,12 +197,20 @@ def _status(redact: Redactor, multi: MultiResult) -> str:
 
 
 def _outcome(redact: Redactor, result: Result) -> str:
-    exc = result.exception
+    """A header's ``failed``, and why when the task raised: the body shows what it returned."""
+    return "failed" if result.exception is None else f"failed: {_why(redact, result)}"
+
+
+def _why(redact: Redactor, failure: Result | None) -> str:
+    """Why a host failed, in one masked line: ``Exception: first line of its message``; for a
+    result failed without raising, ``failed: `` and the start of what it returned."""
+    exc = failure.exception if failure is not None else None
     if exc is None:
-        return "failed"
-    # Masked before it is cut to its first line: a secret cut in two would not be recognised.
+        value = failure.result if failure is not None else ""
+        return f"failed: {redact(str(value))[:_WHY_SHOWN]}"
+    # Masked before it is cut short: a secret cut in two would not be recognised.
     message = redact(str(exc)).strip().splitlines()
-    return f"failed: {type(exc).__name__}" + (f": {message[0]}" if message else "")
+    return type(exc).__name__ + (f": {message[0][:_WHY_SHOWN]}" if message else "")
 
 
 def _text(redact: Redactor, result: Result) -> list[str]:

@@ -26,7 +26,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from nornir_bench.core.checks import is_whole_number, whole_number
-from nornir_bench.jobs.secrets import SecretError, expand_env
+from nornir_bench.core.secrets import SecretError, expand_env
 from nornir_bench.lab._errors import LabError
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING
 
 from tqdm import tqdm
 
-from nornir_bench.processors.base import NoOpProcessor
+from nornir_bench.core.hooks import NoOpProcessor
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host

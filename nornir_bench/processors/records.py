@@ -33,9 +33,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirSubTaskError
 
-from nornir_bench.bench.summary import failure_of
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.jobs.secrets import Redactor
+from nornir_bench.core.failures import failure_of
+from nornir_bench.core.secrets import Redactor
 from nornir_bench.processors.timing import HostTimer
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-from nornir_bench.processors.base import NoOpProcessor
+from nornir_bench.core.hooks import NoOpProcessor
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host

@@ -198,7 +198,9 @@ class AsyncSSHSession:
         """
         try:
             message = f"{self._where}: no prompt within {timeout:g} s of sending {command!r}"
-            return await within(self._command(command, enable), timeout, lambda: TimeoutError(message))
+            return await within(
+                self._command(command, enable), timeout, lambda: TimeoutError(message)
+            )
         except BaseException:
             self._abort()
             raise

@@ -54,7 +54,9 @@ def test_lines_are_short_and_name_failures() -> None:
     result = make_nornir(hosts=14).run(task=fails_on_odd)
     lines = summarize(result, wall=0.5).lines()
     assert lines[0] == "hosts: 14, ok: 7, failed: 7, changed: 0"
-    assert lines[-1].startswith("failed with ValueError: 7 hosts (dev1, dev3, dev5, dev7, dev9, ... (+2))")
+    assert lines[-1].startswith(
+        "failed with ValueError: 7 hosts (dev1, dev3, dev5, dev7, dev9, ... (+2))"
+    )
     assert not any("Traceback" in line for line in lines)
 
 

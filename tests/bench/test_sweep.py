@@ -131,7 +131,7 @@ def test_small_grid_end_to_end(tmp_path: Path) -> None:
         cells = [row[1:] for row in table[1:]]
         cell = re.compile(r"\d+\.\d+ s \(\d+ %\)( \*)?")  # wall (CPU %), * recommended
         assert all(cell.fullmatch(text) for row in cells for text in row)
-        for column in zip(*cells):  # one recommended worker count per RTT
+        for column in zip(*cells, strict=True):  # one recommended worker count per RTT
             assert sum(cell.endswith("*") for cell in column) == 1
     lines = [line for line in done.stdout.splitlines() if ": recommended " in line]
     assert len(lines) == 6 and lines[0].startswith("threadpool, rtt 0 s: recommended ")
@@ -444,6 +444,15 @@ def test_plots_are_skipped_without_matplotlib(
     assert report.plots_skipped and report.plots == []
     assert (tmp_path / "results.csv").exists() and not (tmp_path / "wall.png").exists()
     assert "pip install 'nornir-bench[plot]'" in PLOT_HINT
+
+
+def test_the_environment_names_the_package_and_the_loop_the_async_runners_run() -> None:
+    from nornir_bench import AsyncioRunner, ProcessPoolRunner, __version__
+
+    environment = sweep_environment()
+    assert environment["nornir_bench"] == __version__
+    assert environment["loop"] == AsyncioRunner().loop_implementation
+    assert environment["loop"] == ProcessPoolRunner().loop_implementation
 
 
 def test_journal_cuts_a_half_written_line(tmp_path: Path) -> None:

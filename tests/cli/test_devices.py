@@ -72,7 +72,8 @@ def test_a_job_on_good_and_bad_devices(
             env={**os.environ, "NB_LAB_PASSWORD": ENV_PASSWORD},
         )
     assert done.returncode == 1, done.stdout + done.stderr
-    records = {r["host"]: r for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())}
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    records = {r["host"]: r for r in map(json.loads, lines)}
     assert set(records) == {"rtr1", "rtr2", "sw1", "sw2", "badpw", "closed", "silent"}
     for name in ("rtr1", "rtr2"):
         assert records[name]["failed"] is False and "Cisco IOS" in records[name]["result"]
@@ -82,7 +83,8 @@ def test_a_job_on_good_and_bad_devices(
         assert records[name]["failed"] is True and records[name]["traceback"], name
     assert "hosts: 7, ok: 4, failed: 3" in done.stdout
     host_lines = [line for line in done.stdout.splitlines() if line.startswith("  ")]
-    assert sorted(line.split(":")[0].strip() for line in host_lines) == ["badpw", "closed", "silent"]
+    failed = sorted(line.split(":")[0].strip() for line in host_lines)
+    assert failed == ["badpw", "closed", "silent"]
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     log = (tmp_path / "nornir.log").read_text()
     written = (tmp_path / "out.jsonl").read_text()

@@ -1,4 +1,5 @@
-"""``nornir-bench run`` as a user runs it: a real subprocess, its exit status, output and records."""
+"""``nornir-bench run`` as a user runs it: a real subprocess, its exit status, output and
+records."""
 
 from __future__ import annotations
 
@@ -458,7 +459,8 @@ def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
         tmp_path,
         "task: {name: 'jobtasks:flaky', params: {fail_every: 1}}\n",
         runner=runner,
-        options="num_workers: 1, max_failures: 1" + (", num_procs: 1" if runner == "processpool" else ""),
+        options="num_workers: 1, max_failures: 1"
+        + (", num_procs: 1" if runner == "processpool" else ""),
     )
     done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stderr

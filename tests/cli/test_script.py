@@ -50,8 +50,8 @@ def test_failed_hosts_exit_1_and_are_named_without_tracebacks() -> None:
 
 
 def test_seeded_runs_fail_the_same_hosts() -> None:
-    first = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "5", "--jitter", "0.001")
-    second = script("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "5", "--jitter", "0.001")
+    args = ("8", "0", "--hosts", "40", "--fail-rate", "0.5", "--seed", "5", "--jitter", "0.001")
+    first, second = script(*args), script(*args)
     failures = [line for line in first.stdout.splitlines() if line.startswith("failed with")]
     assert failures and failures == [
         line for line in second.stdout.splitlines() if line.startswith("failed with")

@@ -12,13 +12,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH
 
-from nornir_bench.core.stopping import stoppable
-from nornir_bench.jobs.load import load_job
-from nornir_bench.jobs.run import open_records
+from nornir_bench.core.stopping import stoppable, stops_on_ctrl_c
 from tests.conftest import make_nornir
 from tests.runners.test_conformance import RUNNERS
 
@@ -111,6 +111,10 @@ def test_ctrl_c_stops_starting_hosts_and_reports_what_finished(
     assert len(records) == finished and len({r["host"] for r in records}) == finished
     assert f"interrupted: {HOSTS - finished} of {HOSTS} hosts did not finish" in done.stdout
     assert "Traceback" not in done.stderr
+    # Made to stop, a runner waits for its hosts in flight after Ctrl-C: the command says so.
+    says_stopping = "stopping: no new host starts; waiting for the hosts in flight" in done.stderr
+    (plugin,) = metadata.entry_points(group=RUNNERS_PLUGIN_PATH, name=runner)
+    assert says_stopping is not stops_on_ctrl_c(plugin.load())
 
 
 STUCK_TASK = """
@@ -207,7 +211,8 @@ def test_ctrl_c_does_not_wait_for_hosts_waiting_to_retry(tmp_path: Path, runner:
 
 def test_the_benchmark_keeps_what_finished_on_the_serial_runner() -> None:
     """Once: "interrupted before any result could be kept" though ~50 hosts had finished."""
-    args = [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial", "--hosts", "400"]
+    args = [sys.executable, "scripts/script.py", "1", "0.05", "--runner", "serial",
+            "--hosts", "400"]
     with spawned(args, ROOT) as process:
         assert process.stdout is not None
         assert process.stdout.readline().startswith("runner serial")  # the run has started
@@ -239,31 +244,3 @@ def test_stoppable_stops_nornirs_serial_runner_in_process() -> None:
     assert 5 <= len(stop.finished.results) < 100
     assert stop.pressed.is_set()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
-
-
-def test_runs_started_in_the_same_second_never_share_a_records_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Once, two runs of one job in the same second wrote into one file: corrupt lines."""
-    monkeypatch.chdir(tmp_path)
-    job = load_job(slow_job(tmp_path, "threadpool"))
-    first_path, first = open_records(None, job)
-    second_path, second = open_records(None, job)
-    with first, second:
-        assert first_path != second_path
-        assert second_path.name == first_path.name.replace(".jsonl", "-2.jsonl")
-
-
-def test_a_records_file_another_run_is_writing_is_refused(tmp_path: Path) -> None:
-    job = load_job(slow_job(tmp_path, "threadpool"))
-    path = tmp_path / "shared.jsonl"
-    _, writing = open_records(path, job)
-    with writing:
-        writing.write("a line of the first run\n")
-        writing.flush()
-        with pytest.raises(OSError, match="another run is writing it"):
-            open_records(path, job)
-        assert path.read_text() == "a line of the first run\n"  # not truncated
-    _, again = open_records(path, job)  # the first run is over: the file is free again
-    again.close()
-    assert path.read_text() == ""

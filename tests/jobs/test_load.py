@@ -150,11 +150,13 @@ BAD_JOBS = {
     "no task": (SYNTHETIC, r"job.yaml:1:1: the job has no 'task'"),
     "unknown task": (
         SYNTHETIC + "task: {name: send_comand}\n",
-        r"job.yaml:5:14: unknown task 'send_comand'; built-in tasks: .*send_command.*; or a module:function",
+        r"job.yaml:5:14: unknown task 'send_comand'; built-in tasks: .*send_command.*; "
+        r"or a module:function",
     ),
     "task module missing": (
         SYNTHETIC + "task: {name: 'no_such_module_x:run'}\n",
-        r"job.yaml:5:14: task no_such_module_x:run: cannot import module 'no_such_module_x': ModuleNotFoundError",
+        r"job.yaml:5:14: task no_such_module_x:run: cannot import module 'no_such_module_x': "
+        r"ModuleNotFoundError",
     ),
     "unknown task parameter": (
         SYNTHETIC + "task:\n  name: sim_rtt\n  params:\n    rt: 0.1\n",
@@ -170,12 +172,14 @@ BAD_JOBS = {
     ),
     "unknown runner": (
         SYNTHETIC + "runner: {plugin: threadpol}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",
-        r"job.yaml:5:18: unknown runner plugin 'threadpol'; available: asyncio, processpool, serial, threaded, threadpool$",
+        r"job.yaml:5:18: unknown runner plugin 'threadpol'; "
+        r"available: asyncio, processpool, serial, threaded, threadpool$",
     ),
     "runner option of the wrong type": (
         SYNTHETIC + "runner:\n  plugin: threadpool\n  options:\n    num_workers: ten\n"
         "task: {name: sim_rtt, params: {rtt: 0}}\n",
-        r"job.yaml:8:18: runner plugin threadpool option num_workers must be a whole number, got str 'ten'",
+        r"job.yaml:8:18: runner plugin threadpool option num_workers must be a whole number, "
+        r"got str 'ten'",
     ),
     "runner option out of range": (
         SYNTHETIC + "runner:\n  plugin: asyncio\n  options:\n    num_workers: 0\n"
@@ -196,25 +200,31 @@ BAD_JOBS = {
     ),
     "unknown runner option": (
         SYNTHETIC
-        + "runner: {plugin: threadpool, options: {workers: 3}}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",
+        + "runner: {plugin: threadpool, options: {workers: 3}}\n"
+        "task: {name: sim_rtt, params: {rtt: 0}}\n",
         r"job.yaml:5:40: runner plugin threadpool has no option 'workers'; options: num_workers",
     ),
     "async task on a thread runner": (
         SYNTHETIC + "runner: {plugin: threadpool}\ntask: {name: asim_rtt, params: {rtt: 0}}\n",
-        r"job.yaml:5:18: task asim_rtt is async \(async def\) and runner 'threadpool' cannot await it; "
+        r"job.yaml:5:18: task asim_rtt is async \(async def\) and runner 'threadpool' "
+        r"cannot await it; "
         r"use one of: asyncio, processpool",
     ),
     "unknown inventory plugin": (
         "inventory: {plugin: SimpleInv}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",
-        r"job.yaml:1:21: unknown inventory plugin 'SimpleInv'; available: SimpleInventory, synthetic$",
+        r"job.yaml:1:21: unknown inventory plugin 'SimpleInv'; "
+        r"available: SimpleInventory, synthetic$",
     ),
     "missing inventory file": (
-        "inventory:\n  options:\n    host_file: nowhere/hosts.yaml\ntask: {name: sim_rtt, params: {rtt: 0}}\n",
+        "inventory:\n  options:\n    host_file: nowhere/hosts.yaml\n"
+        "task: {name: sim_rtt, params: {rtt: 0}}\n",
         r"job.yaml:3:16: inventory option host_file: no such file: .*nowhere/hosts.yaml",
     ),
     "inventory option refused by the plugin": (
-        "inventory: {plugin: synthetic, options: {hosts: -1}}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",
-        r"job.yaml:1:41: inventory plugin synthetic: ValueError: synthetic inventory: hosts must be",
+        "inventory: {plugin: synthetic, options: {hosts: -1}}\n"
+        "task: {name: sim_rtt, params: {rtt: 0}}\n",
+        r"job.yaml:1:41: inventory plugin synthetic: ValueError: "
+        r"synthetic inventory: hosts must be",
     ),
     "unknown core key": (
         SYNTHETIC + "core: {raise_on_eror: true}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",

@@ -1,56 +1,59 @@
-"""What a job run shows of its failed hosts: those that ran first, those kept out in one line."""
+"""run_job: a job run in process. It prints nothing: what a command shows is its own."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-from nornir.core.task import Task
+import pytest
 
-from nornir_bench.bench.summary import summarize
-from nornir_bench.jobs.run import JobRun, failure_lines
-from nornir_bench.jobs.secrets import Redactor
-from tests.conftest import make_nornir
+from nornir_bench.jobs import output, run, show
+from nornir_bench.jobs.load import load_job
+from nornir_bench.jobs.run import run_job
 
-SKIPPED = (
-    "HostSkipped: skipped: group_max_failures: more than 0 hosts of group 'group1' failed"
-)
-
-
-def fails_on_dev1_and_every_fourth(task: Task) -> str:
-    number = int(task.host.name[3:])
-    if number == 1 or number % 4 == 0:
-        raise ValueError(f"refused by {task.host.name}")
-    return "ok"
+# dev0 presses Ctrl-C as it starts, as a user would mid-run.
+CTRL_C_TASK = """
+import signal
+import threading
+import time
 
 
-def skipping_run() -> JobRun:
-    """20 hosts, one at a time: dev1's failure skips the rest of group1 (the odd hosts, after
-    dev1's); group0 has no failure limit, and its every fourth host fails."""
-    nr = make_nornir(hosts=20, num_workers=1, group_max_failures={"group": {"group1": 0}})
-    result = nr.run(task=fails_on_dev1_and_every_fourth)
-    return JobRun(result, summarize(result), Path("out.jsonl"), 20, False, Redactor())
+def press_ctrl_c(task):
+    if task.host.name == "dev0":
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+    time.sleep(0.2)
+    return task.host.name
+"""
 
 
-def test_hosts_kept_from_starting_are_one_line_after_those_that_ran() -> None:
-    assert failure_lines(skipping_run()) == [
-        "  dev0: ValueError: refused by dev0",
-        "  dev1: ValueError: refused by dev1",
-        "  dev4: ValueError: refused by dev4",
-        "  dev8: ValueError: refused by dev8",
-        "  dev12: ValueError: refused by dev12",
-        "  dev16: ValueError: refused by dev16",
-        f"  9 hosts (dev3, dev5, dev7, dev9, dev11, ... (+4)): {SKIPPED}",
-    ]
-
-
-def test_hosts_kept_from_starting_never_crowd_out_those_that_ran() -> None:
-    assert failure_lines(skipping_run(), limit=4) == [
-        "  dev0: ValueError: refused by dev0",
-        "  dev1: ValueError: refused by dev1",
-        "  dev4: ValueError: refused by dev4",
-        "  dev8: ValueError: refused by dev8",
-        "  ... and 11 more: see out.jsonl",  # dev12, dev16 and the 9 skipped
-    ]
-    assert failure_lines(skipping_run(), limit=7)[-1] == (
-        f"  9 hosts (dev3, dev5, dev7, dev9, dev11, ... (+4)): {SKIPPED}"
+def test_ctrl_c_calls_on_stopping_once_and_run_job_prints_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "ctrlc.py").write_text(CTRL_C_TASK)
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        textwrap.dedent("""\
+        inventory: {plugin: synthetic, options: {hosts: 20}}
+        runner: {plugin: threaded, options: {num_workers: 2}}
+        task: {name: "ctrlc:press_ctrl_c"}
+        logging: {enabled: false}
+        """)
     )
+    calls: list[str] = []
+    done = run_job(
+        load_job(job),
+        output=tmp_path / "out.jsonl",
+        progress=False,
+        on_stopping=lambda: calls.append("stopping"),
+    )
+    assert done.interrupted and 0 < len(done.result) < 20
+    assert calls == ["stopping"]
+    assert capsys.readouterr() == ("", "")
+
+
+def test_the_records_file_and_the_text_are_still_importable_from_jobs_run() -> None:
+    assert run.open_records is output.open_records
+    assert run.records_folder is output.records_folder
+    assert run.default_output is output.default_output
+    assert (run.failure_lines, run.step_lines) == (show.failure_lines, show.step_lines)
+    assert run.interruption is show.interruption

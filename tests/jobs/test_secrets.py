@@ -1,8 +1,7 @@
-"""Secrets: ``${NAME}`` from the environment, and masking in text and in log records."""
+"""A job's secrets: those of its inventory expanded and collected, and masked in all it writes."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -10,92 +9,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from urllib.parse import quote, quote_plus
 
 import pytest
 
-from nornir_bench.jobs.secrets import (
-    MASK,
-    Redactor,
-    SecretError,
-    encoded_forms,
-    expand_env,
-    is_secret_key,
-)
-
-
-def test_expand_env_fills_in_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NB_A", "alpha")
-    assert expand_env("${NB_A}-${NB_A}", "x") == "alpha-alpha"
-    assert expand_env("no reference, $NB_A stays", "x") == "no reference, $NB_A stays"
-
-
-def test_an_unset_variable_is_named_with_where_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("NB_UNSET", raising=False)
-    with pytest.raises(
-        SecretError, match=r"^hosts.yaml r1 password: environment variable NB_UNSET is not set$"
-    ):
-        expand_env("${NB_UNSET}", "hosts.yaml r1 password")
-
-
-def test_secret_keys() -> None:
-    assert all(map(is_secret_key, ["password", "enable_secret", "api_token", "Passphrase"]))
-    assert not any(map(is_secret_key, ["username", "hostname", "port", 3]))
-
-
-def test_the_redactor_masks_longest_first_and_inside_structures() -> None:
-    redact = Redactor(["abc", "abcdef", ""])
-    assert redact("x abcdef y abc") == f"x {MASK} y {MASK}"
-    assert redact.value({"k": ["abc", ("abcdef",)], "abc": 1}) == {"k": [MASK, [MASK]], MASK: 1}
-
-
-def test_the_redactor_masks_log_messages_arguments_and_tracebacks() -> None:
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    logger = logging.getLogger("nornir_bench.test_secrets")
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        Redactor(["pw-123"]).install([logger.name])
-        logger.error("login %s failed", "pw-123")
-        try:
-            raise ValueError("bad pw-123")
-        except ValueError:
-            logger.exception("boom")
-    finally:
-        logger.removeHandler(handler)
-    text = stream.getvalue()
-    assert "pw-123" not in text
-    assert f"login {MASK} failed" in text and f"ValueError: bad {MASK}" in text
-
-
-def test_the_escaped_forms_of_a_secret_are_masked_too() -> None:
-    secret = 'ab"c\\d é/+'
-    redact = Redactor([secret])
-    for text in (
-        json.dumps({"message": f"login failed with {secret}"}),
-        repr(["login", secret]),
-        repr(secret.encode()),
-        f"ssh://user:{quote(secret, safe='')}@host",
-        f"https://host/?pw={quote_plus(secret)}",
-    ):
-        assert MASK in redact(text), text
-        for form in encoded_forms(secret):
-            assert form not in redact(text), (text, form)
-
-
-def test_installed_filters_are_removed_after_the_block() -> None:
-    handler = logging.StreamHandler(io.StringIO())
-    logger = logging.getLogger("nornir_bench.test_secrets.installed")
-    logger.addHandler(handler)
-    try:
-        for _ in range(3):  # a process running job after job
-            with Redactor(["pw-123"]).installed([logger.name]):
-                assert len(handler.filters) == 1
-        assert handler.filters == []
-    finally:
-        logger.removeHandler(handler)
-
+from nornir_bench.core.secrets import encoded_forms
 
 # A task module, next to the job file: a device library logging a URL with the password in it,
 # and a login failure whose message holds the password.
@@ -165,14 +82,6 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
     assert "login failed with ********" in done.stdout
 
 
-def test_a_quote_escaped_inside_a_longer_repr_is_masked() -> None:
-    """repr escapes ' as \\' when the text around the secret holds both kinds of quote."""
-    secret = "it's-s3cret"
-    text = repr(f'"{secret}"')  # '"it\'s-s3cret"'
-    assert secret.replace("'", "\\'") in text
-    assert Redactor([secret])(text) == repr('"********"')
-
-
 def test_nested_extras_and_numeric_passwords_are_masked(tmp_path: Path) -> None:
     from nornir import InitNornir
 
@@ -192,7 +101,10 @@ def test_nested_extras_and_numeric_passwords_are_masked(tmp_path: Path) -> None:
     os.environ["NB_NESTED"] = "enable-Nested-9"
     try:
         nr = InitNornir(
-            inventory={"plugin": "SimpleInventory", "options": {"host_file": str(tmp_path / "hosts.yaml")}},
+            inventory={
+                "plugin": "SimpleInventory",
+                "options": {"host_file": str(tmp_path / "hosts.yaml")},
+            },
             logging={"enabled": False},
         )
         secrets = resolve_inventory(nr.inventory)

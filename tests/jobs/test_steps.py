@@ -12,7 +12,8 @@ import pytest
 from nornir.core.plugins.connections import ConnectionPluginRegister
 
 from nornir_bench.jobs.load import load_job
-from nornir_bench.jobs.run import JobRun, failure_lines, run_job, step_lines
+from nornir_bench.jobs.run import JobRun, run_job
+from nornir_bench.jobs.show import failure_lines, step_lines
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.devices import counting_server
 from tests.jobs.test_load import error_of

@@ -158,7 +158,8 @@ def test_generated_devices_cycle_platforms_over_consecutive_ports() -> None:
         ("dev4", 9003, "cisco_ios"),
         ("dev5", 9004, "arista_eos"),
     ]
-    assert {(d.address, d.username, d.password) for d in devices} == {("127.0.0.1", "user", "fakenos-lab")}
+    logins = {(d.address, d.username, d.password) for d in devices}
+    assert logins == {("127.0.0.1", "user", "fakenos-lab")}
     assert [d.platform for d in generate_lab_devices(2)] == list(DEFAULT_PLATFORMS)
     assert set(DEFAULT_PLATFORMS) <= set(fakenos_platforms())
 

@@ -15,6 +15,10 @@ import pytest
 from nornir_bench.lab import LabError, RttServer
 from tests.devices import LAB, ROOT, free_port_range, started, stopped
 
+SECONDS = (
+    "must be a number of seconds from 0 to 3600 (an hour: longer than any device takes to answer)"
+)
+
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")
 
 
@@ -96,9 +100,9 @@ def test_listens_on_consecutive_ports() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"delay": -1}, "delay must be a number of seconds from 0 to 3600 (an hour: longer than any device takes to answer), got -1"),
-        ({"delay": float("inf")}, "delay must be a number of seconds from 0 to 3600 (an hour: longer than any device takes to answer), got inf"),
-        ({"jitter": "0.1"}, "jitter must be a number of seconds from 0 to 3600 (an hour: longer than any device takes to answer), got '0.1'"),
+        ({"delay": -1}, f"delay {SECONDS}, got -1"),
+        ({"delay": float("inf")}, f"delay {SECONDS}, got inf"),
+        ({"jitter": "0.1"}, f"jitter {SECONDS}, got '0.1'"),
         ({"port": 70000}, "port must be a whole number from 0 to 65535, got 70000"),
         ({"ports": 0}, "ports must be a whole number >= 1, got 0"),
         ({"ports": 4}, "4 ports need a first port from 1 to 65532, got 0"),
@@ -149,5 +153,5 @@ def test_run_rtt_server_bad_input_exits_2() -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "nornir-bench: error: "
-        "rtt server: delay must be a number of seconds from 0 to 3600 (an hour: longer than any device takes to answer), got -1.0"
+        f"rtt server: delay {SECONDS}, got -1.0"
     )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from nornir.core.task import Result, Task
 
-from nornir_bench.jobs.secrets import Redactor
+from nornir_bench.core.secrets import Redactor
 from nornir_bench.processors.records import JsonLinesWriter
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.conftest import make_nornir

@@ -29,7 +29,9 @@ LOOPS = ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["async
 
 def test_uvloop_asked_for_but_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "uvloop" else real(n, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "uvloop" else real(n, *a)
+    )
     with pytest.raises(ValueError, match="loop 'uvloop' needs the uvloop package"):
         AsyncioRunner(loop="uvloop")
     assert AsyncioRunner(loop="auto").loop_implementation == "asyncio"
@@ -130,7 +132,8 @@ def test_nr_run_inside_a_running_loop_fails_at_once_and_arun_works() -> None:
 
     result = asyncio.run(application())
     assert sorted(result.failed_hosts) == ["dev1", "dev3", "dev5", "dev7"]
-    assert sorted(nr.data.failed_hosts) == ["dev1", "dev3", "dev5", "dev7"]  # recorded as nr.run does
+    # recorded as nr.run does
+    assert sorted(nr.data.failed_hosts) == ["dev1", "dev3", "dev5", "dev7"]
     assert recorder.events[0] == ("task_started", "fails_on_odd", None)
     assert recorder.events[-1] == ("task_completed", "fails_on_odd", None)
 

@@ -313,7 +313,8 @@ def test_kept_loops_workers_and_connections_end_with_the_interpreter(tmp_path: P
     with counting_server() as server:
         folder = inventory(tmp_path / "inventory", server.port)
         done = subprocess.run(
-            [sys.executable, "-X", "dev", "-c", EXITS_WITHOUT_CLOSING, str(folder), str(server.port)],
+            [sys.executable, "-X", "dev", "-c", EXITS_WITHOUT_CLOSING,
+             str(folder), str(server.port)],
             capture_output=True,
             text=True,
             timeout=120,

@@ -23,8 +23,8 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
+from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.lab import LabDevice, write_inventory
-from nornir_bench.processors.base import NoOpProcessor
 from nornir_bench.tasks import asend_command, atcp_ping, send_command, tcp_ping
 from tests.conftest import Recorder
 from tests.devices import LabProcess, nornir_on, silent_port

@@ -31,7 +31,7 @@ from nornir_bench import (
     WorkerUnavailable,
 )
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.processors.base import NoOpProcessor
+from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
@@ -217,7 +217,9 @@ def test_task_defined_in_main_of_a_script(tmp_path: Path) -> None:
         print(sorted(r[0].result for r in result.values())[0])
     """))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("top level of the script runs once") == 1
     assert "hello dev0 in True" in done.stdout
@@ -238,7 +240,9 @@ def test_a_second_ctrl_c_kills_the_workers_at_once() -> None:
 
     main = threading.main_thread().ident
     assert main is not None
-    presses = [threading.Timer(t, signal.pthread_kill, args=(main, signal.SIGINT)) for t in (1, 1.3)]
+    presses = [
+        threading.Timer(t, signal.pthread_kill, args=(main, signal.SIGINT)) for t in (1, 1.3)
+    ]
     for timer in presses:
         timer.start()
     started = time.monotonic()
@@ -323,7 +327,9 @@ def test_what_tasks_print_in_workers_reaches_the_output(tmp_path: Path) -> None:
         nr.run(task=say)
     """))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()) == [f"said by dev{i}" for i in range(6)]
 

@@ -12,14 +12,17 @@ from pathlib import Path
 import pytest
 
 from nornir_bench.jobs.load import JobError, load_job
-from nornir_bench.tasks import BUILTIN_TASKS, asend_command, parse_interfaces, send_command
 from nornir_bench.tasks import (
+    BUILTIN_TASKS,
     MissingLibrary,
     Needs,
+    asend_command,
     connections_of,
     needs,
     needs_of,
+    parse_interfaces,
     require_libraries,
+    send_command,
 )
 from tests.conftest import make_nornir
 

@@ -16,7 +16,8 @@ from tests.conftest import make_nornir
 
 
 def _task(host: str) -> Any:
-    """Only ``task.host.name`` is read by the simulated tasks; the rest of Task is not tested here."""
+    """Only ``task.host.name`` is read by the simulated tasks: the rest of Task is not tested
+    here."""
     return SimpleNamespace(host=SimpleNamespace(name=host))
 
 
@@ -25,9 +26,13 @@ def test_plain_round_trip_is_exact_and_never_fails() -> None:
 
 
 def test_seeded_draw_depends_only_on_seed_and_host() -> None:
-    draws = [plan_round_trip(f"dev{i}", 0.1, jitter=0.05, fail_rate=0.3, seed=42) for i in range(300)]
-    again = [plan_round_trip(f"dev{i}", 0.1, jitter=0.05, fail_rate=0.3, seed=42) for i in range(300)]
-    other = [plan_round_trip(f"dev{i}", 0.1, jitter=0.05, fail_rate=0.3, seed=43) for i in range(300)]
+    def draw(seed: int) -> list[Any]:
+        return [
+            plan_round_trip(f"dev{i}", 0.1, jitter=0.05, fail_rate=0.3, seed=seed)
+            for i in range(300)
+        ]
+
+    draws, again, other = draw(42), draw(42), draw(43)
     assert draws == again and draws != other
     assert all(0.05 <= d.delay <= 0.15 for d in draws)
     assert 0 < sum(d.fails for d in draws) < 300
@@ -65,8 +70,8 @@ def test_sim_and_asim_agree_on_delay_and_failure() -> None:
     for i in range(40):
         task = _task(f"dev{i}")
         plan = plan_round_trip(task.host.name, 0.0, jitter=0.002, fail_rate=0.5, seed=9)
-        for run in (lambda: sim_rtt(task, 0.0, 0.002, 0.5, 9),
-                    lambda: asyncio.run(asim_rtt(task, 0.0, 0.002, 0.5, 9))):
+        for run in (lambda task=task: sim_rtt(task, 0.0, 0.002, 0.5, 9),
+                    lambda task=task: asyncio.run(asim_rtt(task, 0.0, 0.002, 0.5, 9))):
             if plan.fails:
                 with pytest.raises(SimulatedFailure, match=f"simulated failure on dev{i}"):
                     run()

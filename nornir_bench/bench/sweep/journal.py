@@ -24,6 +24,7 @@ from typing import IO, Any
 from nornir_bench.bench.sweep.grid import Point, SweepGrid
 from nornir_bench.bench.usage import cpu_percent
 from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.loops import resolve_loop
 
 __all__ = ["JOURNAL", "Journal", "RunRecord", "SweepError", "plan_runs", "sweep_environment"]
 
@@ -179,12 +180,9 @@ def sweep_environment() -> dict[str, Any]:
     """Where the runs are measured: the figures mean little without it.
 
     The children run this interpreter, so its versions are theirs; ``loop`` is the event loop
-    the async runners pick by default (uvloop when installed).
+    the async runners pick by default (``"auto"``: uvloop when installed).
     """
-    from nornir_bench import __version__
-    from nornir_bench.runners.asyncio_runner import AsyncioRunner
-
-    loop = AsyncioRunner(num_workers=1).loop_implementation
+    loop = resolve_loop("auto", what="sweep")
     return {
         "cpu_count": os.cpu_count(),
         "python_version": platform.python_version(),
@@ -193,7 +191,7 @@ def sweep_environment() -> dict[str, Any]:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "nornir": metadata.version("nornir"),
-        "nornir_bench": __version__,
+        "nornir_bench": metadata.version("nornir-bench"),
         "loop": loop,
         "loop_version": (
             metadata.version("uvloop") if loop == "uvloop" else platform.python_version()

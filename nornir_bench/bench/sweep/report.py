@@ -160,7 +160,8 @@ def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(cell.rjust(width) for cell, width in zip(cells, widths)) + " |"
+        padded = (cell.rjust(width) for cell, width in zip(cells, widths, strict=True))
+        return "| " + " | ".join(padded) + " |"
 
     rule = "|" + "|".join("-" * (width + 1) + ":" for width in widths) + "|"
     return "\n".join([line(header), rule, *(line(row) for row in rows)])
@@ -211,7 +212,7 @@ def write_plots(result: SweepResult, out: Path) -> list[Path] | None:
         figure = Figure(figsize=(6.4 * columns, 4.2 * rows), layout="constrained")
         FigureCanvasAgg(figure)
         axes = list(figure.subplots(rows, columns, squeeze=False).flat)
-        for ax, rtt in zip(axes, grid.rtts):
+        for ax, rtt in zip(axes, grid.rtts, strict=False):  # a last row may have spare axes
             draw(ax, result, rtt)
             ax.set_xscale("log")
             ax.set_xticks(grid.workers, [str(workers) for workers in grid.workers])
@@ -256,8 +257,8 @@ def _series(result: SweepResult, rtt: float) -> Iterable[tuple[str, list[PointRe
 def _draw_wall(ax: Axes, result: SweepResult, rtt: float) -> None:
     for runner, points in _series(result, rtt):
         walls = [p.wall or 0.0 for p in points]
-        below = [wall - (p.wall_min or wall) for wall, p in zip(walls, points)]
-        above = [(p.wall_max or wall) - wall for wall, p in zip(walls, points)]
+        below = [wall - (p.wall_min or wall) for wall, p in zip(walls, points, strict=True)]
+        above = [(p.wall_max or wall) - wall for wall, p in zip(walls, points, strict=True)]
         ax.errorbar([p.workers for p in points], walls, yerr=[below, above], marker="o",
                     markersize=4, capsize=3, label=runner)
     grid = result.grid

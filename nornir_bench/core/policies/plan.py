@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
+from nornir_bench.core.wording import hosts_text as _hosts
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -321,7 +322,3 @@ class HostPlan:
         left, self.left_out = self.left_out, {}
         for index in sorted(left):
             yield self.hosts[index], left[index]
-
-
-def _hosts(count: int) -> str:
-    return f"{count} host{'s' * (count != 1)}"

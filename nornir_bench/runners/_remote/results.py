@@ -25,7 +25,7 @@ from nornir_bench.core._pickling import cloudpickles
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import child_task, fail_host, log_failure, start_host
-from nornir_bench.processors.base import NoOpProcessor
+from nornir_bench.core.hooks import NoOpProcessor
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host

@@ -1,4 +1,8 @@
-"""A nornir processor whose hooks do nothing, to subclass with only the hooks one needs."""
+"""nornir's processor hooks, each doing nothing: subclass and override only the hooks you need.
+
+In the core because the core's own processors (keeping what finished on Ctrl-C, a worker's
+events) need it as much as :mod:`nornir_bench.processors` do.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,96 @@
+"""A job run's records file: where it goes by default, and opened so that no two runs share one.
+
+Each run writes its own records file, and never one that another run is writing: by default a
+new one in the user's state folder (:func:`records_folder`), named after the job and the time
+(:func:`default_output`); a path given is locked while the run writes it (:func:`open_records`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nornir_bench.jobs.load import Job
+
+__all__ = ["default_output", "open_records", "records_folder"]
+
+# Runs started in the same second get -2, -3 ... after the default name; past this many, the
+# folder is taken to be unwritable in a way that retrying cannot fix.
+_MAX_SAME_NAME = 1000
+
+
+def records_folder() -> Path:
+    """Where records go by default: ``$XDG_STATE_HOME/nornir-bench/records``.
+
+    As the XDG base directory specification says, ``$XDG_STATE_HOME`` counts only when it is
+    an absolute path; else ``~/.local/state``. Records are a run's history, state kept between
+    runs: not something to litter the current folder (a checkout) with.
+    """
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "nornir-bench" / "records"
+
+
+def default_output(job: Job) -> Path:
+    """``<job name>-<date>T<time>.jsonl`` in :func:`records_folder`: each run keeps its own."""
+    return records_folder() / f"{job.path.stem}-{datetime.now():%Y%m%dT%H%M%S}.jsonl"
+
+
+def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
+    """The records file of one run, opened for writing, never shared with another run.
+
+    With no ``path``, a new file (:func:`default_output`, then ``-2``, ``-3`` ... when runs
+    start in the same second), created exclusively, in :func:`records_folder`, which is made
+    (readable by the user alone, as the XDG specification asks) if missing. A ``path`` given
+    is truncated only once this run holds it: if another run is writing it, that is an error.
+
+    Raises:
+        OSError: when the file cannot be created or is being written by another run.
+    """
+    if path is None:
+        base = default_output(job)
+        _make_private_folder(base.parent)
+        for number in range(1, _MAX_SAME_NAME + 1):
+            path = base if number == 1 else base.with_name(f"{base.stem}-{number}{base.suffix}")
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(errno.EEXIST, f"{_MAX_SAME_NAME} records files named", str(base))
+    else:
+        if path.parent != Path():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # not a pipe, a terminal, /dev/stdout
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when it is closed
+            except BlockingIOError:
+                raise OSError(
+                    errno.EBUSY,
+                    "another run is writing it: give this run another --output (or output.path)",
+                    str(path),
+                ) from None
+            os.ftruncate(fd, 0)
+        return path, open(fd, "w", encoding="utf-8")  # the caller closes it
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _make_private_folder(folder: Path) -> None:
+    """Make ``folder`` and any missing parent, each readable by the user alone (``mkdir -p``
+    would give the parents the umask's mode: the state folder is the user's own)."""
+    missing = [p for p in (folder, *folder.parents) if not p.is_dir()]
+    for parent in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another run made it meanwhile
+            parent.mkdir(mode=0o700)
