@@ -49,16 +49,22 @@ _lock = threading.Lock()
 _active_runs = 0
 _saved_threshold: tuple[int, int, int] | None = None
 _heap_after_full_collection: int | None = None  # allocated blocks after the last collection
+_frozen_by_us = False  # the runs in progress froze the heap (else the user had frozen some)
 
 
 @contextmanager
 def tuned_for_run() -> Iterator[None]:
-    """Freeze the pre-run heap and collect less often for the block (no-op when gc is off)."""
-    global _active_runs, _saved_threshold
+    """Freeze the pre-run heap and collect less often for the block (no-op when gc is off);
+    the collector is as it was after it: its thresholds, and what the user had frozen."""
+    global _active_runs, _saved_threshold, _frozen_by_us
     with _lock:
         _active_runs += 1
         if _active_runs == 1 and gc.isenabled():
-            _freeze_collected()
+            # Objects the user froze stay frozen after the run: only a heap nobody froze is
+            # frozen here (and unfrozen after). A count of 0 costs nothing to ask.
+            _frozen_by_us = gc.get_freeze_count() == 0
+            if _frozen_by_us:
+                _freeze_collected()
             _saved_threshold = gc.get_threshold()
             if _saved_threshold[0] < RUN_GEN0_THRESHOLD:  # a user's higher setting stays
                 gc.set_threshold(RUN_GEN0_THRESHOLD, *_saved_threshold[1:])
@@ -68,7 +74,9 @@ def tuned_for_run() -> Iterator[None]:
         with _lock:
             _active_runs -= 1
             if _active_runs == 0:
-                gc.unfreeze()
+                if _frozen_by_us:
+                    gc.unfreeze()
+                    _frozen_by_us = False
                 if _saved_threshold is not None:
                     gc.set_threshold(*_saved_threshold)
                     _saved_threshold = None

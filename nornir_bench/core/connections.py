@@ -182,12 +182,12 @@ def close_connections(hosts: Iterable[Host]) -> None:
 def _close(host: str, name: str, connection: Any) -> None:
     try:
         connection.close()
-    except Exception:  # noqa: BLE001 - the run is over; log it and close the rest
+    except Exception:
         logger.warning("%s: closing connection %r failed", host, name, exc_info=True)
 
 
 async def _aclose(host: str, name: str, aclose: Callable[[], Awaitable[Any]]) -> None:
     try:
         await asyncio.wait_for(aclose(), CLOSE_TIMEOUT)
-    except Exception:  # noqa: BLE001 - the run is over; log it and close the rest
+    except Exception:
         logger.warning("%s: closing connection %r failed", host, name, exc_info=True)

@@ -90,7 +90,7 @@ def run_host(task: Task, host: Host) -> MultiResult:
     instance = start_host(task, host)
     try:
         outcome = call_task(instance)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a task's error is its host's failed Result
         return complete_host(instance, host, _failure(instance, host, exc))
     return complete_host(instance, host, wrap_result(host, outcome))
 
@@ -168,7 +168,7 @@ async def arun_host(
             offload,
             None if timeout is None else functools.partial(_within, timeout, instance, host),
         )
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a task's error is its host's failed Result
         return complete_host(instance, host, _failure(instance, host, exc))
     return complete_host(instance, host, wrap_result(host, outcome))
 

@@ -19,10 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ABANDONED_GRACE_SECONDS", "ThreadOffloader"]
+from nornir_bench.core.stopping import ABANDONED_GRACE_SECONDS
 
-ABANDONED_GRACE_SECONDS = 0.1
-"""How long closing a pool waits for threads left in a call given up (see the module)."""
+__all__ = ["ThreadOffloader"]
 
 
 _numbers = itertools.count()  # thread names, as ThreadPoolExecutor's: asyncio-runner_0, ...

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult, MultiResult, Task
 
 __all__ = [
+    "ABANDONED_GRACE_SECONDS",
     "POLL_SECONDS",
     "CtrlC",
     "FinishedHosts",
@@ -48,6 +49,11 @@ __all__ = [
     "stops_on_ctrl_c",
 ]
 
+
+ABANDONED_GRACE_SECONDS = 0.1
+"""How long the end of a run waits for threads left in a blocking call given up at its deadline
+(their hosts already failed): a call returning at that moment still ends its thread cleanly,
+and a call that hangs does not hold the run."""
 
 POLL_SECONDS = 0.1
 """How often a run's waits wake up: a SIGINT the kernel hands to a worker thread, or

@@ -1,4 +1,5 @@
-"""The result a runner fills in, shared by the runners: host order kept, unfinished hosts dropped."""
+"""The result a runner fills in, shared by the runners: host order kept, unfinished hosts
+dropped."""
 
 from __future__ import annotations
 

@@ -30,17 +30,21 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.offload import ABANDONED_GRACE_SECONDS
 from nornir_bench.core.one_host import RunContext, run_one
 from nornir_bench.core.policies.hosts import HostAttempts, Outcome, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
-from nornir_bench.core.stopping import POLL_SECONDS, CtrlC, Halt, ctrl_c_held
+from nornir_bench.core.stopping import (
+    ABANDONED_GRACE_SECONDS,
+    POLL_SECONDS,
+    CtrlC,
+    Halt,
+    ctrl_c_held,
+)
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
 

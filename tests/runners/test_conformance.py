@@ -13,6 +13,7 @@ tasks of tests/tasksets.py and their ``async`` twins of tests/async_tasksets.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import os
 import pickle
@@ -327,7 +328,8 @@ def test_dry_run_passes_through_as_nornir_passes_it(runner: Runner, kind: str) -
 
     def seen(nr: Nornir, kind: str) -> list[dict[str, object]]:
         task = twin(kind, "sees_dry_run")
-        runs = [nr.run(task=task), nr.run(task=task, dry_run=True), nr.run(task=task, dry_run=False)]
+        runs = [nr.run(task=task), nr.run(task=task, dry_run=True)]
+        runs += [nr.run(task=task, dry_run=False)]
         nr.data.dry_run = True
         runs += [nr.run(task=task), nr.run(task=task, dry_run=False)]
         return [{name: (multi.failed, multi[0].result) for name, multi in r.items()} for r in runs]
@@ -372,6 +374,35 @@ def test_results_pickle_as_nornirs_do(runner: Runner, kind: str) -> None:
     failed_subtask = runner.nornir(hosts=4, num_workers=4).run(task=twin(kind, "grouped"))
     with pytest.raises(TypeError):
         pickle.loads(pickle.dumps(failed_subtask))
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_the_collector_is_as_the_user_left_it_after_a_run(runner: Runner, kind: str) -> None:
+    """A run may tune the garbage collector for itself, never for the user's process: its
+    thresholds, whether it is on, and the objects the user froze are as they were."""
+    before = gc.get_threshold()
+    nr = runner.nornir(hosts=12, num_workers=4)
+    try:
+        gc.set_threshold(1234, 11, 12)
+        gc.freeze()  # the user's own: say, a web application's pre-fork heap
+        frozen = gc.get_freeze_count()
+        nr.run(task=twin(kind, "hello"))
+        assert (gc.get_threshold(), gc.isenabled()) == ((1234, 11, 12), True)
+        assert gc.get_freeze_count() == frozen
+        gc.unfreeze()
+        nr.run(task=twin(kind, "hello"))
+        assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == (
+            (1234, 11, 12), True, 0
+        )
+        gc.disable()
+        nr.run(task=twin(kind, "hello"))
+        assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == (
+            (1234, 11, 12), False, 0
+        )
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        gc.set_threshold(*before)
 
 
 @pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))

@@ -260,9 +260,9 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     """Once, a worker that answered just as the watchdog took it for frozen had its host
     counted twice, its good result overwritten, and the run ended with a ValueError."""
     from nornir_bench.core.execution import run_host
+    from nornir_bench.runners._remote.results import FinishedHost
     from nornir_bench.runners._results import placeholders
     from nornir_bench.runners.processpool.crashes import RunningHost
-    from nornir_bench.runners._remote.results import FinishedHost
     from nornir_bench.runners.processpool.messages import Done, send
     from nornir_bench.runners.processpool.pool import Pool
     from nornir_bench.runners.processpool.workers import Worker, WorkerSet
@@ -332,6 +332,38 @@ def test_what_tasks_print_in_workers_reaches_the_output(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert sorted(done.stdout.splitlines()) == [f"said by dev{i}" for i in range(6)]
+
+
+def test_the_fork_server_imports_the_package_this_process_runs(tmp_path: Path) -> None:
+    """Once, the fork server imported whatever ``nornir_bench`` folder the current directory
+    held (``python -m`` puts it first): a run from a checkout of another version mixed the
+    two, and hung."""
+    decoy = tmp_path / "nornir_bench"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise ImportError('a nornir_bench folder of the cwd')\n")
+    script = tmp_path / "job" / "run.py"
+    script.parent.mkdir()
+    script.write_text(textwrap.dedent("""
+        from nornir import InitNornir
+
+        def hello(task):
+            return task.host.name
+
+        nr = InitNornir(
+            inventory={"plugin": "synthetic", "options": {"hosts": 4}},
+            runner={"plugin": "processpool", "options": {"num_procs": 1}},
+            logging={"enabled": False},
+        )
+        result = nr.run(task=hello)
+        print(sorted(result.failed_hosts), sorted(multi.result for multi in result.values()))
+    """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[] ['dev0', 'dev1', 'dev2', 'dev3']"
 
 
 def _starts_a_program_then_crashes(task: Task, pid_file: str) -> str:

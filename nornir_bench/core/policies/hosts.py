@@ -136,7 +136,7 @@ class HostAttempts:
         """Run the task once, here (blocking)."""
         try:
             return Outcome(call_task(self.task))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a task's error is the attempt's outcome
             return Outcome(error=exc, text=traceback.format_exc())
 
     async def acall(self, offload: Offload | None) -> Outcome:
@@ -146,7 +146,7 @@ class HostAttempts:
         bound = None if deadline is None else functools.partial(self._within, deadline)
         try:
             return Outcome(await acall_task(self.task, offload, bound))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a task's error is the attempt's outcome
             return self.call_failed(exc, offload is not None)
 
     def _within(self, deadline: float, call: Awaitable[Any], blocking: bool) -> Awaitable[Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir.core.task import MultiResult, Result, Task
 
@@ -56,7 +56,7 @@ class SubtaskCompleted(NamedTuple):
     result: MultiResult
 
 
-HookEvent = Union[SubtaskStarted, SubtaskCompleted]
+HookEvent = SubtaskStarted | SubtaskCompleted
 
 
 class FinishedHost(NamedTuple):
@@ -86,7 +86,9 @@ class HookRecorder(NoOpProcessor):
     def subtask_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         self.by_host.setdefault(host.name, []).append(SubtaskCompleted(task.name, result))
 
-    def finished(self, index: int, host: Host, multi: MultiResult, held: Sequence[str]) -> FinishedHost:
+    def finished(
+        self, index: int, host: Host, multi: MultiResult, held: Sequence[str]
+    ) -> FinishedHost:
         """``host``'s results, ready to send: its events taken, its results unlinked."""
         events = self.by_host.pop(host.name, [])
         relink(multi, None)

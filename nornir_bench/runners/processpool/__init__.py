@@ -2,10 +2,12 @@
 
 - :mod:`~nornir_bench.runners.processpool.runner`: :class:`ProcessPoolRunner`, the plugin;
 - :mod:`~nornir_bench.runners.processpool.pool`: one run's scheduling loop: hosts out, results back;
-- :mod:`~nornir_bench.runners.processpool.workers`: the worker processes, forked, stopped, killed;
-- :mod:`~nornir_bench.runners.processpool.replay`: processor hooks of a worker's host, in the parent;
+- :mod:`~nornir_bench.runners.processpool.dispatch`: which hosts go to which worker next;
+- :mod:`~nornir_bench.runners.processpool.watchdog`: when a worker counts as frozen;
+- :mod:`~nornir_bench.runners.processpool.workers`: the worker processes, forked, stopped, killed,
+  and the connections each holds;
 - :mod:`~nornir_bench.runners.processpool.messages`: what the pool, workers and fork servers say;
-- :mod:`~nornir_bench.runners.processpool.worker`: a worker's loop, batches and portable results;
+- :mod:`~nornir_bench.runners.processpool.worker`: a worker's loop and its batches of results;
 - :mod:`~nornir_bench.runners.processpool.forkserver`: loads a run once, forks workers holding it;
 - :mod:`~nornir_bench.runners.processpool.crashes`: the crash rule, who fails and who runs again.
 """

@@ -33,9 +33,9 @@ Usually one host caused it. The rule:
    reason at once: every worker would fail alike.
 
 Every death fails a host or uses up one of its hosts' re-runs, so a crash storm ends. Workers
-are forked by a fork server that holds the run (:mod:`~nornir_bench.runners.processpool.forkserver`), so
-replacing one takes milliseconds: 10,000 hosts with 1 % crashing their worker finish in
-seconds (scripts/bench_crashes.py).
+are forked by a fork server that holds the run
+(:mod:`~nornir_bench.runners.processpool.forkserver`), so replacing one takes milliseconds:
+10,000 hosts with 1 % crashing their worker finish in seconds (scripts/bench_crashes.py).
 """
 
 from __future__ import annotations

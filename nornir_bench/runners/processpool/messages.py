@@ -20,7 +20,7 @@ so a message costs a few bytes more than a bare tuple, once per batch of hosts, 
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, NamedTuple, Union
+from typing import TYPE_CHECKING, NamedTuple
 
 from nornir_bench.core._pickling import dumps
 from nornir_bench.runners._remote.results import FinishedHost
@@ -124,10 +124,10 @@ class WorkerExited(NamedTuple):
     returncode: int
 
 
-Message = Union[
-    LoadRun, RunHosts, HaltRun, Stop, Ready, LoadFailed, Done, Tainted, CloseConnections, Closed,
-    Fork, Kill, WorkerForked, WorkerExited,
-]
+Message = (
+    LoadRun | RunHosts | HaltRun | Stop | Ready | LoadFailed | Done | Tainted | CloseConnections
+    | Closed | Fork | Kill | WorkerForked | WorkerExited
+)
 
 
 def send(conn: Connection, message: Message) -> None:

@@ -1,7 +1,7 @@
 """The worker process of the ``processpool`` runner.
 
-It is forked by the fork server (:mod:`~nornir_bench.runners.processpool.forkserver`), a fresh interpreter
-that has loaded the run: no fork of the user's threaded process, and no re-import of its
+It is forked by the fork server (:mod:`~nornir_bench.runners.processpool.forkserver`), a fresh
+interpreter that has loaded the run: no fork of the user's threaded process, and no re-import of its
 ``__main__`` (multiprocessing's spawn and forkserver both re-run it in every worker; the task
 arrives by cloudpickle instead, so functions defined in ``__main__`` still work). It talks to the
 parent over a socket, and shows which host runs on its loop in a cell of shared memory (see

@@ -20,7 +20,6 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import nornir_bench
 from nornir_bench.core.connections import HeldConnections
 from nornir_bench.runners._remote.connections import hide_held, show_held, still_shows_held
 from nornir_bench.runners.processpool.crashes import HostKind, RunningHost
@@ -131,7 +130,7 @@ class WorkerSet:
     def start_fork_server(self) -> None:
         # The package this process runs comes first, and the workers import what this process
         # can: tasks named by module path resolve there ("" is the current directory).
-        package_root = str(Path(nornir_bench.__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parents[3])  # holds nornir_bench/
         paths = dict.fromkeys([package_root, *(path or os.getcwd() for path in sys.path)])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         self.forks = ForkServer(self.command, env)
