@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING
 
-from nornir_bench.core._pickling import cloud_dumps, dumps
 from nornir_bench.core.exceptions import WorkerUnavailable, describe_exit
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.stopping import POLL_SECONDS, Halt, ctrl_c_held
@@ -28,7 +27,7 @@ from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
     CrashLedger,
 )
-from nornir_bench.runners.processpool.dispatch import HostDispatch
+from nornir_bench.runners.processpool.dispatch import HostDispatch, pickled_hosts
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
     Done,
@@ -65,6 +64,8 @@ class PoolOptions:
     policy: RunPolicy
 
 
+# One concern, the run's loop over its worker processes (events in, hosts out, a worker's end);
+# what decides is elsewhere: dispatch, the crash rule, the watchdog, the settling of results.
 class Pool:
     """One run over the worker processes.
 
@@ -190,7 +191,9 @@ class Pool:
             others |= more
             if not taken:
                 break
-            chunk, pickled = self._pickled(taken)
+            chunk, pickled, unsendable = pickled_hosts(self.hosts, taken)
+            for index, error in unsendable.items():
+                self.settle.failed(index, error)
             now = time.monotonic()
             for index in chunk:
                 worker.in_flight[index] = now
@@ -209,28 +212,6 @@ class Pool:
             if worker.pid == pid:
                 return None if worker.retiring else worker
         return None
-
-    def _pickled(self, chunk: list[int]) -> tuple[list[int], bytes]:
-        """The hosts of ``chunk`` that can be sent, and them pickled for the worker that runs
-        them (cloudpickle if their data needs it). A host whose inventory data cannot be sent
-        at all (an open socket in ``data``) fails, alone."""
-        hosts = [self.hosts[index] for index in chunk]
-        try:
-            return chunk, dumps(hosts)
-        except Exception:  # noqa: BLE001 - a function or a class of __main__ in the data
-            pass
-        sendable = []
-        for index in chunk:
-            try:
-                cloud_dumps(self.hosts[index])
-            except Exception as exc:  # noqa: BLE001 - any of it: the host cannot run there
-                self.settle.failed(index, ValueError(
-                    f"processpool runner: host {self.hosts[index].name}'s inventory cannot be "
-                    f"sent to worker processes: {type(exc).__name__}: {exc}"
-                ))
-            else:
-                sendable.append(index)
-        return sendable, cloud_dumps([self.hosts[index] for index in sendable])
 
     def _kill(self, worker: Worker) -> None:
         """Kill ``worker``; hosts waiting for it (it held their connections) go to any other."""
@@ -389,18 +370,13 @@ class Pool:
             if not watchdog.overdue(worker.in_flight, policy, deadline, now):
                 continue
             self._drain(worker)  # what it has sent meanwhile settles those hosts
-            overdue = watchdog.overdue(worker.in_flight, policy, deadline, now)
-            if overdue:
-                errors: dict[int, Exception] = {
-                    i: watchdog.overdue_error(
-                        policy, deadline, worker.in_flight[i], self.task.name, self.hosts[i].name
-                    )
-                    for i in overdue
-                }
+            errors = watchdog.overdue_errors(
+                worker.in_flight, policy, deadline, now, self.task.name, self.hosts
+            )
+            if errors:
                 logger.warning(
                     "processpool: worker process %s stopped answering after a host's deadline; "
                     "replacing it",
                     worker.pid,
                 )
                 self._lost(worker, errors)
-

@@ -10,12 +10,24 @@ killed, and those hosts fail with the deadline's error.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
-from nornir_bench.core.policies.options import RunPolicy
 
-__all__ = ["FROZEN_GRACE_SECONDS", "WATCH_SECONDS", "overdue", "overdue_error", "watched"]
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+    from nornir_bench.core.policies.options import RunPolicy
+
+__all__ = [
+    "FROZEN_GRACE_SECONDS",
+    "WATCH_SECONDS",
+    "overdue",
+    "overdue_error",
+    "overdue_errors",
+    "watched",
+]
 
 FROZEN_GRACE_SECONDS = 5.0
 """How long a worker may stay silent past a host's deadline before it is taken for frozen."""
@@ -55,3 +67,18 @@ def overdue_error(
     if deadline is not None and (longest is None or deadline <= sent + longest):
         return RunTimeout(policy.run_timeout or 0.0, started=True)
     return TaskTimeout(task, host, policy.task_timeout or 0.0)
+
+
+def overdue_errors(
+    in_flight: Mapping[int, float],
+    policy: RunPolicy,
+    deadline: float | None,
+    now: float,
+    task: str,
+    hosts: Sequence[Host],
+) -> dict[int, Exception]:
+    """The hosts of ``in_flight`` past their deadline by the grace, each with its error."""
+    return {
+        index: overdue_error(policy, deadline, in_flight[index], task, hosts[index].name)
+        for index in overdue(in_flight, policy, deadline, now)
+    }
