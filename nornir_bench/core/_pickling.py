@@ -24,8 +24,7 @@ import copyreg
 import functools
 import io
 import pickle
-from collections import ChainMap
-from typing import Any, cast
+from typing import Any
 
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.inventory import Group, Host
@@ -74,7 +73,8 @@ _REDUCERS: dict[type, Any] = {
 
 
 class _Pickler(pickle.Pickler):
-    dispatch_table = ChainMap(_REDUCERS, cast("dict[type, Any]", copyreg.dispatch_table))
+    # A dict, not a ChainMap: the pickler looks up the type of every object it meets here.
+    dispatch_table = {**copyreg.dispatch_table, **_REDUCERS}
 
 
 def dumps(value: object) -> bytes:
@@ -98,7 +98,7 @@ def _cloud_pickler() -> type[pickle.Pickler]:
     import cloudpickle  # the process pool's: only for the runs that cross processes
 
     class CloudPickler(cloudpickle.CloudPickler):  # type: ignore[misc]
-        dispatch_table = ChainMap(_REDUCERS, cloudpickle.CloudPickler.dispatch_table)
+        dispatch_table = {**cloudpickle.CloudPickler.dispatch_table, **_REDUCERS}
 
     return CloudPickler
 

@@ -119,8 +119,10 @@ Deadline = Callable[[Awaitable[Any], bool], Awaitable[Any]]
 only given up)."""
 
 
-async def acall_task(task: Task, offload: Offload | None, deadline: Deadline | None = None) -> Any:
-    """Call ``task``'s function on the event loop and return what it returns.
+def acall_task(
+    task: Task, offload: Offload | None, deadline: Deadline | None = None
+) -> Awaitable[Any]:
+    """Call ``task``'s function on the event loop: await this for what it returns.
 
     Args:
         task: the host's task.
@@ -129,12 +131,16 @@ async def acall_task(task: Task, offload: Offload | None, deadline: Deadline | N
             wrapper) is awaited too.
         deadline: bounds each await, if the host has a deadline.
     """
-    if offload is None:
+    if offload is None:  # the coroutine itself: no coroutine of ours around it, per host
         call: Awaitable[Any] = task.task(task, **task.params)
-    else:
-        call = offload(functools.partial(task.task, task, **task.params))
-    outcome = await (call if deadline is None else deadline(call, offload is not None))
-    if offload is not None and isinstance(outcome, CoroutineType):
+        return call if deadline is None else deadline(call, False)
+    return _acall_offloaded(task, offload, deadline)
+
+
+async def _acall_offloaded(task: Task, offload: Offload, deadline: Deadline | None) -> Any:
+    call = offload(functools.partial(task.task, task, **task.params))
+    outcome = await (call if deadline is None else deadline(call, True))
+    if isinstance(outcome, CoroutineType):
         outcome = await (outcome if deadline is None else deadline(outcome, False))
     return outcome
 

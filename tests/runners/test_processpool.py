@@ -260,7 +260,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     """Once, a worker that answered just as the watchdog took it for frozen had its host
     counted twice, its good result overwritten, and the run ended with a ValueError."""
     from nornir_bench.core.execution import run_host
-    from nornir_bench.runners._remote.results import FinishedHost
+    from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost
     from nornir_bench.runners._results import placeholders
     from nornir_bench.runners.processpool.crashes import RunningHost
     from nornir_bench.runners.processpool.messages import Done, send
@@ -298,7 +298,7 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     # dev0's result was on its way when the watchdog fired; dev1 never finished
     done = run_host(task, hosts[0])
     with Connection(worker_end.detach()) as sent:
-        send(sent, Done([FinishedHost(0, done, hosts[0].data, [], ())]))
+        send(sent, Done(FinishedBatch.of([FinishedHost(0, done, hosts[0].data, [], ())])))
         overdue: dict[int, Exception] = {i: TaskTimeout("hello", hosts[i].name, 1) for i in (0, 1)}
         runner._lost(worker, overdue)
     assert runner.settle.remaining == 0

@@ -106,14 +106,18 @@ class RemoteRun:
             spec.policy, deadline=spec.deadline, offload=self.session.offload, halt=self.halt
         )
         self.running: set[asyncio.Task[None]] = set()
+        self.keep_connections = spec.keep_connections
+        self.offloads = self.context.offload is not None
 
     def start(self, index: int, host: Host) -> None:
         """Start ``host``, the run's host ``index``: a new copy, which takes over the
         connections this worker holds for it."""
-        kept = self.held.holder(host.name)
-        if kept is not None:
-            host.connections = kept.connections
-            self.held.note(host.name, host)
+        held = self.held
+        if held:
+            kept = held.get(host.name)
+            if kept is not None:
+                host.connections = kept.connections
+                held[host.name] = host
         self.hosts.append(host)
         coroutine = self._run(index, host)
         step = coroutine if self.wrap_host is None else self.wrap_host(coroutine, index)
@@ -123,9 +127,11 @@ class RemoteRun:
 
     async def _run(self, index: int, host: Host) -> None:
         multi = await arun_one(self.task, host, self.context)
-        kept = tuple(host.connections) if self.spec.keep_connections else ()
-        self.held.note(host.name, host if kept else None)
-        left = self.context.offload is not None and left_a_call(multi)
+        # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.
+        kept = tuple(host.connections) if self.keep_connections else ()
+        if kept or self.held:
+            self.held.note(host.name, host if kept else None)
+        left = self.offloads and left_a_call(multi)
         self.finished(self.hooks.finished(index, host, multi, kept), left)
 
     @property

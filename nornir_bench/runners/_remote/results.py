@@ -15,8 +15,9 @@ see in process.
 
 from __future__ import annotations
 
+import itertools
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir.core.task import MultiResult, Result, Task
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
 
 __all__ = [
+    "FinishedBatch",
     "FinishedHost",
     "HookEvent",
     "HookRecorder",
@@ -74,6 +76,28 @@ class FinishedHost(NamedTuple):
     """The connections the worker keeps open for the host, by plugin name."""
 
 
+class FinishedBatch(NamedTuple):
+    """Hosts done in a worker, field by field: one list per field of :class:`FinishedHost`, so
+    that a batch pickles without an object per host."""
+
+    positions: list[int]
+    results: list[MultiResult]
+    data: list[dict[str, Any]]
+    events: list[list[HookEvent]]
+    connections: list[tuple[str, ...]]
+
+    @classmethod
+    def of(cls, finished: Sequence[FinishedHost]) -> FinishedBatch:
+        if not finished:
+            return cls([], [], [], [], [])
+        positions, results, data, events, connections = map(list, zip(*finished, strict=True))
+        return cls(positions, results, data, events, connections)
+
+    def hosts(self) -> Iterator[FinishedHost]:
+        """Each host of the batch, in order."""
+        return itertools.starmap(FinishedHost, zip(*self, strict=True))
+
+
 class HookRecorder(NoOpProcessor):
     """The worker's processor: each host's subtask hooks, kept for the parent to replay."""
 
@@ -90,7 +114,7 @@ class HookRecorder(NoOpProcessor):
         self, index: int, host: Host, multi: MultiResult, held: Sequence[str]
     ) -> FinishedHost:
         """``host``'s results, ready to send: its events taken, its results unlinked."""
-        events = self.by_host.pop(host.name, [])
+        events = self.by_host.pop(host.name, []) if self.by_host else []
         relink(multi, None)
         for event in events:
             if isinstance(event, SubtaskCompleted):

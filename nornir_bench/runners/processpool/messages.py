@@ -23,7 +23,7 @@ import pickle
 from typing import TYPE_CHECKING, NamedTuple
 
 from nornir_bench.core._pickling import dumps
-from nornir_bench.runners._remote.results import FinishedHost
+from nornir_bench.runners._remote.results import FinishedBatch
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -84,7 +84,7 @@ class LoadFailed(NamedTuple):
 class Done(NamedTuple):
     """Hosts that finished, in a batch."""
 
-    batch: list[FinishedHost]
+    batch: FinishedBatch
 
 
 class Tainted(NamedTuple):

@@ -253,7 +253,7 @@ class Pool:
 
     def _finished(self, worker: Worker, done: Done) -> None:
         procs, settle, in_flight = self.procs, self.settle, worker.in_flight
-        for finished in done.batch:
+        for finished in done.batch.hosts():
             in_flight.pop(finished.position, None)
             host = settle.finished(finished)
             if finished.connections or procs.holders:  # most runs: nobody holds any

@@ -27,6 +27,7 @@ The messages it exchanges with the pool are in :mod:`~nornir_bench.runners.proce
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import pickle
@@ -38,7 +39,7 @@ from nornir_bench.core._pickling import cloud_dumps, dumps
 from nornir_bench.core.connections import HeldConnections
 from nornir_bench.core.loops import new_event_loop
 from nornir_bench.runners._remote.hosts import RemoteRun, close_held
-from nornir_bench.runners._remote.results import FinishedHost, portable
+from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost, portable
 from nornir_bench.runners._remote.spec import RunSpec, unpack_run
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
 from nornir_bench.runners.processpool.messages import (
@@ -167,7 +168,7 @@ class _WorkerRun(RemoteRun):
             wrap_offload=lambda threads: counted(threads, running),
             # Marked: while the host's code runs on this loop, the parent can see which host it
             # is should this process die (see crashes).
-            wrap_host=lambda coroutine, index: Marked(coroutine, index, cell),
+            wrap_host=functools.partial(Marked, cell=cell),
         )
         self.conn = conn
         self.outbox: list[FinishedHost] = []
@@ -180,7 +181,7 @@ class _WorkerRun(RemoteRun):
             # this worker once its other hosts are done, which ends the call.
             self.conn.send_bytes(dumps(Tainted()))
         # The last host in flight done: the parent is waiting to send more, so send now.
-        if len(self.outbox) >= _BATCH_HOSTS or self.in_flight <= 1:
+        if len(self.outbox) >= _BATCH_HOSTS or len(self.running) <= 1:
             self.flush()
         elif self.flush_timer is None:
             self.flush_timer = asyncio.get_running_loop().call_later(_BATCH_SECONDS, self.flush)
@@ -192,9 +193,9 @@ class _WorkerRun(RemoteRun):
         if self.outbox:
             batch, self.outbox = self.outbox, []
             try:
-                data = dumps(Done(batch))
+                data = dumps(Done(FinishedBatch.of(batch)))
             except Exception:  # noqa: BLE001 - something in a result does not pickle: portable
-                data = cloud_dumps(Done(portable(batch)))
+                data = cloud_dumps(Done(FinishedBatch.of(portable(batch))))
             self.conn.send_bytes(data)
 
     async def aclose(self) -> None:
