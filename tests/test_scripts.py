@@ -62,3 +62,70 @@ def test_the_connections_benchmark_counts_one_login_per_device_when_connections_
     workers = {r[0].strip(): (r[6].strip(), r[7].strip()) for r in rows if len(r) == 8}
     assert workers["processpool, kept workers"] == ("2", "0")
     assert workers["processpool, keep_workers=False"] == ("0", "0")
+
+
+MINIATURE_CONFTEST = """
+import pytest
+from nornir.core import Nornir
+from nornir.core.inventory import Defaults, Groups, Host, Hosts, Inventory
+from nornir.plugins.runners import SerialRunner
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nornir():
+    defaults = Defaults()
+    hosts = Hosts({name: Host(name, defaults=defaults) for name in ("h1", "h2", "h3")})
+    return Nornir(Inventory(hosts=hosts, groups=Groups(), defaults=defaults), runner=SerialRunner())
+"""
+
+MINIATURE_TESTS = """
+from nornir.plugins import runners
+from nornir.plugins.runners import ThreadedRunner
+
+
+def hello(task):
+    return task.host.name
+
+
+def test_on_the_sessions_nornir(nornir):
+    assert not nornir.run(task=hello).failed
+
+
+def test_on_a_runner_it_builds(nornir):
+    assert not nornir.with_runner(ThreadedRunner(num_workers=2)).run(task=hello).failed
+
+
+def test_that_fails(nornir):
+    assert nornir.run(task=hello)["h1"].result == "h2"
+
+
+def test_on_a_runner_the_swap_misses(nornir):
+    assert not nornir.with_runner(runners.SerialRunner()).run(task=hello).failed
+"""
+
+
+def test_the_nornir_suite_tool_swaps_each_runner_in_and_counts(tmp_path: Path) -> None:
+    """scripts/nornir_suite/run.py on a miniature of nornir's tests: the same fixture, the same
+    runner classes built in a test module."""
+    tests = tmp_path / "nornir" / "tests"
+    tests.mkdir(parents=True)
+    (tests / "__init__.py").write_text("")
+    (tests / "conftest.py").write_text(MINIATURE_CONFTEST)
+    (tests / "test_miniature.py").write_text(MINIATURE_TESTS)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "nornir_suite" / "run.py"), "--nornir-tests",
+         str(tests.parent), "--runners", "nornir,threadpool"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=110,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    summary = [line for line in done.stdout.splitlines() if not line.startswith("left out")]
+    assert summary == [
+        "nornir: 3 passed of 4",
+        "threadpool: 2 passed of 4",
+        "  nornir: test_miniature.py::test_that_fails failed: call: AssertionError: assert 'h1' "
+        "== 'h2'",
+        "  threadpool: test_miniature.py::test_that_fails failed: call: AssertionError: assert "
+        "'h1' == 'h2'",
+        "  threadpool: test_miniature.py::test_on_a_runner_the_swap_misses failed: teardown: "
+        "AssertionError: nr.run ran on ['SerialRunner'], not on the swapped-in threadpool runner",
+    ], done.stdout + done.stderr
