@@ -373,12 +373,6 @@ def test_the_fork_server_imports_the_package_this_process_runs(tmp_path: Path) -
     assert done.stdout.strip() == "[] ['dev0', 'dev1', 'dev2', 'dev3']"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "processpool bug: the workers' import path starts with the folder holding nornir_bench "
-    "(runners/processpool/workers.py, start_fork_server), ahead of the parent's own: a module "
-    "the parent imported from its script's folder resolves in the workers to one of that "
-    "name installed beside nornir_bench (with an editable install: this checkout's tests)"
-))
 def test_the_workers_import_the_modules_this_process_imported(tmp_path: Path) -> None:
     """A job's own ``tasks`` module, beside its script, while an installed distribution put a
     ``tasks`` package beside nornir_bench (as stray top-level packages in site-packages are):

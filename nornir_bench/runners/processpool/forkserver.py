@@ -66,8 +66,9 @@ STOP_WAIT_SECONDS = 5.0
 FORK_SERVER_COMMAND = [
     "-c",
     # Not ``-m``, which puts the current directory first on the import path: the fork server
-    # must import the package the pool runs (first on PYTHONPATH, see WorkerSet), not a
-    # checkout that happens to be here. ``-c`` puts it first as "": dropped.
+    # must import what the pool's process imports (its import path, in its order, comes as
+    # PYTHONPATH: see WorkerSet), not a checkout that happens to be here. ``-c`` puts the
+    # current directory first as "": dropped.
     "import sys; del sys.path[0]; from nornir_bench.runners.processpool.forkserver import main; "
     "main()",
 ]

@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nornir_bench.core.connections import HeldConnections
@@ -128,10 +127,9 @@ class WorkerSet:
             hide_held(self._shown.pop(host.name, host))
 
     def start_fork_server(self) -> None:
-        # The package this process runs comes first, and the workers import what this process
-        # can: tasks named by module path resolve there ("" is the current directory).
-        package_root = str(Path(__file__).resolve().parents[3])  # holds nornir_bench/
-        paths = dict.fromkeys([package_root, *(path or os.getcwd() for path in sys.path)])
+        # The workers import what this process imports, from where it imports it: its own
+        # import path, in its order ("" is the current directory), this package included.
+        paths = dict.fromkeys(path or os.getcwd() for path in sys.path)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         self.forks = ForkServer(self.command, env)
 
