@@ -754,6 +754,6 @@ def test_a_host_whose_data_cannot_be_sent_fails_alone() -> None:
     exc = result["dev3"][0].exception
     assert isinstance(exc, ValueError)
     assert str(exc).startswith(
-        "processpool runner: host dev3's inventory cannot be sent to worker processes: TypeError"
+        "processpool runner: host dev3's inventory cannot be sent to its worker: TypeError"
     )
     assert result["dev2"].result == "hello from dev2"

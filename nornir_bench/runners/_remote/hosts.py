@@ -12,6 +12,8 @@ sends the host back to this worker.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +60,8 @@ class RemoteRun:
         wrap_offload: wraps the run's thread pool (a processpool worker counts the blocking
             calls in flight, to know which host a crash came from).
         wrap_host: wraps each host's coroutine (a processpool worker marks the host it runs).
+        limit: the most hosts in flight at once, for a worker given more than that (the
+            rest wait their turn, in order); ``None``: the sender keeps to the limit itself.
 
     Raises:
         Exception: the plugins or the task cannot be set up here.
@@ -71,6 +75,7 @@ class RemoteRun:
         *,
         wrap_offload: Callable[[Offload], Offload] | None = None,
         wrap_host: WrapHost | None = None,
+        limit: int | None = None,
     ) -> None:
         if spec.plugins:
             register_plugins(spec.plugins)
@@ -106,12 +111,21 @@ class RemoteRun:
             spec.policy, deadline=spec.deadline, offload=self.session.offload, halt=self.halt
         )
         self.running: set[asyncio.Task[None]] = set()
+        self.limit = limit
+        self.waiting: deque[tuple[int, Host]] = deque()  # over the limit: not started yet
         self.keep_connections = spec.keep_connections
         self.offloads = self.context.offload is not None
 
     def start(self, index: int, host: Host) -> None:
         """Start ``host``, the run's host ``index``: a new copy, which takes over the
-        connections this worker holds for it."""
+        connections this worker holds for it; once the run has room for it, if it has a
+        limit."""
+        if self.limit is not None and (self.waiting or len(self.running) >= self.limit):
+            self.waiting.append((index, host))
+            return
+        self._launch(index, host)
+
+    def _launch(self, index: int, host: Host) -> None:
         held = self.held
         if held:
             kept = held.get(host.name)
@@ -133,6 +147,24 @@ class RemoteRun:
             self.held.note(host.name, host if kept else None)
         left = self.offloads and left_a_call(multi)
         self.finished(self.hooks.finished(index, host, multi, kept), left)
+        if self.waiting and not self.halt.is_set():  # this host's room, for the next one
+            self._launch(*self.waiting.popleft())
+
+    def halted(self) -> list[int]:
+        """The run is halted: no host waiting for room starts; their indices."""
+        self.halt.set()
+        dropped = [index for index, _ in self.waiting]
+        self.waiting.clear()
+        return dropped
+
+    def keep_deadline(self, seconds_left: float | None) -> None:
+        """The run's deadline, as a sender elsewhere sees it now (seconds left): hosts
+        started from now on end by it, if it is earlier than the one known."""
+        if seconds_left is None:
+            return
+        deadline = time.monotonic() + seconds_left
+        if self.context.deadline is None or deadline < self.context.deadline:
+            self.context.deadline = deadline
 
     @property
     def in_flight(self) -> int:

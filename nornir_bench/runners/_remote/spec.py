@@ -1,22 +1,24 @@
-"""The run as sent to a worker elsewhere: once per run (and per worker), never per host."""
+"""What goes to a worker elsewhere: the run, once per run (and per worker); hosts, in chunks."""
 
 from __future__ import annotations
 
 import pickle
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core._pickling import cloud_dumps
+from nornir_bench.core._pickling import cloud_dumps, dumps
 from nornir_bench.core.plugins import registered_plugins
 
 if TYPE_CHECKING:
     from nornir.core.configuration import Config
+    from nornir.core.inventory import Host
     from nornir.core.task import Task
 
     from nornir_bench.core.policies.options import RunPolicy
 
-__all__ = ["RunSpec", "pack_run", "unpack_run"]
+__all__ = ["RunSpec", "pack_hosts", "pack_run", "unpack_run"]
 
 
 @dataclass
@@ -98,3 +100,32 @@ def unpack_run(payload: bytes) -> RunSpec:
     if spec.seconds_left is not None:
         spec.deadline = time.monotonic() + spec.seconds_left
     return spec
+
+
+def pack_hosts(
+    hosts: Sequence[Host], chunk: list[int], *, what: str
+) -> tuple[list[int], bytes, dict[int, Exception]]:
+    """The hosts of ``chunk`` (indices into ``hosts``) that can be sent, pickled for the worker
+    that runs them (cloudpickle if their data needs it), and those that cannot (an open
+    socket in ``data``), each with why: such a host fails alone.
+
+    Args:
+        what: the runner, as messages name it (``"processpool runner"``).
+    """
+    try:
+        return chunk, dumps([hosts[index] for index in chunk]), {}
+    except Exception:  # noqa: BLE001 - a function or a class of __main__ in the data
+        pass
+    sendable: list[int] = []
+    unsendable: dict[int, Exception] = {}
+    for index in chunk:
+        try:
+            cloud_dumps(hosts[index])
+        except Exception as exc:  # noqa: BLE001 - any of it: the host cannot run there
+            unsendable[index] = ValueError(
+                f"{what}: host {hosts[index].name}'s inventory cannot be sent to its worker: "
+                f"{type(exc).__name__}: {exc}"
+            )
+        else:
+            sendable.append(index)
+    return sendable, cloud_dumps([hosts[index] for index in sendable]), unsendable

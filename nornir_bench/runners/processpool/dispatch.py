@@ -12,10 +12,9 @@ earlier run goes back to that worker.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from nornir_bench.core._pickling import cloud_dumps, dumps
 from nornir_bench.runners.processpool.crashes import HostKind
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from nornir_bench.core.policies.plan import HostPlan
     from nornir_bench.runners.processpool.workers import Worker
 
-__all__ = ["HostDispatch", "pickled_hosts"]
+__all__ = ["HostDispatch"]
 
 
 class HostDispatch:
@@ -121,31 +120,6 @@ class HostDispatch:
             drained += self.queues[kind]
             self.queues[kind].clear()
         return drained
-
-
-def pickled_hosts(
-    hosts: Sequence[Host], chunk: list[int]
-) -> tuple[list[int], bytes, dict[int, Exception]]:
-    """The hosts of ``chunk`` that can be sent, pickled for the worker that runs them
-    (cloudpickle if their data needs it), and those that cannot (an open socket in ``data``),
-    each with why: such a host fails alone."""
-    try:
-        return chunk, dumps([hosts[index] for index in chunk]), {}
-    except Exception:  # noqa: BLE001 - a function or a class of __main__ in the data
-        pass
-    sendable: list[int] = []
-    unsendable: dict[int, Exception] = {}
-    for index in chunk:
-        try:
-            cloud_dumps(hosts[index])
-        except Exception as exc:  # noqa: BLE001 - any of it: the host cannot run there
-            unsendable[index] = ValueError(
-                f"processpool runner: host {hosts[index].name}'s inventory cannot be sent to "
-                f"worker processes: {type(exc).__name__}: {exc}"
-            )
-        else:
-            sendable.append(index)
-    return sendable, cloud_dumps([hosts[index] for index in sendable]), unsendable
 
 
 def _taken(queue: deque[int], count: int) -> list[int]:

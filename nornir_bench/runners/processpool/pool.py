@@ -22,12 +22,13 @@ from nornir_bench.core.exceptions import WorkerUnavailable, describe_exit
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.stopping import POLL_SECONDS, Halt, ctrl_c_held
 from nornir_bench.runners._remote.results import ResultSettler
+from nornir_bench.runners._remote.spec import pack_hosts
 from nornir_bench.runners.processpool import watchdog
 from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
     CrashLedger,
 )
-from nornir_bench.runners.processpool.dispatch import HostDispatch, pickled_hosts
+from nornir_bench.runners.processpool.dispatch import HostDispatch
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
     Done,
@@ -191,7 +192,9 @@ class Pool:
             others |= more
             if not taken:
                 break
-            chunk, pickled, unsendable = pickled_hosts(self.hosts, taken)
+            chunk, pickled, unsendable = pack_hosts(
+                self.hosts, taken, what="processpool runner"
+            )
             for index, error in unsendable.items():
                 self.settle.failed(index, error)
             now = time.monotonic()
