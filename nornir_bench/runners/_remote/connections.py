@@ -11,13 +11,17 @@ parent itself is never replaced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Collection, Hashable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
+
+from nornir_bench.core.connections import HeldConnections
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["HeldElsewhere", "hide_held", "show_held"]
+__all__ = ["HeldElsewhere", "HeldInWorkers", "hide_held", "show_held"]
+
+Worker = TypeVar("Worker", bound=Hashable)
 
 Closer = Callable[[str, str], None]
 """Closes a host's connection where it is held: ``(host name, plugin name)``."""
@@ -94,3 +98,72 @@ def still_shows_held(host: Host, closing: Collection[str] = ()) -> bool:
         isinstance(connection, HeldElsewhere) and name not in closing
         for name, connection in host.connections.items()
     )
+
+
+class HeldInWorkers(Generic[Worker]):
+    """The parent's record of the connections its workers keep for hosts, and their stand-ins
+    in the parent's ``host.connections``: one for every runner whose hosts run elsewhere.
+
+    Args:
+        close: asks the workers to close connections they keep, by worker ((host, plugin)
+            pairs), and waits for them within a bounded time (the transport's own part).
+
+    Attributes:
+        holders: which worker (a pid, an address) holds connections of which host.
+    """
+
+    def __init__(self, close: Callable[[dict[Worker, list[tuple[str, str]]]], None]) -> None:
+        self.holders: HeldConnections[Worker] = HeldConnections()
+        self._close = close
+        self._shown: dict[str, Host] = {}  # the parent's hosts showing stand-ins, by name
+
+    def hold(self, host: Host, worker: Worker, where: str, connections: tuple[str, ...]) -> None:
+        """``worker`` (``where``, in words) now holds ``connections`` of ``host`` (the
+        parent's), none if empty: the record notes it, the host's ``connections`` shows it."""
+        if connections:
+            self.holders.note(host.name, worker)
+            self._shown[host.name] = host
+            show_held(host, connections, where, self.close_one)
+        elif host.name in self.holders:
+            self.holders.note(host.name, None)
+            hide_held(self._shown.pop(host.name, host))
+
+    def release(self, workers: Iterable[Worker]) -> None:
+        """``workers`` are gone, and the connections they held with them."""
+        for name in self.holders.release(workers):
+            hide_held(self._shown.pop(name))
+
+    def close_one(self, host: str, plugin: str) -> None:
+        """A stand-in's ``close()`` (``host.close_connection``): close it in its worker."""
+        self.close([(host, plugin)])
+
+    def close_hosts(self, hosts: Iterable[Host]) -> None:
+        """Close, where they are held, every connection workers keep for ``hosts``
+        (``nr.close_connections()``); their stand-ins go."""
+        hosts = list(hosts)
+        self.close(
+            (host.name, name)
+            for host in hosts
+            for name, connection in host.connections.items()
+            if isinstance(connection, HeldElsewhere)
+        )
+        for host in hosts:
+            hide_held(host)
+
+    def close(self, connections: Iterable[tuple[str, str]]) -> None:
+        """Close connections workers keep, (host, plugin) pairs: the record forgets them, and
+        each worker holding some is asked once."""
+        by_worker: dict[Worker, list[tuple[str, str]]] = {}
+        closing: dict[str, set[str]] = {}
+        for host, plugin in connections:
+            worker = self.holders.holder(host)
+            if worker is not None:
+                by_worker.setdefault(worker, []).append((host, plugin))
+                closing.setdefault(host, set()).add(plugin)
+        for name, plugins in closing.items():
+            shown = self._shown.get(name)
+            if shown is None or not still_shows_held(shown, plugins):
+                self.holders.note(name, None)
+                self._shown.pop(name, None)
+        if by_worker:
+            self._close(by_worker)

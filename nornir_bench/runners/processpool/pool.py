@@ -100,7 +100,7 @@ class Pool:
         self.procs = procs
         self.plan = HostPlan(hosts, options.policy)
         self.payload = pack(self.plan.deadline)
-        self.dispatch = HostDispatch(self.plan, procs.holders, options.num_workers)
+        self.dispatch = HostDispatch(self.plan, procs.held.holders, options.num_workers)
         self.crashes = CrashLedger(options.crash_reruns)
         self.settle = ResultSettler(
             task,
@@ -255,12 +255,12 @@ class Pool:
         return True
 
     def _finished(self, worker: Worker, done: Done) -> None:
-        procs, settle, in_flight = self.procs, self.settle, worker.in_flight
+        held, settle, in_flight = self.procs.held, self.settle, worker.in_flight
         for finished in done.batch.hosts():
             in_flight.pop(finished.position, None)
             host = settle.finished(finished)
-            if finished.connections or procs.holders:  # most runs: nobody holds any
-                procs.hold(host, worker, finished.connections)
+            if finished.connections or held.holders:  # most runs: nobody holds any
+                held.hold(host, worker.pid, worker.where, finished.connections)
 
     def _lost(self, worker: Worker, overdue: dict[int, Exception] | None = None) -> None:
         """``worker`` is gone: settle the hosts it had in flight (the crash rule, see

@@ -57,7 +57,6 @@ from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import CtrlC
-from nornir_bench.runners._remote.connections import HeldElsewhere, hide_held
 from nornir_bench.runners._remote.spec import pack_run
 from nornir_bench.runners._results import interrupted, placeholders
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
@@ -204,17 +203,8 @@ class ProcessPoolRunner(Policed):
         """``nr.close_connections()``: the connections workers hold for ``hosts`` are closed
         there (one message a worker), then the task runs here, as nornir's runners run it,
         for the connections of this process; workers holding none any more stop."""
-        held = [
-            (host.name, name)
-            for host in hosts
-            for name, connection in host.connections.items()
-            if isinstance(connection, HeldElsewhere)
-        ]
-        if held:
-            self._procs.close_held_of(held)
-            for host in hosts:
-                hide_held(host)
-        if not self._procs.holders:
+        self._procs.held.close_hosts(hosts)
+        if not self._procs.held.holders:
             self._procs.close()
         for host in hosts:
             result[host.name] = run_host(task, host)

@@ -14,13 +14,10 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from typing import TYPE_CHECKING
 
-from nornir_bench.core.connections import HeldConnections
-from nornir_bench.runners._remote.connections import hide_held, show_held, still_shows_held
+from nornir_bench.runners._remote.connections import HeldInWorkers
 from nornir_bench.runners.processpool.crashes import HostKind, RunningHost
 from nornir_bench.runners.processpool.forkserver import (
     FORK_SERVER_COMMAND,
@@ -35,9 +32,6 @@ from nornir_bench.runners.processpool.messages import (
     receive,
     send,
 )
-
-if TYPE_CHECKING:
-    from nornir.core.inventory import Host
 
 __all__ = ["Worker", "WorkerSet"]
 
@@ -73,7 +67,7 @@ class WorkerSet:
             default :data:`~nornir_bench.runners.processpool.forkserver.FORK_SERVER_COMMAND`.
 
     Attributes:
-        holders: which worker (pid) holds connections of which host.
+        held: which worker (pid) holds connections of which host, as the parent shows them.
     """
 
     def __init__(self, command: list[str] | None = None) -> None:
@@ -81,8 +75,7 @@ class WorkerSet:
         self.workers: list[Worker] = []
         self.forks: ForkServer | None = None
         self.payload = b""
-        self.holders: HeldConnections[int] = HeldConnections()
-        self._shown: dict[str, Host] = {}  # the parent's hosts showing stand-ins, by name
+        self.held: HeldInWorkers[int] = HeldInWorkers(self._close_held)
         self._lock = threading.Lock()
         self._in_use = False
 
@@ -114,17 +107,6 @@ class WorkerSet:
                     receive(worker.conn)
             except (EOFError, OSError):
                 self.stop([worker], kill=True)
-
-    def hold(self, host: Host, worker: Worker, connections: tuple[str, ...]) -> None:
-        """``worker`` now holds ``connections`` of ``host`` (the parent's), none if empty: the
-        record notes it, the host's ``connections`` shows it."""
-        if connections:
-            self.holders.note(host.name, worker.pid)
-            self._shown[host.name] = host
-            show_held(host, connections, worker.where, self.close_held)
-        elif self.holders.holder(host.name) is not None:
-            self.holders.note(host.name, None)
-            hide_held(self._shown.pop(host.name, host))
 
     def start_fork_server(self) -> None:
         # The workers import what this process imports, from where it imports it: its own
@@ -159,26 +141,9 @@ class WorkerSet:
         self.workers.append(worker)
         return worker
 
-    def close_held(self, host: str, plugin: str) -> None:
-        """Close the connection ``plugin`` of ``host`` in the worker holding it (a stand-in's
-        ``close()``: ``host.close_connection``)."""
-        self.close_held_of([(host, plugin)])
-
-    def close_held_of(self, connections: Iterable[tuple[str, str]]) -> None:
-        """Close connections held in workers, (host, plugin) pairs: one message to each worker
-        holding some; between runs, wait until they are closed. The record forgets them."""
-        by_pid: dict[int, list[tuple[str, str]]] = {}
-        closing: dict[str, set[str]] = {}
-        for host, plugin in connections:
-            pid = self.holders.holder(host)
-            if pid is not None:
-                by_pid.setdefault(pid, []).append((host, plugin))
-                closing.setdefault(host, set()).add(plugin)
-        for name, plugins in closing.items():
-            shown = self._shown.get(name)
-            if shown is None or not still_shows_held(shown, plugins):
-                self.holders.note(name, None)
-                self._shown.pop(name, None)
+    def _close_held(self, by_pid: dict[int, list[tuple[str, str]]]) -> None:
+        """Ask each worker to close the connections it keeps that are listed for it (one
+        message each); between runs, wait until they are closed."""
         asked = []
         for worker in self.workers:
             pairs = by_pid.get(worker.pid)
@@ -197,8 +162,7 @@ class WorkerSet:
     def stop(self, workers: list[Worker], *, kill: bool) -> None:
         """Ask (or force) ``workers`` to stop, all at once, and wait until they have; the
         connections they held are closed (or, killed, dropped)."""
-        for name in self.holders.release(worker.pid for worker in workers):
-            hide_held(self._shown.pop(name))
+        self.held.release(worker.pid for worker in workers)
         for worker in workers:
             if worker in self.workers:
                 self.workers.remove(worker)
