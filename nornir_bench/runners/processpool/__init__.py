@@ -3,7 +3,6 @@
 - :mod:`~nornir_bench.runners.processpool.runner`: :class:`ProcessPoolRunner`, the plugin;
 - :mod:`~nornir_bench.runners.processpool.pool`: one run's scheduling loop: hosts out, results back;
 - :mod:`~nornir_bench.runners.processpool.dispatch`: which hosts go to which worker next;
-- :mod:`~nornir_bench.runners.processpool.watchdog`: when a worker counts as frozen;
 - :mod:`~nornir_bench.runners.processpool.workers`: the worker processes, forked, stopped, killed,
   and the connections each holds;
 - :mod:`~nornir_bench.runners.processpool.messages`: what the pool, workers and fork servers say;

@@ -1,10 +1,11 @@
 """Workers so busy that they missed a host's deadline by far: pure functions of the clock.
 
 A worker stops its own hosts at their deadlines (see ``core.policies.hosts``). One whose loop
-is frozen (a C call holding the GIL) cannot: not even its own timeout fires. The pool looks at
-every host in flight each time it wakes; a host past its longest time (every attempt and retry
-wait included) or the run's deadline, plus a grace, means its worker cannot answer: it is
-killed, and those hosts fail with the deadline's error.
+is frozen (a C call holding the GIL) cannot: not even its own timeout fires. The parent looks
+at every host in flight each time it wakes; a host past its longest time (every attempt and
+retry wait included) or the run's deadline, plus a grace, means its worker cannot answer: the
+parent stops waiting for it (the process pool kills the worker), and those hosts fail with the
+deadline's error.
 """
 
 from __future__ import annotations
