@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 from nornir_bench.core.exceptions import WorkerUnavailable, describe_exit
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.stopping import POLL_SECONDS, Halt, ctrl_c_held
+from nornir_bench.runners._remote import watchdog
 from nornir_bench.runners._remote.results import ResultSettler
 from nornir_bench.runners._remote.spec import pack_hosts
-from nornir_bench.runners._remote import watchdog
 from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
     CrashLedger,
