@@ -135,27 +135,36 @@ class WorkerCrashed(RuntimeError):
     """The worker process running this host died (a crash, ``os._exit``, a kill, out of memory).
 
     Attributes:
-        pid: the worker's process id.
+        pid: the worker's process id (``None`` where it is not known: a Dask worker).
         exitcode: its exit status; negative is the signal that killed it, as in multiprocessing.
         running: what it was running when it died: ``"this host"``, or another host's name.
         detail: more about what that meant for this host.
+        worker: the worker, named otherwise than by its pid (``"dask worker tls://..."``).
     """
 
     def __init__(
-        self, pid: int | None, exitcode: int | None, detail: str = "", running: str = "this host"
+        self,
+        pid: int | None,
+        exitcode: int | None,
+        detail: str = "",
+        running: str = "this host",
+        worker: str | None = None,
     ) -> None:
         self.pid = pid
         self.exitcode = exitcode
         self.detail = detail
         self.running = running
-        super().__init__(
-            f"worker process {pid} {describe_exit(exitcode)} while running {running}" + detail
-        )
+        self.worker = worker
+        if worker is None:
+            ended = f"worker process {pid} {describe_exit(exitcode)}"
+        else:
+            ended = f"{worker} died"
+        super().__init__(f"{ended} while running {running}" + detail)
 
     def __reduce__(
         self,
-    ) -> tuple[type[WorkerCrashed], tuple[int | None, int | None, str, str]]:
-        return (type(self), (self.pid, self.exitcode, self.detail, self.running))
+    ) -> tuple[type[WorkerCrashed], tuple[int | None, int | None, str, str, str | None]]:
+        return (type(self), (self.pid, self.exitcode, self.detail, self.running, self.worker))
 
 
 class WorkerUnavailable(RuntimeError):

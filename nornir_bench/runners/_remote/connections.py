@@ -150,6 +150,10 @@ class HeldInWorkers(Generic[Worker]):
         for host in hosts:
             hide_held(host)
 
+    def close_all(self) -> None:
+        """Close every connection workers keep (the runner closes)."""
+        self.close_hosts(list(self._shown.values()))
+
     def close(self, connections: Iterable[tuple[str, str]]) -> None:
         """Close connections workers keep, (host, plugin) pairs: the record forgets them, and
         each worker holding some is asked once."""

@@ -1,0 +1,66 @@
+"""How many times a chunk runs again after its worker died: ``crash_reruns``, whatever the
+scheduler's own setting.
+
+Dask runs a task again on another worker when the worker running it dies, until it has seen
+``distributed.scheduler.allowed-failures`` deaths (3 by default), and then fails it with
+``KilledWorker``. That setting is the scheduler's, for every client. A chunk of hosts must run
+again at most ``crash_reruns`` times (0 by default: a task that pushed configuration to some of
+its devices must not run twice on them): its key says how many (:func:`chunk_key`), and a
+scheduler plugin (:class:`CrashReruns`) raises the chunk's count of suspicious deaths as it
+starts processing, so that the next death past its own allowance fails it. Reruns beyond the
+scheduler's ``allowed-failures`` are not possible; the runner's embedded cluster sets it high
+enough.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+if TYPE_CHECKING:
+    from distributed import Scheduler
+
+__all__ = ["PLUGIN_NAME", "PREFIX", "CrashReruns", "chunk_key", "reruns_of"]
+
+PLUGIN_NAME = "nornir-bench-crash-reruns"
+PREFIX = "nornir-bench-chunk-"
+
+_numbers = itertools.count()
+
+
+def chunk_key(run_id: str, reruns: int) -> str:
+    """A new chunk's key: unique, and saying how many times it may run again."""
+    return f"{PREFIX}r{reruns}-{run_id}-{next(_numbers)}"
+
+
+def reruns_of(key: object) -> int | None:
+    """How many times the chunk ``key`` may run again; ``None`` for a key not a chunk's."""
+    if not isinstance(key, str) or not key.startswith(PREFIX):
+        return None
+    count = key[len(PREFIX) + 1 :].split("-", 1)[0]
+    return int(count) if count.isdigit() else None
+
+
+class CrashReruns(SchedulerPlugin):
+    """On the scheduler: each chunk fails with ``KilledWorker`` once more workers died running
+    it than its key allows."""
+
+    idempotent = True  # one per scheduler, however many clients register it
+
+    def __init__(self) -> None:
+        self.scheduler: Scheduler | None = None
+
+    async def start(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
+        if finish != "processing" or self.scheduler is None:
+            return
+        reruns = reruns_of(key)
+        if reruns is None:
+            return
+        task = self.scheduler.tasks.get(key)
+        if task is not None:
+            task.suspicious = max(task.suspicious, self.scheduler.allowed_failures - reruns)

@@ -1,0 +1,352 @@
+"""One ``dask`` run: hosts out in chunks as the run's plan allows, each chunk settled as it comes
+back, the hosts of a dead worker or a lost scheduler failed with why.
+
+The run goes to each worker once (a scattered payload); hosts go in chunks, one Dask task each,
+at most ``num_workers`` hosts in flight per Dask worker in all; a host whose connections a
+worker keeps goes back to that worker (a loose restriction: elsewhere if it is gone). As each
+chunk finishes, its hosts are settled in this process (:class:`~nornir_bench.runners._remote.
+results.ResultSettler`): processor hooks fire, the progress bar moves, host data merges.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+import queue
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.core.exceptions import WorkerCrashed, WorkerUnavailable
+from nornir_bench.core.policies.plan import HostPlan
+from nornir_bench.core.stopping import POLL_SECONDS, Halt
+from nornir_bench.runners._remote import watchdog
+from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
+from nornir_bench.runners._remote.spec import pack_hosts, pack_run
+from nornir_bench.runners.dask.reruns import chunk_key
+from nornir_bench.runners.dask.worker import end_run, halt_run, run_chunk
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+    from nornir.core.inventory import Host
+    from nornir.core.task import AggregatedResult, Task
+
+    from nornir_bench.core.policies.options import RunPolicy
+    from nornir_bench.runners._remote.connections import HeldInWorkers
+
+__all__ = ["DaskRun", "RunOptions", "default_chunk_size"]
+
+logger = logging.getLogger(__name__)
+
+# Chunks per worker a run aims at when it chooses the chunk size: enough that a worker finishing
+# early gets more and results stream back, few enough that the scheduler's cost per task stays
+# small next to the hosts' (see docs/benchmarks.md, the scale plan).
+_CHUNKS_PER_WORKER = 4
+
+
+def default_chunk_size(hosts: int, workers: int, num_workers: int) -> int:
+    """Hosts per chunk when the runner is given none: a quarter of a worker's share of the
+    run, at most what a worker runs at once (``num_workers``), at least 1."""
+    share = math.ceil(hosts / (max(1, workers) * _CHUNKS_PER_WORKER))
+    return max(1, min(num_workers, share))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The runner's options a run needs."""
+
+    num_workers: int
+    chunk_size: int | None
+    crash_reruns: int
+    loop: str
+    policy: RunPolicy
+
+
+class _Chunk:
+    __slots__ = ("future", "positions", "sent")
+
+    def __init__(self, positions: list[int], future: Future[Any], sent: float) -> None:
+        self.positions = positions
+        self.future = future
+        self.sent = sent
+
+
+class DaskRun:
+    """A run over the Dask workers of ``client``.
+
+    Args:
+        options: the runner's.
+        client: connected, its workers holding the nornir-bench plugin.
+        task: the run's task template.
+        hosts: the run's hosts.
+        result: filled in as hosts settle.
+        held: which worker keeps connections of which host, across runs.
+        workers: how many Dask workers there are now.
+        where: the scheduler, in words, for messages.
+
+    Attributes:
+        halt: set by Ctrl-C (from a signal handler too): no more chunks go out.
+    """
+
+    def __init__(
+        self,
+        options: RunOptions,
+        client: Client,
+        task: Task,
+        hosts: list[Host],
+        result: AggregatedResult,
+        held: HeldInWorkers[str],
+        *,
+        workers: int,
+        where: str,
+    ) -> None:
+        self.options = options
+        self.client = client
+        self.task = task
+        self.hosts = hosts
+        self.held = held
+        self.where = where
+        self.plan = HostPlan(hosts, options.policy)
+        self.settle = ResultSettler(
+            task, hosts, result, earlier_runs=lambda index: [], settled=self._settled
+        )
+        self.run_id = uuid.uuid4().hex[:12]
+        self.capacity = max(1, workers) * options.num_workers
+        self.chunk_size = options.chunk_size or default_chunk_size(
+            len(hosts), workers, options.num_workers
+        )
+        payload = pack_run(
+            task,
+            what="dask runner",
+            num_workers=options.num_workers,
+            policy=options.policy,
+            deadline=self.plan.deadline,
+            loop=options.loop,
+            keep_connections=True,
+        )
+        self.payload = client.scatter(payload, broadcast=True, hash=False)
+        self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
+        self.out = 0  # hosts in chunks not back yet
+        self.done: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+        self.halt = Halt()
+        self.sending = True
+        self.sent: dict[int, float] = {}  # host index -> when its chunk went out
+        self.taken: set[int] = set()  # handed out by the plan, not settled yet
+
+    def run(self) -> None:
+        """Run the hosts to their end; once halted, only the chunks out."""
+        while self.settle.remaining if self.sending else self.chunks:
+            if self.halt.is_set() and self.sending:
+                self._halt_now()
+                continue
+            for host, error in self.plan.not_run():
+                self.settle.failed(self.plan.index[host.name], error)
+            if self.sending and not self.settle.remaining:
+                break
+            if self.sending:
+                if self.client.status != "running":
+                    self._give_up(f"the connection to the dask scheduler at {self.where} was lost")
+                    continue
+                self._send()
+            try:
+                first = self.done.get(timeout=self._wait_time())
+            except queue.Empty:
+                self._watch()
+                continue
+            finished = [first]
+            while True:
+                try:
+                    finished.append(self.done.get_nowait())
+                except queue.Empty:
+                    break
+            self._settle_chunks(finished)
+            self._watch()
+
+    def end(self, *, abandon: bool = False) -> None:
+        """The run is over on the workers: their sessions close (``abandon``: its chunks still
+        out are cancelled, their hosts in flight stopped)."""
+        if abandon and self.chunks:
+            self.client.cancel([chunk.future for chunk in self.chunks.values()])
+        self._tell_workers(end_run)
+
+    def _wait_time(self) -> float:
+        waits = [POLL_SECONDS]
+        plan_wait = self.plan.wait_time() if self.sending else None
+        if plan_wait is not None and plan_wait != math.inf:
+            waits.append(plan_wait)
+        return min(waits)
+
+    # -- out ---------------------------------------------------------------------------------
+
+    def _send(self) -> None:
+        """Chunks of the hosts the plan lets start now, up to the run's capacity; a host whose
+        connections a worker keeps in a chunk for that worker."""
+        holders = self.held.holders
+        groups: dict[str | None, list[int]] = {}
+        while self.out < self.capacity:
+            index = self.plan.take()
+            if index is None:
+                break
+            self.taken.add(index)
+            worker = holders.get(self.hosts[index].name) if holders else None
+            group = groups.setdefault(worker, [])
+            group.append(index)
+            self.out += 1
+            if len(group) >= self.chunk_size:
+                self._submit(groups.pop(worker), worker)
+        for worker, group in groups.items():
+            self._submit(group, worker)
+
+    def _submit(self, indices: list[int], worker: str | None) -> None:
+        chunk, pickled, unsendable = pack_hosts(self.hosts, indices, what="dask runner")
+        self.out -= len(unsendable)
+        for index, error in unsendable.items():
+            self.settle.failed(index, error)
+        if not chunk:
+            return
+        now = time.monotonic()
+        for index in chunk:
+            self.settle.leaving(index)
+            self.sent[index] = now
+        deadline = self.plan.deadline
+        future = self.client.submit(
+            run_chunk,
+            self.payload,
+            self.run_id,
+            chunk,
+            pickled,
+            None if deadline is None else max(0.0, deadline - now),
+            key=chunk_key(self.run_id, self.options.crash_reruns),
+            pure=False,
+            **({} if worker is None else {"workers": [worker], "allow_other_workers": True}),
+        )
+        self.chunks[future.key] = _Chunk(chunk, future, now)
+        future.add_done_callback(self.done.put)
+
+    # -- back --------------------------------------------------------------------------------
+
+    def _settle_chunks(self, futures: list[Future[Any]]) -> None:
+        finished = [f for f in futures if f.status == "finished" and f.key in self.chunks]
+        values: list[Any] = []
+        if finished:
+            try:
+                values = self.client.gather(finished)
+            except Exception:  # noqa: BLE001 - lost on the way (the scheduler went): fail below
+                finished, values = [], []
+        for future, (address, batch) in zip(finished, values, strict=True):
+            self._settle_batch(self.chunks.pop(future.key), address, batch)
+        for future in futures:
+            chunk = self.chunks.pop(future.key, None)
+            if chunk is not None:
+                self._settle_lost(chunk, future)
+
+    def _settle_batch(self, chunk: _Chunk, address: str, batch: bytes) -> None:
+        held, settle = self.held, self.settle
+        reported = set()
+        where = f"dask worker {address}"
+        hosts: FinishedBatch = pickle.loads(batch)
+        for finished in hosts.hosts():
+            reported.add(finished.position)
+            self.sent.pop(finished.position, None)
+            host = settle.finished(finished)
+            if finished.connections or held.holders:  # most runs: nobody holds any
+                held.hold(host, address, where, finished.connections)
+        self.out -= len(chunk.positions)
+        for index in chunk.positions:
+            if index not in reported:
+                self.sent.pop(index, None)
+                if self.sending:  # else halted before it started: not run, not reported
+                    self.settle.failed(
+                        index, WorkerUnavailable(f"{where} returned no result for this host")
+                    )
+
+    def _settle_lost(self, chunk: _Chunk, future: Future[Any]) -> None:
+        """A chunk that did not come back: its worker died, it could not run, or the
+        scheduler is gone. Each of its hosts fails, saying which."""
+        why = self._why_lost(future, len(chunk.positions))
+        self.out -= len(chunk.positions)
+        for index in chunk.positions:
+            self.sent.pop(index, None)
+            if self.sending or future.status == "error":
+                self.settle.failed(index, why())
+
+    def _why_lost(self, future: Future[Any], hosts: int) -> Callable[[], Exception]:
+        """What each host of a chunk that did not come back fails with (a new one each)."""
+        if future.status != "error":  # cancelled: the client lost the scheduler
+            reason = f"the dask scheduler at {self.where} was lost"
+            return lambda: WorkerUnavailable(reason)
+        exc = future.exception()
+        if type(exc).__name__ != "KilledWorker":
+            reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            return lambda: WorkerUnavailable(f"a dask worker could not run this chunk: {reason}")
+        dead = f"dask worker {getattr(getattr(exc, 'last_worker', None), 'address', '?')}"
+        times = self.options.crash_reruns
+        detail = (
+            f"; run again {times} time{'s' * (times != 1)} before (crash_reruns)"
+            if times
+            else "; not run again: crash_reruns is 0"
+        )
+        logger.warning("dask: %s died running a chunk of %d hosts; they failed", dead, hosts)
+        return lambda: WorkerCrashed(
+            None, None, detail=detail, running="this host's chunk", worker=dead
+        )
+
+    def _settled(self, index: int, failed: bool) -> None:
+        """Tell the plan that a host it handed out is done (a host it left out was not)."""
+        if index in self.taken:
+            self.taken.discard(index)
+            self.plan.finished(index, failed)
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def _halt_now(self) -> None:
+        """Ctrl-C: send no more chunks; chunks out start no more hosts, and come back with the
+        hosts that finished."""
+        self.sending = False
+        self.plan.halt()
+        self._tell_workers(halt_run)
+
+    def _give_up(self, reason: str) -> None:
+        """The cluster cannot go on: every host not back fails with ``reason``."""
+        logger.error("dask: giving up: %s", reason)
+        self.sending = False
+        for chunk in list(self.chunks.values()):
+            for index in chunk.positions:
+                self.settle.failed(index, WorkerUnavailable(reason))
+        self.chunks.clear()
+        self.plan.give_up(lambda: WorkerUnavailable(reason), f"dask gave up: {reason}")
+        for host, error in self.plan.not_run():
+            self.settle.failed(self.plan.index[host.name], error)
+
+    def _watch(self) -> None:
+        """Stop waiting for hosts well past their deadline (their worker cannot answer)."""
+        policy, deadline = self.options.policy, self.plan.deadline
+        if not self.sent or not watchdog.watched(policy, deadline):
+            return
+        late = watchdog.overdue_errors(
+            self.sent, policy, deadline, time.monotonic(), self.task.name, self.hosts
+        )
+        if not late:
+            return
+        for key, chunk in list(self.chunks.items()):
+            if any(index in late for index in chunk.positions):
+                del self.chunks[key]
+                self.client.cancel([chunk.future])
+                self.out -= len(chunk.positions)
+                for index in chunk.positions:
+                    sent = self.sent.pop(index)
+                    error = late.get(index) or watchdog.overdue_error(
+                        policy, deadline, sent, self.task.name, self.hosts[index].name
+                    )
+                    self.settle.failed(index, error)
+
+    def _tell_workers(self, call: Callable[..., None]) -> None:
+        """Ask every worker, without waiting (a worker that does not answer must not hold the
+        run)."""
+        try:
+            self.client.run(call, self.run_id, wait=False)
+        except Exception:
+            logger.debug("dask: telling the workers %s failed", call.__name__, exc_info=True)

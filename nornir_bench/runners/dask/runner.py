@@ -1,0 +1,406 @@
+"""``dask``: the hosts of a run on the workers of a Dask distributed cluster.
+
+One Python process saturates at a few thousand device sessions, and the process pool at one
+machine's cores; a fleet of 50,000 to 1,000,000 devices, or a parsing-heavy job, needs more
+machines. This runner sends the hosts of a run to Dask workers, each running up to
+``num_workers`` hosts at once on an event loop of its own, through the same shared core and
+run policies as every runner of the package.
+
+- ``address`` ``None`` (the default): a cluster of this runner's own, on this machine: a Dask
+  scheduler and ``num_procs`` worker processes started with Dask's command-line tools, on
+  loopback, with TLS (:mod:`~nornir_bench.runners.dask.cluster`). Started on the first run,
+  kept for the runner's life, closed with :meth:`DaskRunner.close`, at interpreter exit and on
+  garbage collection. A script needs no ``__main__`` guard: no worker imports it.
+- ``address`` a scheduler's (``tls://scheduler.example.net:8786``): the runner connects to it,
+  within ``connect_timeout`` seconds, and checks that every worker (and the scheduler) runs
+  the same nornir-bench and nornir as this process.
+- The run goes to each worker once; hosts go in chunks (``chunk_size``), results come back per
+  chunk as chunks finish (:mod:`~nornir_bench.runners.dask.run`), so processor hooks fire and
+  the progress bar moves during the run; host data changes merge back.
+- A worker that dies fails the hosts of the chunks it had with ``WorkerCrashed`` naming it; with
+  ``crash_reruns`` > 0 those chunks run again on another worker, at most that many times
+  (:mod:`~nornir_bench.runners.dask.reruns`). A lost scheduler fails the hosts not back with
+  ``WorkerUnavailable``. Ctrl-C sends no more chunks and tells the workers to start no more
+  hosts; the hosts that finished are kept; a second Ctrl-C abandons the rest.
+- A host's connections stay in the worker that opened them until ``nr.close_connections()``;
+  the next run sends the host back there. The parent's ``host.connections`` shows them.
+- Credentials do not cross a network in clear text: a ``tcp://`` scheduler address that is not
+  loopback is refused while hosts carry passwords, unless ``allow_unencrypted``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from nornir.core.task import AggregatedResult, Task
+
+from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.checks import flag, number, whole_number
+from nornir_bench.core.connections import is_close_connections_task
+from nornir_bench.core.execution import run_host
+from nornir_bench.core.loops import resolve_loop
+from nornir_bench.core.policies.options import Policed, RunPolicy
+from nornir_bench.core.stopping import CtrlC
+from nornir_bench.runners._remote.connections import HeldInWorkers
+from nornir_bench.runners._results import interrupted, placeholders
+from nornir_bench.runners.dask.cluster import (
+    DaskClusterError,
+    EmbeddedCluster,
+    connect,
+    is_loopback,
+    scheme_and_host,
+    security_from,
+)
+
+if TYPE_CHECKING:
+    from distributed import Client
+    from nornir.core.inventory import Host
+
+__all__ = ["MAX_PROCS_PER_CPU", "DaskClusterError", "DaskRunner"]
+
+logger = logging.getLogger(__name__)
+
+MAX_PROCS_PER_CPU = 4
+"""The embedded cluster's ``num_procs`` is capped at this many worker processes per CPU."""
+
+_MAX_ADDRESS_LENGTH = 2_000
+
+
+class DaskRunner(Policed):
+    """Runs the task over the hosts on the workers of a Dask distributed cluster.
+
+    Args:
+        num_workers: hosts in flight at once on each Dask worker (>= 1); kept as an
+            attribute, as other nornir tools read it.
+        address: the scheduler to connect to (``tls://host:8786``); ``None``: a cluster of
+            this runner's own on this machine.
+        num_procs: the embedded cluster's worker processes (>= 1); default the CPU count.
+        chunk_size: hosts sent to a worker in one Dask task; default a quarter of a worker's
+            share of the run, at most ``num_workers`` (see docs/runners.md).
+        crash_reruns: how many times the hosts of a worker that died run again on another
+            (>= 0; default 0: a task that must not run twice on a device is safe).
+        security: for ``tls://`` addresses: a ``distributed.security.Security``, or a mapping
+            of ``tls_ca_file``, ``tls_client_cert``, ``tls_client_key`` to PEM files.
+        allow_unencrypted: let the hosts' credentials go to a ``tcp://`` address that is not
+            loopback (unencrypted); refused by default.
+        tls: the embedded cluster encrypts its connections (default true).
+        dashboard: serve the embedded cluster's dashboard on loopback, and print its address.
+        connect_timeout: seconds to reach the scheduler (and the embedded cluster's workers to
+            start) before the run fails in one line naming the address.
+        loop: each worker's event loop: ``"auto"``, ``"asyncio"`` or ``"uvloop"``.
+        **policy: the run policies (``task_timeout``, ``retries``, ``max_failures`` ...), the
+            same on every runner: see :class:`~nornir_bench.core.policies.options.RunPolicy`.
+
+    Raises:
+        ValueError: for a bad option value, saying what is allowed.
+    """
+
+    prefers_async_tasks = True
+    stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
+
+    def __init__(
+        self,
+        num_workers: int = 100,
+        *,
+        address: str | None = None,
+        num_procs: int | None = None,
+        chunk_size: int | None = None,
+        crash_reruns: int = 0,
+        security: Any = None,
+        allow_unencrypted: bool = False,
+        tls: bool = True,
+        dashboard: bool = False,
+        connect_timeout: float = 30.0,
+        loop: str = "auto",
+        **policy: Any,
+    ) -> None:
+        what = "dask runner"
+        self.num_workers = whole_number(f"{what}: num_workers", num_workers, minimum=1)
+        if address is not None and (
+            not isinstance(address, str) or not address or len(address) > _MAX_ADDRESS_LENGTH
+        ):
+            raise ValueError(
+                f"{what}: address must be a scheduler's address such as 'tls://host:8786', or "
+                f"None for a cluster of its own, got {address!r:.200}"
+            )
+        self.address = address
+        cpus = os.cpu_count() or 1
+        self.num_procs = (
+            cpus if num_procs is None else whole_number(f"{what}: num_procs", num_procs, minimum=1)
+        )
+        if self.num_procs > MAX_PROCS_PER_CPU * cpus:
+            warnings.warn(
+                f"{what}: num_procs {self.num_procs} capped at {MAX_PROCS_PER_CPU * cpus} "
+                f"({MAX_PROCS_PER_CPU} per CPU): more worker processes add no computing power, "
+                "only memory",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            self.num_procs = MAX_PROCS_PER_CPU * cpus
+        self.chunk_size = (
+            None
+            if chunk_size is None
+            else whole_number(f"{what}: chunk_size", chunk_size, minimum=1)
+        )
+        self.crash_reruns = whole_number(
+            f"{what}: crash_reruns", crash_reruns, minimum=0, maximum=100
+        )
+        self.security = security_from(security)
+        self.allow_unencrypted = flag(f"{what}: allow_unencrypted", allow_unencrypted)
+        self.tls = flag(f"{what}: tls", tls)
+        self.dashboard = flag(f"{what}: dashboard", dashboard)
+        self.connect_timeout = number(
+            f"{what}: connect_timeout", connect_timeout, above=0, maximum=3600, unit="seconds"
+        )
+        self.loop = loop
+        self.loop_implementation = resolve_loop(loop, what=what)
+        self.policy = RunPolicy.build(what, policy)
+        self._cluster = _Cluster(self)
+        weakref.finalize(self, self._cluster.close)  # also called at interpreter exit
+
+    def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
+        """Run ``task`` on ``hosts`` on the cluster's workers.
+
+        Raises:
+            DaskClusterError: the cluster cannot be used (not reachable, not started, other
+                versions, or an unencrypted address for the hosts' credentials), in one line.
+            ValueError: when the task or its arguments cannot be sent to the workers.
+            RunInterrupted: on Ctrl-C; no chunk is sent after it, the workers start no more
+                hosts, and the exception's ``result`` holds every host that had finished. A
+                second Ctrl-C does not wait for the hosts in flight (``abandoned`` set).
+        """
+        from nornir_bench.runners.dask.run import DaskRun, RunOptions
+
+        result = placeholders(task, hosts)
+        if not hosts:
+            return result
+        if is_close_connections_task(task.task):
+            return self._close_connections(task, hosts, result)
+        self._refuse_cleartext(hosts)
+        cluster = self._cluster
+        with cluster.using() as client:
+            run = DaskRun(
+                RunOptions(
+                    num_workers=self.num_workers,
+                    chunk_size=self.chunk_size,
+                    crash_reruns=self.crash_reruns,
+                    loop=self.loop_implementation,
+                    policy=self.policy,
+                ),
+                client,
+                task,
+                hosts,
+                result,
+                cluster.held,
+                workers=cluster.workers(),
+                where=cluster.where,
+            )
+            ctrl_c = CtrlC(run.halt.set)
+            try:
+                with tuned_for_run(), ctrl_c.handled():
+                    ctrl_c.wait(run.run)
+            finally:
+                run.end(abandon=ctrl_c.abandoned)
+            if ctrl_c.presses:
+                raise interrupted(result, abandoned=ctrl_c.abandoned)
+        return result
+
+    def _refuse_cleartext(self, hosts: list[Host]) -> None:
+        """Refuse to send credentials over a network unencrypted: decided from the address's
+        text, before any connection or name lookup."""
+        if self.address is None or self.allow_unencrypted:
+            return
+        scheme, host = scheme_and_host(self.address)
+        if scheme != "tcp" or is_loopback(host):
+            return
+        if any(_has_password(h) for h in hosts):
+            raise DaskClusterError(
+                f"dask runner: the hosts carry passwords and {self.address} is not encrypted "
+                "(tcp://, not loopback): use a tls:// address with security, or set "
+                "allow_unencrypted: true"
+            )
+
+    def _close_connections(
+        self, task: Task, hosts: list[Host], result: AggregatedResult
+    ) -> AggregatedResult:
+        """``nr.close_connections()``: connections workers keep for ``hosts`` are closed there,
+        then the task runs here for this process's own, as nornir's runners run it."""
+        self._cluster.held.close_hosts(hosts)
+        for host in hosts:
+            result[host.name] = run_host(task, host)
+        return result
+
+    def close(self) -> None:
+        """Close the connections the workers keep, the client, and the embedded cluster.
+
+        ``nr.close_connections()`` closes the connections, and so does the interpreter at exit.
+        """
+        self._cluster.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"DaskRunner(num_workers={self.num_workers}, address={self.address!r}, "
+            f"num_procs={self.num_procs}, chunk_size={self.chunk_size}, "
+            f"crash_reruns={self.crash_reruns}, loop={self.loop!r}{self._policy_repr()})"
+        )
+
+
+def _has_password(host: Host) -> bool:
+    """Whether ``host`` has a password, its own or inherited, for itself or any connection."""
+    if host.password:
+        return True
+    plugins = set(host.connection_options) | set(host.defaults.connection_options)
+    for group in host.extended_groups():
+        plugins |= set(group.connection_options)
+    return any(host.get_connection_parameters(plugin).password for plugin in plugins)
+
+
+class _Cluster:
+    """The runner's cluster: its client, the embedded cluster if it owns one, and the
+    connections its workers keep. Made on first use; one run at a time uses it (a run from
+    another thread waits for it)."""
+
+    def __init__(self, runner: DaskRunner) -> None:
+        self.address = runner.address
+        self.security = runner.security
+        self.num_procs = runner.num_procs
+        self.tls = runner.tls
+        self.dashboard = runner.dashboard
+        self.timeout = runner.connect_timeout
+        self.loop = runner.loop_implementation
+        self.crash_reruns = runner.crash_reruns
+        self.client: Client | None = None
+        self.embedded: EmbeddedCluster | None = None
+        self.held: HeldInWorkers[str] = HeldInWorkers(self._close_held)
+        self.checked: set[str] = set()  # workers whose versions were compared
+        self.lock = threading.Lock()
+
+    @property
+    def where(self) -> str:
+        if self.address is not None:
+            return self.address
+        return self.embedded.address if self.embedded is not None else "(not started)"
+
+    @contextmanager
+    def using(self) -> Iterator[Client]:
+        """The cluster's client for one run, the cluster opened first if need be."""
+        with self.lock:
+            self._open()
+            assert self.client is not None
+            yield self.client
+
+    def _open(self) -> None:
+        """Start the embedded cluster, or connect to the address; register the plugins; check
+        the scheduler's versions.
+
+        Raises:
+            DaskClusterError: in one line.
+        """
+        from nornir_bench.runners.dask.reruns import PLUGIN_NAME, CrashReruns
+        from nornir_bench.runners.dask.worker import PLUGIN_NAME as WORKER_PLUGIN
+        from nornir_bench.runners.dask.worker import NornirBenchWorker, versions
+
+        if self.client is not None and self.client.status == "running":
+            if self.embedded is not None:
+                self.embedded.check_running()
+            return
+        self._close()
+        address, security = self.address, self.security
+        if address is None:
+            embedded = self.embedded = EmbeddedCluster(
+                workers=self.num_procs,
+                tls=self.tls,
+                dashboard=self.dashboard,
+                allowed_failures=max(3, self.crash_reruns),
+                start_timeout=self.timeout,
+            )
+            embedded.start()
+            address, security = embedded.address, embedded.security
+        client = self.client = connect(address, security, self.timeout)
+        _same_versions("the scheduler", client.run_on_scheduler(versions))
+        client.register_plugin(CrashReruns(), name=PLUGIN_NAME)
+        client.register_plugin(NornirBenchWorker(self.loop), name=WORKER_PLUGIN)
+        if self.embedded is not None:
+            try:
+                client.wait_for_workers(self.num_procs, timeout=self.timeout)
+            except Exception:  # noqa: BLE001 - a timeout: said in one line below
+                raise DaskClusterError(
+                    f"dask runner: the embedded cluster's {self.num_procs} workers did not "
+                    f"start within {self.timeout:g} s"
+                ) from None
+            if self.dashboard:
+                print(f"dask runner: dashboard at {client.dashboard_link}", file=sys.stderr)
+
+    def workers(self) -> int:
+        """How many workers there are now; those new since the last run have their versions
+        checked; the connections of those gone are forgotten."""
+        from nornir_bench.runners.dask.worker import versions
+
+        assert self.client is not None
+        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        self.held.release(set(self.held.holders.values()) - alive)
+        new = sorted(alive - self.checked)
+        if new:
+            for worker, found in self.client.run(versions, workers=new).items():
+                _same_versions(f"worker {worker}", found)
+            self.checked |= set(new)
+        if not alive:
+            raise DaskClusterError(f"dask runner: the scheduler at {self.where} has no workers")
+        return len(alive)
+
+    def _close_held(self, by_worker: dict[str, list[tuple[str, str]]]) -> None:
+        """Ask each worker to close the connections it keeps that are listed for it."""
+        from nornir_bench.runners.dask.worker import close_held
+
+        if self.client is None or self.client.status != "running":
+            return
+        for worker, pairs in by_worker.items():
+            try:
+                self.client.run(close_held, pairs, workers=[worker])
+            except Exception:
+                logger.debug("dask: closing connections on %s failed", worker, exc_info=True)
+
+    def close(self) -> None:
+        """Close the connections the workers keep, the client, and the embedded cluster."""
+        with self.lock:
+            self._close()
+
+    def _close(self) -> None:
+        client, self.client = self.client, None
+        embedded, self.embedded = self.embedded, None
+        self.checked.clear()
+        try:
+            if client is not None:
+                if client.status == "running":
+                    self.client = client  # for the workers' closing of connections
+                    self.held.close_all()
+                    self.client = None
+                client.close(timeout=10)
+        except Exception:
+            logger.debug("dask: closing the client failed", exc_info=True)
+        finally:
+            self.held.release(list(set(self.held.holders.values())))
+            if embedded is not None:
+                embedded.close()
+
+
+def _same_versions(where: str, found: dict[str, str]) -> None:
+    """Raise :class:`DaskClusterError` unless ``where`` runs this process's nornir-bench and
+    nornir."""
+    from nornir_bench.runners.dask.worker import versions
+
+    for name, version in versions().items():
+        theirs = found.get(name)
+        if theirs != version:
+            raise DaskClusterError(
+                f"dask runner: {where} runs {name} {theirs}, this process {version}: install "
+                "the same versions everywhere"
+            )

@@ -1,0 +1,234 @@
+"""A Dask worker's side of the ``dask`` runner: one event loop per worker process, where every
+run's hosts go through the shared core, and where their connections stay between runs.
+
+Dask runs a task in a worker thread; a host's async connection (an asyncssh session) can only
+be used on the loop that opened it. So each worker process gets one long-lived event loop, in
+a thread of its own (:class:`NornirBenchWorker`, a Dask worker plugin the runner registers): a
+chunk of hosts is handed to that loop, run there by a
+:class:`~nornir_bench.runners._remote.hosts.RemoteRun` (one per run and worker, at most
+``num_workers`` hosts in flight), and the task waits for the chunk, seceded from Dask's thread
+pool so that it takes no slot. The run itself (the task, the options, the plugins registered
+in the parent) comes once per run and worker, as a scattered payload; hosts come in chunks;
+a chunk's results go back as one pickled :class:`~nornir_bench.runners._remote.results.
+FinishedBatch`, portable if something in them does not pickle.
+
+The functions here are what the parent asks of the workers: :func:`run_chunk` (a Dask task),
+and, through ``Client.run``, :func:`halt_run`, :func:`end_run`, :func:`close_held` and
+:func:`versions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import threading
+from concurrent.futures import Future
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from distributed import WorkerPlugin, get_worker, secede
+
+from nornir_bench.core._pickling import cloud_dumps, dumps
+from nornir_bench.core.connections import HeldConnections, aclose_every_connection
+from nornir_bench.core.loops import new_event_loop
+from nornir_bench.runners._remote.hosts import RemoteRun
+from nornir_bench.runners._remote.hosts import close_held as close_held_here
+from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost, portable
+from nornir_bench.runners._remote.spec import unpack_run
+
+if TYPE_CHECKING:
+    from distributed import Worker
+    from nornir.core.inventory import Host
+
+__all__ = [
+    "PLUGIN_NAME",
+    "NornirBenchWorker",
+    "close_held",
+    "end_run",
+    "halt_run",
+    "run_chunk",
+    "versions",
+]
+
+PLUGIN_NAME = "nornir-bench"
+
+# How long Client.run's calls (halt, end, close connections) may wait for the worker's loop.
+_LOOP_CALL_SECONDS = 60.0
+
+
+class NornirBenchWorker(WorkerPlugin):
+    """The worker plugin: the worker's event loop for hosts, and what lives on it."""
+
+    idempotent = True  # one per worker, however many clients register it
+
+    def __init__(self, loop: str = "auto") -> None:
+        self.loop_implementation = loop
+        self.state: _WorkerState | None = None
+
+    def setup(self, worker: Worker) -> None:
+        self.state = _WorkerState(self.loop_implementation)
+
+    def teardown(self, worker: Worker) -> None:
+        if self.state is not None:
+            self.state.close()
+            self.state = None
+
+
+class _Chunk:
+    """A chunk of hosts on this worker: done once every host is finished (or dropped)."""
+
+    __slots__ = ("done", "finished", "left")
+
+    def __init__(self, count: int) -> None:
+        self.left = count
+        self.finished: list[FinishedHost] = []
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def settle(self, count: int = 1) -> None:
+        self.left -= count
+        if self.left <= 0 and not self.done.done():
+            self.done.set_result(None)
+
+
+class _RunHere:
+    """One run on this worker: its :class:`RemoteRun`, and which chunk each host is in."""
+
+    def __init__(self, payload: bytes, held: HeldConnections[Host]) -> None:
+        spec = unpack_run(payload)
+        self.chunk_of: dict[int, _Chunk] = {}
+        self.run = RemoteRun(spec, held, self._finished, limit=spec.num_workers)
+
+    def _finished(self, done: FinishedHost, left_a_call: bool) -> None:
+        chunk = self.chunk_of.pop(done.position)
+        chunk.finished.append(done)
+        chunk.settle()
+
+    def halt(self) -> None:
+        """No host waiting for room starts; chunks waiting for them are done without them."""
+        for index in self.run.halted():
+            chunk = self.chunk_of.pop(index, None)
+            if chunk is not None:
+                chunk.settle()
+
+
+class _WorkerState:
+    """The worker's event loop, in a thread of its own, and the runs and connections on it."""
+
+    def __init__(self, loop: str) -> None:
+        self.loop = new_event_loop(loop)
+        self.held: HeldConnections[Host] = HeldConnections()
+        self.runs: dict[str, _RunHere] = {}
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="nornir-bench-hosts", daemon=True
+        )
+        self.thread.start()
+
+    def call(self, coroutine: Any) -> Future[Any]:
+        """Run ``coroutine`` on the worker's loop (from any other thread)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    async def chunk(
+        self,
+        payload: bytes,
+        run_id: str,
+        positions: list[int],
+        hosts: bytes,
+        seconds_left: float | None,
+    ) -> bytes:
+        here = self.runs.get(run_id)
+        if here is None:
+            here = self.runs[run_id] = _RunHere(payload, self.held)
+        here.run.keep_deadline(seconds_left)
+        chunk = _Chunk(len(positions))
+        if here.run.halt.is_set():  # halted before this chunk came: none of it starts
+            chunk.settle(len(positions))
+        for index, host in zip(positions, pickle.loads(hosts), strict=True):
+            if chunk.done.done():
+                break
+            here.chunk_of[index] = chunk
+            here.run.start(index, host)
+        await chunk.done
+        try:
+            batch = dumps(FinishedBatch.of(chunk.finished))
+        except Exception:  # noqa: BLE001 - something in a result does not pickle: portable
+            batch = cloud_dumps(FinishedBatch.of(portable(chunk.finished)))
+        return batch
+
+    async def end(self, run_id: str) -> None:
+        here = self.runs.pop(run_id, None)
+        if here is not None:
+            await here.run.aclose()
+
+    def close(self) -> None:
+        """Close every run, then every connection kept (async ones on the loop, blocking ones
+        in a thread), then the loop."""
+
+        async def close_all() -> None:
+            for run_id in list(self.runs):
+                await self.end(run_id)
+            await aclose_every_connection(self.held.take_all(), asyncio.to_thread)
+
+        try:
+            self.call(close_all()).result(_LOOP_CALL_SECONDS)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(_LOOP_CALL_SECONDS)
+            if not self.loop.is_running():
+                self.loop.close()
+
+
+def _state(worker: Worker | None = None) -> _WorkerState:
+    plugin = (worker or get_worker()).plugins.get(PLUGIN_NAME)
+    if not isinstance(plugin, NornirBenchWorker) or plugin.state is None:
+        raise RuntimeError(
+            "this dask worker has no nornir-bench plugin: the runner registers it on connect"
+        )
+    return plugin.state
+
+
+def run_chunk(
+    payload: bytes,
+    run_id: str,
+    positions: list[int],
+    hosts: bytes,
+    seconds_left: float | None,
+) -> tuple[str, bytes]:
+    """The Dask task of a chunk: run ``hosts`` (pickled, ``positions`` in the run) on this
+    worker's loop; this worker's address, and the chunk's pickled ``FinishedBatch``."""
+    worker = get_worker()
+    state = _state(worker)
+    done = state.call(state.chunk(payload, run_id, positions, hosts, seconds_left))
+    # Waiting takes no slot of Dask's: the worker's own limit decides how many hosts run.
+    secede()
+    return worker.address, done.result()
+
+
+def halt_run(run_id: str, dask_worker: Worker | None = None) -> None:
+    """Through ``Client.run``: the parent's Ctrl-C: no host of ``run_id`` starts any more here,
+    and hosts waiting to retry stop waiting."""
+    state = _state(dask_worker)
+
+    async def halt() -> None:
+        here = state.runs.get(run_id)
+        if here is not None:
+            here.halt()
+
+    state.call(halt()).result(_LOOP_CALL_SECONDS)
+
+
+def end_run(run_id: str, dask_worker: Worker | None = None) -> None:
+    """Through ``Client.run``: ``run_id`` is over: its session here closes (its thread pool;
+    the connections its hosts opened stay, for the next run)."""
+    state = _state(dask_worker)
+    state.call(state.end(run_id)).result(_LOOP_CALL_SECONDS)
+
+
+def close_held(pairs: list[tuple[str, str]], dask_worker: Worker | None = None) -> None:
+    """Through ``Client.run``: close these connections this worker keeps (host, plugin)."""
+    state = _state(dask_worker)
+    state.call(close_held_here(state.held, pairs)).result(_LOOP_CALL_SECONDS)
+
+
+def versions() -> dict[str, str]:
+    """The versions of nornir-bench and nornir installed here."""
+    return {name: metadata.version(name) for name in ("nornir-bench", "nornir")}
