@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from nornir_bench.processors.timing import HostTimer
     from nornir_bench.runners import (
         AsyncioRunner,
+        DaskRunner,
         ProcessPoolRunner,
         ThreadPoolRunner,
         arun,
@@ -79,7 +80,13 @@ __getattr__, __dir__ = lazy_exports(
         "nornir_bench.processors.progress": ("ProgressBar",),
         "nornir_bench.processors.records": ("JsonLinesWriter",),
         "nornir_bench.processors.timing": ("HostTimer",),
-        "nornir_bench.runners": ("AsyncioRunner", "ProcessPoolRunner", "ThreadPoolRunner", "arun"),
+        "nornir_bench.runners": (
+            "AsyncioRunner",
+            "DaskRunner",
+            "ProcessPoolRunner",
+            "ThreadPoolRunner",
+            "arun",
+        ),
         "nornir_bench.runners.registry": ("available_runners",),
         "nornir_bench.tasks": (
             "BUILTIN_TASKS",
@@ -101,6 +108,7 @@ __all__ = [
     "AsyncioRunner",
     "BUILTIN_TASKS",
     "BenchmarkRun",
+    "DaskRunner",
     "DeviceLab",
     "HostSkipped",
     "HostTimer",

@@ -147,7 +147,9 @@ class EmbeddedCluster:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,  # Dask's own log lines: nothing the user asked for
-                cwd=self.folder,
+                # This process's: a task's relative paths mean what they mean here, as in the
+                # process pool's workers (Dask's own files go to --local-directory).
+                cwd=os.getcwd(),
             )
         )
 

@@ -16,7 +16,8 @@ import pickle
 import queue
 import time
 import uuid
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,12 +67,13 @@ class RunOptions:
 
 
 class _Chunk:
-    __slots__ = ("future", "positions", "sent")
+    __slots__ = ("future", "positions", "sent", "worker")
 
-    def __init__(self, positions: list[int], future: Future[Any], sent: float) -> None:
+    def __init__(self, positions: list[int], future: Future[Any], sent: float, worker: str) -> None:
         self.positions = positions
         self.future = future
         self.sent = sent
+        self.worker = worker  # where it was sent
 
 
 class DaskRun:
@@ -84,7 +86,7 @@ class DaskRun:
         hosts: the run's hosts.
         result: filled in as hosts settle.
         held: which worker keeps connections of which host, across runs.
-        workers: how many Dask workers there are now.
+        workers: the Dask workers there are now, by address.
         where: the scheduler, in words, for messages.
 
     Attributes:
@@ -100,7 +102,7 @@ class DaskRun:
         result: AggregatedResult,
         held: HeldInWorkers[str],
         *,
-        workers: int,
+        workers: list[str],
         where: str,
     ) -> None:
         self.options = options
@@ -114,9 +116,14 @@ class DaskRun:
             task, hosts, result, earlier_runs=lambda index: [], settled=self._settled
         )
         self.run_id = uuid.uuid4().hex[:12]
-        self.capacity = max(1, workers) * options.num_workers
+        # Each chunk goes to a worker chosen here, that has room for it: a worker never has
+        # more hosts than it runs at once, so none waits there (and none is dropped on a halt
+        # after its start hook fired here).
+        self.room = dict.fromkeys(workers, options.num_workers)
+        self.held_for: dict[str, deque[int]] = {}  # hosts waiting for the worker holding theirs
+        self.any_worker: deque[int] = deque()  # taken from the plan, for any worker
         self.chunk_size = options.chunk_size or default_chunk_size(
-            len(hosts), workers, options.num_workers
+            len(hosts), len(workers), options.num_workers
         )
         payload = pack_run(
             task,
@@ -129,17 +136,18 @@ class DaskRun:
         )
         self.payload = client.scatter(payload, broadcast=True, hash=False)
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
-        self.out = 0  # hosts in chunks not back yet
         self.done: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
         self.halt = Halt()
         self.sending = True
         self.sent: dict[int, float] = {}  # host index -> when its chunk went out
         self.taken: set[int] = set()  # handed out by the plan, not settled yet
+        # SystemExit & co. a task raised on a worker: the run stops, and run() raises it.
+        self.escaped: list[BaseException] = []
 
     def run(self) -> None:
         """Run the hosts to their end; once halted, only the chunks out."""
         while self.settle.remaining if self.sending else self.chunks:
-            if self.halt.is_set() and self.sending:
+            if (self.halt.is_set() or self.escaped) and self.sending:
                 self._halt_now()
                 continue
             for host, error in self.plan.not_run():
@@ -149,6 +157,9 @@ class DaskRun:
             if self.sending:
                 if self.client.status != "running":
                     self._give_up(f"the connection to the dask scheduler at {self.where} was lost")
+                    continue
+                if not self.room and not self.chunks:
+                    self._give_up(f"no dask worker of the scheduler at {self.where} is left")
                     continue
                 self._send()
             try:
@@ -182,27 +193,37 @@ class DaskRun:
     # -- out ---------------------------------------------------------------------------------
 
     def _send(self) -> None:
-        """Chunks of the hosts the plan lets start now, up to the run's capacity; a host whose
-        connections a worker keeps in a chunk for that worker."""
-        holders = self.held.holders
-        groups: dict[str | None, list[int]] = {}
-        while self.out < self.capacity:
-            index = self.plan.take()
-            if index is None:
-                break
-            self.taken.add(index)
-            worker = holders.get(self.hosts[index].name) if holders else None
-            group = groups.setdefault(worker, [])
-            group.append(index)
-            self.out += 1
-            if len(group) >= self.chunk_size:
-                self._submit(groups.pop(worker), worker)
-        for worker, group in groups.items():
-            self._submit(group, worker)
+        """Chunks of the hosts the plan lets start now, each to the worker with the most room;
+        a host whose connections a worker keeps goes to that worker, waiting for its room."""
+        holders, room = self.held.holders, self.room
+        while room:
+            worker = max(room, key=room.__getitem__)
+            count = min(self.chunk_size, room[worker])
+            if count <= 0:
+                return
+            waiting = self.held_for.get(worker)
+            chunk = [waiting.popleft() for _ in range(min(count, len(waiting)))] if waiting else []
+            while len(chunk) < count and (index := self._next()) is not None:
+                holder = holders.get(self.hosts[index].name) if holders else None
+                if holder is None or holder == worker or holder not in room:
+                    chunk.append(index)
+                else:
+                    self.held_for.setdefault(holder, deque()).append(index)
+            if not chunk:
+                return
+            self._submit(chunk, worker)
 
-    def _submit(self, indices: list[int], worker: str | None) -> None:
+    def _next(self) -> int | None:
+        """The next host to send: one given back, else the plan's, if it may start now."""
+        if self.any_worker:
+            return self.any_worker.popleft()
+        index = self.plan.take()
+        if index is not None:
+            self.taken.add(index)
+        return index
+
+    def _submit(self, indices: list[int], worker: str) -> None:
         chunk, pickled, unsendable = pack_hosts(self.hosts, indices, what="dask runner")
-        self.out -= len(unsendable)
         for index, error in unsendable.items():
             self.settle.failed(index, error)
         if not chunk:
@@ -221,9 +242,11 @@ class DaskRun:
             None if deadline is None else max(0.0, deadline - now),
             key=chunk_key(self.run_id, self.options.crash_reruns),
             pure=False,
-            **({} if worker is None else {"workers": [worker], "allow_other_workers": True}),
+            workers=[worker],
+            allow_other_workers=True,  # elsewhere if it is gone
         )
-        self.chunks[future.key] = _Chunk(chunk, future, now)
+        self.room[worker] -= len(chunk)
+        self.chunks[future.key] = _Chunk(chunk, future, now, worker)
         future.add_done_callback(self.done.put)
 
     # -- back --------------------------------------------------------------------------------
@@ -236,14 +259,18 @@ class DaskRun:
                 values = self.client.gather(finished)
             except Exception:  # noqa: BLE001 - lost on the way (the scheduler went): fail below
                 finished, values = [], []
-        for future, (address, batch) in zip(finished, values, strict=True):
-            self._settle_batch(self.chunks.pop(future.key), address, batch)
+        for future, (address, batch, escaped) in zip(finished, values, strict=True):
+            if escaped is not None:
+                self.escaped.append(_rebuilt(escaped))
+            self._settle_batch(self.chunks.pop(future.key), address, batch, escaped is None)
         for future in futures:
             chunk = self.chunks.pop(future.key, None)
             if chunk is not None:
                 self._settle_lost(chunk, future)
 
-    def _settle_batch(self, chunk: _Chunk, address: str, batch: bytes) -> None:
+    def _settle_batch(self, chunk: _Chunk, address: str, batch: bytes, whole: bool) -> None:
+        """Settle the hosts of a chunk that came back; ``whole``: none of its hosts' tasks
+        raised what is not an error (``SystemExit``), for which a host has no result."""
         held, settle = self.held, self.settle
         reported = set()
         where = f"dask worker {address}"
@@ -254,11 +281,11 @@ class DaskRun:
             host = settle.finished(finished)
             if finished.connections or held.holders:  # most runs: nobody holds any
                 held.hold(host, address, where, finished.connections)
-        self.out -= len(chunk.positions)
+        self._back(chunk)
         for index in chunk.positions:
             if index not in reported:
                 self.sent.pop(index, None)
-                if self.sending:  # else halted before it started: not run, not reported
+                if self.sending and whole:  # else halted before it started: not reported
                     self.settle.failed(
                         index, WorkerUnavailable(f"{where} returned no result for this host")
                     )
@@ -267,7 +294,7 @@ class DaskRun:
         """A chunk that did not come back: its worker died, it could not run, or the
         scheduler is gone. Each of its hosts fails, saying which."""
         why = self._why_lost(future, len(chunk.positions))
-        self.out -= len(chunk.positions)
+        self._back(chunk)
         for index in chunk.positions:
             self.sent.pop(index, None)
             if self.sending or future.status == "error":
@@ -282,7 +309,12 @@ class DaskRun:
         if type(exc).__name__ != "KilledWorker":
             reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
             return lambda: WorkerUnavailable(f"a dask worker could not run this chunk: {reason}")
-        dead = f"dask worker {getattr(getattr(exc, 'last_worker', None), 'address', '?')}"
+        address = str(getattr(getattr(exc, "last_worker", None), "address", "?"))
+        self.room.pop(address, None)  # gone: no more chunks for it
+        waiting = self.held_for.pop(address, None)
+        if waiting:  # hosts waiting for it (it held their connections) go anywhere
+            self.any_worker.extend(waiting)
+        dead = f"dask worker {address}"
         times = self.options.crash_reruns
         detail = (
             f"; run again {times} time{'s' * (times != 1)} before (crash_reruns)"
@@ -293,6 +325,11 @@ class DaskRun:
         return lambda: WorkerCrashed(
             None, None, detail=detail, running="this host's chunk", worker=dead
         )
+
+    def _back(self, chunk: _Chunk) -> None:
+        """``chunk``'s worker has room for its hosts again (if it is still there)."""
+        if chunk.worker in self.room:
+            self.room[chunk.worker] += len(chunk.positions)
 
     def _settled(self, index: int, failed: bool) -> None:
         """Tell the plan that a host it handed out is done (a host it left out was not)."""
@@ -307,16 +344,22 @@ class DaskRun:
         hosts that finished."""
         self.sending = False
         self.plan.halt()
+        self.held_for.clear()
+        self.any_worker.clear()
         self._tell_workers(halt_run)
 
     def _give_up(self, reason: str) -> None:
         """The cluster cannot go on: every host not back fails with ``reason``."""
         logger.error("dask: giving up: %s", reason)
         self.sending = False
+        waiting = [*self.any_worker, *(i for queue in self.held_for.values() for i in queue)]
+        self.any_worker.clear()
+        self.held_for.clear()
         for chunk in list(self.chunks.values()):
-            for index in chunk.positions:
-                self.settle.failed(index, WorkerUnavailable(reason))
+            waiting += chunk.positions
         self.chunks.clear()
+        for index in waiting:
+            self.settle.failed(index, WorkerUnavailable(reason))
         self.plan.give_up(lambda: WorkerUnavailable(reason), f"dask gave up: {reason}")
         for host, error in self.plan.not_run():
             self.settle.failed(self.plan.index[host.name], error)
@@ -335,7 +378,7 @@ class DaskRun:
             if any(index in late for index in chunk.positions):
                 del self.chunks[key]
                 self.client.cancel([chunk.future])
-                self.out -= len(chunk.positions)
+                self._back(chunk)
                 for index in chunk.positions:
                     sent = self.sent.pop(index)
                     error = late.get(index) or watchdog.overdue_error(
@@ -343,10 +386,20 @@ class DaskRun:
                     )
                     self.settle.failed(index, error)
 
-    def _tell_workers(self, call: Callable[..., None]) -> None:
+    def _tell_workers(self, call: Callable[..., Awaitable[None]]) -> None:
         """Ask every worker, without waiting (a worker that does not answer must not hold the
         run)."""
         try:
             self.client.run(call, self.run_id, wait=False)
         except Exception:
             logger.debug("dask: telling the workers %s failed", call.__name__, exc_info=True)
+
+
+def _rebuilt(exc: BaseException) -> BaseException:
+    """``exc`` as raised here: a ``SystemExit`` unpickled by Dask's means keeps its ``args``
+    but not its ``code``, which the process's exit status is."""
+    try:
+        fresh = type(exc)(*exc.args)
+    except Exception:  # noqa: BLE001 - a class that takes other arguments: as it came
+        return exc
+    return fresh.with_traceback(exc.__traceback__)

@@ -158,7 +158,8 @@ class DaskRunner(Policed):
         self.tls = flag(f"{what}: tls", tls)
         self.dashboard = flag(f"{what}: dashboard", dashboard)
         self.connect_timeout = number(
-            f"{what}: connect_timeout", connect_timeout, above=0, maximum=3600, unit="seconds"
+            f"{what}: connect_timeout", connect_timeout, above=0, maximum=3600,
+            unit="a number of seconds",
         )
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what=what)
@@ -211,6 +212,8 @@ class DaskRunner(Policed):
                 run.end(abandon=ctrl_c.abandoned)
             if ctrl_c.presses:
                 raise interrupted(result, abandoned=ctrl_c.abandoned)
+            if run.escaped:  # as nornir's runners: once the run has stopped
+                raise run.escaped[0]
         return result
 
     def _refuse_cleartext(self, hosts: list[Host]) -> None:
@@ -339,9 +342,9 @@ class _Cluster:
             if self.dashboard:
                 print(f"dask runner: dashboard at {client.dashboard_link}", file=sys.stderr)
 
-    def workers(self) -> int:
-        """How many workers there are now; those new since the last run have their versions
-        checked; the connections of those gone are forgotten."""
+    def workers(self) -> list[str]:
+        """The workers there are now, by address; those new since the last run have their
+        versions checked; the connections of those gone are forgotten."""
         from nornir_bench.runners.dask.worker import versions
 
         assert self.client is not None
@@ -354,7 +357,7 @@ class _Cluster:
             self.checked |= set(new)
         if not alive:
             raise DaskClusterError(f"dask runner: the scheduler at {self.where} has no workers")
-        return len(alive)
+        return sorted(alive)
 
     def _close_held(self, by_worker: dict[str, list[tuple[str, str]]]) -> None:
         """Ask each worker to close the connections it keeps that are listed for it."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import threading
+from collections.abc import Coroutine
 from concurrent.futures import Future
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
@@ -75,13 +76,19 @@ class NornirBenchWorker(WorkerPlugin):
 
 
 class _Chunk:
-    """A chunk of hosts on this worker: done once every host is finished (or dropped)."""
+    """A chunk of hosts on this worker: done once every host is finished (or dropped).
 
-    __slots__ = ("done", "finished", "left")
+    ``escaped``: a ``BaseException`` that is not an error (``SystemExit``) raised by a host's
+    task: the host has no result, and the parent raises it once its run has stopped, as
+    nornir's runners raise it from ``run()``; this worker's loop goes on.
+    """
+
+    __slots__ = ("done", "escaped", "finished", "left")
 
     def __init__(self, count: int) -> None:
         self.left = count
         self.finished: list[FinishedHost] = []
+        self.escaped: BaseException | None = None
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def settle(self, count: int = 1) -> None:
@@ -96,7 +103,21 @@ class _RunHere:
     def __init__(self, payload: bytes, held: HeldConnections[Host]) -> None:
         spec = unpack_run(payload)
         self.chunk_of: dict[int, _Chunk] = {}
-        self.run = RemoteRun(spec, held, self._finished, limit=spec.num_workers)
+        self.run = RemoteRun(
+            spec, held, self._finished, limit=spec.num_workers, wrap_host=self._contained
+        )
+
+    async def _contained(self, host: Coroutine[Any, Any, None], index: int) -> None:
+        """A host's run, whatever its task raises kept from ending the worker's loop."""
+        try:
+            await host
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - SystemExit & co.: the parent raises it
+            chunk = self.chunk_of.pop(index, None)
+            if chunk is not None:
+                chunk.escaped = exc
+                chunk.settle()
 
     def _finished(self, done: FinishedHost, left_a_call: bool) -> None:
         chunk = self.chunk_of.pop(done.position)
@@ -134,7 +155,7 @@ class _WorkerState:
         positions: list[int],
         hosts: bytes,
         seconds_left: float | None,
-    ) -> bytes:
+    ) -> tuple[bytes, BaseException | None]:
         here = self.runs.get(run_id)
         if here is None:
             here = self.runs[run_id] = _RunHere(payload, self.held)
@@ -152,7 +173,7 @@ class _WorkerState:
             batch = dumps(FinishedBatch.of(chunk.finished))
         except Exception:  # noqa: BLE001 - something in a result does not pickle: portable
             batch = cloud_dumps(FinishedBatch.of(portable(chunk.finished)))
-        return batch
+        return batch, chunk.escaped
 
     async def end(self, run_id: str) -> None:
         here = self.runs.pop(run_id, None)
@@ -192,18 +213,24 @@ def run_chunk(
     positions: list[int],
     hosts: bytes,
     seconds_left: float | None,
-) -> tuple[str, bytes]:
+) -> tuple[str, bytes, BaseException | None]:
     """The Dask task of a chunk: run ``hosts`` (pickled, ``positions`` in the run) on this
-    worker's loop; this worker's address, and the chunk's pickled ``FinishedBatch``."""
+    worker's loop; this worker's address, the chunk's pickled ``FinishedBatch``, and what a
+    task raised that is not an error (``SystemExit``), if one did."""
     worker = get_worker()
     state = _state(worker)
     done = state.call(state.chunk(payload, run_id, positions, hosts, seconds_left))
     # Waiting takes no slot of Dask's: the worker's own limit decides how many hosts run.
     secede()
-    return worker.address, done.result()
+    batch, escaped = done.result()
+    return worker.address, batch, escaped
 
 
-def halt_run(run_id: str, dask_worker: Worker | None = None) -> None:
+# The three below are coroutines (Client.run awaits them on the Dask worker's own loop, and
+# runs them without waiting when asked to): they wait for the hosts' loop without blocking it.
+
+
+async def halt_run(run_id: str, dask_worker: Worker | None = None) -> None:
     """Through ``Client.run``: the parent's Ctrl-C: no host of ``run_id`` starts any more here,
     and hosts waiting to retry stop waiting."""
     state = _state(dask_worker)
@@ -213,20 +240,25 @@ def halt_run(run_id: str, dask_worker: Worker | None = None) -> None:
         if here is not None:
             here.halt()
 
-    state.call(halt()).result(_LOOP_CALL_SECONDS)
+    await _on(state, halt())
 
 
-def end_run(run_id: str, dask_worker: Worker | None = None) -> None:
+async def end_run(run_id: str, dask_worker: Worker | None = None) -> None:
     """Through ``Client.run``: ``run_id`` is over: its session here closes (its thread pool;
     the connections its hosts opened stay, for the next run)."""
     state = _state(dask_worker)
-    state.call(state.end(run_id)).result(_LOOP_CALL_SECONDS)
+    await _on(state, state.end(run_id))
 
 
-def close_held(pairs: list[tuple[str, str]], dask_worker: Worker | None = None) -> None:
+async def close_held(pairs: list[tuple[str, str]], dask_worker: Worker | None = None) -> None:
     """Through ``Client.run``: close these connections this worker keeps (host, plugin)."""
     state = _state(dask_worker)
-    state.call(close_held_here(state.held, pairs)).result(_LOOP_CALL_SECONDS)
+    await _on(state, close_held_here(state.held, pairs))
+
+
+async def _on(state: _WorkerState, coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run ``coroutine`` on the hosts' loop, awaited from Dask's, at most a bounded time."""
+    await asyncio.wait_for(asyncio.wrap_future(state.call(coroutine)), _LOOP_CALL_SECONDS)
 
 
 def versions() -> dict[str, str]:

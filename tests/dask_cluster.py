@@ -1,0 +1,158 @@
+"""A real Dask cluster for tests: a scheduler and worker processes started with Dask's own
+command-line tools on 127.0.0.1, reached by address (``tcp://``, or ``tls://`` with a temporary
+certificate). "Ready" is the scheduler accepting a client and the workers registered with it.
+
+The runner tests share one (:func:`shared_address`, started by tests/runners/conftest.py for the
+session): the ``dask`` runner of the conformance and policy suites connects to it by address,
+which spares a cluster start per test. Tests of the runner's own embedded cluster start theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from distributed import Client
+from distributed.security import Security
+
+__all__ = ["DaskCluster", "SharedClusterOptions", "dask_cluster", "shared_address"]
+
+START_SECONDS = 60.0
+
+
+class DaskCluster:
+    """A scheduler and ``workers`` worker processes on loopback (stop with :meth:`stop`)."""
+
+    def __init__(self, workers: int = 2, *, tls: bool = False, nanny: bool = True) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="nornir-bench-test-dask-"))
+        self.security: Security | None = None
+        tls_args: list[str] = []
+        if tls:
+            temporary = Security.temporary()
+            for name, text in (
+                ("ca.pem", temporary.tls_ca_file),
+                ("cert.pem", temporary.tls_scheduler_cert),
+                ("key.pem", temporary.tls_scheduler_key),
+            ):
+                (self.folder / name).write_text(str(text))
+            paths = {n: str(self.folder / f"{n}.pem") for n in ("ca", "cert", "key")}
+            tls_args = [
+                "--tls-ca-file", paths["ca"], "--tls-cert", paths["cert"], "--tls-key", paths["key"]
+            ]
+            self.security = Security(
+                tls_ca_file=paths["ca"],
+                tls_client_cert=paths["cert"],
+                tls_client_key=paths["key"],
+                require_encryption=True,
+            )
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
+        scheduler_file = self.folder / "scheduler.json"
+        self.scheduler = subprocess.Popen(
+            [
+                sys.executable, "-m", "distributed.cli.dask_scheduler",
+                "--host", "127.0.0.1", "--port", "0", "--protocol", "tls" if tls else "tcp",
+                "--no-dashboard", "--scheduler-file", str(scheduler_file), *tls_args,
+            ],
+            env=env, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        self.workers = subprocess.Popen(
+            [
+                sys.executable, "-m", "distributed.cli.dask_worker",
+                "--scheduler-file", str(scheduler_file), "--host", "127.0.0.1",
+                "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard",
+                "--local-directory", str(self.folder), "--death-timeout", "30",
+                *(["--nanny"] if nanny else ["--no-nanny"]), *tls_args,
+            ],
+            env=env, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + START_SECONDS
+        self.address = ""
+        while not self.address:
+            try:
+                self.address = json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                if time.monotonic() > deadline or self.scheduler.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("the test's Dask scheduler did not start") from None
+                time.sleep(0.02)
+        with self.client() as client:
+            client.wait_for_workers(workers, timeout=START_SECONDS)
+
+    @contextmanager
+    def client(self) -> Iterator[Client]:
+        client = Client(self.address, security=self.security, timeout=30, set_as_default=False)
+        try:
+            yield client
+        finally:
+            client.close()
+
+    def worker_pids(self) -> dict[str, int]:
+        """Each worker's address and process id."""
+        with self.client() as client:
+            pids: dict[str, int] = client.run(os.getpid)
+        return pids
+
+    def stop(self) -> None:
+        for process in (self.workers, self.scheduler):
+            if process.poll() is None:
+                process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextmanager
+def dask_cluster(workers: int = 2, *, tls: bool = False) -> Iterator[DaskCluster]:
+    cluster = DaskCluster(workers, tls=tls)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_shared: DaskCluster | None = None
+
+
+def shared_address() -> str:
+    """The address of the session's shared cluster (started on first use)."""
+    global _shared
+    if _shared is None:
+        _shared = DaskCluster(2)
+    return _shared.address
+
+
+def stop_shared() -> None:
+    global _shared
+    if _shared is not None:
+        _shared.stop()
+        _shared = None
+
+
+class SharedClusterOptions(Mapping[str, Any]):
+    """The ``dask`` runner's options in the runner suites: the shared cluster's address, read
+    when a test builds its runner (the cluster is started for the session, not at import)."""
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    def _all(self) -> dict[str, Any]:
+        return {"address": shared_address(), **self.options}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
