@@ -11,7 +11,6 @@ from pathlib import Path
 from nornir_bench.cli._common import (
     EXIT_FAILED_HOSTS,
     EXIT_OK,
-    EXIT_USAGE,
     by_signal,
     interrupted_status,
 )
@@ -49,16 +48,10 @@ def command(args: argparse.Namespace) -> int:
     from nornir_bench.jobs.show import failure_lines, interruption, result_lines, step_lines
 
     job = load_job(args.job)
-    try:
-        run = run_job(
-            job,
-            output=args.output,
-            progress=False if args.quiet else None,
-            on_stopping=_say_stopping,
-        )
-    except OSError as exc:
-        print(f"nornir-bench: error: cannot write the results: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    # A records file that cannot be written is a RecordsError: one line naming it, exit 2.
+    run = run_job(
+        job, output=args.output, progress=False if args.quiet else None, on_stopping=_say_stopping
+    )
     what = f"{len(job.steps)} steps" if job.stepped else f"task {job.task_name}"
     print(f"job {job.path}: {what} on {hosts_text(run.hosts)}, runner {job.runner_plugin}")
     if args.show:

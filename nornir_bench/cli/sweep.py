@@ -69,6 +69,7 @@ def command(args: argparse.Namespace) -> int:
         tables,
         write_report,
     )
+    from nornir_bench.core.files import why_not_written
 
     grid = SweepGrid(runners=args.runners, workers=args.workers, rtts=args.rtt,
                      hosts=args.hosts, repeat=args.repeat)
@@ -76,7 +77,12 @@ def command(args: argparse.Namespace) -> int:
     try:
         report = write_report(result, args.out)
     except OSError as exc:
-        print(f"nornir-bench: error: cannot write the results: {exc}", file=sys.stderr)
+        where = Path(exc.filename) if exc.filename else args.out
+        print(
+            f"nornir-bench: error: cannot write the results to {where}: "
+            f"{why_not_written(exc, where)}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     print(tables(result))
     print()

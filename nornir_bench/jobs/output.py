@@ -16,10 +16,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.files import why_not_written
+
 if TYPE_CHECKING:
     from nornir_bench.jobs.load import Job
 
-__all__ = ["default_output", "open_records", "records_folder"]
+__all__ = ["RecordsError", "default_output", "open_records", "records_folder"]
+
+
+class RecordsError(NornirBenchError, OSError):
+    """The records file cannot be created or written: which file, and why in words."""
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        super().__init__(f"cannot write the results to {path}: {why_not_written(error, path)}")
+        self.path = path
 
 # Runs started in the same second get -2, -3 ... after the default name; past this many, the
 # folder is taken to be unwritable in a way that retrying cannot fix.
@@ -52,8 +63,15 @@ def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
     is truncated only once this run holds it: if another run is writing it, that is an error.
 
     Raises:
-        OSError: when the file cannot be created or is being written by another run.
+        RecordsError: when the file cannot be created or is being written by another run.
     """
+    try:
+        return _open_records(path, job)
+    except OSError as exc:
+        raise RecordsError(path or default_output(job), exc) from None
+
+
+def _open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
     if path is None:
         base = default_output(job)
         _make_private_folder(base.parent)

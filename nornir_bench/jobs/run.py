@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -34,10 +34,10 @@ from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
-from nornir_bench.jobs.output import default_output, open_records, records_folder
+from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
 from nornir_bench.processors.progress import ProgressBar
-from nornir_bench.processors.records import JsonLinesWriter
+from nornir_bench.processors.records import JsonLinesWriter, RecordsWriteError
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -136,7 +136,7 @@ def run_job(
 
     Raises:
         JobError: when the inventory cannot be loaded or the filter matches no host.
-        OSError: when the output file cannot be written.
+        RecordsError: when the records file cannot be created or written (which, and why).
     """
     nr, secrets = job.nornir()
     redact = Redactor(secrets)
@@ -162,12 +162,32 @@ def _run(
 ) -> JobRun:
     no_last_resort_logging()
     path, file = open_records(output or job.output, job)
+    try:
+        run = _run_steps(job, nr, redact, path, file, progress, on_stopping)
+    except RecordsWriteError as exc:
+        raise RecordsError(path, exc) from None
+    finally:
+        with contextlib.suppress(OSError):  # written to its end, or said above why not
+            if not file.closed:
+                file.close()
+    return run
+
+
+def _run_steps(
+    job: Job,
+    nr: Nornir,
+    redact: Redactor,
+    path: Path,
+    file: IO[str],
+    progress: bool | None,
+    on_stopping: Callable[[], None] | None,
+) -> JobRun:
     hosts = list(nr.inventory.hosts)
     steps: list[StepRun] = []
     interrupted = abandoned = False
     stopped: str | None = None  # why the steps left do not run
     started = time.perf_counter()
-    with file:
+    with _closed_writing(file):
         try:
             for step in job.steps:
                 run, abandoned, raised = _run_step(step, nr, file, redact, progress, on_stopping)
@@ -298,3 +318,16 @@ def _close_connections(nr: Nornir) -> None:
         close = getattr(nr.runner, "close", None)
         if callable(close):
             close()
+
+
+@contextlib.contextmanager
+def _closed_writing(file: IO[str]) -> Iterator[None]:
+    """Close the records file after the block; what it could not write is a
+    :class:`RecordsWriteError` (the file-size limit, a full disk), as a write's is."""
+    try:
+        yield
+    finally:
+        try:
+            file.close()
+        except OSError as exc:
+            raise RecordsWriteError(*exc.args) from exc

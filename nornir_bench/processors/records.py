@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import MultiResult, Task
 
-__all__ = ["JsonLinesWriter", "host_record"]
+__all__ = ["JsonLinesWriter", "RecordsWriteError", "host_record"]
 
 
 def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> dict[str, Any]:
@@ -78,6 +78,11 @@ def _traceback(text: object, exc: BaseException) -> str:
         return text
     lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
     return "".join(lines)
+
+
+class RecordsWriteError(OSError):
+    """A record could not be written (the file-size limit, a full disk): its cause is the
+    ``OSError`` of the write."""
 
 
 class JsonLinesWriter(HostTimer):
@@ -117,6 +122,9 @@ class JsonLinesWriter(HostTimer):
             self.redact.value(record), default=self.redact.json_default, ensure_ascii=False
         )
         with self._lock:
-            self.file.write(line + "\n")
-            self.file.flush()
+            try:
+                self.file.write(line + "\n")
+                self.file.flush()
+            except OSError as exc:  # the file-size limit, a full disk: the job says which file
+                raise RecordsWriteError(*exc.args) from exc
             self.written += 1

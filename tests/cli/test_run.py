@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import re
 import signal
 import socket
@@ -214,8 +215,40 @@ def test_a_state_folder_that_cannot_be_made_is_the_one_line_write_error(tmp_path
     )
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.splitlines()
-    assert line.startswith("nornir-bench: error: cannot write the results: [Errno 20] Not a "
-                           "directory"), line
+    folder = tmp_path / "state" / "nornir-bench" / "records"
+    assert line.startswith(f"nornir-bench: error: cannot write the results to {folder}/job-"), line
+    assert line.endswith(f".jsonl: {tmp_path / 'state'} is a file, not a folder"), line
+
+
+def test_an_output_inside_a_file_says_which_is_a_file(tmp_path: Path) -> None:
+    """Once: ``[Errno 17] File exists: 'FILE'`` for ``-o FILE/out.jsonl``."""
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
+    (tmp_path / "FILE").write_text("a file\n")
+    done = nornir_bench("run", str(job), "-o", "FILE/out.jsonl", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "nornir-bench: error: cannot write the results to FILE/out.jsonl: FILE is a file, not a "
+        "folder"
+    ]
+
+
+def test_records_past_the_file_size_limit_name_the_file_and_the_limit(tmp_path: Path) -> None:
+    """Once: ``cannot write the results: [Errno 27] File too large``, no path, no limit."""
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=50)
+
+    def small_files() -> None:  # in the child: its records file may not pass 2,000 bytes
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl", "-q"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, preexec_fn=small_files,
+        env={**os.environ, "NB_TEST_SECRET": SECRET},
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "nornir-bench: error: cannot write the results to out.jsonl: file too large: the "
+        "file-size limit is 2,000 bytes (ulimit -f)"
+    )
 
 
 def test_the_jobs_output_path_is_used_unless_overridden(tmp_path: Path) -> None:
