@@ -173,7 +173,7 @@ BAD_JOBS = {
     "unknown runner": (
         SYNTHETIC + "runner: {plugin: threadpol}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",
         r"job.yaml:5:18: unknown runner plugin 'threadpol'; "
-        r"available: asyncio, processpool, serial, threaded, threadpool$",
+        r"available: asyncio, dask, processpool, serial, threaded, threadpool$",
     ),
     "runner option of the wrong type": (
         SYNTHETIC + "runner:\n  plugin: threadpool\n  options:\n    num_workers: ten\n"
@@ -208,7 +208,7 @@ BAD_JOBS = {
         SYNTHETIC + "runner: {plugin: threadpool}\ntask: {name: asim_rtt, params: {rtt: 0}}\n",
         r"job.yaml:5:18: task asim_rtt is async \(async def\) and runner 'threadpool' "
         r"cannot await it; "
-        r"use one of: asyncio, processpool",
+        r"use one of: asyncio, dask, processpool",
     ),
     "unknown inventory plugin": (
         "inventory: {plugin: SimpleInv}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",

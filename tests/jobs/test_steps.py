@@ -136,13 +136,13 @@ BAD_STEPS = {
         "runner: {plugin: threadpool}\n"
         f"steps: [{STEP}, {{name: asim_rtt, params: {{rtt: 0}}}}]\n",
         "job.yaml:3:18: step 2: task asim_rtt is async (async def) and runner 'threadpool' "
-        "cannot await it; use one of: asyncio, processpool",
+        "cannot await it; use one of: asyncio, dask, processpool",
     ),
     "an async step on the default runner of mixed steps": (
         f"steps: [{STEP}, {{name: asim_rtt, params: {{rtt: 0}}}}]\n",
         "job.yaml:3:44: step 2: task asim_rtt is async (async def) and runner 'threadpool' "
         "cannot await it (the default when not every step is async); name a runner that can, "
-        "which runs the blocking steps too: one of: asyncio, processpool",
+        "which runs the blocking steps too: one of: asyncio, dask, processpool",
     ),
 }
 
