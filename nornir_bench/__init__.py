@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from nornir_bench.bench.summary import RunSummary, summarize
     from nornir_bench.bench.sweep import SweepGrid, run_sweep
     from nornir_bench.bench.usage import ProcessUsage, process_usage
+    from nornir_bench.core.deadlines import bounded, time_left
     from nornir_bench.core.exceptions import (
         HostSkipped,
         NornirBenchError,
@@ -71,6 +72,7 @@ __getattr__, __dir__ = lazy_exports(
             "WorkerCrashed",
             "WorkerUnavailable",
         ),
+        "nornir_bench.core.deadlines": ("bounded", "time_left"),
         "nornir_bench.core.execution": ("arun_host", "arun_subtask", "run_host"),
         "nornir_bench.core.plugins": ("init_nornir",),
         "nornir_bench.inventory": ("SyntheticInventory",),
@@ -142,6 +144,7 @@ __all__ = [
     "asim_rtt",
     "atcp_ping",
     "available_runners",
+    "bounded",
     "init_nornir",
     "load_job",
     "process_usage",
@@ -155,4 +158,5 @@ __all__ = [
     "sim_rtt",
     "summarize",
     "tcp_ping",
+    "time_left",
 ]

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from nornir_bench.core.checks import number, whole_number
+from nornir_bench.core.deadlines import bounded
 from nornir_bench.core.timeouts import within
 from nornir_bench.tasks._needs import needs
 
@@ -37,7 +38,8 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
 
     Attributes:
         host, port: where to connect.
-        timeout: seconds for the connection and the reply together.
+        timeout: seconds for the connection and the reply together (at most the time the
+            host's attempt has left).
         probe: the bytes sent once connected (``probe + "\\n"``), or ``None`` to only connect.
     """
 
@@ -65,7 +67,9 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
                 f"tcp_ping: probe must be one non-empty line of text (or None), got {probe!r}"
             )
         line = None if probe is None else (probe + "\n").encode()
-        return cls(host.hostname or host.name, chosen, float(timeout), line)
+        # Bounded by the time the host's attempt has left: a call the runner gives up at the
+        # deadline then returns by itself, and leaves no thread behind.
+        return cls(host.hostname or host.name, chosen, bounded(task, float(timeout)), line)
 
     @property
     def address(self) -> str:
@@ -97,7 +101,8 @@ def tcp_ping(
 
     Args:
         port: the port; default the host's ``port``, else 22.
-        timeout: seconds for connecting and the reply together.
+        timeout: seconds for connecting and the reply together; at most the time the host's
+            attempt has left under the run's task_timeout or run_timeout.
         probe: a line to send once connected; the task then waits for one line back.
 
     Returns:

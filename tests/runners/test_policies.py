@@ -22,13 +22,21 @@ from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.lab import LabDevice, write_inventory
 from nornir_bench.tasks import asend_command, atcp_ping, send_command, tcp_ping
 from tests.conftest import Recorder
 from tests.devices import LabProcess, nornir_on, silent_port
-from tests.runners.test_conformance import ASYNC, POLICIES, Runner, each_kind, each_runner
+from tests.runners.test_conformance import (
+    ASYNC,
+    COUNTED_IN_PROCESS,
+    POLICIES,
+    Runner,
+    each_kind,
+    each_runner,
+)
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -360,6 +368,50 @@ def test_hosts_on_a_device_that_never_answers_time_out_and_free_their_slots(
     for thread in threading.enumerate():
         if thread.name.startswith(("threadpool", "asyncio-runner")):
             thread.join(10)
+
+
+@pytest.mark.parametrize("runner", each_runner(POLICIES, COUNTED_IN_PROCESS))
+def test_the_packages_blocking_tasks_end_by_themselves_at_the_deadline(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """Once, with task_timeout 2 and tcp_ping(timeout=600), a call given up at the deadline
+    stayed in its thread for ten minutes: tcp_ping now bounds its own timeout by the time the
+    host's attempt has left, and returns by itself."""
+    with silent_port() as port:  # stays silent: only the task's own timeout ends the calls
+        devices = [LabDevice(f"r{i}", "127.0.0.1", port, "cisco_ios", "u", "p") for i in range(6)]
+        write_inventory(devices, tmp_path)
+        options = dict(runner.options, num_workers=3, task_timeout=0.5)
+        nr = nornir_on(tmp_path, runner.name, **options)
+        before = set(threading.enumerate())
+        result = nr.run(task=tcp_ping, probe="show version", timeout=600)
+        returned = time.monotonic()
+        assert errors(result) == {"TaskTimeout": 6}
+        left = set(threading.enumerate()) - before
+        for thread in left:
+            thread.join(max(0.0, returned + 1.0 - time.monotonic()))
+        assert not [t for t in left if t.is_alive()], "calls given up still in their threads"
+
+
+def times_left(task: Task) -> list[float | None]:
+    mine = time_left(task)
+    sub = task.run(task=_time_left_here)
+    return [mine, sub[0].result]
+
+
+def _time_left_here(task: Task) -> float | None:
+    return time_left(task)
+
+
+@pytest.mark.parametrize("runner", each_runner(POLICIES))
+def test_a_task_sees_the_time_its_attempt_has_left(runner: Runner) -> None:
+    timed = runner.nornir(hosts=3, task_timeout=30).run(task=times_left)
+    for multi in timed.values():
+        mine, sub = multi[0].result
+        assert 29 < mine <= 30 and 29 < sub <= mine  # a subtask has its host's
+    untimed = runner.nornir(hosts=3).run(task=times_left)
+    assert {multi[0].result[0] for multi in untimed.values()} == {None}
+    outside = Task(times_left, None, global_dry_run=False, processors=None)  # type: ignore[arg-type]
+    assert (time_left(outside), bounded(outside, 5.0)) == (None, 5.0)
 
 
 def late_subtask(task: Task) -> str:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import MultiResult
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
+from nornir_bench.core.deadlines import set_deadline
 from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
     Offload,
@@ -102,13 +103,16 @@ class HostAttempts:
         self._by_run = False
 
     def deadline(self) -> float | None:
-        """The deadline of an attempt starting now (``time.monotonic``), if it has one."""
+        """The deadline of an attempt starting now (``time.monotonic``), if it has one; the
+        task's own timeouts may be bounded by it (``core.deadlines.time_left``)."""
         limit = self.policy.task_timeout
         deadline = None if limit is None else time.monotonic() + limit
         self._by_run = self.run_deadline is not None and (
             deadline is None or self.run_deadline <= deadline
         )
-        return self.run_deadline if self._by_run else deadline
+        chosen = self.run_deadline if self._by_run else deadline
+        set_deadline(self.task, chosen)
+        return chosen
 
     def timeout_error(self, abandoned: bool = False) -> Exception:
         """The error of an attempt stopped at the deadline :meth:`deadline` gave;
