@@ -130,6 +130,13 @@ class CountingServer:
     open: int = 0
     hellos: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    control: socket.socket | None = None
+
+    def restart(self) -> None:
+        """Close every connection, as a device that restarted (or timed out idle sessions)
+        does; it goes on accepting new ones."""
+        assert self.control is not None
+        self.control.send(b"r")
 
     def wait_open(self, count: int, timeout: float = 10.0) -> int:
         """The connections open once there are ``count`` and each open one has said hello (or
@@ -156,7 +163,15 @@ def counting_server() -> Iterator[CountingServer]:
     selector.register(listener, selectors.EVENT_READ)
     stop_read, stop_write = socket.socketpair()
     selector.register(stop_read, selectors.EVENT_READ)
+    stats.control = stop_write
     buffers: dict[socket.socket, bytes] = {}
+
+    def close(sock: socket.socket) -> None:
+        selector.unregister(sock)
+        del buffers[sock]
+        sock.close()
+        with stats.lock:
+            stats.open -= 1
 
     def serve() -> None:
         while True:
@@ -164,7 +179,11 @@ def counting_server() -> Iterator[CountingServer]:
                 sock = key.fileobj
                 assert isinstance(sock, socket.socket)
                 if sock is stop_read:
-                    return
+                    if b"x" in stop_read.recv(16):
+                        return
+                    for client in list(buffers):  # restart: every session closed
+                        close(client)
+                    continue
                 if sock is listener:
                     client, _ = listener.accept()
                     client.setblocking(False)
@@ -186,11 +205,7 @@ def counting_server() -> Iterator[CountingServer]:
                         with stats.lock:
                             stats.hellos.append(json.loads(line))
                     continue
-                selector.unregister(sock)
-                del buffers[sock]
-                sock.close()
-                with stats.lock:
-                    stats.open -= 1
+                close(sock)
 
     thread = threading.Thread(target=serve, name="counting-server", daemon=True)
     thread.start()

@@ -38,6 +38,7 @@ from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import TaskTimeout
+from nornir_bench.core.liveness import drop_dead_connections
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -315,7 +316,8 @@ def _within(
 
 
 def start_host(template: Task, host: Host) -> Task:
-    """The host's own copy of ``template``, its start hook fired (what ``Task.start`` does first).
+    """The host's own copy of ``template``, its start hook fired (what ``Task.start`` does
+    first); the connections it keeps from earlier runs that died since, dropped.
 
     Runners that fire the start hook apart from the run (the processpool fires it as a host
     leaves for its worker) pass the copy on to :func:`fail_host` as ``started``.
@@ -326,6 +328,10 @@ def start_host(template: Task, host: Host) -> Task:
         task.processors.subtask_instance_started(task, host)
     else:
         task.processors.task_instance_started(task, host)
+        # A connection kept from an earlier run may have died since (the device restarted):
+        # dropped here, the task opens a new one. (Not nornir's __getattribute__: no cost.)
+        if object.__getattribute__(host, "connections"):
+            drop_dead_connections(host)
     if _logger.isEnabledFor(logging.DEBUG):  # skips the arguments' cost when it is off
         _logger.debug("Host %r: running task %r", host.name, task.name)
     return task

@@ -51,9 +51,10 @@ ASYNC_TASKS = "async def tasks run"
 IN_FLIGHT = "hosts in flight at Ctrl-C finish, or are cancelled"
 COUNTED_IN_PROCESS = "hosts in flight counted in the test's process"
 POLICIES = "run policies (tests/runners/test_policies.py)"
+STALE = "kept connections a device closed are opened again (tests/runners/test_connections.py)"
 BEHAVIOURS = {
     REFERENCE, BAD_OPTIONS, CTRL_C, IN_FLIGHT, SYSTEM_EXIT, ASYNC_TASKS, COUNTED_IN_PROCESS,
-    POLICIES,
+    POLICIES, STALE,
 }
 
 
@@ -118,6 +119,8 @@ THREADED = Runner(
         ASYNC_TASKS: "nornir's threaded runner does not await an async def task",
         POLICIES: "nornir's threaded runner has no run policies (no timeout, no retries): "
         "the reason nornir-bench's runners have them",
+        STALE: "nornir's threaded runner gives a task the kept connection as it is, dead or "
+        "alive",
     },
 )
 

@@ -32,9 +32,10 @@ from nornir.core.plugins.inventory import InventoryPluginRegister, TransformFunc
 from nornir.core.plugins.runners import RunnersPluginRegister
 from nornir.core.task import Task
 
+from nornir_bench.core.liveness import socket_open
 from tests.conftest import descendant_pids
 from tests.devices import counting_server, nornir_on
-from tests.runners.test_conformance import ASYNC, Runner, each_kind, each_runner
+from tests.runners.test_conformance import ASYNC, STALE, Runner, each_kind, each_runner
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -119,6 +120,7 @@ class AsyncCounting:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
         self.loop = asyncio.get_running_loop()
+        self.connection = writer.get_extra_info("socket")  # the session, as plugins keep it
 
     async def aclose(self) -> None:
         self.writer.close()
@@ -220,6 +222,45 @@ def test_a_connection_held_in_a_worker_says_where_when_used_in_the_parent(
             f"host dev0's {PLUGIN!r} connection is held in processpool worker process {pid}: "
             "use it in a task the runner runs there"
         )
+        nr.close_connections()
+        assert server.wait_open(0) == 0
+
+
+def talks(task: Task) -> int:
+    """Uses the host's connection: a session the device closed fails here, as a device
+    session's next read would."""
+    session = task.host.get_connection(PLUGIN, task.nornir.config)
+    if not socket_open(session):
+        raise ConnectionResetError("the device closed the session")
+    return os.getpid()
+
+
+async def atalks(task: Task) -> int:
+    if "acounting" not in task.host.connections:
+        await aopens(task)
+    if not socket_open(task.host.connections["acounting"].connection):
+        raise ConnectionResetError("the device closed the session")
+    return os.getpid()
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(STALE, cases=each_kind))
+def test_a_session_the_device_closed_between_runs_is_opened_again(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    """Once, the run after the devices restarted failed on every host (OSError: Socket is
+    closed on threadpool, ConnectionLost on asyncio, BrokenPipeError on processpool): the
+    kept sessions were dead. They are now checked before the task gets them."""
+    task = atalks if kind == ASYNC else talks
+    with counting_server() as server, registered(PLUGIN, counting_plugin()):
+        nr = nornir(inventory(tmp_path, server.port), runner.name, **runner.options)
+        assert not nr.run(task=task).failed
+        assert server.wait_open(HOSTS) == HOSTS
+        server.restart()  # every device closes its session
+        assert server.wait_open(0) == 0
+        result = nr.run(task=task)
+        assert not result.failed, {h: m.exception for h, m in result.failed_hosts.items()}
+        assert server.wait_open(HOSTS) == HOSTS
+        assert server.accepted == 2 * HOSTS  # one new login a host
         nr.close_connections()
         assert server.wait_open(0) == 0
 

@@ -57,6 +57,10 @@ class HeldElsewhere:
         """Close the connection in its worker (``host.close_connection`` then forgets it)."""
         self._closer(self.host, self.plugin)
 
+    def alive(self) -> bool:
+        """Its worker tells, before the host's task there gets it: here it is alive."""
+        return True
+
     def _elsewhere(self) -> str:
         return (
             f"host {self.host}'s {self.plugin!r} connection is held in {self.where}: use it in "
