@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.one_host import RunContext, run_one
+from nornir_bench.core.open_files import descriptors_of, open_files_for
 from nornir_bench.core.policies.hosts import HostAttempts, Outcome, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
@@ -88,7 +89,14 @@ class ThreadPoolRunner(Policed):
             BaseException: a ``SystemExit`` or similar raised by a task is re-raised once every
                 thread has stopped, as nornir's runner re-raises it.
         """
-        run = _ThreadRun(task, hosts, self.policy, min(self.num_workers, len(hosts)))
+        in_flight = min(self.num_workers, len(hosts))
+        with open_files_for(
+            in_flight, descriptors_of(task.task), what="threadpool runner"
+        ) as fits:  # the open files the threads' hosts need (fewer threads if they cannot)
+            return self._run(_ThreadRun(task, hosts, self.policy, min(in_flight, fits)))
+
+    def _run(self, run: _ThreadRun) -> AggregatedResult:
+        task = run.task
         ctrl_c = CtrlC(run.halt.set)
         try:
             with tuned_for_run(), ctrl_c.handled():

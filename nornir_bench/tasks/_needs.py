@@ -58,6 +58,9 @@ class Needs:
     libraries: tuple[str, ...] = ()
     connections: tuple[str, ...] = ()
     install: str | None = None
+    descriptors: int | None = None
+    """File descriptors one host holds while the task runs (sockets, pipes); ``None``: one a
+    connection plus one (see ``core.open_files``)."""
 
 
 def needs(
@@ -65,6 +68,7 @@ def needs(
     libraries: Sequence[str] = (),
     connections: Sequence[str] = (),
     install: str | None = None,
+    descriptors: int | None = None,
 ) -> Callable[[_Task], _Task]:
     """Declare what the decorated task uses (:class:`Needs`): ``@needs()`` for nothing more.
 
@@ -78,7 +82,7 @@ def needs(
             raise TypeError(f"needs: {name} must be a list of names, got the string {value!r}")
 
     def declare(task: _Task) -> _Task:
-        declared = Needs(tuple(libraries), tuple(connections), install)
+        declared = Needs(tuple(libraries), tuple(connections), install, descriptors)
         task.needs = declared  # type: ignore[attr-defined]
         return task
 

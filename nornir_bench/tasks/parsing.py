@@ -76,7 +76,7 @@ def show_interfaces_output(host: str, interfaces: int = 8) -> str:
     return "".join(blocks)
 
 
-@needs(libraries=["ntc_templates"], install=DEVICES_EXTRA)
+@needs(libraries=["ntc_templates"], install=DEVICES_EXTRA, descriptors=0)
 def parse_interfaces(task: Task, interfaces: int = 8) -> list[dict[str, Any]]:
     """Parse this host's ``show interfaces`` with TextFSM (ntc-templates); returns the records.
 

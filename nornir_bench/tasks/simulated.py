@@ -85,7 +85,7 @@ def _check_params(params: Mapping[str, Any]) -> None:
     )
 
 
-@needs()  # no library, no connection: the benchmark's Nornir registers none
+@needs(descriptors=0)  # no library, no connection, no file: the benchmark registers none
 @check_params_with(_check_params)
 def sim_rtt(
     task: Task,
@@ -106,7 +106,7 @@ def sim_rtt(
     return trip.delay
 
 
-@needs()
+@needs(descriptors=0)
 @check_params_with(_check_params)
 async def asim_rtt(
     task: Task,

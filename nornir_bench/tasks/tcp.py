@@ -89,7 +89,7 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
         return ConnectionResetError(f"{self.address}: the connection closed before a reply line")
 
 
-@needs()  # plain sockets
+@needs(descriptors=1)  # a plain socket
 def tcp_ping(
     task: Task,
     port: int | None = None,
@@ -141,7 +141,7 @@ def tcp_ping(
         return ping.result(connected - start, time.perf_counter() - connected)
 
 
-@needs()
+@needs(descriptors=1)
 async def atcp_ping(
     task: Task,
     port: int | None = None,

@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from nornir.core import Nornir
@@ -30,6 +31,7 @@ from nornir_bench.core.connections import (
 )
 from nornir_bench.core.execution import Offload, run_task
 from nornir_bench.core.one_host import RunContext, arun_one
+from nornir_bench.core.open_files import ON_A_LOOP, descriptors_of, open_files_for
 from nornir_bench.core.plugins import register_plugins
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.core.stopping import Halt
@@ -111,6 +113,16 @@ class RemoteRun:
             spec.policy, deadline=spec.deadline, offload=self.session.offload, halt=self.halt
         )
         self.running: set[asyncio.Task[None]] = set()
+        # The open files this process's hosts in flight need: the soft limit raised for the
+        # run, or fewer hosts in flight at once (a worker gets at most num_workers).
+        self._files = ExitStack()
+        fits = self._files.enter_context(
+            open_files_for(
+                spec.num_workers, ON_A_LOOP * descriptors_of(spec.func), what="a worker"
+            )
+        )
+        if fits < spec.num_workers:
+            limit = fits if limit is None else min(limit, fits)
         self.limit = limit
         self.waiting: deque[tuple[int, Host]] = deque()  # over the limit: not started yet
         self.keep_connections = spec.keep_connections
@@ -181,6 +193,11 @@ class RemoteRun:
         """End the run: hosts still running are cancelled, the session closed."""
         await self.stop_hosts()
         await self.session.aclose()
+        self.files_closed()
+
+    def files_closed(self) -> None:
+        """The run's open files are no longer needed: the soft limit goes back."""
+        self._files.close()
 
 
 def left_a_call(multi: MultiResult) -> bool:

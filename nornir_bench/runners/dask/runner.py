@@ -47,6 +47,7 @@ from nornir_bench.core.checks import flag, number, whole_number
 from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
+from nornir_bench.core.open_files import ON_A_LOOP, descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import CtrlC
 from nornir_bench.runners._remote.connections import HeldInWorkers
@@ -190,7 +191,7 @@ class DaskRunner(Policed):
         with cluster.using() as client:
             run = DaskRun(
                 RunOptions(
-                    num_workers=self.num_workers,
+                    num_workers=self._per_worker(task),
                     chunk_size=self.chunk_size,
                     crash_reruns=self.crash_reruns,
                     loop=self.loop_implementation,
@@ -215,6 +216,16 @@ class DaskRunner(Policed):
             if run.escaped:  # as nornir's runners: once the run has stopped
                 raise run.escaped[0]
         return result
+
+    def _per_worker(self, task: Task) -> int:
+        """Hosts in flight on each worker: ``num_workers``, or fewer where the embedded
+        cluster's workers (on this machine, under its limits) cannot open the files they need,
+        said once, here. Workers elsewhere fit their own (each raises its soft limit, or keeps
+        fewer hosts in flight)."""
+        if self.address is not None:
+            return self.num_workers
+        per_host = ON_A_LOOP * descriptors_of(task.task)
+        return hosts_that_fit(self.num_workers, per_host, what="dask runner")
 
     def _refuse_cleartext(self, hosts: list[Host]) -> None:
         """Refuse to send credentials over a network unencrypted: decided from the address's

@@ -46,6 +46,7 @@ from __future__ import annotations
 import os
 import warnings
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import AggregatedResult, Task
@@ -55,6 +56,7 @@ from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
+from nornir_bench.core.open_files import ON_A_LOOP, descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import CtrlC
 from nornir_bench.runners._remote.spec import pack_run
@@ -161,13 +163,18 @@ class ProcessPoolRunner(Policed):
             return result
         if is_close_connections_task(task.task):
             return self._close_connections(task, hosts, result)
+        # The hosts a worker runs at once fit its open files (each worker raises its own soft
+        # limit as far as the hard one lets it: fewer hosts in flight, said once, here).
+        per_worker = hosts_that_fit(
+            self.num_workers, ON_A_LOOP * descriptors_of(task.task), what="processpool runner"
+        )
         procs = self._procs if self._procs.take() else WorkerSet()  # another thread's run: own
         ended = False
         try:
             # The fork server starts (a fresh interpreter) while the run is being pickled.
             procs.ensure_fork_server()
             pool = Pool(
-                self._options,
+                replace(self._options, num_workers=per_worker),
                 task,
                 hosts,
                 result,
@@ -175,7 +182,7 @@ class ProcessPoolRunner(Policed):
                 lambda deadline: pack_run(
                     task,
                     what="processpool runner",
-                    num_workers=self.num_workers,
+                    num_workers=per_worker,
                     policy=self.policy,
                     deadline=deadline,
                     loop=self.loop_implementation,

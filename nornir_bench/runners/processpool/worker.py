@@ -202,3 +202,4 @@ class _WorkerRun(RemoteRun):
         await self.stop_hosts()
         self.flush()  # before closing connections, which may take a while
         await self.session.aclose()
+        self.files_closed()
