@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """processpool under a crash storm: hosts that kill their worker process.
 
-    python scripts/bench_crashes.py [--hosts 10000] [--every 100] [--how exit,kill,segfault]
+    python scripts/bench_crashes.py [--hosts 10000] [--rate 0.01] [--seed 1]
+                                    [--how clean,exit,kill,segfault,mixed] [--at start|end]
                                     [--rtt 0.05] [--blocking] [--limit 600]
 
 Each run is a fresh process: ``--hosts`` synthetic hosts on the ``processpool`` runner with its
-default options; every ``--every``-th host (1 % by default) kills its worker at once, by
-``os._exit(1)``, ``SIGKILL`` (what the out-of-memory killer sends) or a segfault
-(``ctypes.string_at(0)``); the others wait ``--rtt`` (``asyncio.sleep``, or ``time.sleep`` in a
-worker thread with ``--blocking``). Reported per way of crashing: wall time of the run, hosts
-present in the result, hosts failed (those that crashed / the others), hosts run twice, the
-parent's peak RSS, and the longest result text (a failed host's traceback).
+default options; a ``--rate`` of them (1 % by default), drawn at random (``--seed``), kill their
+worker, by ``os._exit(1)``, ``SIGKILL`` (what the out-of-memory killer sends), a segfault
+(``ctypes.string_at(0)``) or, with ``mixed``, each crasher one of the three in turn; ``clean``
+is the same run with no crasher, the figure the others compare with. A crasher crashes as its
+task starts (``--at start``) or after its wait (``--at end``, as a library crashing on a
+device's answer would); the others wait ``--rtt`` (``asyncio.sleep``, or ``time.sleep`` in a
+worker thread with ``--blocking``). Reported per way of crashing: wall time of the run and its
+ratio to the clean run's, hosts present in the result, hosts failed (those that crashed / the
+innocent others), hosts run more than once and the most runs of one host, the parent's peak
+RSS, and the longest result text (a failed host's traceback).
 
 A run that does not end within ``--limit`` seconds is stopped, and reported as such with the
 hosts it had finished (counted by a processor): to measure an older version side by side, run
@@ -27,28 +32,37 @@ import time
 from typing import Any
 
 CHILD = r"""
-import asyncio, ctypes, json, os, resource, signal, sys, threading, time, logging
+import asyncio, ctypes, json, os, random, resource, signal, sys, threading, time, logging
 from nornir import InitNornir
 
-hosts, every, how, rtt, blocking, limit = json.loads(sys.argv[1])
+hosts, rate, seed, how, at_end, rtt, blocking, limit = json.loads(sys.argv[1])
+drawn = [] if how == "clean" else random.Random(seed).sample(range(hosts), round(hosts * rate))
+ways = {i: ("exit", "kill", "segfault")[n % 3] if how == "mixed" else how
+        for n, i in enumerate(sorted(drawn))}
 
-def crash():
-    if how == "exit":
+def crash(way):
+    if way == "exit":
         os._exit(1)
-    if how == "kill":
+    if way == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     ctypes.string_at(0)
 
 async def crashes_async(task):
-    if int(task.host.name[3:]) % every == 7:
-        crash()
+    way = ways.get(int(task.host.name[3:]))
+    if way and not at_end:
+        crash(way)
     await asyncio.sleep(rtt)
+    if way:
+        crash(way)
     return 0
 
 def crashes_blocking(task):
-    if int(task.host.name[3:]) % every == 7:
-        crash()
+    way = ways.get(int(task.host.name[3:]))
+    if way and not at_end:
+        crash(way)
     time.sleep(rtt)
+    if way:
+        crash(way)
     return 0
 
 class Done:
@@ -67,14 +81,16 @@ start = time.perf_counter()
 
 def report(result, ended):
     failed = set(result.failed_hosts) if result is not None else set()
-    crashers = {f"dev{i}" for i in range(hosts) if i % every == 7}
-    twice = sum(1 for m in (result or {}).values() if getattr(m[0], "attempts", 1) > 1)
+    crashers = {f"dev{i}" for i in ways}
+    runs = [getattr(m[0], "attempts", 1) for m in (result or {}).values()]
+    twice = sum(1 for r in runs if r > 1)
     longest = max((len(str(m[0].result)) for m in (result or {}).values()), default=0)
     print(json.dumps({
         "ended": ended, "wall": time.perf_counter() - start,
         "present": len(result) if result is not None else 0, "finished": Done.count,
         "failed_crashers": len(failed & crashers), "failed_others": len(failed - crashers),
-        "twice": twice, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "crashers": len(crashers), "twice": twice, "most_runs": max(runs, default=0),
+        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "longest_result": longest,
     }), flush=True)
 
@@ -94,18 +110,32 @@ report(result, True)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=10_000)
-    parser.add_argument("--every", type=int, default=100, help="every N-th host crashes")
-    parser.add_argument("--how", default="exit,kill,segfault")
+    parser.add_argument("--rate", type=float, default=0.01, help="share of hosts that crash")
+    parser.add_argument("--seed", type=int, default=1, help="which hosts crash")
+    parser.add_argument("--how", default="clean,exit,kill,segfault,mixed")
+    parser.add_argument("--at", choices=("start", "end"), default="start")
     parser.add_argument("--rtt", type=float, default=0.05)
     parser.add_argument("--blocking", action="store_true", help="a blocking task, in threads")
     parser.add_argument("--limit", type=int, default=600, help="seconds before a run is stopped")
     args = parser.parse_args()
     print(
-        f"{args.hosts} hosts, every {args.every}th crashes its worker, "
+        f"{args.hosts} hosts, {args.rate:.1%} crash their worker at the {args.at} of their task, "
         f"{'blocking' if args.blocking else 'async'} task, rtt {args.rtt} s, processpool defaults"
     )
+    clean = None
     for how in args.how.split(","):
-        spec = json.dumps([args.hosts, args.every, how, args.rtt, args.blocking, args.limit])
+        spec = json.dumps(
+            [
+                args.hosts,
+                args.rate,
+                args.seed,
+                how,
+                args.at == "end",
+                args.rtt,
+                args.blocking,
+                args.limit,
+            ]
+        )
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "-c", CHILD, spec],
@@ -119,12 +149,18 @@ def main() -> None:
             continue
         r: dict[str, Any] = json.loads(lines[-1])
         state = "ended" if r["ended"] else f"STOPPED after {args.limit} s"
+        if how == "clean":
+            clean = r["wall"]
+        ratio = f" = {r['wall'] / clean:.1f}x clean" if clean and how != "clean" else ""
+        innocent = args.hosts - r.get("crashers", 0)
         print(
-            f"{how:>9}: {state}, run {r['wall']:.2f} s "
+            f"{how:>9}: {state}, run {r['wall']:.2f} s{ratio} "
             f"(process {time.perf_counter() - started:.2f} s); "
             f"hosts present {r['present']}, finished {r['finished']}; failed: "
-            f"{r['failed_crashers']} crashers, {r['failed_others']} others; "
-            f"run twice {r['twice']}; "
+            f"{r['failed_crashers']} of {r.get('crashers', 0)} crashers, "
+            f"{r['failed_others']} of {innocent} innocent "
+            f"({r['failed_others'] / max(1, innocent):.1%}); "
+            f"run again {r['twice']}, most runs of a host {r.get('most_runs', '?')}; "
             f"peak RSS {r['rss_mib']:.0f} MiB; longest result {r['longest_result']:,} chars"
         )
 

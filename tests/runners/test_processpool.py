@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -34,6 +35,7 @@ from nornir_bench import (
 )
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.hooks import NoOpProcessor
+from nornir_bench.runners.processpool.crashes import MAX_STORM_PROCS, storm_layout
 from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
@@ -526,6 +528,98 @@ def test_a_crash_storm_ends_and_fails_only_the_hosts_that_crash() -> None:
     assert failed[0].exception == "WorkerCrashed"
     assert "while running host 'dev" in failed[0].message
     assert failed[0].message.endswith("; run again on another worker")
+
+
+_IN_FLIGHT = [0]  # in each worker process: its hosts in flight now
+
+
+async def _dev0_crashes_then_hosts_count(task: Task) -> tuple[int, int]:
+    """dev0 kills its worker at once; every other host says its worker and how many hosts
+    that worker had in flight while it ran."""
+    import asyncio
+
+    if task.host.name == "dev0":
+        os._exit(1)
+    _IN_FLIGHT[0] += 1
+    try:
+        await asyncio.sleep(0.05)
+        return os.getpid(), _IN_FLIGHT[0]
+    finally:
+        _IN_FLIGHT[0] -= 1
+
+
+def test_after_a_crash_fewer_hosts_share_a_workers_fate_on_more_workers() -> None:
+    """Rule 6: once, 40 hosts stayed in flight per worker after crashes, so the hosts run again
+    often met another crasher and failed with it (a crash storm failed a quarter of the
+    innocent hosts)."""
+    runner = ProcessPoolRunner(num_workers=40, num_procs=1, chunk_size=10)
+    nr = make_nornir("processpool", hosts=200).with_runner(runner)
+    try:
+        result = nr.run(task=_dev0_crashes_then_hosts_count)
+        assert result.failed_hosts.keys() == {"dev0"}
+        procs, per_worker = storm_layout(1, 40)
+        assert (procs, per_worker) == (5, 8)
+        # dev0 crashed before any other host finished: every other host ran after it.
+        ran = [multi.result for name, multi in result.items() if name != "dev0"]
+        assert max(in_flight for _, in_flight in ran) <= per_worker
+        assert 1 < len({pid for pid, _ in ran}) <= procs + 1  # the crashed one replaced
+        # The workers past num_procs stopped at the end of the run.
+        assert len(runner.worker_pids) == 1
+    finally:
+        runner.close()
+
+
+def test_the_storm_layout_keeps_the_hosts_in_flight_on_more_workers() -> None:
+    assert storm_layout(2, 100) == (25, 8)  # the default, on two CPUs
+    assert storm_layout(1, 3) == (1, 3)  # few hosts a worker already: unchanged
+    assert storm_layout(4, 10) == (5, 8)
+    # Past MAX_STORM_PROCS workers, more hosts each; never fewer workers than num_procs.
+    assert storm_layout(16, 100) == (MAX_STORM_PROCS, 25)
+    assert storm_layout(100, 100) == (100, 100)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("blocking", [False, True], ids=["async", "blocking"])
+def test_a_crash_storm_spares_the_innocent(blocking: bool) -> None:
+    """1 % of 2,000 hosts, drawn at random, kill their worker (exit, kill, segfault in turn).
+    Once, a quarter of the innocent hosts failed beside them."""
+    hosts = 2000
+    drawn = sorted(random.Random(7).sample(range(hosts), hosts // 100))
+    ways = {index: ("exit", "kill", "segfault")[n % 3] for n, index in enumerate(drawn)}
+    task = _storm_blocking if blocking else _storm_async
+    result = pool(hosts=hosts).run(task=task, ways=ways)
+    assert len(result) == hosts
+    crashers = {f"dev{index}" for index in ways}
+    assert crashers <= result.failed_hosts.keys()
+    innocent_failed = result.failed_hosts.keys() - crashers
+    assert len(innocent_failed) <= 0.02 * (hosts - len(crashers)), sorted(innocent_failed)
+    assert max(attempts_of(multi)[0] for multi in result.values()) <= 1 + 1  # crash_reruns
+
+
+def _crash(way: str) -> None:
+    if way == "exit":
+        os._exit(1)
+    if way == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+async def _storm_async(task: Task, ways: dict[int, str]) -> None:
+    import asyncio
+
+    way = ways.get(int(task.host.name[3:]))
+    if way:
+        _crash(way)
+    await asyncio.sleep(0.02)
+
+
+def _storm_blocking(task: Task, ways: dict[int, str]) -> None:
+    way = ways.get(int(task.host.name[3:]))
+    if way:
+        _crash(way)
+    time.sleep(0.02)
 
 
 def _crash_in_a_thread(task: Task) -> int:

@@ -32,10 +32,21 @@ Usually one host caused it. The rule:
    workers cannot load (the task's module does not import there) fails its hosts with that
    reason at once: every worker would fail alike.
 
+6. **After a crash, fewer hosts share a worker's fate.** Once a worker of a run has crashed,
+   each worker has at most :data:`STORM_HOSTS_PER_WORKER` hosts in flight, and the pool runs
+   as many more workers as keep the run's hosts in flight (``num_procs`` x ``num_workers``) as
+   before, up to :data:`MAX_STORM_PROCS` (past that, more hosts each). With 100 hosts in
+   flight per worker and 1 % of hosts crashing, nearly every host would be in flight at a
+   crash, and the group run again would often hold another crasher, failing its innocent
+   hosts (rule 4): 8 in flight a worker makes both rare, and the suspects of rule 3 run alone
+   on many workers at once. Workers past ``num_procs`` stop at the end of the run (with the
+   connections they kept). A run without crashes is not changed.
+
 Every death fails a host or uses up one of its hosts' re-runs, so a crash storm ends. Workers
 are forked by a fork server that holds the run
 (:mod:`~nornir_bench.runners.processpool.forkserver`), so replacing one takes milliseconds:
-10,000 hosts with 1 % crashing their worker finish in seconds (scripts/bench_crashes.py).
+10,000 hosts with 1 % crashing their worker finish in seconds, failing few innocent hosts
+(scripts/bench_crashes.py).
 """
 
 from __future__ import annotations
@@ -59,12 +70,15 @@ from nornir_bench.core.execution import Offload
 
 __all__ = [
     "DEFAULT_CRASH_RERUNS",
+    "MAX_STORM_PROCS",
     "START_FAILURES_BEFORE_GIVING_UP",
+    "STORM_HOSTS_PER_WORKER",
     "CrashLedger",
     "HostKind",
     "Marked",
     "RunningHost",
     "counted",
+    "storm_layout",
 ]
 
 DEFAULT_CRASH_RERUNS = 1
@@ -73,7 +87,28 @@ DEFAULT_CRASH_RERUNS = 1
 START_FAILURES_BEFORE_GIVING_UP = 3
 """Workers dying before they load the run, in a row, before the pool gives up (rule 5)."""
 
+STORM_HOSTS_PER_WORKER = 8
+"""Hosts in flight per worker once a worker of the run has crashed (rule 6)."""
+
+MAX_STORM_PROCS = 64
+"""Worker processes a run may have once a worker has crashed (rule 6), unless ``num_procs`` is
+higher: each costs about 10 MiB of memory of its own (the rest is shared with its fork
+server)."""
+
 _T = TypeVar("_T")
+
+
+def storm_layout(num_procs: int, per_worker: int) -> tuple[int, int]:
+    """Rule 6: the workers, and hosts in flight per worker, of a run once a worker crashed.
+
+    As many hosts stay in flight as ``num_procs`` workers with ``per_worker`` each had, on
+    more workers with fewer each, as far as :data:`MAX_STORM_PROCS` allows.
+    """
+    in_flight = num_procs * per_worker
+    procs = max(
+        num_procs, min(MAX_STORM_PROCS, -(-in_flight // min(per_worker, STORM_HOSTS_PER_WORKER)))
+    )
+    return procs, -(-in_flight // procs)
 
 
 class HostKind(enum.Enum):

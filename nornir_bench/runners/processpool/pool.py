@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -27,6 +28,7 @@ from nornir_bench.runners._remote.spec import pack_hosts
 from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
     CrashLedger,
+    storm_layout,
 )
 from nornir_bench.runners.processpool.dispatch import HostDispatch
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
@@ -112,6 +114,8 @@ class Pool:
         self.halt = Halt()
         self.sending = True  # False once halted: no more hosts go out
         self.loaded = False
+        self.size = options.num_procs  # the workers it keeps busy: more after a crash
+        self.spread = False  # a worker crashed: fewer hosts each, on more workers (rule 6)
 
     @property
     def workers(self) -> list[Worker]:
@@ -137,6 +141,8 @@ class Pool:
                 for worker in list(self.workers):
                     if not worker.retiring and worker.loaded:
                         self._feed(worker)
+        if self.spread:
+            self._shrink()
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop every worker (ask them, or kill them after a second Ctrl-C), then the fork
@@ -156,11 +162,11 @@ class Pool:
                 send(worker.conn, LoadRun(self.payload))
             except OSError:  # gone since: its connections with it
                 procs.stop([worker], kill=True)
-        needed = math.ceil(len(self.hosts) / self.options.chunk_size)
         for worker in list(self.workers):
             self._feed(worker)  # after the run, on the same socket: it loads it first
-        for _ in range(min(self.options.num_procs, needed) - len(self.workers)):
-            self._replace()
+        # No more workers than the run can keep busy.
+        self.size = min(self.size, math.ceil(len(self.hosts) / self.options.chunk_size))
+        self._replace()
 
     def _settle_not_run(self) -> None:
         """Fail the hosts the run's policies will not start (a limit, the deadline)."""
@@ -298,6 +304,8 @@ class Pool:
         )
         for index, error in verdict.failed.items():
             self.settle.failed(index, error)
+        if not overdue and not server_died:
+            self._spread()
         if self.sending:  # after Ctrl-C, hosts that did not finish do not run again
             self.dispatch.run_again(verdict.rerun, verdict.alone)
         logger.warning(
@@ -332,18 +340,35 @@ class Pool:
         self._settle_not_run()
 
     def _replace(self) -> None:
-        """Start a worker if hosts are waiting for one."""
-        if not self.sending or not self.dispatch.waiting():
-            return
-        try:
-            worker = self.procs.fork(threads=self.options.num_workers)
-        except WorkerStartError as exc:
-            if exc.load_error:  # every worker would fail alike
-                self._give_up(exc.reason)
-            else:
-                self._start_failed(exc.reason)
-            return
-        self._feed(worker)
+        """Start workers while hosts are waiting for one, up to the pool's size."""
+        while self.sending and self.dispatch.waiting() and len(self.workers) < self.size:
+            try:
+                worker = self.procs.fork(threads=self.options.num_workers)
+            except WorkerStartError as exc:
+                if exc.load_error:  # every worker would fail alike
+                    self._give_up(exc.reason)
+                else:
+                    self._start_failed(exc.reason)
+                return
+            self._feed(worker)
+
+    def _spread(self) -> None:
+        """A worker crashed: from now on fewer hosts share a worker's fate, on more workers
+        (rule 6 of the crash rule)."""
+        if not self.spread:
+            self.spread = True
+            self.size, self.dispatch.per_worker = storm_layout(
+                self.options.num_procs, self.options.num_workers
+            )
+
+    def _shrink(self) -> None:
+        """After a run that spread: the workers past ``num_procs`` stop, those keeping the
+        fewest connections first."""
+        extra = len(self.workers) - self.options.num_procs
+        if extra > 0:
+            keeping = Counter(self.procs.held.holders.values())
+            idle = sorted(self.workers, key=lambda w: (bool(w.in_flight), keeping[w.pid]))
+            self.procs.stop(idle[:extra], kill=False)
 
     def _retire(self, worker: Worker) -> None:
         """Replace a worker with a stuck thread (a blocking task past its deadline)."""
