@@ -44,7 +44,7 @@ def time_left(task: Task) -> float | None:
         deadline: float | None = getattr(current, _ATTRIBUTE, None)
         if deadline is not None:
             return max(0.0, deadline - time.monotonic())
-        current = current.parent_task
+        current = getattr(current, "parent_task", None)  # any object with a host will do
     return None
 
 

@@ -65,6 +65,11 @@ class ThreadOffloader:
                 self._start()
         return item.future
 
+    @property
+    def left_running(self) -> int:
+        """Calls given up that have not returned yet (each holds a thread)."""
+        return len(self._left)
+
     def _start(self) -> None:  # the lock held
         name = f"asyncio-runner_{next(_numbers)}"
         thread = threading.Thread(target=self._serve, name=name, daemon=True)

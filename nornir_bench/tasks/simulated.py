@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from nornir_bench.core.deadlines import time_left
 from nornir_bench.core.exceptions import SimulatedFailure
 from nornir_bench.tasks._needs import needs
 from nornir_bench.tasks._params import check_params_with
@@ -96,10 +97,18 @@ def sim_rtt(
 ) -> float:
     """Block for one simulated device round trip; returns the delay waited, in seconds.
 
+    A round trip longer than the time the host's attempt has left ends at the deadline (see
+    :mod:`nornir_bench.core.deadlines`): the call returns by itself, leaving no thread behind.
+
     Raises:
         SimulatedFailure: when the drawn outcome is a failure (after the delay).
+        TimeoutError: the round trip would end past the attempt's deadline.
     """
     trip = plan_round_trip(task.host.name, rtt, jitter, fail_rate, seed)
+    left = time_left(task)
+    if left is not None and trip.delay > left:
+        time.sleep(left)
+        raise TimeoutError(f"{task.host.name}: no simulated reply within {left:.3g} s")
     time.sleep(trip.delay)
     if trip.fails:
         raise SimulatedFailure(task.host.name, trip.delay)

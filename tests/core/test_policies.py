@@ -7,13 +7,16 @@ checked exactly, with injected random numbers and an injected clock instead of w
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
 from nornir.core.exceptions import NornirSubTaskError
-from nornir.core.task import MultiResult, Result
+from nornir.core.processor import Processors
+from nornir.core.task import MultiResult, Result, Task
 
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
+from nornir_bench.core.policies.hosts import HostAttempts
 from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.policies.retry import retry_wait, retryable
@@ -156,3 +159,27 @@ def test_policies_without_a_schedule_do_not_plan_and_options_read_back() -> None
     assert policy(max_failures=0).schedules
     assert policy(task_timeout=2, retries=2, retry_delay=1, retry_backoff=2, retry_jitter=0.5,
                   retry_max_delay=30).longest_host_time == 3 * 2 + (1 + 0.5) + (2 + 0.5)
+
+
+def _times_out_after(task: Task, seconds: float) -> None:
+    time.sleep(seconds)
+    raise TimeoutError("no reply line within 0.0499 s")
+
+
+@pytest.mark.parametrize(("seconds", "error"), [(0.1, "TaskTimeout"), (0.0, "TimeoutError")])
+def test_a_tasks_own_timeout_at_the_deadline_is_the_deadlines(seconds: float, error: str) -> None:
+    """A task bounding its own timeout by the time left (tcp_ping) raised its TimeoutError a
+    hair before the runner gave the attempt up: the same hung device failed with one error or
+    the other. At the deadline it is the deadline's; before it, the task's own."""
+    nr = make_nornir("threadpool", hosts=1)
+    template = Task(
+        _times_out_after, nr, global_dry_run=False, processors=Processors(), seconds=seconds
+    )
+    host = nr.inventory.hosts["dev0"]
+    attempts = HostAttempts(template, host, policy(task_timeout=0.05))
+    attempts.deadline()
+    outcome = attempts.call()
+    assert type(outcome.error).__name__ == error
+    if error == "TaskTimeout":
+        assert not outcome.error.abandoned  # type: ignore[union-attr]
+        assert "Traceback" not in outcome.text

@@ -10,6 +10,7 @@ accepts and never answers, FakeNOS devices with a wrong password).
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 import uuid
@@ -26,7 +27,7 @@ from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.lab import LabDevice, write_inventory
-from nornir_bench.tasks import asend_command, atcp_ping, send_command, tcp_ping
+from nornir_bench.tasks import asend_command, send_command, tcp_ping
 from tests.conftest import Recorder
 from tests.devices import LabProcess, nornir_on, silent_port
 from tests.runners.test_conformance import (
@@ -356,8 +357,8 @@ def test_hosts_on_a_device_that_never_answers_time_out_and_free_their_slots(
         write_inventory(devices, tmp_path)
         options = dict(runner.options, num_workers=2, task_timeout=0.5)
         nr = nornir_on(tmp_path, runner.name, **options)
-        result = nr.run(task=pick(kind, tcp_ping, atcp_ping), probe="show version", timeout=60)
-        # 6 hosts, 2 at a time: only freed slots let all of them time out before tcp_ping's own
+        result = nr.run(task=pick(kind, reads_for_a_minute, areads_for_a_minute), port=port)
+        # 6 hosts, 2 at a time: only freed slots let all of them time out before the task's own
         # 60 s (the test's timeout would stop a runner that held its slots)
         assert errors(result) == {"TaskTimeout": 6}
         for multi in result.values():
@@ -368,6 +369,22 @@ def test_hosts_on_a_device_that_never_answers_time_out_and_free_their_slots(
     for thread in threading.enumerate():
         if thread.name.startswith(("threadpool", "asyncio-runner")):
             thread.join(10)
+
+
+def reads_for_a_minute(task: Task, port: int) -> bytes:
+    """A blocking task that does not bound its own timeout by the time its attempt has left."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(b"show version\n")
+        return sock.recv(100)
+
+
+async def areads_for_a_minute(task: Task, port: int) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"show version\n")
+        return await asyncio.wait_for(reader.read(100), 60)
+    finally:
+        writer.close()
 
 
 @pytest.mark.parametrize("runner", each_runner(POLICIES, COUNTED_IN_PROCESS))

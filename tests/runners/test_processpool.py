@@ -34,6 +34,7 @@ from nornir_bench import (
     WorkerUnavailable,
 )
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.deadlines import bounded
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.runners.processpool.crashes import MAX_STORM_PROCS, storm_layout
 from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
@@ -171,6 +172,30 @@ def test_task_timeout_for_a_blocking_task_replaces_its_worker() -> None:
     assert sorted(result.failed_hosts) == ["dev1"]
     assert isinstance(result["dev1"][0].exception, TaskTimeout)
     assert len(result) == 12
+
+
+def _sleeps_to_its_deadline(task: Task, stuck: bool = False) -> int:
+    time.sleep(30 if stuck else bounded(task, 30))
+    return os.getpid()
+
+
+@pytest.mark.parametrize("stuck", [False, True], ids=["returns-by-itself", "stuck"])
+def test_a_worker_is_retired_only_if_a_call_given_up_stays_in_its_thread(stuck: bool) -> None:
+    """Once, every blocking call given up at its deadline retired its worker (and the
+    connections it kept), although the package's own tasks return by themselves there."""
+    runner = ProcessPoolRunner(num_workers=2, num_procs=1, task_timeout=0.3)
+    nr = make_nornir("processpool", hosts=2).with_runner(runner)
+    try:
+        timed_out = nr.run(task=_sleeps_to_its_deadline, stuck=stuck)
+        assert {type(m[0].exception).__name__ for m in timed_out.values()} == {"TaskTimeout"}
+        before = runner.worker_pids
+        time.sleep(1.5)  # the worker looks again a second after giving the calls up
+        after = nr.run(task=_pid_after, seconds=0, on_failed=True)
+        assert not after.failed
+        pids = {multi.result for multi in after.values()}
+        assert (pids == set(before)) is not stuck
+    finally:
+        runner.close()
 
 
 def test_unpicklable_exception_comes_back_as_text() -> None:

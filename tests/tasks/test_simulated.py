@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import threading
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -126,3 +127,15 @@ def test_both_tasks_carry_the_check_job_files_run_first(task: Any) -> None:
     check({"rtt": 0.05, "jitter": 0.01, "fail_rate": 0.5})
     with pytest.raises(ValueError, match="jitter must be a number of seconds from 0 to 3600"):
         check({"rtt": 0.05, "jitter": float("inf")})
+
+
+def test_a_round_trip_past_the_deadline_ends_there_and_leaves_no_thread() -> None:
+    """Once, sim_rtt(rtt=600) under task_timeout 0.3 left its thread asleep for ten minutes."""
+    before = set(threading.enumerate())
+    result = make_nornir("threadpool", hosts=4, task_timeout=0.3).run(task=sim_rtt, rtt=600)
+    returned = time.monotonic()
+    assert {type(m[0].exception).__name__ for m in result.values()} == {"TaskTimeout"}
+    left = set(threading.enumerate()) - before
+    for thread in left:
+        thread.join(max(0.0, returned + 1.0 - time.monotonic()))
+    assert not [t for t in left if t.is_alive()]

@@ -56,6 +56,10 @@ logger = logging.getLogger("nornir.core.task")
 # A failed attempt's message, as kept on the result and in the records: one line, this long.
 _MESSAGE_LENGTH = 500
 
+# A task's own timeout, bounded by the time its attempt has left, may end a hair before the
+# deadline (a clock read before the call, the system's timer granularity).
+_EARLY = 0.01
+
 
 class Outcome:
     """How one attempt ended: its return value, or the exception and its traceback text."""
@@ -81,7 +85,17 @@ class HostAttempts:
         rand: random numbers in ``[0, 1)`` for the jitter (a test passes its own).
     """
 
-    __slots__ = ("_by_run", "failed", "halt", "host", "policy", "rand", "run_deadline", "task")
+    __slots__ = (
+        "_by_run",
+        "_deadline",
+        "failed",
+        "halt",
+        "host",
+        "policy",
+        "rand",
+        "run_deadline",
+        "task",
+    )
 
     def __init__(
         self,
@@ -101,6 +115,7 @@ class HostAttempts:
         self.rand = rand
         self.failed: list[FailedAttempt] = []
         self._by_run = False
+        self._deadline: float | None = None
 
     def deadline(self) -> float | None:
         """The deadline of an attempt starting now (``time.monotonic``), if it has one; the
@@ -112,6 +127,7 @@ class HostAttempts:
         )
         chosen = self.run_deadline if self._by_run else deadline
         set_deadline(self.task, chosen)
+        self._deadline = chosen
         return chosen
 
     def timeout_error(self, abandoned: bool = False) -> Exception:
@@ -141,7 +157,7 @@ class HostAttempts:
         try:
             return Outcome(call_task(self.task))
         except Exception as exc:  # noqa: BLE001 - a task's error is the attempt's outcome
-            return Outcome(error=exc, text=traceback.format_exc())
+            return self._own_timeout(exc) or Outcome(error=exc, text=traceback.format_exc())
 
     async def acall(self, offload: Offload | None) -> Outcome:
         """Run the task once on the event loop (``offload``: see ``acall_task``), within the
@@ -164,7 +180,21 @@ class HostAttempts:
         """The outcome of an attempt whose call raised ``error`` (in an ``except`` block)."""
         if blocking and getattr(error, "abandoned", False):
             self._leave_call()
-        return Outcome(error=error, text=traceback.format_exc())
+        return self._own_timeout(error) or Outcome(error=error, text=traceback.format_exc())
+
+    def _own_timeout(self, error: Exception) -> Outcome | None:
+        """A ``TimeoutError`` the task raised at its attempt's deadline (its own timeout,
+        bounded by the time left: ``core.deadlines``) is the deadline's: the attempt fails
+        with the same error as when the runner gives it up there."""
+        if (
+            isinstance(error, TimeoutError)
+            and not isinstance(error, (TaskTimeout, RunTimeout))
+            and self._deadline is not None
+            and time.monotonic() >= self._deadline - _EARLY
+        ):
+            timeout = self.timeout_error()
+            return Outcome(error=timeout, text="".join(traceback.format_exception_only(timeout)))
+        return None
 
     def retry_after(self, outcome: Outcome) -> float | None:
         """Seconds to wait before the next attempt, or ``None``: ``outcome`` counts.

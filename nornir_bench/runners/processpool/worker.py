@@ -70,6 +70,10 @@ __all__ = ["worker_main"]
 _BATCH_HOSTS = 256
 _BATCH_SECONDS = 0.002
 
+# A blocking call given up at its deadline that has not returned by itself this long after
+# (a task that does not bound its own timeouts by the time left) taints the worker.
+_LEFT_CALL_SECONDS = 1.0
+
 
 def worker_main(conn: Connection, cell_fd: int, spec: RunSpec | None = None) -> None:
     """Entry point of a worker process: serve ``spec`` (if given: the run the fork server
@@ -173,18 +177,28 @@ class _WorkerRun(RemoteRun):
         self.conn = conn
         self.outbox: list[FinishedHost] = []
         self.flush_timer: asyncio.TimerHandle | None = None
+        self.tainted = False
 
     def _finished(self, done: FinishedHost, left_a_call: bool) -> None:
         self.outbox.append(done)
-        if left_a_call:
-            # A blocking call given up at its deadline goes on in its thread: the pool retires
-            # this worker once its other hosts are done, which ends the call.
-            self.conn.send_bytes(dumps(Tainted()))
+        if left_a_call and not self.tainted:
+            asyncio.get_running_loop().call_later(_LEFT_CALL_SECONDS, self._left_behind)
         # The last host in flight done: the parent is waiting to send more, so send now.
         if len(self.outbox) >= _BATCH_HOSTS or len(self.running) <= 1:
             self.flush()
         elif self.flush_timer is None:
             self.flush_timer = asyncio.get_running_loop().call_later(_BATCH_SECONDS, self.flush)
+
+    def _left_behind(self) -> None:
+        """A blocking call given up at its deadline still goes on in its thread (the package's
+        own tasks return by themselves there): the pool retires this worker once its other
+        hosts are done, which ends the call."""
+        if self.session.threads.left_running and not self.tainted:
+            self.tainted = True
+            try:
+                self.conn.send_bytes(dumps(Tainted()))
+            except OSError:  # the parent is gone: this worker stops anyway
+                pass
 
     def flush(self) -> None:
         if self.flush_timer is not None:

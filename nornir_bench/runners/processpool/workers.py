@@ -29,6 +29,7 @@ from nornir_bench.runners.processpool.messages import (
     CloseConnections,
     Closed,
     Stop,
+    Tainted,
     receive,
     send,
 )
@@ -100,11 +101,13 @@ class WorkerSet:
 
     def prune(self) -> None:
         """Forget the workers that ended since the last run (killed, out of memory): the
-        connections they held are gone, and the next run opens new ones."""
+        connections they held are gone, and the next run opens new ones. A worker that said
+        since that a blocking call given up stays in its thread is stopped too."""
         for worker in list(self.workers):
             try:
                 while worker.conn.poll():  # a late message of the last run, or the end of file
-                    receive(worker.conn)
+                    if isinstance(receive(worker.conn), Tainted):
+                        raise EOFError
             except (EOFError, OSError):
                 self.stop([worker], kill=True)
 
