@@ -12,8 +12,9 @@ hosts in flight, saying so once. Every runner does it, and every worker process 
 
 A task says what one host needs with ``@needs(descriptors=N)``; one that does not is taken to
 need one descriptor for each connection it declares, plus one, or two if it declares nothing.
-On an event loop a host counts twice (:data:`ON_A_LOOP`): a transport closes its socket one
-turn of the loop after the task let it go, while the next host opens its own.
+An ``async def`` task's host counts twice (:data:`ON_A_LOOP`): a transport closes its socket
+one turn of the loop after the task let it go, while the next host opens its own (a blocking
+task closes its sockets itself, in its thread, even under an event-loop runner).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from nornir_bench.core.execution import is_async_task
+
 __all__ = ["ON_A_LOOP", "descriptors_of", "hosts_that_fit", "open_files_for"]
 
 # Descriptors kept free for what is not a host's (log files, the records file, a worker's
@@ -35,7 +38,7 @@ _MARGIN = 64
 _UNDECLARED = 2  # a task that says nothing: a connection's socket, and one more
 
 ON_A_LOOP = 2
-"""What a host's descriptors count for on an event loop (see the module)."""
+"""What the descriptors of an ``async def`` task's host count for (see the module)."""
 
 _lock = threading.Lock()
 _raised = 0  # runs in progress that raised the soft limit
@@ -44,15 +47,18 @@ _saved: int | None = None  # the soft limit before the first of them
 
 def descriptors_of(func: Callable[..., Any]) -> int:
     """The file descriptors one host of ``func`` holds: what it declared with
-    ``@needs(descriptors=N)``, else one per connection it declared plus one, else two."""
+    ``@needs(descriptors=N)``, else one per connection it declared plus one, else two; twice
+    that for an ``async def`` task (:data:`ON_A_LOOP`)."""
     declared = getattr(func, "needs", None)
     count = getattr(declared, "descriptors", None)
-    if isinstance(count, int) and count >= 0:
-        return count
     connections = getattr(declared, "connections", None)
-    if isinstance(connections, tuple):
-        return len(connections) + 1
-    return _UNDECLARED
+    if isinstance(count, int) and count >= 0:
+        per_host = count
+    elif isinstance(connections, tuple):
+        per_host = len(connections) + 1
+    else:
+        per_host = _UNDECLARED
+    return ON_A_LOOP * per_host if is_async_task(func) else per_host
 
 
 def _open_now() -> int:

@@ -32,7 +32,7 @@ from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_task
 from nornir_bench.core.loops import LOOPS, resolve_loop
 from nornir_bench.core.one_host import RunContext, arun_one
-from nornir_bench.core.open_files import ON_A_LOOP, descriptors_of, open_files_for
+from nornir_bench.core.open_files import descriptors_of, open_files_for
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.policies.waiting import AsyncPlan
@@ -208,7 +208,7 @@ class _LoopRun:
             self.all_done.set_result(None)
 
     async def main(self) -> None:
-        per_host = ON_A_LOOP * descriptors_of(self.task.task)
+        per_host = descriptors_of(self.task.task)
         with open_files_for(self.count, per_host, what="asyncio runner") as fits:
             self.count = min(self.count, fits)  # fewer hosts in flight if the files cannot
             await self._main()

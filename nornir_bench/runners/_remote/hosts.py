@@ -31,7 +31,7 @@ from nornir_bench.core.connections import (
 )
 from nornir_bench.core.execution import Offload, run_task
 from nornir_bench.core.one_host import RunContext, arun_one
-from nornir_bench.core.open_files import ON_A_LOOP, descriptors_of, open_files_for
+from nornir_bench.core.open_files import descriptors_of, open_files_for
 from nornir_bench.core.plugins import register_plugins
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.core.stopping import Halt
@@ -118,7 +118,7 @@ class RemoteRun:
         self._files = ExitStack()
         fits = self._files.enter_context(
             open_files_for(
-                spec.num_workers, ON_A_LOOP * descriptors_of(spec.func), what="a worker"
+                spec.num_workers, descriptors_of(spec.func), what="a worker"
             )
         )
         if fits < spec.num_workers:

@@ -47,7 +47,7 @@ from nornir_bench.core.checks import flag, number, whole_number
 from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
-from nornir_bench.core.open_files import ON_A_LOOP, descriptors_of, hosts_that_fit
+from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import CtrlC
 from nornir_bench.runners._remote.connections import HeldInWorkers
@@ -224,7 +224,7 @@ class DaskRunner(Policed):
         fewer hosts in flight)."""
         if self.address is not None:
             return self.num_workers
-        per_host = ON_A_LOOP * descriptors_of(task.task)
+        per_host = descriptors_of(task.task)
         return hosts_that_fit(self.num_workers, per_host, what="dask runner")
 
     def _refuse_cleartext(self, hosts: list[Host]) -> None:

@@ -56,7 +56,7 @@ from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
-from nornir_bench.core.open_files import ON_A_LOOP, descriptors_of, hosts_that_fit
+from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import CtrlC
 from nornir_bench.runners._remote.spec import pack_run
@@ -166,7 +166,7 @@ class ProcessPoolRunner(Policed):
         # The hosts a worker runs at once fit its open files (each worker raises its own soft
         # limit as far as the hard one lets it: fewer hosts in flight, said once, here).
         per_worker = hosts_that_fit(
-            self.num_workers, ON_A_LOOP * descriptors_of(task.task), what="processpool runner"
+            self.num_workers, descriptors_of(task.task), what="processpool runner"
         )
         procs = self._procs if self._procs.take() else WorkerSet()  # another thread's run: own
         ended = False

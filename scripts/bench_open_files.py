@@ -1,20 +1,17 @@
 #!/usr/bin/env python3
-"""What a fleet does to a run: hung devices, and an open-file limit, on every runner, side by
-side for two (or more) checkouts of the package.
+"""Hosts in flight under an open-file limit, on every runner, side by side for two (or more)
+checkouts of the package.
 
-    python scripts/bench_fleet.py [--tree PATH ...] [--hosts 2000]
-                                  [--runners threadpool,asyncio,processpool,dask]
-                                  [--cases hung,soft,hard]
+    python scripts/bench_open_files.py [--tree PATH ...] [--hosts 2000]
+                                       [--runners threadpool,asyncio,processpool,dask]
+                                       [--cases soft,hard]
 
 Each line is a fresh interpreter importing the package from one checkout (``PYTHONPATH``), all
 ``--hosts`` hosts in flight at once (threadpool and asyncio: that many workers; processpool
 and dask: 2 processes with half each), every host running the package's blocking
-``tcp_ping`` with a probe line against a loopback server this script runs:
+``tcp_ping`` with a probe line against a loopback server this script runs (hung devices and
+deadlines: ``bench_policies.py --sections hung``):
 
-- ``hung``: the server never answers (a hung device). ``tcp_ping(timeout=600)`` under
-  ``task_timeout: 2``. Reported: the run's wall time (the target: the deadline + 10 %, after a
-  first run that started the workers), and the threads still alive in the run's process and
-  in its worker processes 1 s after ``run()`` returned (the target: none of the run's).
 - ``soft``: the server answers after 1 s; the process's soft ``RLIMIT_NOFILE`` is 256, its hard
   one as it was. Reported: hosts ok, hosts failed with "Too many open files", wall time.
 - ``hard``: the same under a hard limit of 256 too: hosts ok, and the warning saying how many
@@ -43,11 +40,10 @@ sys.path.insert(0, str(ROOT))
 from nornir_bench.lab import RttServer  # noqa: E402 - this checkout's, whichever is measured
 
 CHILD = r"""
-import json, logging, os, resource, sys, threading, time, warnings
+import json, logging, os, resource, sys, time, warnings
 runner, case, port, hosts = json.loads(sys.argv[1])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-if case in ("soft", "hard"):
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256 if case == "hard" else hard))
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256 if case == "hard" else hard))
 logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
 logging.getLogger("nornir.core.task").setLevel(logging.CRITICAL)  # each failed host's traceback
 warnings.simplefilter("always")
@@ -72,8 +68,6 @@ options = {
     "processpool": {"num_workers": half, "num_procs": 2},
     "dask": {"num_workers": half, "num_procs": 2},
 }[runner]
-if case == "hung":
-    options["task_timeout"] = 2
 try:
     nr = InitNornir(
         inventory={"plugin": "synthetic",
@@ -88,39 +82,10 @@ except Exception as exc:
 def noop(task):
     return None
 
-def descendants():
-    children, found = {}, []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    todo = [os.getpid()]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-def threads_of(pids):
-    total = 0
-    for pid in pids:
-        try:
-            total += len(os.listdir(f"/proc/{pid}/task"))
-        except OSError:
-            pass
-    return total
-
 nr.run(task=noop)  # the workers (or the cluster) start: not part of the measure
-before = threading.active_count(), threads_of(descendants())
 started = time.perf_counter()
-result = nr.run(task=tcp_ping, timeout=600 if case == "hung" else 30, probe="show clock")
+result = nr.run(task=tcp_ping, timeout=30, probe="show clock")
 wall = time.perf_counter() - started
-time.sleep(1.0)
-after = threading.active_count(), threads_of(descendants())
 errors = {}
 for multi in result.values():
     if multi.failed:
@@ -131,9 +96,8 @@ for multi in result.values():
         errors[key] = errors.get(key, 0) + 1
 print(json.dumps({
     "wall": wall, "ok": sum(1 for m in result.values() if not m.failed), "errors": errors,
-    "threads_before": before, "threads_after": after,
 }), flush=True)
-os._exit(0)  # threads a deadline left behind would keep the process alive
+os._exit(0)
 """
 
 
@@ -150,7 +114,7 @@ def serve(delay: float) -> int:
 
     threading.Thread(target=asyncio.run, args=(main(),), daemon=True).start()
     if not ready.wait(10):
-        raise SystemExit("bench_fleet: the loopback server did not start")
+        raise SystemExit("bench_open_files: the loopback server did not start")
     return server.port
 
 
@@ -190,12 +154,6 @@ def line(report: dict[str, Any], case: str, hosts: int) -> str:
     text = f"{report['wall']:.2f} s, {report['ok']}/{hosts} ok"
     if report["errors"]:
         text += ", failed: " + ", ".join(f"{n} {k}" for k, n in report["errors"].items())
-    if case == "hung":
-        before, after = report["threads_before"], report["threads_after"]
-        text += (
-            f"; threads 1 s after: {after[0]} in the run's process (before: {before[0]}), "
-            f"{after[1]} in its worker processes (before: {before[1]})"
-        )
     if report["warnings"]:
         text += f"; said: {report['warnings'][0].strip()}"
     return text
@@ -206,18 +164,17 @@ def main() -> None:
     parser.add_argument("--tree", action="append", type=Path, help="a checkout (repeatable)")
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--runners", default="threadpool,asyncio,processpool,dask")
-    parser.add_argument("--cases", default="hung,soft,hard")
+    parser.add_argument("--cases", default="soft,hard")
     args = parser.parse_args()
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the servers hold every socket
-    ports = {"hung": serve(600.0), "soft": serve(1.0)}
-    ports["hard"] = ports["soft"]
+    port = serve(1.0)
     for case in args.cases.split(","):
         print(f"\n{case}: {args.hosts} hosts in flight")
         for runner in args.runners.split(","):
             for tree in trees:
-                report = measure(tree, runner, case, ports[case], args.hosts)
+                report = measure(tree, runner, case, port, args.hosts)
                 print(f"  {runner:>11} {tree.name:>12}: {line(report, case, args.hosts)}")
 
 
