@@ -69,7 +69,7 @@ def test_what_one_host_of_a_task_holds() -> None:
 
 
 # 600 hosts in flight, each holding a socket to the RTT server a tenth of a second: far
-# more than the limit (the benchmark, scripts/bench_open_files.py, runs the issue's 2,000 under 256).
+# more than the limit (scripts/bench_open_files.py runs the issue's 2,000 under 256).
 _RUN = """
 import json, resource, sys, warnings
 soft, hard, runner, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
