@@ -23,7 +23,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
         ["bench_process.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
          "--points", "threadpool:50,asyncio:200"],
         ["bench_memory.py", "--runs", "2", "--hosts", "200", "--runners", "threadpool,asyncio"],
-        ["bench_crashes.py", "--hosts", "200", "--every", "50", "--how", "exit", "--rtt", "0.01",
+        ["bench_crashes.py", "--hosts", "200", "--rate", "0.02", "--how", "exit", "--rtt", "0.01",
          "--limit", "60"],
         ["bench_inventory.py", "--repeat", "1"],
         ["bench_policies.py", "--hosts", "300", "--repeats", "1", "--hung-hosts", "20",

@@ -621,7 +621,7 @@ def test_a_crash_storm_spares_the_innocent(blocking: bool) -> None:
     assert max(attempts_of(multi)[0] for multi in result.values()) <= 1 + 1  # crash_reruns
 
 
-def _crash(way: str) -> None:
+def _die(way: str) -> None:
     if way == "exit":
         os._exit(1)
     if way == "kill":
@@ -636,14 +636,14 @@ async def _storm_async(task: Task, ways: dict[int, str]) -> None:
 
     way = ways.get(int(task.host.name[3:]))
     if way:
-        _crash(way)
+        _die(way)
     await asyncio.sleep(0.02)
 
 
 def _storm_blocking(task: Task, ways: dict[int, str]) -> None:
     way = ways.get(int(task.host.name[3:]))
     if way:
-        _crash(way)
+        _die(way)
     time.sleep(0.02)
 
 
