@@ -1,0 +1,437 @@
+"""A CLI session on a network device: scrapli's async driver over asyncssh, kept across runs.
+
+``asend_command`` keeps one :class:`ScrapliSession` per host in
+``host.connections["scrapli_async"]``. scrapli does the device's side: the login, prompts,
+privilege levels (``enable``, with the ``auth_secondary`` password), paging and terminal width,
+per platform. This module does what a connection kept across nornir runs needs besides:
+choosing scrapli's driver from the host's platform, opening on an event loop, one command at a
+time (a lock), dropping a session after a failure mid-command, closing from any thread, and
+saying whether the connection is still up without writing to the device (:meth:`alive`).
+
+The session has the shape of a nornir connection plugin (``open``, ``close``, ``connection``)
+so nornir's ``host.close_connections()`` can close it, but it opens on an event loop
+(:meth:`ScrapliSession.aopen`) and closes best there: the runners that keep its loop between
+runs ``await aclose()`` on every connection that has it when they let the loop go, on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import socket
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncssh
+    from nornir.core.configuration import Config
+    from nornir.core.inventory import Host
+    from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
+
+__all__ = [
+    "CONNECTION_NAME",
+    "SCRAPLI_PLATFORMS",
+    "ScrapliSession",
+    "scrapli_platform",
+    "session_of",
+]
+
+CONNECTION_NAME = "scrapli_async"
+"""The key of the session in ``host.connections`` and of its options in the inventory (not
+nornir-scrapli's ``scrapli``, whose connection is a blocking one)."""
+
+SCRAPLI_PLATFORMS: Mapping[str, str] = MappingProxyType(
+    {
+        "cisco_ios": "cisco_iosxe",
+        "cisco_xe": "cisco_iosxe",
+        "ios": "cisco_iosxe",
+        "iosxe": "cisco_iosxe",
+        "arista_eos": "arista_eos",
+        "eos": "arista_eos",
+        "cisco_nxos": "cisco_nxos",
+        "nxos": "cisco_nxos",
+        "nxos_ssh": "cisco_nxos",
+        "juniper_junos": "juniper_junos",
+        "junos": "juniper_junos",
+        "cisco_xr": "cisco_iosxr",
+        "iosxr": "cisco_iosxr",
+    }
+)
+"""scrapli's platform for nornir's, netmiko's and NAPALM's names; any other name goes to
+scrapli as it is (``cisco_iosxe``, ``generic``, a scrapli-community platform)."""
+
+logger = logging.getLogger(__name__)
+
+
+def scrapli_platform(platform: str | None) -> str:
+    """scrapli's name for the host's ``platform``.
+
+    Raises:
+        ValueError: no platform: scrapli needs one to know the device's prompts.
+    """
+    if not platform:
+        raise ValueError(
+            "asend_command needs the host's platform (cisco_ios, arista_eos, cisco_nxos, "
+            "juniper_junos, cisco_xr, or a scrapli platform such as generic)"
+        )
+    return SCRAPLI_PLATFORMS.get(platform, platform)
+
+
+def session_of(host: Host) -> ScrapliSession:
+    """The host's session for the running event loop, created (not yet open) on first use.
+
+    No ``await`` between the look-up and the insertion: every task on the host gets the same
+    session object, whose lock then orders their commands. A session left over from another
+    event loop (a run whose runner did not close it) is closed and replaced.
+    """
+    session = host.connections.get(CONNECTION_NAME)
+    if isinstance(session, ScrapliSession) and session.belongs_here():
+        return session
+    if session is not None:
+        session.close()
+    fresh = ScrapliSession()
+    host.connections[CONNECTION_NAME] = fresh
+    return fresh
+
+
+class ScrapliSession:
+    """One device's scrapli async driver, on the event loop that opened it.
+
+    Attributes:
+        connection: the scrapli driver (``AsyncIOSXEDriver``, ``AsyncEOSDriver`` ...), as
+            nornir-scrapli's connection holds it; ``None`` while not open.
+        lock: held by whoever is using the session: a command (and the privilege change
+            before it) must not interleave with another.
+    """
+
+    def __init__(self) -> None:
+        self.connection: AsyncGenericDriver | None = None
+        self.lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._where = "device"
+        # The driver's own default level, which ``enable`` reaches (before the login may
+        # lower the default: see _stay_where_logged_in); None: no privilege levels (generic).
+        self._privileged: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """Open, and usable from the running event loop (a session lives on one loop)."""
+        return self.connection is not None and self.belongs_here()
+
+    def belongs_here(self) -> bool:
+        """Whether the running event loop may use this session: never opened, or opened on it."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return self._loop is None or self._loop is running
+
+    def open(
+        self,
+        hostname: str | None,
+        username: str | None,
+        password: str | None,
+        port: int | None,
+        platform: str | None,
+        extras: dict[str, Any] | None = None,
+        configuration: Config | None = None,
+    ) -> None:
+        """Not supported: the session opens on an event loop, with :meth:`aopen`."""
+        raise TypeError("ScrapliSession opens on an event loop: await session.aopen(...)")
+
+    async def aopen(
+        self,
+        hostname: str | None,
+        username: str | None,
+        password: str | None,
+        port: int | None,
+        platform: str | None,
+        extras: dict[str, Any] | None = None,
+        configuration: Config | None = None,
+        *,
+        timeout: float = 30.0,
+    ) -> None:
+        """Log in with scrapli's driver for ``platform`` and let it ready the terminal.
+
+        Args:
+            hostname, username, password, port, platform: as nornir's connection options
+                give them; ``port`` ``None`` means 22.
+            extras: keyword arguments for scrapli's driver (``auth_secondary``, the enable
+                password; ``auth_strict_key``, ``transport_options`` ...). Host keys are not
+                checked unless ``auth_strict_key`` is true, as a lab needs.
+            configuration: unused; nornir's connection plugins receive it.
+            timeout: seconds for the TCP and SSH login, and for each exchange of the login
+                (scrapli's ``timeout_socket``, ``timeout_transport``, ``timeout_ops``).
+
+        Raises:
+            ValueError: no platform, a platform scrapli has no driver for, or a
+                ``transport`` in ``extras`` (it is asyncssh here).
+            scrapli.exceptions.ScrapliAuthenticationFailed: wrong credentials.
+            OSError: the port refused or the host is unreachable.
+            TimeoutError: no SSH login within ``timeout``.
+            scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
+        """
+        if self.connection is not None:
+            await self.aclose()
+        address = hostname or ""
+        self._where = f"{address}:{port or 22}"
+        options: dict[str, Any] = {
+            "auth_strict_key": False,
+            "timeout_socket": timeout,
+            "timeout_transport": timeout,
+            "timeout_ops": timeout,
+        }
+        options.update(extras or {})
+        if "transport" in options:
+            raise ValueError(
+                f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
+                f"connection_options.{CONNECTION_NAME}.extras"
+            )
+        driver = _driver(
+            scrapli_platform(platform),
+            host=address,
+            port=port or 22,
+            auth_username=username or "",
+            auth_password=password or "",
+            transport="asyncssh",
+            **options,
+        )
+        self._privileged = _stay_where_logged_in(driver)
+        self._loop = asyncio.get_running_loop()
+        self.connection = driver
+        try:
+            await driver.open()
+        except BaseException as exc:
+            self._abort()
+            if _login_timed_out(exc):
+                raise TimeoutError(
+                    f"{self._where}: no SSH login within {timeout:g} s of connecting"
+                ) from exc
+            raise
+
+    async def send_command(
+        self, command: str, *, enable: bool = False, timeout: float = 30.0
+    ) -> str:
+        """Run ``command`` and return its output (no echo, no prompt), within ``timeout``.
+
+        The caller holds :attr:`lock`. If the exchange fails the session is dropped, since
+        what the device sends next is unknown; the next command reconnects.
+
+        Args:
+            command: one line.
+            enable: reach the platform's privileged level first (``enable`` on Cisco and
+                Arista) and stay there; without it the command runs at the current level.
+            timeout: seconds for the exchange (scrapli's ``timeout_ops``).
+
+        Raises:
+            scrapli.exceptions.ScrapliCommandFailure: the device answered with an error
+                (``% Invalid input``: scrapli's ``failed_when_contains``); the session stays.
+            scrapli.exceptions.ScrapliAuthenticationFailed: ``enable`` was refused.
+            scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
+            scrapli.exceptions.ScrapliConnectionError: the device closed the session.
+        """
+        driver = self.connection
+        if driver is None:
+            raise RuntimeError(f"{self._where}: the session is not open: await aopen() first")
+        if enable:
+            if self._privileged is None:
+                raise ValueError(
+                    f"{self._where}: enable needs a platform with privilege levels; scrapli's "
+                    "generic driver has none"
+                )
+            # scrapli's send_command reaches the driver's default level first, and stays there
+            driver.default_desired_privilege_level = self._privileged  # type: ignore[attr-defined]
+        try:
+            response = await driver.send_command(command, timeout_ops=timeout)
+        except BaseException:
+            self._abort()
+            raise
+        if response.failed:
+            from scrapli.exceptions import ScrapliCommandFailure
+
+            said = next((line for line in response.result.splitlines() if line.strip()), "")
+            raise ScrapliCommandFailure(f"{self._where}: {command!r} failed: {said.strip()}")
+        return response.result
+
+    def alive(self) -> bool:
+        """Whether the session is open and its SSH connection still up, asked of the transport
+        and the socket, never by writing to the device.
+
+        A peer that closed while this session's event loop was idle is seen too: a peek at the
+        socket finds the end of the stream that the loop has not read yet.
+        """
+        driver, ssh = self.connection, self._ssh()
+        if driver is None or ssh is None or ssh.is_closed() or not driver.isalive():
+            return False
+        sock = ssh.get_extra_info("socket")
+        return sock is None or _peer_still_there(sock.fileno())
+
+    async def aclose(self) -> None:
+        """Log out (scrapli's ``on_close``: ``exit``) and close; safe to call when not open.
+
+        A session whose connection is already down is only dropped.
+        """
+        driver, ssh, up = self.connection, self._ssh(), self.alive()
+        self.connection = None
+        if driver is None:
+            return
+        try:
+            if up:
+                await driver.close()
+        except Exception:  # a connection that broke is closed as well
+            logger.debug("logging out of %s failed", self._where, exc_info=True)
+        finally:
+            if ssh is not None:  # also when the close was cancelled (its deadline passed)
+                ssh.abort()
+        if ssh is not None:
+            await _gone(ssh)
+
+    def close(self) -> None:
+        """Best-effort close from synchronous code (``nr.close_connections()``).
+
+        The session lives on the event loop that opened it. From that loop it is aborted at
+        once; from another thread, on its loop; if its loop is idle in this thread, that loop
+        is run until the connection is gone. If its loop is closed, or another loop runs in
+        this thread, the TCP connection is shut down now and the socket is released when the
+        session's loop next runs (or with its transport).
+        """
+        ssh, loop = self._ssh(), self._loop
+        self.connection = None
+        if ssh is None or loop is None:
+            return
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is running:
+            ssh.abort()
+        elif loop.is_running():
+            loop.call_soon_threadsafe(ssh.abort)
+        elif running is None and not loop.is_closed():
+            ssh.abort()
+            loop.run_until_complete(_gone(ssh))
+        else:
+            if not loop.is_closed():
+                ssh.abort()
+            _shut_down(ssh)
+
+    def _ssh(self) -> asyncssh.SSHClientConnection | None:
+        """The asyncssh connection under scrapli's driver, once logged in."""
+        transport = getattr(self.connection, "transport", None)
+        session: asyncssh.SSHClientConnection | None = getattr(transport, "session", None)
+        return session
+
+    def _abort(self) -> None:
+        """Drop the connection at once (after an error, the session's state is unknown)."""
+        ssh = self._ssh()
+        self.connection = None
+        if ssh is not None:
+            ssh.abort()
+
+    def __repr__(self) -> str:
+        state = "open" if self.connection is not None else "closed"
+        return f"ScrapliSession({self._where}, {state})"
+
+
+def _driver(platform: str, **options: Any) -> AsyncGenericDriver:
+    """scrapli's async driver for ``platform`` (its core drivers, ``generic``, or
+    scrapli-community's when installed), from scrapli's own factory."""
+    from scrapli import AsyncScrapli
+    from scrapli.driver import AsyncGenericDriver
+    from scrapli.exceptions import ScrapliModuleNotFound
+
+    if platform == "generic":  # scrapli's sync factory knows it, its async one does not
+        return AsyncGenericDriver(**options)
+    try:
+        driver: AsyncGenericDriver = AsyncScrapli(platform=platform, **options)
+    except ScrapliModuleNotFound:
+        raise ValueError(
+            f"scrapli has no driver for platform {platform!r}: use one of "
+            f"{', '.join(sorted(SCRAPLI_PLATFORMS))}, generic (a prompt, no privilege levels), "
+            "or a scrapli-community platform with scrapli-community installed"
+        ) from None
+    return driver
+
+
+def _stay_where_logged_in(driver: AsyncGenericDriver) -> str | None:
+    """Make the driver run commands at the level the login lands on, not higher: a device
+    that asks for an enable password is not sent ``enable`` until a command asks for it, and
+    an account that logs in privileged is not made to leave it (``disable``).
+
+    Returns:
+        The driver's privileged level, which ``enable`` reaches; ``None`` for a driver without
+        privilege levels (``generic``).
+    """
+    from scrapli.driver import AsyncNetworkDriver
+
+    if not isinstance(driver, AsyncNetworkDriver):
+        return None
+    privileged = driver.default_desired_privilege_level
+    below = _unprivileged(driver)
+    if below == privileged:
+        return privileged
+    platform_on_open = driver.on_open
+
+    async def on_open(conn: AsyncNetworkDriver) -> None:
+        prompt = await conn.get_prompt()
+        if not re.search(conn.privilege_levels[privileged].pattern, prompt, flags=re.M | re.I):
+            conn.default_desired_privilege_level = below
+        if platform_on_open is not None:
+            await platform_on_open(conn)
+
+    driver.on_open = on_open
+    return privileged
+
+
+def _unprivileged(driver: AsyncNetworkDriver) -> str:
+    """The level below the driver's default one when reaching that takes a password (IOS,
+    EOS and NX-OS ``exec`` under ``privilege_exec``); else the default level itself."""
+    default = driver.privilege_levels[driver.default_desired_privilege_level]
+    if default.escalate_auth and default.previous_priv:
+        return default.previous_priv
+    return default.name
+
+
+def _login_timed_out(exc: BaseException) -> bool:
+    """scrapli reports a login that timed out as an authentication failure (which is never
+    retried, while a timeout is): tell them apart by the cause."""
+    from scrapli.exceptions import ScrapliAuthenticationFailed
+
+    return isinstance(exc, ScrapliAuthenticationFailed) and isinstance(
+        exc.__cause__, (TimeoutError, asyncio.TimeoutError)
+    )
+
+
+def _peer_still_there(fileno: int) -> bool:
+    """Peek at the socket without taking anything: an end of stream means the peer closed."""
+    try:
+        probe = socket.socket(fileno=socket.dup(fileno))
+    except OSError:
+        return False
+    try:
+        probe.setblocking(False)
+        data = probe.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:  # nothing to read: the connection is quiet, and open
+        return True
+    except OSError:  # reset, or not a connected socket any more
+        return False
+    finally:
+        probe.close()
+    return bool(data)
+
+
+async def _gone(connection: asyncssh.SSHClientConnection) -> None:
+    """Wait until ``connection`` is closed, and one loop turn more for its socket to close."""
+    await connection.wait_closed()
+    await asyncio.sleep(0)
+
+
+def _shut_down(connection: asyncssh.SSHClientConnection) -> None:
+    sock = connection.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
