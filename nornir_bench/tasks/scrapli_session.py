@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.liveness import socket_open
+
 if TYPE_CHECKING:
     import asyncssh
     from nornir.core.configuration import Config
@@ -259,14 +261,15 @@ class ScrapliSession:
         """Whether the session is open and its SSH connection still up, asked of the transport
         and the socket, never by writing to the device.
 
-        A peer that closed while this session's event loop was idle is seen too: a peek at the
-        socket finds the end of the stream that the loop has not read yet.
+        A peer that closed while this session's event loop was idle is seen too: the kernel
+        holds the end of the stream that the loop has not read yet (``core.liveness``, which
+        asks this method before a host's task gets the kept session).
         """
         driver, ssh = self.connection, self._ssh()
         if driver is None or ssh is None or ssh.is_closed() or not driver.isalive():
             return False
         sock = ssh.get_extra_info("socket")
-        return sock is None or _peer_still_there(sock.fileno())
+        return sock is None or socket_open(sock)
 
     async def aclose(self) -> None:
         """Log out (scrapli's ``on_close``: ``exit``) and close; safe to call when not open.
@@ -402,24 +405,6 @@ def _login_timed_out(exc: BaseException) -> bool:
     return isinstance(exc, ScrapliAuthenticationFailed) and isinstance(
         exc.__cause__, (TimeoutError, asyncio.TimeoutError)
     )
-
-
-def _peer_still_there(fileno: int) -> bool:
-    """Peek at the socket without taking anything: an end of stream means the peer closed."""
-    try:
-        probe = socket.socket(fileno=socket.dup(fileno))
-    except OSError:
-        return False
-    try:
-        probe.setblocking(False)
-        data = probe.recv(1, socket.MSG_PEEK)
-    except BlockingIOError:  # nothing to read: the connection is quiet, and open
-        return True
-    except OSError:  # reset, or not a connected socket any more
-        return False
-    finally:
-        probe.close()
-    return bool(data)
 
 
 async def _gone(connection: asyncssh.SSHClientConnection) -> None:

@@ -16,7 +16,7 @@ from scrapli.exceptions import ScrapliConnectionError
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.tasks import asend_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession, session_of
-from tests.devices import LabProcess, closed_port, lab_process, nornir_on, stopped
+from tests.devices import LAB, LabProcess, closed_port, lab_process, nornir_on, started, stopped
 
 # Per platform: a privileged command and what its output says, and a second command.
 COMMANDS = {
@@ -213,6 +213,30 @@ def test_alive_answers_without_writing_to_the_device(fakenos_lab: LabProcess) ->
         return output
 
     assert asyncio.run(main()).startswith("*")  # IOS's clock line, nothing before it
+
+
+def test_a_device_that_restarted_between_runs_gets_a_new_session(
+    own_lab: LabProcess, tmp_path: Path
+) -> None:
+    """The core asks alive() before the host's task gets its kept session: the dead one is
+    dropped and the task logs in again, instead of failing on it."""
+    nr = own_lab.nornir("asyncio")
+    host = nr.inventory.hosts["rtr9"]
+    try:
+        assert not nr.run(task=asend_command, command="show clock").failed
+        before = host.connections[CONNECTION_NAME]
+        stopped(own_lab.handle, signal.SIGKILL)
+        again = started([*LAB, "lab", str(own_lab.inventory)], "lab ready:", tmp_path)
+        try:
+            result = nr.run(task=asend_command, command="show clock")
+            assert not result.failed, result.failed_hosts
+            assert host.connections[CONNECTION_NAME] is not before
+            assert before.connection is None  # closed when dropped
+        finally:
+            nr.close_connections()
+            stopped(again)
+    finally:
+        getattr(nr.runner, "close", lambda: None)()
 
 
 async def drop_mid_command(task: Task, lab: LabProcess) -> str:
