@@ -182,30 +182,14 @@ def lab_part(devices: int, repeat: int) -> None:
 
 
 def _three_steps(inventory: Path, runner: str, task_name: str, *, reconnect: bool) -> float:
-    from nornir import InitNornir
-
     from nornir_bench import tasks
 
     task = getattr(tasks, task_name)
-    nr = InitNornir(
-        runner={"plugin": runner, "options": {"num_workers": 20}},
-        inventory={
-            "plugin": "SimpleInventory",
-            "options": {
-                name: str(inventory / f"{stem}.yaml")
-                for name, stem in (("host_file", "hosts"), ("group_file", "groups"),
-                                   ("defaults_file", "defaults"))
-            },
-        },
-        logging={"enabled": False},
-    )
+    nr = _lab_nornir(inventory, runner, 20)
     start = time.perf_counter()
     try:
         for step in STEPS:
-            result = nr.run(task=task, **step)
-            if result.failed:
-                failed = {h: repr(m.exception) for h, m in result.failed_hosts.items()}
-                raise SystemExit(f"{runner} {task_name} {step['command']}: failed: {failed}")
+            _succeeded(nr.run(task=task, **step), f"{runner} {task_name} {step['command']}")
             if reconnect:
                 nr.close_connections()
         nr.close_connections()
@@ -214,6 +198,27 @@ def _three_steps(inventory: Path, runner: str, task_name: str, *, reconnect: boo
         close = getattr(nr.runner, "close", None)
         if callable(close):
             close()
+
+
+def _lab_nornir(inventory: Path, runner: str, workers: int) -> Any:
+    """A Nornir on the SimpleInventory in the folder ``inventory``."""
+    from nornir import InitNornir
+
+    files = {"host_file": "hosts", "group_file": "groups", "defaults_file": "defaults"}
+    return InitNornir(
+        runner={"plugin": runner, "options": {"num_workers": workers}},
+        inventory={
+            "plugin": "SimpleInventory",
+            "options": {name: str(inventory / f"{stem}.yaml") for name, stem in files.items()},
+        },
+        logging={"enabled": False},
+    )
+
+
+def _succeeded(result: Any, what: str) -> None:
+    if result.failed:
+        failed = {h: repr(m.exception) for h, m in result.failed_hosts.items()}
+        raise SystemExit(f"{what}: failed: {failed}")
 
 
 # -- asend_command on scrapli against the code before it ------------------------------------
@@ -295,17 +300,7 @@ def _measure_steps(inventory: Path) -> dict[str, float]:
     """The three steps and the close, on whichever nornir_bench this process imports."""
     import resource
 
-    from nornir import InitNornir
-
-    nr = InitNornir(
-        runner={"plugin": "asyncio", "options": {"num_workers": 100}},
-        inventory={"plugin": "SimpleInventory", "options": {
-            "host_file": str(inventory / "hosts.yaml"),
-            "group_file": str(inventory / "groups.yaml"),
-            "defaults_file": str(inventory / "defaults.yaml"),
-        }},
-        logging={"enabled": False},
-    )
+    nr = _lab_nornir(inventory, "asyncio", 100)
     sessions: dict[str, set[int]] = {name: set() for name in nr.inventory.hosts}
     walls = []
     cpu = resource.getrusage(resource.RUSAGE_SELF)
@@ -315,9 +310,7 @@ def _measure_steps(inventory: Path) -> dict[str, float]:
             began = time.perf_counter()
             result = nr.run(task=platform_step, step=step)
             walls.append(time.perf_counter() - began)
-            if result.failed:
-                failed = {h: repr(m.exception) for h, m in result.failed_hosts.items()}
-                raise SystemExit(f"step {step + 1} failed: {failed}")
+            _succeeded(result, f"step {step + 1}")
             for name, host in nr.inventory.hosts.items():
                 for key in ("scrapli_async", "asyncssh"):  # the session, after and before
                     if key in host.connections:

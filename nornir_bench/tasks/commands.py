@@ -25,7 +25,7 @@ from nornir.core.task import Result
 from nornir_bench.core.checks import number
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, session_of
+from nornir_bench.tasks.scrapli_session import session_of
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -177,17 +177,7 @@ async def asend_command(
     async with session.lock:
         if not session.is_open:
             require_libraries(asend_command)
-            params = host.get_connection_parameters(CONNECTION_NAME)
-            await session.aopen(
-                params.hostname or host.name,
-                params.username,
-                params.password,
-                params.port,
-                params.platform,
-                params.extras,
-                task.nornir.config,
-                timeout=timeout,
-            )
+            await session.aopen(host, timeout=timeout)
         output = await session.send_command(command, enable=enable, timeout=timeout)
     return Result(host=host, result=output)
 

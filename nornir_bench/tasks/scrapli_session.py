@@ -28,7 +28,6 @@ from nornir_bench.core.liveness import socket_open
 
 if TYPE_CHECKING:
     import asyncssh
-    from nornir.core.configuration import Config
     from nornir.core.inventory import Host
     from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
 
@@ -130,40 +129,21 @@ class ScrapliSession:
             return False
         return self._loop is None or self._loop is running
 
-    def open(
-        self,
-        hostname: str | None,
-        username: str | None,
-        password: str | None,
-        port: int | None,
-        platform: str | None,
-        extras: dict[str, Any] | None = None,
-        configuration: Config | None = None,
-    ) -> None:
-        """Not supported: the session opens on an event loop, with :meth:`aopen`."""
-        raise TypeError("ScrapliSession opens on an event loop: await session.aopen(...)")
+    def open(self, *args: object, **kwargs: object) -> None:
+        """Not supported (nornir would call it to open a connection plugin): the session opens
+        on an event loop, with :meth:`aopen`."""
+        raise TypeError("ScrapliSession opens on an event loop: await session.aopen(host)")
 
-    async def aopen(
-        self,
-        hostname: str | None,
-        username: str | None,
-        password: str | None,
-        port: int | None,
-        platform: str | None,
-        extras: dict[str, Any] | None = None,
-        configuration: Config | None = None,
-        *,
-        timeout: float = 30.0,
-    ) -> None:
-        """Log in with scrapli's driver for ``platform`` and let it ready the terminal.
+    async def aopen(self, host: Host, *, timeout: float = 30.0) -> None:
+        """Log in to ``host`` with scrapli's driver for its platform, which readies the terminal.
 
         Args:
-            hostname, username, password, port, platform: as nornir's connection options
-                give them; ``port`` ``None`` means 22.
-            extras: keyword arguments for scrapli's driver (``auth_secondary``, the enable
-                password; ``auth_strict_key``, ``transport_options`` ...). Host keys are not
-                checked unless ``auth_strict_key`` is true, as a lab needs.
-            configuration: unused; nornir's connection plugins receive it.
+            host: its ``hostname`` (else its name), ``port`` (22 if unset), ``username``,
+                ``password`` and ``platform`` are taken as nornir gives a connection plugin
+                them, so ``connection_options.scrapli_async`` overrides each; its ``extras``
+                go to scrapli's driver (``auth_secondary``, the enable password;
+                ``auth_strict_key``, ``transport_options`` ...). Host keys are not checked
+                unless ``auth_strict_key`` is true, as a lab needs.
             timeout: seconds for the TCP and SSH login, and for each exchange of the login
                 (scrapli's ``timeout_socket``, ``timeout_transport``, ``timeout_ops``).
 
@@ -175,28 +155,29 @@ class ScrapliSession:
             TimeoutError: no SSH login within ``timeout``.
             scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
         """
+        params = host.get_connection_parameters(CONNECTION_NAME)
+        hostname, port = params.hostname or host.name, params.port
         if self.connection is not None:
             await self.aclose()
-        address = hostname or ""
-        self._where = f"{address}:{port or 22}"
+        self._where = f"{hostname}:{port or 22}"
         options: dict[str, Any] = {
             "auth_strict_key": False,
             "timeout_socket": timeout,
             "timeout_transport": timeout,
             "timeout_ops": timeout,
         }
-        options.update(extras or {})
+        options.update(params.extras or {})
         if "transport" in options:
             raise ValueError(
                 f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
                 f"connection_options.{CONNECTION_NAME}.extras"
             )
         driver = _driver(
-            scrapli_platform(platform),
-            host=address,
+            scrapli_platform(params.platform),
+            host=hostname,
             port=port or 22,
-            auth_username=username or "",
-            auth_password=password or "",
+            auth_username=params.username or "",
+            auth_password=params.password or "",
             transport="asyncssh",
             **options,
         )

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nornir.core.inventory import Host
+from nornir.core.inventory import ConnectionOptions, Host
 from nornir.core.task import Task
 from scrapli.exceptions import ScrapliConnectionError
 
@@ -47,14 +47,22 @@ def lab_host(lab: LabProcess, name: str | None = None) -> Host:
     return host
 
 
+@pytest.fixture
+def idle_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop of the test's own, idle but when the test runs it; at the end it runs
+    once more (releasing the sockets of connections aborted meanwhile) and is closed."""
+    loop = asyncio.new_event_loop()
+    try:
+        yield loop
+    finally:
+        loop.run_until_complete(asyncio.sleep(0.01))
+        loop.close()
+
+
 async def opened(host: Host) -> ScrapliSession:
     session = session_of(host)
-    params = host.get_connection_parameters(CONNECTION_NAME)
     async with session.lock:
-        await session.aopen(
-            params.hostname, params.username, params.password, params.port, params.platform,
-            params.extras, timeout=20,
-        )
+        await session.aopen(host, timeout=20)
     return session
 
 
@@ -152,51 +160,41 @@ def test_close_connections_from_the_sessions_own_loop(fakenos_lab: LabProcess) -
     assert host.connections == {}
 
 
-def test_close_connections_after_the_loop_stopped(fakenos_lab: LabProcess) -> None:
+def test_close_connections_after_the_loop_stopped(
+    fakenos_lab: LabProcess, idle_loop: asyncio.AbstractEventLoop
+) -> None:
     host = lab_host(fakenos_lab)
-    loop = asyncio.new_event_loop()
-    try:
-        session = loop.run_until_complete(opened(host))
-        ssh = session._ssh()
-        assert ssh is not None
-        host.close_connections()  # the loop is idle: close() runs it until the session is gone
-        assert session.connection is None and host.connections == {} and ssh.is_closed()
-    finally:
-        loop.close()
+    session = idle_loop.run_until_complete(opened(host))
+    ssh = session._ssh()
+    assert ssh is not None
+    host.close_connections()  # the loop is idle: close() runs it until the session is gone
+    assert session.connection is None and host.connections == {} and ssh.is_closed()
 
 
-def test_a_session_from_another_loop_is_replaced(fakenos_lab: LabProcess) -> None:
+def test_a_session_from_another_loop_is_replaced(
+    fakenos_lab: LabProcess, idle_loop: asyncio.AbstractEventLoop
+) -> None:
     host = lab_host(fakenos_lab)
-    first_loop = asyncio.new_event_loop()
-    try:
-        stale = first_loop.run_until_complete(opened(host))
+    stale = idle_loop.run_until_complete(opened(host))
 
-        async def next_run() -> ScrapliSession:
-            return session_of(host)
+    async def next_run() -> ScrapliSession:
+        return session_of(host)
 
-        fresh = asyncio.run(next_run())
-        assert fresh is not stale and host.connections[CONNECTION_NAME] is fresh
-        assert stale.connection is None
-    finally:
-        # The stale session's socket is released when its loop runs again, as an owner does
-        # before closing a loop (asyncio.run does the same).
-        first_loop.run_until_complete(asyncio.sleep(0.01))
-        first_loop.close()
+    fresh = asyncio.run(next_run())
+    assert fresh is not stale and host.connections[CONNECTION_NAME] is fresh
+    assert stale.connection is None  # its socket is released when its loop runs again
 
 
-def test_alive_sees_a_device_that_went_away_while_the_loop_was_idle(own_lab: LabProcess) -> None:
-    host = lab_host(own_lab)
-    loop = asyncio.new_event_loop()
-    try:
-        session = loop.run_until_complete(opened(host))
-        assert session.alive()
-        assert session.alive()  # asking twice takes nothing from the connection
-        stopped(own_lab.handle, signal.SIGKILL)  # the device's process dies; the loop is idle
-        assert not session.alive()
-        loop.run_until_complete(session.aclose())
-        assert not session.alive() and not ScrapliSession().alive()
-    finally:
-        loop.close()
+def test_alive_sees_a_device_that_went_away_while_the_loop_was_idle(
+    own_lab: LabProcess, idle_loop: asyncio.AbstractEventLoop
+) -> None:
+    session = idle_loop.run_until_complete(opened(lab_host(own_lab)))
+    assert session.alive()
+    assert session.alive()  # asking twice takes nothing from the connection
+    stopped(own_lab.handle, signal.SIGKILL)  # the device's process dies; the loop is idle
+    assert not session.alive()
+    idle_loop.run_until_complete(session.aclose())
+    assert not session.alive() and not ScrapliSession().alive()
 
 
 def test_alive_answers_without_writing_to_the_device(fakenos_lab: LabProcess) -> None:
@@ -278,7 +276,10 @@ def test_a_platform_or_option_scrapli_cannot_use_is_one_line(
 ) -> None:
     async def main() -> None:
         with closed_port() as port:  # never reached: refused before connecting
-            await ScrapliSession().aopen("127.0.0.1", "u", "p", port, platform, extras)
+            options = {CONNECTION_NAME: ConnectionOptions(extras=extras)}
+            host = Host("r1", "127.0.0.1", port=port, platform=platform,
+                        connection_options=options)
+            await ScrapliSession().aopen(host)
 
     with pytest.raises(ValueError) as error:
         asyncio.run(main())
