@@ -51,6 +51,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -68,6 +69,10 @@ LAB_RUNS = (
     ("processpool", "send_command"),
     ("processpool", "asend_command"),
 )
+# The lab's devices have no enable password: scrapli's warning that it sends enable without
+# one (auth_secondary), printed once by each process, says nothing here. For this process and
+# every process it starts (the lab, the workers, the measured runs).
+QUIET_SCRAPLI = "ignore::UserWarning:scrapli.helper"
 READY_SECONDS = 60.0  # for the lab or the proxy to say it is ready
 STOP_SECONDS = 15.0
 
@@ -276,7 +281,7 @@ def scrapli_part(before: Path, devices: int, repeat: int) -> None:
 
 def _steps_in(code: Path, inventory: Path) -> dict[str, float]:
     """One measured run in a process of its own, importing nornir_bench from ``code``."""
-    env = {**os.environ, "PYTHONPATH": str(code), "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(
         [sys.executable, __file__, "--measure", str(inventory)],
         env=env, capture_output=True, text=True, timeout=600,
@@ -473,4 +478,8 @@ def _free_port_range(count: int, attempts: int = 200) -> int:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    os.environ["PYTHONWARNINGS"] = ",".join(
+        filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_SCRAPLI])
+    )
+    warnings.filterwarnings("ignore", category=UserWarning, module="scrapli.helper")
     sys.exit(main())

@@ -177,7 +177,7 @@ async def asend_command(
     async with session.lock:
         if not session.is_open:
             require_libraries(asend_command)
-            await session.aopen(host, timeout=timeout)
+            await session.aopen(host, timeout=timeout, enable=enable)
         output = await session.send_command(command, enable=enable, timeout=timeout)
     return Result(host=host, result=output)
 

@@ -112,8 +112,8 @@ class ScrapliSession:
         self.lock = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._where = "device"
-        # The driver's own default level, which ``enable`` reaches (before the login may
-        # lower the default: see _stay_where_logged_in); None: no privilege levels (generic).
+        # The driver's own default level, which ``enable`` reaches (the login may lower the
+        # default: see _stay_where_logged_in); None: no privilege levels (generic).
         self._privileged: str | None = None
 
     @property
@@ -134,7 +134,7 @@ class ScrapliSession:
         on an event loop, with :meth:`aopen`."""
         raise TypeError("ScrapliSession opens on an event loop: await session.aopen(host)")
 
-    async def aopen(self, host: Host, *, timeout: float = 30.0) -> None:
+    async def aopen(self, host: Host, *, timeout: float = 30.0, enable: bool = False) -> None:
         """Log in to ``host`` with scrapli's driver for its platform, which readies the terminal.
 
         Args:
@@ -146,6 +146,8 @@ class ScrapliSession:
                 unless ``auth_strict_key`` is true, as a lab needs.
             timeout: seconds for the TCP and SSH login, and for each exchange of the login
                 (scrapli's ``timeout_socket``, ``timeout_transport``, ``timeout_ops``).
+            enable: log in to the privileged level, as scrapli does (the first command asks
+                for it); else stay at the level the login lands on (a round trip more).
 
         Raises:
             ValueError: no platform, a platform scrapli has no driver for, or a
@@ -181,7 +183,11 @@ class ScrapliSession:
             transport="asyncssh",
             **options,
         )
-        self._privileged = _stay_where_logged_in(driver)
+        self._privileged = _privileged_level(driver)
+        if enable:
+            self._can_enable()
+        else:  # else scrapli's login goes on to the privileged level, as it does
+            _stay_where_logged_in(driver)
         self._loop = asyncio.get_running_loop()
         self.connection = driver
         try:
@@ -219,11 +225,7 @@ class ScrapliSession:
         if driver is None:
             raise RuntimeError(f"{self._where}: the session is not open: await aopen() first")
         if enable:
-            if self._privileged is None:
-                raise ValueError(
-                    f"{self._where}: enable needs a platform with privilege levels; scrapli's "
-                    "generic driver has none"
-                )
+            self._can_enable()
             # scrapli's send_command reaches the driver's default level first, and stays there
             driver.default_desired_privilege_level = self._privileged  # type: ignore[attr-defined]
         try:
@@ -301,6 +303,13 @@ class ScrapliSession:
                 ssh.abort()
             _shut_down(ssh)
 
+    def _can_enable(self) -> None:
+        if self._privileged is None:
+            raise ValueError(
+                f"{self._where}: enable needs a platform with privilege levels; scrapli's "
+                "generic driver has none"
+            )
+
     def _ssh(self) -> asyncssh.SSHClientConnection | None:
         """The asyncssh connection under scrapli's driver, once logged in."""
         transport = getattr(self.connection, "transport", None)
@@ -339,23 +348,30 @@ def _driver(platform: str, **options: Any) -> AsyncGenericDriver:
     return driver
 
 
-def _stay_where_logged_in(driver: AsyncGenericDriver) -> str | None:
-    """Make the driver run commands at the level the login lands on, not higher: a device
-    that asks for an enable password is not sent ``enable`` until a command asks for it, and
-    an account that logs in privileged is not made to leave it (``disable``).
-
-    Returns:
-        The driver's privileged level, which ``enable`` reaches; ``None`` for a driver without
-        privilege levels (``generic``).
-    """
+def _privileged_level(driver: AsyncGenericDriver) -> str | None:
+    """The level scrapli's driver runs commands at by default, its privileged one (IOS's
+    ``privilege_exec``), which ``enable`` reaches; ``None`` without privilege levels
+    (``generic``)."""
     from scrapli.driver import AsyncNetworkDriver
 
     if not isinstance(driver, AsyncNetworkDriver):
         return None
+    return driver.default_desired_privilege_level
+
+
+def _stay_where_logged_in(driver: AsyncGenericDriver) -> None:
+    """Make the driver run commands at the level the login lands on, not higher: a device
+    that asks for an enable password is not sent ``enable`` until a command asks for it, and
+    an account that logs in privileged is not made to leave it (``disable``). It costs a look
+    at the prompt (a round trip) before scrapli readies the terminal."""
+    from scrapli.driver import AsyncNetworkDriver
+
+    if not isinstance(driver, AsyncNetworkDriver):
+        return
     privileged = driver.default_desired_privilege_level
     below = _unprivileged(driver)
     if below == privileged:
-        return privileged
+        return
     platform_on_open = driver.on_open
 
     async def on_open(conn: AsyncNetworkDriver) -> None:
@@ -366,7 +382,6 @@ def _stay_where_logged_in(driver: AsyncGenericDriver) -> str | None:
             await platform_on_open(conn)
 
     driver.on_open = on_open
-    return privileged
 
 
 def _unprivileged(driver: AsyncNetworkDriver) -> str:

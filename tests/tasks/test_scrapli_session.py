@@ -145,6 +145,26 @@ def test_a_session_runs_where_the_login_landed_until_a_command_asks_for_enable(
     assert asyncio.run(main()) == ["rtr1>", "rtr1>", "rtr1#"]
 
 
+def test_a_session_opened_for_an_enable_command_logs_in_to_the_privileged_level(
+    fakenos_lab: LabProcess,
+) -> None:
+    """As scrapli does: one look at the prompt fewer than staying where the login landed."""
+    host = lab_host(fakenos_lab, "sw1")
+
+    async def main() -> tuple[str, str]:
+        session = session_of(host)
+        async with session.lock:
+            await session.aopen(host, enable=True)
+            assert session.connection is not None
+            prompt = await session.connection.get_prompt()
+            output = await session.send_command("show version", enable=True)
+        await session.aclose()
+        return prompt, output
+
+    prompt, output = asyncio.run(main())
+    assert prompt == "sw1#" and "cEOSLab" in output
+
+
 def test_close_connections_from_the_sessions_own_loop(fakenos_lab: LabProcess) -> None:
     host = lab_host(fakenos_lab)
 
@@ -269,6 +289,7 @@ def test_a_device_that_drops_the_session_mid_command_fails_with_a_retried_error(
         ("linux", None, "scrapli has no driver for platform 'linux': use one of arista_eos,"),
         (None, None, "asend_command needs the host's platform"),
         ("cisco_ios", {"transport": "system"}, "scrapli's transport is asyncssh here"),
+        ("generic", {}, "enable needs a platform with privilege levels"),
     ],
 )
 def test_a_platform_or_option_scrapli_cannot_use_is_one_line(
@@ -279,7 +300,7 @@ def test_a_platform_or_option_scrapli_cannot_use_is_one_line(
             options = {CONNECTION_NAME: ConnectionOptions(extras=extras)}
             host = Host("r1", "127.0.0.1", port=port, platform=platform,
                         connection_options=options)
-            await ScrapliSession().aopen(host)
+            await ScrapliSession().aopen(host, enable=platform == "generic")
 
     with pytest.raises(ValueError) as error:
         asyncio.run(main())
