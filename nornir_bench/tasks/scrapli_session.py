@@ -18,66 +18,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import socket
-from collections.abc import Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.liveness import socket_open
+from nornir_bench.tasks._scrapli_drivers import (
+    login_timed_out,
+    privileged_level,
+    scrapli_driver,
+    scrapli_platform,
+    stay_where_logged_in,
+)
 
 if TYPE_CHECKING:
     import asyncssh
     from nornir.core.inventory import Host
-    from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
+    from scrapli.driver import AsyncGenericDriver
 
-__all__ = [
-    "CONNECTION_NAME",
-    "SCRAPLI_PLATFORMS",
-    "ScrapliSession",
-    "scrapli_platform",
-    "session_of",
-]
+__all__ = ["CONNECTION_NAME", "ScrapliSession", "session_of"]
 
 CONNECTION_NAME = "scrapli_async"
 """The key of the session in ``host.connections`` and of its options in the inventory (not
 nornir-scrapli's ``scrapli``, whose connection is a blocking one)."""
 
-SCRAPLI_PLATFORMS: Mapping[str, str] = MappingProxyType(
-    {
-        "cisco_ios": "cisco_iosxe",
-        "cisco_xe": "cisco_iosxe",
-        "ios": "cisco_iosxe",
-        "iosxe": "cisco_iosxe",
-        "arista_eos": "arista_eos",
-        "eos": "arista_eos",
-        "cisco_nxos": "cisco_nxos",
-        "nxos": "cisco_nxos",
-        "nxos_ssh": "cisco_nxos",
-        "juniper_junos": "juniper_junos",
-        "junos": "juniper_junos",
-        "cisco_xr": "cisco_iosxr",
-        "iosxr": "cisco_iosxr",
-    }
-)
-"""scrapli's platform for nornir's, netmiko's and NAPALM's names; any other name goes to
-scrapli as it is (``cisco_iosxe``, ``generic``, a scrapli-community platform)."""
-
 logger = logging.getLogger(__name__)
-
-
-def scrapli_platform(platform: str | None) -> str:
-    """scrapli's name for the host's ``platform``.
-
-    Raises:
-        ValueError: no platform: scrapli needs one to know the device's prompts.
-    """
-    if not platform:
-        raise ValueError(
-            "asend_command needs the host's platform (cisco_ios, arista_eos, cisco_nxos, "
-            "juniper_junos, cisco_xr, or a scrapli platform such as generic)"
-        )
-    return SCRAPLI_PLATFORMS.get(platform, platform)
 
 
 def session_of(host: Host) -> ScrapliSession:
@@ -113,7 +77,7 @@ class ScrapliSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._where = "device"
         # The driver's own default level, which ``enable`` reaches (the login may lower the
-        # default: see _stay_where_logged_in); None: no privilege levels (generic).
+        # default: see stay_where_logged_in); None: no privilege levels (generic).
         self._privileged: str | None = None
 
     @property
@@ -174,7 +138,7 @@ class ScrapliSession:
                 f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
                 f"connection_options.{CONNECTION_NAME}.extras"
             )
-        driver = _driver(
+        driver = scrapli_driver(
             scrapli_platform(params.platform),
             host=hostname,
             port=port or 22,
@@ -183,18 +147,18 @@ class ScrapliSession:
             transport="asyncssh",
             **options,
         )
-        self._privileged = _privileged_level(driver)
+        self._privileged = privileged_level(driver)
         if enable:
             self._can_enable()
         else:  # else scrapli's login goes on to the privileged level, as it does
-            _stay_where_logged_in(driver)
+            stay_where_logged_in(driver)
         self._loop = asyncio.get_running_loop()
         self.connection = driver
         try:
             await driver.open()
         except BaseException as exc:
             self._abort()
-            if _login_timed_out(exc):
+            if login_timed_out(exc):
                 raise TimeoutError(
                     f"{self._where}: no SSH login within {timeout:g} s of connecting"
                 ) from exc
@@ -326,81 +290,6 @@ class ScrapliSession:
     def __repr__(self) -> str:
         state = "open" if self.connection is not None else "closed"
         return f"ScrapliSession({self._where}, {state})"
-
-
-def _driver(platform: str, **options: Any) -> AsyncGenericDriver:
-    """scrapli's async driver for ``platform`` (its core drivers, ``generic``, or
-    scrapli-community's when installed), from scrapli's own factory."""
-    from scrapli import AsyncScrapli
-    from scrapli.driver import AsyncGenericDriver
-    from scrapli.exceptions import ScrapliModuleNotFound
-
-    if platform == "generic":  # scrapli's sync factory knows it, its async one does not
-        return AsyncGenericDriver(**options)
-    try:
-        driver: AsyncGenericDriver = AsyncScrapli(platform=platform, **options)
-    except ScrapliModuleNotFound:
-        raise ValueError(
-            f"scrapli has no driver for platform {platform!r}: use one of "
-            f"{', '.join(sorted(SCRAPLI_PLATFORMS))}, generic (a prompt, no privilege levels), "
-            "or a scrapli-community platform with scrapli-community installed"
-        ) from None
-    return driver
-
-
-def _privileged_level(driver: AsyncGenericDriver) -> str | None:
-    """The level scrapli's driver runs commands at by default, its privileged one (IOS's
-    ``privilege_exec``), which ``enable`` reaches; ``None`` without privilege levels
-    (``generic``)."""
-    from scrapli.driver import AsyncNetworkDriver
-
-    if not isinstance(driver, AsyncNetworkDriver):
-        return None
-    return driver.default_desired_privilege_level
-
-
-def _stay_where_logged_in(driver: AsyncGenericDriver) -> None:
-    """Make the driver run commands at the level the login lands on, not higher: a device
-    that asks for an enable password is not sent ``enable`` until a command asks for it, and
-    an account that logs in privileged is not made to leave it (``disable``). It costs a look
-    at the prompt (a round trip) before scrapli readies the terminal."""
-    from scrapli.driver import AsyncNetworkDriver
-
-    if not isinstance(driver, AsyncNetworkDriver):
-        return
-    privileged = driver.default_desired_privilege_level
-    below = _unprivileged(driver)
-    if below == privileged:
-        return
-    platform_on_open = driver.on_open
-
-    async def on_open(conn: AsyncNetworkDriver) -> None:
-        prompt = await conn.get_prompt()
-        if not re.search(conn.privilege_levels[privileged].pattern, prompt, flags=re.M | re.I):
-            conn.default_desired_privilege_level = below
-        if platform_on_open is not None:
-            await platform_on_open(conn)
-
-    driver.on_open = on_open
-
-
-def _unprivileged(driver: AsyncNetworkDriver) -> str:
-    """The level below the driver's default one when reaching that takes a password (IOS,
-    EOS and NX-OS ``exec`` under ``privilege_exec``); else the default level itself."""
-    default = driver.privilege_levels[driver.default_desired_privilege_level]
-    if default.escalate_auth and default.previous_priv:
-        return default.previous_priv
-    return default.name
-
-
-def _login_timed_out(exc: BaseException) -> bool:
-    """scrapli reports a login that timed out as an authentication failure (which is never
-    retried, while a timeout is): tell them apart by the cause."""
-    from scrapli.exceptions import ScrapliAuthenticationFailed
-
-    return isinstance(exc, ScrapliAuthenticationFailed) and isinstance(
-        exc.__cause__, (TimeoutError, asyncio.TimeoutError)
-    )
 
 
 async def _gone(connection: asyncssh.SSHClientConnection) -> None:

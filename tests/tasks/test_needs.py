@@ -34,11 +34,11 @@ def test_every_builtin_task_says_what_it_needs() -> None:
     assert {name: needs_of(task) for name, task in BUILTIN_TASKS.items()} == {
         "send_command": Needs(("netmiko", "nornir_netmiko"), ("netmiko",), EXTRA),
         "asend_command": Needs(("scrapli", "asyncssh"), install=EXTRA),
-        "parse_interfaces": Needs(("ntc_templates",), install=EXTRA),
-        "tcp_ping": Needs(),
-        "atcp_ping": Needs(),
-        "sim_rtt": Needs(),
-        "asim_rtt": Needs(),
+        "parse_interfaces": Needs(("ntc_templates",), install=EXTRA, descriptors=0),
+        "tcp_ping": Needs(descriptors=1),
+        "atcp_ping": Needs(descriptors=1),
+        "sim_rtt": Needs(descriptors=0),
+        "asim_rtt": Needs(descriptors=0),
     }
     assert connections_of(send_command) == {"netmiko"}
     assert connections_of(lambda task: None) is None  # a user's task: any connection
