@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from nornir_bench.runners.registry import available_runners
     from nornir_bench.tasks import (
         BUILTIN_TASKS,
-        AsyncSSHSession,
+        ScrapliSession,
         asend_command,
         asim_rtt,
         atcp_ping,
@@ -92,7 +92,7 @@ __getattr__, __dir__ = lazy_exports(
         "nornir_bench.runners.registry": ("available_runners",),
         "nornir_bench.tasks": (
             "BUILTIN_TASKS",
-            "AsyncSSHSession",
+            "ScrapliSession",
             "asend_command",
             "asim_rtt",
             "atcp_ping",
@@ -106,7 +106,6 @@ __getattr__, __dir__ = lazy_exports(
 __version__ = "0.1.0"
 
 __all__ = [
-    "AsyncSSHSession",
     "AsyncioRunner",
     "BUILTIN_TASKS",
     "BenchmarkRun",
@@ -129,6 +128,7 @@ __all__ = [
     "RunInterrupted",
     "RunSummary",
     "RunTimeout",
+    "ScrapliSession",
     "SimulatedFailure",
     "SweepGrid",
     "SyntheticInventory",

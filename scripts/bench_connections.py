@@ -3,6 +3,7 @@
 
     python scripts/bench_connections.py [--part lab|synthetic|both] [--devices 20]
                                         [--hosts 10000] [--rtt 0.05] [--repeat 3]
+    python scripts/bench_connections.py --part scrapli --before DIR [--devices 20] [--repeat 3]
 
 **lab**: a three-step workflow (``show version``, ``show clock``, ``show interfaces``: three
 ``nr.run`` calls on one ``Nornir``) on ``--devices`` FakeNOS devices (``nornir-bench lab``, in a
@@ -19,6 +20,17 @@ one ``Nornir``: the asyncio runner, processpool keeping its workers (the default
 with ``keep_workers=False``. Prints each run's wall time (medians), processpool's ratio to the
 asyncio runner per run (the target: runs 2 and 3 at most 1.2x), and the worker processes left
 after the runs and after ``nr.runner.close()``.
+
+**scrapli** (``--part scrapli --before DIR``): ``asend_command`` on scrapli against the code
+before it, a checkout of nornir-bench whose ``asend_command`` is its own asyncssh session
+(``git worktree add --detach DIR <commit>``): three steps (a privileged command, two more; see
+``PLATFORM_STEPS``) on ``--devices`` FakeNOS devices with sessions kept, on the asyncio runner,
+once on a mix of every lab platform scrapli reads (cisco_ios, arista_eos, cisco_nxos,
+juniper_junos) and once on each alone. Each run is a process of its own with ``PYTHONPATH`` at
+the code it measures (this checkout, or ``DIR``), the two taking turns against one lab. Prints
+the wall time of the three steps and the close, of the first step (logins) and of steps 2-3
+(kept sessions), the client's CPU, logins per device, and after / before, medians over
+``--repeat``.
 
 Everything talks to 127.0.0.1 only; the lab, the proxy and the workers are stopped on success,
 error and Ctrl-C.
@@ -39,6 +51,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
@@ -56,6 +69,10 @@ LAB_RUNS = (
     ("processpool", "send_command"),
     ("processpool", "asend_command"),
 )
+# The lab's devices have no enable password: scrapli's warning that it sends enable without
+# one (auth_secondary), printed once by each process, says nothing here. For this process and
+# every process it starts (the lab, the workers, the measured runs).
+QUIET_SCRAPLI = "ignore::UserWarning:scrapli.helper"
 READY_SECONDS = 60.0  # for the lab or the proxy to say it is ready
 STOP_SECONDS = 15.0
 
@@ -102,12 +119,22 @@ except KeyboardInterrupt:  # stopped by the benchmark
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--part", choices=("lab", "synthetic", "both"), default="both")
+    parser.add_argument("--part", choices=("lab", "synthetic", "both", "scrapli"), default="both")
+    parser.add_argument("--before", type=Path, help="--part scrapli: a checkout of the code before")
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # a run, in its process
     parser.add_argument("--devices", type=int, default=20, help="FakeNOS devices (default 20)")
     parser.add_argument("--hosts", type=int, default=10_000, help="synthetic hosts (10,000)")
     parser.add_argument("--rtt", type=float, default=0.05, help="asim_rtt's round trip (0.05)")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions, medians (3)")
     args = parser.parse_args()
+    if args.measure is not None:
+        print(json.dumps(_measure_steps(args.measure)))
+        return 0
+    if args.part == "scrapli":
+        if args.before is None or not (args.before / "nornir_bench").is_dir():
+            parser.error("--part scrapli needs --before DIR, a checkout of nornir-bench")
+        scrapli_part(args.before.resolve(), args.devices, args.repeat)
+        return 0
     if args.part in ("lab", "both"):
         lab_part(args.devices, args.repeat)
     if args.part in ("synthetic", "both"):
@@ -160,30 +187,14 @@ def lab_part(devices: int, repeat: int) -> None:
 
 
 def _three_steps(inventory: Path, runner: str, task_name: str, *, reconnect: bool) -> float:
-    from nornir import InitNornir
-
     from nornir_bench import tasks
 
     task = getattr(tasks, task_name)
-    nr = InitNornir(
-        runner={"plugin": runner, "options": {"num_workers": 20}},
-        inventory={
-            "plugin": "SimpleInventory",
-            "options": {
-                name: str(inventory / f"{stem}.yaml")
-                for name, stem in (("host_file", "hosts"), ("group_file", "groups"),
-                                   ("defaults_file", "defaults"))
-            },
-        },
-        logging={"enabled": False},
-    )
+    nr = _lab_nornir(inventory, runner, 20)
     start = time.perf_counter()
     try:
         for step in STEPS:
-            result = nr.run(task=task, **step)
-            if result.failed:
-                failed = {h: repr(m.exception) for h, m in result.failed_hosts.items()}
-                raise SystemExit(f"{runner} {task_name} {step['command']}: failed: {failed}")
+            _succeeded(nr.run(task=task, **step), f"{runner} {task_name} {step['command']}")
             if reconnect:
                 nr.close_connections()
         nr.close_connections()
@@ -192,6 +203,135 @@ def _three_steps(inventory: Path, runner: str, task_name: str, *, reconnect: boo
         close = getattr(nr.runner, "close", None)
         if callable(close):
             close()
+
+
+def _lab_nornir(inventory: Path, runner: str, workers: int) -> Any:
+    """A Nornir on the SimpleInventory in the folder ``inventory``."""
+    from nornir import InitNornir
+
+    files = {"host_file": "hosts", "group_file": "groups", "defaults_file": "defaults"}
+    return InitNornir(
+        runner={"plugin": runner, "options": {"num_workers": workers}},
+        inventory={
+            "plugin": "SimpleInventory",
+            "options": {name: str(inventory / f"{stem}.yaml") for name, stem in files.items()},
+        },
+        logging={"enabled": False},
+    )
+
+
+def _succeeded(result: Any, what: str) -> None:
+    if result.failed:
+        failed = {h: repr(m.exception) for h, m in result.failed_hosts.items()}
+        raise SystemExit(f"{what}: failed: {failed}")
+
+
+# -- asend_command on scrapli against the code before it ------------------------------------
+
+# Per platform, the three steps: (command, enable). Junos logs in at its command level.
+PLATFORM_STEPS = {
+    "cisco_ios": (("show version", True), ("show clock", False), ("show interfaces", False)),
+    "arista_eos": (("show version", True), ("show clock", False), ("show interfaces", False)),
+    "cisco_nxos": (("show version", True), ("show clock", False),
+                   ("show ip interface brief", False)),
+    "juniper_junos": (("show version", False), ("show system uptime", False),
+                      ("show interfaces", False)),
+}
+
+
+def scrapli_part(before: Path, devices: int, repeat: int) -> None:
+    from nornir_bench.lab import load_lab_devices, write_inventory
+
+    platforms = list(PLATFORM_STEPS)
+    codes = {"before": before, "scrapli": Path(__file__).resolve().parents[1]}
+    with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
+        lab_dir = Path(folder) / "lab"
+        count = devices * len(platforms)  # each platform's run has devices of its own
+        base = _free_port_range(count)
+        stack.enter_context(_process(
+            [sys.executable, "-m", "nornir_bench", "lab", "--count", str(count), "--platform",
+             *platforms, "--port", str(base), "--write", str(lab_dir)],
+            ready=lambda line: line.startswith("lab ready"),
+        ))
+        lab = load_lab_devices(lab_dir)
+        runs = {"every platform": lab[:devices]}
+        runs.update({p: [d for d in lab if d.platform == p][:devices] for p in platforms})
+        measured: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for name, chosen in runs.items():
+            inventory = Path(folder) / name.replace(" ", "_")
+            write_inventory(chosen, inventory)
+            for _ in range(repeat):
+                for code, path in codes.items():
+                    measured.setdefault((name, code), []).append(_steps_in(path, inventory))
+    print(f"\n### asend_command, three steps with kept sessions on {devices} FakeNOS devices, "
+          f"asyncio runner (medians of {repeat})\n")
+    print("| devices | code | logins / device | wall s (3 steps + close) | step 1 s (logins) "
+          "| steps 2-3 s | client CPU s | wall scrapli / before |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name in runs:
+        walls = {code: statistics.median(r["wall"] for r in measured[(name, code)])
+                 for code in codes}
+        for code in codes:
+            rows = measured[(name, code)]
+            med = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+            ratio = f"{walls['scrapli'] / walls['before']:.2f}" if code == "scrapli" else ""
+            print(f"| {name} | {code} | {med['logins'] / devices:g} | {med['wall']:.3f} "
+                  f"| {med['first']:.3f} | {med['kept']:.3f} | {med['cpu']:.2f} | {ratio} |")
+
+
+def _steps_in(code: Path, inventory: Path) -> dict[str, float]:
+    """One measured run in a process of its own, importing nornir_bench from ``code``."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run(
+        [sys.executable, __file__, "--measure", str(inventory)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"a run with {code} failed: {done.stdout}{done.stderr}")
+    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return figures
+
+
+async def platform_step(task: Any, step: int) -> str:
+    """The step's command for the host's platform (``PLATFORM_STEPS``)."""
+    from nornir_bench.tasks import asend_command
+
+    command, enable = PLATFORM_STEPS[task.host.platform][step]
+    result = await asend_command(task, command, enable=enable)
+    return str(result.result)
+
+
+def _measure_steps(inventory: Path) -> dict[str, float]:
+    """The three steps and the close, on whichever nornir_bench this process imports."""
+    import resource
+
+    nr = _lab_nornir(inventory, "asyncio", 100)
+    sessions: dict[str, set[int]] = {name: set() for name in nr.inventory.hosts}
+    walls = []
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    try:
+        for step in range(3):
+            began = time.perf_counter()
+            result = nr.run(task=platform_step, step=step)
+            walls.append(time.perf_counter() - began)
+            _succeeded(result, f"step {step + 1}")
+            for name, host in nr.inventory.hosts.items():
+                for key in ("scrapli_async", "asyncssh"):  # the session, after and before
+                    if key in host.connections:
+                        sessions[name].add(id(host.connections[key].connection))
+        nr.close_connections()
+        wall = time.perf_counter() - start
+    finally:
+        getattr(nr.runner, "close", lambda: None)()
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "wall": wall,
+        "first": walls[0],
+        "kept": walls[1] + walls[2],
+        "cpu": used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime,
+        "logins": sum(len(ids) for ids in sessions.values()),
+    }
 
 
 # -- the synthetic fleet -------------------------------------------------------------------
@@ -338,4 +478,8 @@ def _free_port_range(count: int, attempts: int = 200) -> int:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    os.environ["PYTHONWARNINGS"] = ",".join(
+        filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_SCRAPLI])
+    )
+    warnings.filterwarnings("ignore", category=UserWarning, module="scrapli.helper")
     sys.exit(main())

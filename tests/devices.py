@@ -8,9 +8,8 @@ Fixtures (import them into a conftest or test module to use them):
   served by a thread of the test process; yields a :class:`ServerThread`.
 
 Helpers: :func:`free_ports`, :func:`free_port_range`, :func:`started`, :func:`stopped`,
-:func:`silent_port`,
-:func:`closed_port`, :func:`full_port`, :func:`nornir_on`, :func:`rtt_server_thread`,
-:func:`counting_server`.
+:func:`silent_port`, :func:`closed_port`, :func:`full_port`, :func:`lab_process` (a lab of
+chosen platforms), :func:`nornir_on`, :func:`rtt_server_thread`, :func:`counting_server`.
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ __all__ = [
     "free_port_range",
     "free_ports",
     "full_port",
+    "lab_process",
     "nornir_on",
     "rtt_server",
     "rtt_server_thread",
@@ -357,16 +357,15 @@ class LabProcess:
         return nornir_on(self.inventory, runner, **options)
 
 
-@pytest.fixture(scope="session")
-def fakenos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
-    """Two cisco_ios and two arista_eos devices (user / fakenos-lab) on free loopback ports."""
-    folder = tmp_path_factory.mktemp("fakenos-lab")
-    ports = free_ports(4)
+@contextmanager
+def lab_process(folder: Path, platforms: dict[str, str]) -> Iterator[LabProcess]:
+    """A lab in a subprocess: a device per name in ``platforms`` (name -> FakeNOS platform),
+    user / fakenos-lab, on free loopback ports; stopped (or reaped, if a test killed it) at
+    the end."""
+    ports = free_ports(len(platforms))
     devices = [
         LabDevice(name, "127.0.0.1", port, platform, "user", "fakenos-lab")
-        for name, port, platform in zip(
-            ("rtr1", "sw1", "rtr2", "sw2"), ports, ("cisco_ios", "arista_eos") * 2, strict=True
-        )
+        for (name, platform), port in zip(platforms.items(), ports, strict=True)
     ]
     inventory = folder / "inventory"
     write_inventory(devices, inventory)
@@ -375,6 +374,14 @@ def fakenos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess
         yield LabProcess(inventory, devices, handle)
     finally:
         stopped(handle)
+
+
+@pytest.fixture(scope="session")
+def fakenos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
+    """Two cisco_ios and two arista_eos devices (user / fakenos-lab) on free loopback ports."""
+    platforms = {"rtr1": "cisco_ios", "sw1": "arista_eos", "rtr2": "cisco_ios", "sw2": "arista_eos"}
+    with lab_process(tmp_path_factory.mktemp("fakenos-lab"), platforms) as lab:
+        yield lab
 
 
 @dataclass

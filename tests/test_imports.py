@@ -29,6 +29,7 @@ HEAVY = {
     "netmiko": "netmiko",
     "paramiko": "paramiko",
     "asyncssh": "asyncssh",
+    "scrapli": "scrapli",
 }
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from nornir_bench.tasks.commands import asend_command, send_command
     from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
+    from nornir_bench.tasks.scrapli_session import ScrapliSession
     from nornir_bench.tasks.simulated import (
         MAX_RTT,
         RoundTrip,
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
         plan_round_trip,
         sim_rtt,
     )
-    from nornir_bench.tasks.ssh_session import AsyncSSHSession
     from nornir_bench.tasks.tcp import TcpPing, atcp_ping, tcp_ping
 
 __getattr__, __dir__ = lazy_exports(
@@ -66,7 +66,7 @@ __getattr__, __dir__ = lazy_exports(
             "plan_round_trip",
             "sim_rtt",
         ),
-        "nornir_bench.tasks.ssh_session": ("AsyncSSHSession",),
+        "nornir_bench.tasks.scrapli_session": ("ScrapliSession",),
         "nornir_bench.tasks.tcp": ("TcpPing", "atcp_ping", "tcp_ping"),
     },
 )
@@ -74,11 +74,11 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "BUILTIN_TASKS",
     "MAX_RTT",
-    "AsyncSSHSession",
     "MissingLibrary",
     "Needs",
     "ParamsCheck",
     "RoundTrip",
+    "ScrapliSession",
     "TcpPing",
     "asend_command",
     "asim_rtt",

@@ -1,15 +1,16 @@
-"""Run a CLI command on a device: ``send_command`` (netmiko) and ``asend_command`` (asyncssh).
+"""Run a CLI command on a device: ``send_command`` (netmiko) and ``asend_command`` (scrapli).
 
 ``send_command`` is nornir-netmiko's ``netmiko_send_command``: the same connection plugin,
 the same output; it blocks, so event-loop runners run it in their thread pool.
-``asend_command`` awaits an asyncssh session (:mod:`nornir_bench.tasks.ssh_session`), so
-thousands of devices can be in flight on one loop. Both return a ``Result`` whose ``result``
-is the command's output text, in the same form (no echo, no prompt, ``\\n`` line ends).
+``asend_command`` awaits scrapli's async driver over asyncssh
+(:mod:`nornir_bench.tasks.scrapli_session`), so thousands of devices can be in flight on one
+loop. Both return a ``Result`` whose ``result`` is the command's output text (no echo, no
+prompt, ``\\n`` line ends).
 
-Each keeps one session per host in ``host.connections`` (``"netmiko"`` and ``"asyncssh"``),
-reused by every command on that host, in this run and the next ones: both stay open until
-``nr.close_connections()``, as in nornir (the async runners keep the event loop an asyncssh
-session lives on, see :mod:`nornir_bench.core.connections`).
+Each keeps one session per host in ``host.connections`` (``"netmiko"`` and
+``"scrapli_async"``), reused by every command on that host, in this run and the next ones: both
+stay open until ``nr.close_connections()``, as in nornir (the async runners keep the event loop
+a scrapli session lives on, see :mod:`nornir_bench.core.connections`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from nornir.core.task import Result
 from nornir_bench.core.checks import number
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks.ssh_session import CONNECTION_NAME, session_of
+from nornir_bench.tasks.scrapli_session import session_of
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -131,7 +132,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-@needs(libraries=["asyncssh"], install=DEVICES_EXTRA)
+@needs(libraries=["scrapli", "asyncssh"], install=DEVICES_EXTRA)
 async def asend_command(
     task: Task,
     command: str,
@@ -139,28 +140,35 @@ async def asend_command(
     enable: bool = False,
     timeout: float = DEFAULT_COMMAND_TIMEOUT,
 ) -> Result:
-    """Run ``command`` over the host's asyncssh session, opening it on first use.
+    """Run ``command`` on scrapli's async driver for the host's platform, logging in on first
+    use.
 
     The session logs in with the host's ``hostname``, ``port`` (22 if unset), ``username``,
-    ``password`` and ``platform``, each overridable under ``connection_options.asyncssh``
-    in the inventory, whose ``extras`` go to ``asyncssh.connect`` (``secret`` is the enable
-    password). Paging is turned off once per session (``terminal length 0`` on Cisco and
-    Arista, ``set cli screen-length 0`` on Junos; elsewhere ``--More--`` is answered).
+    ``password`` and ``platform`` (``cisco_ios``, ``arista_eos``, ``cisco_nxos``,
+    ``juniper_junos``, ``cisco_xr`` or a scrapli name), each overridable under
+    ``connection_options.scrapli_async`` in the inventory, whose ``extras`` go to scrapli's
+    driver (``auth_secondary`` is the enable password). scrapli handles prompts, privilege
+    levels and paging.
 
     Args:
         command: the CLI command, one line.
-        enable: enter privileged mode first, if the prompt is not already ``#``.
-        timeout: seconds for the login, and again for the command; past them the host fails
-            with ``TimeoutError`` (also when the device accepts TCP but never answers).
+        enable: reach the privileged level first (``enable``) and stay there; otherwise the
+            command runs at the level the session is at (where the login landed, at first).
+        timeout: seconds for the login, and again for the command.
 
     Returns:
         A ``Result`` whose ``result`` is the output.
 
     Raises:
-        MissingLibrary: asyncssh is not installed (``pip install 'nornir-bench[devices]'``).
-        asyncssh.PermissionDenied: wrong credentials.
-        OSError: the port refused, the host unreachable, the session closed by the device.
-        TimeoutError: no prompt within ``timeout``.
+        MissingLibrary: scrapli or asyncssh is not installed (``pip install
+            'nornir-bench[devices]'``).
+        scrapli.exceptions.ScrapliAuthenticationFailed: wrong credentials, or ``enable``
+            refused.
+        scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
+        scrapli.exceptions.ScrapliConnectionError: the device closed the session.
+        scrapli.exceptions.ScrapliCommandFailure: the device refused the command.
+        OSError: the port refused, the host unreachable.
+        TimeoutError: no SSH login within ``timeout``.
     """
     command = _checked(command)
     number("asend_command: timeout", timeout, above=0, unit="a number of seconds")
@@ -169,17 +177,7 @@ async def asend_command(
     async with session.lock:
         if not session.is_open:
             require_libraries(asend_command)
-            params = host.get_connection_parameters(CONNECTION_NAME)
-            await session.aopen(
-                params.hostname or host.name,
-                params.username,
-                params.password,
-                params.port,
-                params.platform,
-                params.extras,
-                task.nornir.config,
-                timeout=timeout,
-            )
+            await session.aopen(host, timeout=timeout, enable=enable)
         output = await session.send_command(command, enable=enable, timeout=timeout)
     return Result(host=host, result=output)
 

@@ -15,7 +15,7 @@ from nornir_bench.jobs.load import load_job
 from nornir_bench.jobs.run import JobRun, run_job
 from nornir_bench.jobs.show import failure_lines, step_lines
 from nornir_bench.tasks import asim_rtt, sim_rtt
-from tests.devices import counting_server
+from tests.devices import LabProcess, counting_server
 from tests.jobs.test_load import error_of
 
 # 12 synthetic hosts; with fail_rate 0.3, seed 1 fails dev2, dev4, dev6 and seed 3 fails
@@ -342,3 +342,47 @@ def test_a_device_sees_one_login_per_job_not_one_per_step(
         assert not done.summary.failed and len(done.steps) == 3
         assert server.wait_open(0) == 0  # all closed when the job ended
         assert server.accepted == 6  # one login per device for the three steps
+
+
+SCRAPLI_STEP = '''
+import os
+from nornir_bench.tasks import asend_command
+
+async def step(task, command, enable=False):
+    output = (await asend_command(task, command, enable=enable)).result
+    driver = task.host.connections["scrapli_async"].connection
+    return {"session": [os.getpid(), id(driver)], "output": output}
+'''
+
+
+@pytest.mark.usefixtures("no_leaked_processes")
+@pytest.mark.parametrize("runner", ["asyncio", "processpool", "dask"])
+def test_the_labs_three_steps_on_scrapli_log_in_once_per_device(
+    tmp_path: Path, runner: str, fakenos_lab: LabProcess
+) -> None:
+    """tasks/lab_three_steps.yaml's commands, each step reading which scrapli session ran it."""
+    module = f"scrapli_steps_{runner}"
+    (tmp_path / f"{module}.py").write_text(SCRAPLI_STEP, encoding="utf-8")
+    inventory = fakenos_lab.inventory
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        inventory:
+          plugin: SimpleInventory
+          options: {{host_file: {inventory}/hosts.yaml, group_file: {inventory}/groups.yaml,
+                     defaults_file: {inventory}/defaults.yaml}}
+        logging: {{enabled: false}}
+        runner: {{plugin: {runner}}}
+        filter: {{platform: cisco_ios}}
+        steps:
+          - {{name: "{module}:step", params: {{command: show version, enable: true}}}}
+          - {{name: "{module}:step", params: {{command: show clock}}}}
+          - {{name: "{module}:step", params: {{command: show interfaces}}}}
+        """), encoding="utf-8")
+    done = run_job(load_job(path), output=tmp_path / "records.jsonl", progress=False)
+    assert not done.summary.failed and len(done.steps) == 3
+    for host in ("rtr1", "rtr2"):
+        sessions = {tuple(step.result[host].result["session"]) for step in done.steps}
+        assert len(sessions) == 1, sessions  # one login for the three steps
+        outputs = [step.result[host].result["output"] for step in done.steps]
+        assert "Cisco IOS XE" in outputs[0] and "UTC" in outputs[1]
+        assert "line protocol" in outputs[2]

@@ -1,4 +1,4 @@
-"""send_command (netmiko) and asend_command (asyncssh) on FakeNOS devices, on each runner."""
+"""send_command (netmiko) and asend_command (scrapli) on FakeNOS devices, on each runner."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 import pytest
 from nornir.core.task import Task
+from scrapli.exceptions import ScrapliAuthenticationFailed, ScrapliCommandFailure
 
 from nornir_bench import arun_subtask
 from nornir_bench.lab import LabDevice, write_inventory
-from nornir_bench.tasks import AsyncSSHSession, asend_command, params_check_of, send_command
+from nornir_bench.tasks import ScrapliSession, asend_command, params_check_of, send_command
 from tests.devices import LabProcess, closed_port, nornir_on, silent_port
 
 # What each platform's "show version" says, as FakeNOS emulates it.
@@ -75,14 +75,19 @@ def test_asend_command_gives_what_send_command_gives(fakenos_lab: LabProcess) ->
     nr = fakenos_lab.nornir("asyncio")
     result = nr.run(task=asend_command, command="show version", enable=True)
     assert not result.failed, result.failed_hosts
-    assert {h: m.result for h, m in result.items()} == {h: m.result for h, m in expected.items()}
+    # the same lines, but for spaces at their ends and blank lines around them (scrapli
+    # strips those)
+    assert {h: m.result for h, m in result.items()} == {
+        h: "\n".join(line.rstrip() for line in m.result.strip().splitlines())
+        for h, m in expected.items()
+    }
     assert all(VERSION[d.platform] in result[d.name].result for d in fakenos_lab.devices)
     # The sessions stay open for the next run, as nornir keeps connections, until closed.
-    sessions = [host.connections["asyncssh"] for host in nr.inventory.hosts.values()]
+    sessions = [host.connections["scrapli_async"] for host in nr.inventory.hosts.values()]
     assert all(session.connection is not None for session in sessions)
     again = nr.run(task=asend_command, command="show clock")
     assert not again.failed, again.failed_hosts
-    assert [host.connections["asyncssh"] for host in nr.inventory.hosts.values()] == sessions
+    assert [host.connections["scrapli_async"] for host in nr.inventory.hosts.values()] == sessions
     nr.close_connections()
     assert all(host.connections == {} for host in nr.inventory.hosts.values())
     assert all(session.connection is None for session in sessions)
@@ -90,11 +95,15 @@ def test_asend_command_gives_what_send_command_gives(fakenos_lab: LabProcess) ->
 
 async def two_commands(task: Task) -> dict[str, Any]:
     await arun_subtask(task, asend_command, command="show clock")
-    session = task.host.connections["asyncssh"]
-    assert isinstance(session, AsyncSSHSession)
+    session = task.host.connections["scrapli_async"]
+    assert isinstance(session, ScrapliSession) and session.connection is not None
     first = session.connection
     await arun_subtask(task, asend_command, command="show version", enable=True)
-    return {"same": first is not None and session.connection is first, "prompt": session.prompt}
+    await arun_subtask(task, asend_command, command="show clock")  # stays privileged
+    return {
+        "same": session.connection is first,
+        "prompt": await first.get_prompt(),
+    }
 
 
 def test_commands_in_one_task_share_one_session(fakenos_lab: LabProcess) -> None:
@@ -102,7 +111,7 @@ def test_commands_in_one_task_share_one_session(fakenos_lab: LabProcess) -> None
     result = nr.run(task=two_commands)
     assert not result.failed, result.failed_hosts
     for device in fakenos_lab.devices:
-        own, clock, version = result[device.name]
+        own, clock, version, _ = result[device.name]
         assert own.result == {"same": True, "prompt": f"{device.name}#"}
         assert clock.result and VERSION[device.platform] not in clock.result
         assert VERSION[device.platform] in version.result
@@ -139,7 +148,7 @@ def test_wrong_password_fails_without_showing_it(fakenos_lab: LabProcess, tmp_pa
     exc, text = failure(
         nornir_on(inventory, "asyncio").run(task=asend_command, command="show clock")
     )
-    assert isinstance(exc, asyncssh.PermissionDenied)
+    assert isinstance(exc, ScrapliAuthenticationFailed)
     assert WRONG not in str(exc) and WRONG not in text and "Traceback" in text
 
     sync = nornir_on(inventory, "threadpool")
@@ -177,8 +186,9 @@ def test_silent_device_fails_by_the_timeout(tmp_path: Path) -> None:
         start = time.monotonic()
         exc, _ = failure(nr.run(task=asend_command, command="show clock", timeout=1))
         elapsed = time.monotonic() - start
-    assert isinstance(exc, TimeoutError)
-    assert str(exc) == f"127.0.0.1:{port}: no CLI prompt within 1 s of connecting"
+    # a timeout, retried by default, not the authentication failure scrapli words it as
+    assert isinstance(exc, TimeoutError) and not isinstance(exc, ScrapliAuthenticationFailed)
+    assert str(exc) == f"127.0.0.1:{port}: no SSH login within 1 s of connecting"
     assert 1 <= elapsed < 5
 
 
@@ -191,7 +201,26 @@ def test_command_must_be_one_line(tmp_path: Path, command: object) -> None:
 
 def test_sync_open_points_to_aopen() -> None:
     with pytest.raises(TypeError, match="await session.aopen"):
-        AsyncSSHSession().open("127.0.0.1", "u", "p", 22, "cisco_ios")
+        ScrapliSession().open("127.0.0.1", "u", "p", 22, "cisco_ios")
+
+
+def test_a_command_the_device_refuses_fails_the_host_and_keeps_the_session(
+    fakenos_lab: LabProcess,
+) -> None:
+    """scrapli knows each platform's error answers (``% Invalid input``); IOS's show version
+    needs enable."""
+    nr = fakenos_lab.nornir("asyncio").filter(name="rtr1")
+    try:
+        refused = nr.run(task=asend_command, command="show version")
+        exc, _ = failure(refused, "rtr1")
+        assert isinstance(exc, ScrapliCommandFailure)
+        assert str(exc).endswith("'show version' failed: % Invalid input detected at '^' marker.")
+        session = nr.inventory.hosts["rtr1"].connections["scrapli_async"]
+        again = nr.run(task=asend_command, command="show version", enable=True, on_failed=True)
+        assert not again.failed and VERSION["cisco_ios"] in again["rtr1"].result
+        assert nr.inventory.hosts["rtr1"].connections["scrapli_async"] is session
+    finally:
+        nr.close_connections()
 
 
 @pytest.mark.parametrize(

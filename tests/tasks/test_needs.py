@@ -33,12 +33,12 @@ HAS_NETMIKO = importlib.util.find_spec("nornir_netmiko") is not None
 def test_every_builtin_task_says_what_it_needs() -> None:
     assert {name: needs_of(task) for name, task in BUILTIN_TASKS.items()} == {
         "send_command": Needs(("netmiko", "nornir_netmiko"), ("netmiko",), EXTRA),
-        "asend_command": Needs(("asyncssh",), install=EXTRA),
-        "parse_interfaces": Needs(("ntc_templates",), install=EXTRA),
-        "tcp_ping": Needs(),
-        "atcp_ping": Needs(),
-        "sim_rtt": Needs(),
-        "asim_rtt": Needs(),
+        "asend_command": Needs(("scrapli", "asyncssh"), install=EXTRA),
+        "parse_interfaces": Needs(("ntc_templates",), install=EXTRA, descriptors=0),
+        "tcp_ping": Needs(descriptors=1),
+        "atcp_ping": Needs(descriptors=1),
+        "sim_rtt": Needs(descriptors=0),
+        "asim_rtt": Needs(descriptors=0),
     }
     assert connections_of(send_command) == {"netmiko"}
     assert connections_of(lambda task: None) is None  # a user's task: any connection
@@ -79,8 +79,10 @@ def job(tmp_path: Path, task: str) -> Path:
          "nornir-netmiko, which is"),
         ("{name: send_command, params: {command: show clock}}", ["netmiko", "nornir_netmiko"],
          "netmiko and nornir-netmiko, which are"),
-        ("{name: asend_command, params: {command: show clock}}", ["asyncssh"],
-         "asyncssh, which is"),
+        ("{name: asend_command, params: {command: show clock}}", ["scrapli"],
+         "scrapli, which is"),
+        ("{name: asend_command, params: {command: show clock}}", ["scrapli", "asyncssh"],
+         "scrapli and asyncssh, which are"),
         ("{name: parse_interfaces}", ["ntc_templates"], "ntc-templates, which is"),
     ],
 )
@@ -116,7 +118,7 @@ def test_nornir_bench_run_exits_2_with_that_line(tmp_path: Path) -> None:
     ("task", "params", "blocked"),
     [
         (send_command, {"command": "show clock"}, "nornir_netmiko"),
-        (asend_command, {"command": "show clock"}, "asyncssh"),
+        (asend_command, {"command": "show clock"}, "scrapli"),
         (parse_interfaces, {}, "ntc_templates"),
     ],
     ids=["send_command", "asend_command", "parse_interfaces"],

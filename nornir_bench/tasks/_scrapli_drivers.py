@@ -1,0 +1,134 @@
+"""Which scrapli driver a host gets, and how its login starts: the platform names, the
+driver from scrapli's factory, the privilege level a session runs at, a login's timeout told
+apart from a wrong password. It opens nothing: :mod:`nornir_bench.tasks.scrapli_session`
+opens the driver and keeps it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
+
+__all__ = [
+    "SCRAPLI_PLATFORMS",
+    "login_timed_out",
+    "privileged_level",
+    "scrapli_driver",
+    "scrapli_platform",
+    "stay_where_logged_in",
+]
+
+SCRAPLI_PLATFORMS: Mapping[str, str] = MappingProxyType(
+    {
+        "cisco_ios": "cisco_iosxe",
+        "cisco_xe": "cisco_iosxe",
+        "ios": "cisco_iosxe",
+        "iosxe": "cisco_iosxe",
+        "arista_eos": "arista_eos",
+        "eos": "arista_eos",
+        "cisco_nxos": "cisco_nxos",
+        "nxos": "cisco_nxos",
+        "nxos_ssh": "cisco_nxos",
+        "juniper_junos": "juniper_junos",
+        "junos": "juniper_junos",
+        "cisco_xr": "cisco_iosxr",
+        "iosxr": "cisco_iosxr",
+    }
+)
+"""scrapli's platform for nornir's, netmiko's and NAPALM's names; any other name goes to
+scrapli as it is (``cisco_iosxe``, ``generic``, a scrapli-community platform)."""
+
+
+def scrapli_platform(platform: str | None) -> str:
+    """scrapli's name for the host's ``platform``.
+
+    Raises:
+        ValueError: no platform: scrapli needs one to know the device's prompts.
+    """
+    if not platform:
+        raise ValueError(
+            "asend_command needs the host's platform (cisco_ios, arista_eos, cisco_nxos, "
+            "juniper_junos, cisco_xr, or a scrapli platform such as generic)"
+        )
+    return SCRAPLI_PLATFORMS.get(platform, platform)
+
+
+def scrapli_driver(platform: str, **options: Any) -> AsyncGenericDriver:
+    """scrapli's async driver for ``platform`` (its core drivers, ``generic``, or
+    scrapli-community's when installed), from scrapli's own factory."""
+    from scrapli import AsyncScrapli
+    from scrapli.driver import AsyncGenericDriver
+    from scrapli.exceptions import ScrapliModuleNotFound
+
+    if platform == "generic":  # scrapli's sync factory knows it, its async one does not
+        return AsyncGenericDriver(**options)
+    try:
+        driver: AsyncGenericDriver = AsyncScrapli(platform=platform, **options)
+    except ScrapliModuleNotFound:
+        raise ValueError(
+            f"scrapli has no driver for platform {platform!r}: use one of "
+            f"{', '.join(sorted(SCRAPLI_PLATFORMS))}, generic (a prompt, no privilege levels), "
+            "or a scrapli-community platform with scrapli-community installed"
+        ) from None
+    return driver
+
+
+def privileged_level(driver: AsyncGenericDriver) -> str | None:
+    """The level scrapli's driver runs commands at by default, its privileged one (IOS's
+    ``privilege_exec``), which ``enable`` reaches; ``None`` without privilege levels
+    (``generic``)."""
+    from scrapli.driver import AsyncNetworkDriver
+
+    if not isinstance(driver, AsyncNetworkDriver):
+        return None
+    return driver.default_desired_privilege_level
+
+
+def stay_where_logged_in(driver: AsyncGenericDriver) -> None:
+    """Make the driver run commands at the level the login lands on, not higher: a device
+    that asks for an enable password is not sent ``enable`` until a command asks for it, and
+    an account that logs in privileged is not made to leave it (``disable``). It costs a look
+    at the prompt (a round trip) before scrapli readies the terminal."""
+    from scrapli.driver import AsyncNetworkDriver
+
+    if not isinstance(driver, AsyncNetworkDriver):
+        return
+    privileged = driver.default_desired_privilege_level
+    below = _unprivileged(driver)
+    if below == privileged:
+        return
+    platform_on_open = driver.on_open
+
+    async def on_open(conn: AsyncNetworkDriver) -> None:
+        prompt = await conn.get_prompt()
+        if not re.search(conn.privilege_levels[privileged].pattern, prompt, flags=re.M | re.I):
+            conn.default_desired_privilege_level = below
+        if platform_on_open is not None:
+            await platform_on_open(conn)
+
+    driver.on_open = on_open
+
+
+def _unprivileged(driver: AsyncNetworkDriver) -> str:
+    """The level below the driver's default one when reaching that takes a password (IOS,
+    EOS and NX-OS ``exec`` under ``privilege_exec``); else the default level itself."""
+    default = driver.privilege_levels[driver.default_desired_privilege_level]
+    if default.escalate_auth and default.previous_priv:
+        return default.previous_priv
+    return default.name
+
+
+def login_timed_out(exc: BaseException) -> bool:
+    """scrapli reports a login that timed out as an authentication failure (which is never
+    retried, while a timeout is): tell them apart by the cause."""
+    from scrapli.exceptions import ScrapliAuthenticationFailed
+
+    return isinstance(exc, ScrapliAuthenticationFailed) and isinstance(
+        exc.__cause__, (TimeoutError, asyncio.TimeoutError)
+    )

@@ -1,0 +1,307 @@
+"""A CLI session on a network device: scrapli's async driver over asyncssh, kept across runs.
+
+``asend_command`` keeps one :class:`ScrapliSession` per host in
+``host.connections["scrapli_async"]``. scrapli does the device's side: the login, prompts,
+privilege levels (``enable``, with the ``auth_secondary`` password), paging and terminal width,
+per platform. This module does what a connection kept across nornir runs needs besides:
+choosing scrapli's driver from the host's platform, opening on an event loop, one command at a
+time (a lock), dropping a session after a failure mid-command, closing from any thread, and
+saying whether the connection is still up without writing to the device (:meth:`alive`).
+
+The session has the shape of a nornir connection plugin (``open``, ``close``, ``connection``)
+so nornir's ``host.close_connections()`` can close it, but it opens on an event loop
+(:meth:`ScrapliSession.aopen`) and closes best there: the runners that keep its loop between
+runs ``await aclose()`` on every connection that has it when they let the loop go, on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.core.liveness import socket_open
+from nornir_bench.tasks._scrapli_drivers import (
+    login_timed_out,
+    privileged_level,
+    scrapli_driver,
+    scrapli_platform,
+    stay_where_logged_in,
+)
+
+if TYPE_CHECKING:
+    import asyncssh
+    from nornir.core.inventory import Host
+    from scrapli.driver import AsyncGenericDriver
+
+__all__ = ["CONNECTION_NAME", "ScrapliSession", "session_of"]
+
+CONNECTION_NAME = "scrapli_async"
+"""The key of the session in ``host.connections`` and of its options in the inventory (not
+nornir-scrapli's ``scrapli``, whose connection is a blocking one)."""
+
+logger = logging.getLogger(__name__)
+
+
+def session_of(host: Host) -> ScrapliSession:
+    """The host's session for the running event loop, created (not yet open) on first use.
+
+    No ``await`` between the look-up and the insertion: every task on the host gets the same
+    session object, whose lock then orders their commands. A session left over from another
+    event loop (a run whose runner did not close it) is closed and replaced.
+    """
+    session = host.connections.get(CONNECTION_NAME)
+    if isinstance(session, ScrapliSession) and session.belongs_here():
+        return session
+    if session is not None:
+        session.close()
+    fresh = ScrapliSession()
+    host.connections[CONNECTION_NAME] = fresh
+    return fresh
+
+
+class ScrapliSession:
+    """One device's scrapli async driver, on the event loop that opened it.
+
+    Attributes:
+        connection: the scrapli driver (``AsyncIOSXEDriver``, ``AsyncEOSDriver`` ...), as
+            nornir-scrapli's connection holds it; ``None`` while not open.
+        lock: held by whoever is using the session: a command (and the privilege change
+            before it) must not interleave with another.
+    """
+
+    def __init__(self) -> None:
+        self.connection: AsyncGenericDriver | None = None
+        self.lock = asyncio.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._where = "device"
+        # The driver's own default level, which ``enable`` reaches (the login may lower the
+        # default: see stay_where_logged_in); None: no privilege levels (generic).
+        self._privileged: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        """Open, and usable from the running event loop (a session lives on one loop)."""
+        return self.connection is not None and self.belongs_here()
+
+    def belongs_here(self) -> bool:
+        """Whether the running event loop may use this session: never opened, or opened on it."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return self._loop is None or self._loop is running
+
+    def open(self, *args: object, **kwargs: object) -> None:
+        """Not supported (nornir would call it to open a connection plugin): the session opens
+        on an event loop, with :meth:`aopen`."""
+        raise TypeError("ScrapliSession opens on an event loop: await session.aopen(host)")
+
+    async def aopen(self, host: Host, *, timeout: float = 30.0, enable: bool = False) -> None:
+        """Log in to ``host`` with scrapli's driver for its platform, which readies the terminal.
+
+        Args:
+            host: its ``hostname`` (else its name), ``port`` (22 if unset), ``username``,
+                ``password`` and ``platform`` are taken as nornir gives a connection plugin
+                them, so ``connection_options.scrapli_async`` overrides each; its ``extras``
+                go to scrapli's driver (``auth_secondary``, the enable password;
+                ``auth_strict_key``, ``transport_options`` ...). Host keys are not checked
+                unless ``auth_strict_key`` is true, as a lab needs.
+            timeout: seconds for the TCP and SSH login, and for each exchange of the login
+                (scrapli's ``timeout_socket``, ``timeout_transport``, ``timeout_ops``).
+            enable: log in to the privileged level, as scrapli does (the first command asks
+                for it); else stay at the level the login lands on (a round trip more).
+
+        Raises:
+            ValueError: no platform, a platform scrapli has no driver for, or a
+                ``transport`` in ``extras`` (it is asyncssh here).
+            scrapli.exceptions.ScrapliAuthenticationFailed: wrong credentials.
+            OSError: the port refused or the host is unreachable.
+            TimeoutError: no SSH login within ``timeout``.
+            scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
+        """
+        params = host.get_connection_parameters(CONNECTION_NAME)
+        hostname, port = params.hostname or host.name, params.port
+        if self.connection is not None:
+            await self.aclose()
+        self._where = f"{hostname}:{port or 22}"
+        options: dict[str, Any] = {
+            "auth_strict_key": False,
+            "timeout_socket": timeout,
+            "timeout_transport": timeout,
+            "timeout_ops": timeout,
+        }
+        options.update(params.extras or {})
+        if "transport" in options:
+            raise ValueError(
+                f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
+                f"connection_options.{CONNECTION_NAME}.extras"
+            )
+        driver = scrapli_driver(
+            scrapli_platform(params.platform),
+            host=hostname,
+            port=port or 22,
+            auth_username=params.username or "",
+            auth_password=params.password or "",
+            transport="asyncssh",
+            **options,
+        )
+        self._privileged = privileged_level(driver)
+        if enable:
+            self._can_enable()
+        else:  # else scrapli's login goes on to the privileged level, as it does
+            stay_where_logged_in(driver)
+        self._loop = asyncio.get_running_loop()
+        self.connection = driver
+        try:
+            await driver.open()
+        except BaseException as exc:
+            self._abort()
+            if login_timed_out(exc):
+                raise TimeoutError(
+                    f"{self._where}: no SSH login within {timeout:g} s of connecting"
+                ) from exc
+            raise
+
+    async def send_command(
+        self, command: str, *, enable: bool = False, timeout: float = 30.0
+    ) -> str:
+        """Run ``command`` and return its output (no echo, no prompt), within ``timeout``.
+
+        The caller holds :attr:`lock`. If the exchange fails the session is dropped, since
+        what the device sends next is unknown; the next command reconnects.
+
+        Args:
+            command: one line.
+            enable: reach the platform's privileged level first (``enable`` on Cisco and
+                Arista) and stay there; without it the command runs at the current level.
+            timeout: seconds for the exchange (scrapli's ``timeout_ops``).
+
+        Raises:
+            scrapli.exceptions.ScrapliCommandFailure: the device answered with an error
+                (``% Invalid input``: scrapli's ``failed_when_contains``); the session stays.
+            scrapli.exceptions.ScrapliAuthenticationFailed: ``enable`` was refused.
+            scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
+            scrapli.exceptions.ScrapliConnectionError: the device closed the session.
+        """
+        driver = self.connection
+        if driver is None:
+            raise RuntimeError(f"{self._where}: the session is not open: await aopen() first")
+        if enable:
+            self._can_enable()
+            # scrapli's send_command reaches the driver's default level first, and stays there
+            driver.default_desired_privilege_level = self._privileged  # type: ignore[attr-defined]
+        try:
+            response = await driver.send_command(command, timeout_ops=timeout)
+        except BaseException:
+            self._abort()
+            raise
+        if response.failed:
+            from scrapli.exceptions import ScrapliCommandFailure
+
+            said = next((line for line in response.result.splitlines() if line.strip()), "")
+            raise ScrapliCommandFailure(f"{self._where}: {command!r} failed: {said.strip()}")
+        return response.result
+
+    def alive(self) -> bool:
+        """Whether the session is open and its SSH connection still up, asked of the transport
+        and the socket, never by writing to the device.
+
+        A peer that closed while this session's event loop was idle is seen too: the kernel
+        holds the end of the stream that the loop has not read yet (``core.liveness``, which
+        asks this method before a host's task gets the kept session).
+        """
+        driver, ssh = self.connection, self._ssh()
+        if driver is None or ssh is None or ssh.is_closed() or not driver.isalive():
+            return False
+        sock = ssh.get_extra_info("socket")
+        return sock is None or socket_open(sock)
+
+    async def aclose(self) -> None:
+        """Log out (scrapli's ``on_close``: ``exit``) and close; safe to call when not open.
+
+        A session whose connection is already down is only dropped.
+        """
+        driver, ssh, up = self.connection, self._ssh(), self.alive()
+        self.connection = None
+        if driver is None:
+            return
+        try:
+            if up:
+                await driver.close()
+        except Exception:  # a connection that broke is closed as well
+            logger.debug("logging out of %s failed", self._where, exc_info=True)
+        finally:
+            if ssh is not None:  # also when the close was cancelled (its deadline passed)
+                ssh.abort()
+        if ssh is not None:
+            await _gone(ssh)
+
+    def close(self) -> None:
+        """Best-effort close from synchronous code (``nr.close_connections()``).
+
+        The session lives on the event loop that opened it. From that loop it is aborted at
+        once; from another thread, on its loop; if its loop is idle in this thread, that loop
+        is run until the connection is gone. If its loop is closed, or another loop runs in
+        this thread, the TCP connection is shut down now and the socket is released when the
+        session's loop next runs (or with its transport).
+        """
+        ssh, loop = self._ssh(), self._loop
+        self.connection = None
+        if ssh is None or loop is None:
+            return
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is running:
+            ssh.abort()
+        elif loop.is_running():
+            loop.call_soon_threadsafe(ssh.abort)
+        elif running is None and not loop.is_closed():
+            ssh.abort()
+            loop.run_until_complete(_gone(ssh))
+        else:
+            if not loop.is_closed():
+                ssh.abort()
+            _shut_down(ssh)
+
+    def _can_enable(self) -> None:
+        if self._privileged is None:
+            raise ValueError(
+                f"{self._where}: enable needs a platform with privilege levels; scrapli's "
+                "generic driver has none"
+            )
+
+    def _ssh(self) -> asyncssh.SSHClientConnection | None:
+        """The asyncssh connection under scrapli's driver, once logged in."""
+        transport = getattr(self.connection, "transport", None)
+        session: asyncssh.SSHClientConnection | None = getattr(transport, "session", None)
+        return session
+
+    def _abort(self) -> None:
+        """Drop the connection at once (after an error, the session's state is unknown)."""
+        ssh = self._ssh()
+        self.connection = None
+        if ssh is not None:
+            ssh.abort()
+
+    def __repr__(self) -> str:
+        state = "open" if self.connection is not None else "closed"
+        return f"ScrapliSession({self._where}, {state})"
+
+
+async def _gone(connection: asyncssh.SSHClientConnection) -> None:
+    """Wait until ``connection`` is closed, and one loop turn more for its socket to close."""
+    await connection.wait_closed()
+    await asyncio.sleep(0)
+
+
+def _shut_down(connection: asyncssh.SSHClientConnection) -> None:
+    sock = connection.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
