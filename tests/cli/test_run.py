@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import re
+import resource
 import signal
 import socket
 import subprocess
