@@ -75,7 +75,8 @@ def run_benchmark(
     Returns:
         The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
         see :mod:`nornir_bench.core.stopping`). Failed hosts are counted, not printed: their
-        tracebacks stay off the terminal unless logging is configured.
+        tracebacks stay off the terminal unless logging is configured. The runner is closed
+        before it returns (an embedded Dask cluster stopped, its processes waited for).
     """
     no_last_resort_logging()
     # Only the runner and inventory named are imported: sim_rtt and asim_rtt open no
@@ -108,6 +109,7 @@ def run_benchmark(
         interrupted = interrupted or stop.pressed.is_set()
         if result is None:
             result = stop.finished.aggregated(task.__name__, hosts_in_order)
+    _close_runner(nr.runner)
     return BenchmarkRun(
         runner=runner,
         workers=num_workers,
@@ -116,6 +118,15 @@ def run_benchmark(
         summary=summarize(result, elapsed=timer.elapsed, wall=wall),
         interrupted=interrupted,
     )
+
+
+def _close_runner(runner: object) -> None:
+    """Close what the runner keeps after its run (the dask runner's cluster, kept worker
+    processes), now: their processes are then waited for, so the process's CPU figures
+    include theirs, as ``time`` counts them."""
+    close = getattr(runner, "close", None)
+    if callable(close):
+        close()
 
 
 def _runner_options(runner: str, workers: int) -> dict[str, Any]:

@@ -36,6 +36,9 @@ __all__ = ["config_settings", "inventory_settings", "runner_settings"]
 # threaded: the same options and results, less overhead per host, and it stops by itself on
 # Ctrl-C, cancelling nothing in flight (docs/jobs.md). asyncio for async tasks.
 _DEFAULT_RUNNER, _DEFAULT_ASYNC_RUNNER = "threadpool", "asyncio"
+# Runner options given as a mapping of file paths: the dask runner's TLS files
+# (``security: {tls_ca_file: ..., tls_client_cert: ..., tls_client_key: ...}``).
+_RUNNER_FILE_MAPPINGS = ("security",)
 
 
 def inventory_settings(job: JobFile, root: CommentedMap) -> dict[str, Any]:
@@ -117,9 +120,28 @@ def runner_settings(
         if is_async_task(step.task) and not prefers_async_tasks(cls):
             raise _cannot_await(job, node, step, plugin, plugins, stepped=stepped)
     what = f"runner plugin {plugin}"
-    options = plugin_options(job, job.mapping(node, "options"), cls, what, "runner.options")
+    options_node = job.mapping(node, "options")
+    options = plugin_options(job, options_node, cls, what, "runner.options")
+    _runner_files(job, options_node, options)
     construct(job, cls, options, node, what)
     return {"plugin": plugin, "options": options}
+
+
+def _runner_files(job: JobFile, node: CommentedMap, options: dict[str, Any]) -> None:
+    """Runner options that are mappings of file paths (the dask runner's ``security``: its
+    TLS files), made relative to the job's folder; a file that is not there is an error at
+    its key."""
+    for key in _RUNNER_FILE_MAPPINGS:
+        files = options.get(key)
+        if not isinstance(files, dict) or not isinstance(node.get(key), CommentedMap):
+            continue  # not paths: the runner's own check says what it takes
+        for name, path in files.items():
+            if isinstance(path, str) and path:
+                files[name] = str(job.relative(path))
+                if not Path(files[name]).is_file():
+                    raise job.error(
+                        node[key], name, f"runner option {key}.{name}: no such file: {files[name]}"
+                    )
 
 
 def _cannot_await(

@@ -145,6 +145,24 @@ def test_small_grid_end_to_end(tmp_path: Path) -> None:
         assert PLOT_HINT in done.stdout and not (out / "wall.png").exists()
 
 
+def test_dask_sweeps_as_any_runner_each_run_paying_its_own_cluster(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    done = sweep("--runners", "asyncio,dask", "--workers", "5", "--rtt", "0.001", "--hosts", "40",
+                 "--repeat", "1", "--out", str(out), timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = {row["runner"]: row for row in read_csv(out / "results.csv")}
+    for row in rows.values():
+        assert (row["ok"], row["failed"], row["errors"]) == ("40", "0", "0")
+    # The embedded cluster (a scheduler and a worker process per CPU, each importing Dask)
+    # is started and stopped by the run's own process: its CPU counts, as `time` counts it.
+    cpu = {name: float(row["user"]) + float(row["sys"]) for name, row in rows.items()}
+    assert cpu["dask"] > 2 * cpu["asyncio"], cpu
+    assert float(rows["dask"]["run_wall"]) < float(rows["dask"]["wall"])
+    assert "dask: workers are per Dask worker (one per CPU); every run starts and stops an " \
+        "embedded cluster" in done.stdout
+    assert "asyncio: workers" not in done.stdout  # a note only where the figures differ
+
+
 def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(tmp_path: Path) -> None:
     out = tmp_path / "results"
     # 3 points x 2 runs of about 0.3 s each: Ctrl-C lands after the first run, well before the end.

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from nornir_bench.bench.record import read_record
@@ -27,7 +28,12 @@ def script(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "threaded", "serial", "asyncio", "processpool"])
+ASYNC_RUNNERS = ("asyncio", "processpool", "dask")
+
+
+@pytest.mark.parametrize(
+    "runner", ["threadpool", "threaded", "serial", "asyncio", "processpool", "dask"]
+)
 def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
     done = script("4", "0.001", "--hosts", "30", "--runner", runner)
     assert done.returncode == 0, done.stderr
@@ -36,7 +42,7 @@ def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
     assert match, last
     assert match.groups() == ("30", "0")
     assert f"runner {runner}" in done.stdout
-    task = "asim_rtt" if runner in ("asyncio", "processpool") else "sim_rtt"
+    task = "asim_rtt" if runner in ASYNC_RUNNERS else "sim_rtt"
     assert f"task {task}(rtt=0.001)" in done.stdout
 
 
@@ -92,7 +98,7 @@ def test_bad_input_one_line_exit_2(args: list[str], allowed: str) -> None:
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "serial"])
+@pytest.mark.parametrize("runner", ["threadpool", "serial", "dask"])
 def test_the_record_holds_the_figures_of_the_last_line(runner: str, tmp_path: Path) -> None:
     path = tmp_path / "run.json"
     done = script("4", "0", "--hosts", "30", "--fail-rate", "0.5", "--seed", "2", "--runner",
@@ -101,8 +107,9 @@ def test_the_record_holds_the_figures_of_the_last_line(runner: str, tmp_path: Pa
     ok, failed = map(int, SUMMARY.match(done.stdout.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
     record = read_record(path)
     assert (record.ok, record.failed, record.hosts, record.rtt) == (ok, failed, 30, 0)
-    assert (record.runner, record.task, record.interrupted) == (runner, "sim_rtt", False)
-    assert record.workers == (4 if runner == "threadpool" else None)  # serial has no workers
+    task = "asim_rtt" if runner in ASYNC_RUNNERS else "sim_rtt"
+    assert (record.runner, record.task, record.interrupted) == (runner, task, False)
+    assert record.workers == (None if runner == "serial" else 4)  # serial has no workers
     assert 0 < record.run_wall < record.wall and record.max_rss_mib > 0
     assert path.read_text().count("\n") == 1  # one JSON object, one line
 
@@ -134,6 +141,34 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(runner: str) -> None:
     assert f"interrupted: {2000 - ok} hosts did not run" in out
 
 
+def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process() -> None:
+    # 2 Dask workers x 2 hosts x 0.05 s over 4,000 hosts would take 50 s: Ctrl-C lands mid-run.
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "4000", "--runner", "dask"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    cluster: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 60
+        # The scheduler, the workers' command and, per worker, its nanny and its process.
+        while len(cluster) < 4 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            cluster = psutil.Process(proc.pid).children(recursive=True)
+        time.sleep(8.0)  # the client connected, hosts finishing, even on a loaded machine
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
+    assert 0 < ok < 4000 and failed == 0
+    assert f"interrupted: {4000 - ok} hosts did not run" in out
+    _, alive = psutil.wait_procs(cluster, timeout=10)
+    assert not alive, [process.cmdline()[:4] for process in alive]
+
+
 PROCESS = re.compile(r"wall ([\d.]+) s, user ([\d.]+) s, sys ([\d.]+) s")
 
 
@@ -158,10 +193,12 @@ def test_the_wall_starts_with_the_interpreter_not_the_process_a_shell_exec_repla
     assert float(match.group(1)) < 5  # the 5 s the shell slept are not the script's
 
 
-def test_cpu_includes_the_worker_processes() -> None:
-    """Once, processpool's user and sys time left out its workers, which did the work."""
+@pytest.mark.parametrize("runner", ["processpool", "dask"])
+def test_cpu_includes_the_worker_processes(runner: str) -> None:
+    """Once, processpool's user and sys time left out its workers, which did the work; and the
+    dask runner's embedded cluster, stopped only at exit, after the line was printed."""
     before = os.times()
-    done = script("200", "0", "--hosts", "20000", "--runner", "processpool", timeout=120)
+    done = script("200", "0", "--hosts", "20000", "--runner", runner, timeout=120)
     after = os.times()
     assert done.returncode == 0, done.stderr
     match = PROCESS.search(done.stdout)

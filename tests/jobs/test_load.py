@@ -75,6 +75,52 @@ def test_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
     assert sorted(nr.inventory.hosts) == ["r1", "r2"]
 
 
+def test_a_dask_job_reaches_a_tls_cluster_with_certificates_relative_to_the_job(
+    tmp_path: Path,
+) -> None:
+    """The job file's ``security`` names PEM files as paths, relative to the job's folder as
+    every path of a job is; the run reaches a real TLS scheduler with them."""
+    from tests.dask_cluster import dask_cluster
+
+    with dask_cluster(1, tls=True) as cluster:
+        certs = tmp_path / "certs"
+        certs.mkdir()
+        for name in ("ca", "cert", "key"):
+            (certs / f"{name}.pem").write_bytes((cluster.folder / f"{name}.pem").read_bytes())
+        (tmp_path / "jobs").mkdir()
+        job = load_job(
+            write(
+                tmp_path / "jobs",
+                f"""\
+            inventory: {{plugin: synthetic, options: {{hosts: 20}}}}
+            runner:
+              plugin: dask
+              options:
+                address: {cluster.address}
+                num_workers: 5
+                security:
+                  tls_ca_file: ../certs/ca.pem
+                  tls_client_cert: ../certs/cert.pem
+                  tls_client_key: ../certs/key.pem
+            task: {{name: asim_rtt, params: {{rtt: 0}}}}
+            """,
+            )
+        )
+        security = job.settings["runner"]["options"]["security"]
+        assert security == {
+            key: str(tmp_path / "jobs" / "../certs" / f"{name}.pem")
+            for key, name in (
+                ("tls_ca_file", "ca"), ("tls_client_cert", "cert"), ("tls_client_key", "key")
+            )
+        }
+        nr, _ = job.nornir()
+        try:
+            result = nr.run(task=job.task, **job.params)
+        finally:
+            nr.runner.close()
+    assert len(result) == 20 and not result.failed
+
+
 def test_the_filter_narrows_by_name_group_and_platform(tmp_path: Path) -> None:
     base = """\
         inventory: {plugin: synthetic, options: {hosts: 12, groups: 3, platform: [ios, eos]}}
@@ -209,6 +255,31 @@ BAD_JOBS = {
         r"job.yaml:5:18: task asim_rtt is async \(async def\) and runner 'threadpool' "
         r"cannot await it; "
         r"use one of: asyncio, dask, processpool",
+    ),
+    "dask security file missing": (
+        SYNTHETIC + "runner:\n  plugin: dask\n  options:\n    address: tls://127.0.0.1:8786\n"
+        "    security:\n      tls_ca_file: certs/ca.pem\n      tls_client_cert: job.yaml\n"
+        "      tls_client_key: job.yaml\ntask: {name: asim_rtt, params: {rtt: 0}}\n",
+        r"job.yaml:10:20: runner option security.tls_ca_file: no such file: .*/certs/ca.pem$",
+    ),
+    "dask security not a mapping of the three files": (
+        SYNTHETIC + "runner:\n  plugin: dask\n  options:\n    security: {tls_ca_file: job.yaml}\n"
+        "task: {name: asim_rtt, params: {rtt: 0}}\n",
+        r"job.yaml:8:5: runner plugin dask: ValueError: dask runner: security must be a "
+        r"distributed.security.Security, or a mapping of tls_ca_file, tls_client_cert, "
+        r"tls_client_key to PEM files, got \{'tls_ca_file': '.*/job.yaml'\}$",
+    ),
+    "dask security as one path": (
+        SYNTHETIC + "runner:\n  plugin: dask\n  options:\n    security: certs/\n"
+        "task: {name: asim_rtt, params: {rtt: 0}}\n",
+        r"job.yaml:8:5: runner plugin dask: ValueError: dask runner: security must be a "
+        r"distributed.security.Security, or a mapping of .* to PEM files, got 'certs/'$",
+    ),
+    "dask option out of range": (
+        SYNTHETIC + "runner:\n  plugin: dask\n  options:\n    chunk_size: 0\n"
+        "task: {name: asim_rtt, params: {rtt: 0}}\n",
+        r"job.yaml:8:5: runner plugin dask: ValueError: dask runner: chunk_size must be a whole "
+        r"number >= 1, got 0$",
     ),
     "unknown inventory plugin": (
         "inventory: {plugin: SimpleInv}\ntask: {name: sim_rtt, params: {rtt: 0}}\n",

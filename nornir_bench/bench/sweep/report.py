@@ -33,6 +33,7 @@ __all__ = [
     "PLOT_HINT",
     "POINT_COLUMNS",
     "RECOMMENDATION_COLUMNS",
+    "RUNNER_NOTES",
     "Report",
     "tables",
     "write_plots",
@@ -42,6 +43,14 @@ __all__ = [
 POINT_COLUMNS = tuple(field.name for field in fields(PointResult))
 RECOMMENDATION_COLUMNS = tuple(field.name for field in fields(Recommendation))
 PLOT_HINT = "plots skipped: matplotlib is not installed (pip install 'nornir-bench[plot]')"
+
+# What a runner's figures hold that the others' do not, said under its table.
+RUNNER_NOTES = {
+    "processpool": "workers are per worker process (one per CPU); CPU includes the worker "
+    "processes",
+    "dask": "workers are per Dask worker (one per CPU); every run starts and stops an embedded "
+    "cluster (a scheduler and the workers), in its wall, run phase and CPU",
+}
 
 # Decimals kept in the files: seconds to 0.1 ms, percentages and MiB to one decimal.
 _DECIMALS = {
@@ -92,8 +101,9 @@ def tables(result: SweepResult) -> str:
     """The study's tables, one per runner: rows workers, columns RTT, cells wall (CPU %).
 
     Markdown, aligned for the terminal; ``*`` marks the recommended worker count, ``-`` a
-    point not measured yet, ``failed`` one whose every run failed. Then the recommendations
-    and the failed runs.
+    point not measured yet, ``failed`` one whose every run failed; under a runner's table,
+    what its figures hold that the others' do not (:data:`RUNNER_NOTES`). Then the
+    recommendations and the failed runs.
     """
     grid = result.grid
     by_cell = {(p.runner, p.workers, p.rtt): p for p in result.points}
@@ -108,9 +118,10 @@ def tables(result: SweepResult) -> str:
             )]
             for workers in grid.workers
         ]
+        note = f"\n\n{runner}: {RUNNER_NOTES[runner]}" if runner in RUNNER_NOTES else ""
         parts.append(
             f"{runner}: wall (CPU %) of the whole process, median of {_runs(grid.repeat)}, "
-            f"{grid.hosts} hosts; * recommended\n\n{_markdown(header, rows)}"
+            f"{grid.hosts} hosts; * recommended\n\n{_markdown(header, rows)}{note}"
         )
     if result.recommendations:
         parts.append(
