@@ -27,7 +27,9 @@ def script(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "threaded", "serial", "asyncio", "processpool"])
+@pytest.mark.parametrize(
+    "runner", ["threadpool", "threaded", "serial", "asyncio", "processpool", "dask"]
+)
 def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
     done = script("4", "0.001", "--hosts", "30", "--runner", runner)
     assert done.returncode == 0, done.stderr
@@ -36,7 +38,7 @@ def test_runs_and_ends_with_the_summary_line(runner: str) -> None:
     assert match, last
     assert match.groups() == ("30", "0")
     assert f"runner {runner}" in done.stdout
-    task = "asim_rtt" if runner in ("asyncio", "processpool") else "sim_rtt"
+    task = "asim_rtt" if runner in ("asyncio", "processpool", "dask") else "sim_rtt"
     assert f"task {task}(rtt=0.001)" in done.stdout
 
 
