@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,17 @@ START_SECONDS = 60.0
 
 
 class DaskCluster:
-    """A scheduler and ``workers`` worker processes on loopback (stop with :meth:`stop`)."""
+    """A scheduler and ``workers`` worker processes on loopback (stop with :meth:`stop`);
+    ``worker_path``: folders the workers import from first (the scheduler does not)."""
 
-    def __init__(self, workers: int = 2, *, tls: bool = False, nanny: bool = True) -> None:
+    def __init__(
+        self,
+        workers: int = 2,
+        *,
+        tls: bool = False,
+        nanny: bool = True,
+        worker_path: Sequence[str] = (),
+    ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="nornir-bench-test-dask-"))
         self.security: Security | None = None
         tls_args: list[str] = []
@@ -53,7 +62,8 @@ class DaskCluster:
                 tls_client_key=paths["key"],
                 require_encryption=True,
             )
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p or os.getcwd() for p in sys.path)}
+        path = [p or os.getcwd() for p in sys.path]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
         scheduler_file = self.folder / "scheduler.json"
         self.scheduler = subprocess.Popen(
             [
@@ -71,7 +81,8 @@ class DaskCluster:
                 "--local-directory", str(self.folder), "--death-timeout", "30",
                 *(["--nanny"] if nanny else ["--no-nanny"]), *tls_args,
             ],
-            env=env, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**env, "PYTHONPATH": os.pathsep.join([*worker_path, *path])},
+            cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + START_SECONDS
         self.address = ""
@@ -109,11 +120,12 @@ class DaskCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 @contextmanager
-def dask_cluster(workers: int = 2, *, tls: bool = False) -> Iterator[DaskCluster]:
-    cluster = DaskCluster(workers, tls=tls)
+def dask_cluster(workers: int = 2, **options: Any) -> Iterator[DaskCluster]:
+    cluster = DaskCluster(workers, **options)
     try:
         yield cluster
     finally:

@@ -547,7 +547,7 @@ def test_bad_arguments_from_the_command_line(tmp_path: Path) -> None:
     done = sweep("--runners", "warp", "--out", str(tmp_path / "never-written"))
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.strip().splitlines()
-    for name in ("serial", "threaded", "threadpool", "asyncio", "processpool"):
+    for name in ("serial", "threaded", "threadpool", "asyncio", "processpool", "dask"):
         assert name in line
     assert not (tmp_path / "never-written").exists()
 

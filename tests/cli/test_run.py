@@ -88,11 +88,14 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "threaded"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask", "threaded"])
 def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
     tmp_path: Path, runner: str
 ) -> None:
-    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0.01}}\n", runner=runner)
+    job = job_file(
+        tmp_path, "task: {name: sim_rtt, params: {rtt: 0.01}}\n", runner=runner,
+        options="num_workers: 4" + (", num_procs: 2" if runner == "dask" else ""),
+    )
     done = nornir_bench("run", str(job), "--output", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"task sim_rtt on 12 hosts, runner {runner}" in done.stdout
@@ -150,12 +153,13 @@ def test_a_failed_subtask_is_reported_by_its_own_exception(tmp_path: Path) -> No
     assert {r["exception"] for r in records(tmp_path / "out.jsonl")} == {"DeviceRefused"}
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
 def test_the_password_never_reaches_the_terminal_the_records_or_the_log(
     tmp_path: Path, runner: str
 ) -> None:
     job = job_file(
-        tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 2}}\n", runner=runner
+        tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 2}}\n", runner=runner,
+        options="num_workers: 4" + (", num_procs: 2" if runner == "dask" else ""),
     )
     done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1
@@ -484,7 +488,7 @@ def test_records_can_go_to_standard_output(tmp_path: Path) -> None:
     assert sorted(r["host"] for r in lines) == ["dev0", "dev1", "dev2"]
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
 def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
     tmp_path: Path, runner: str
 ) -> None:
@@ -493,7 +497,7 @@ def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
         "task: {name: 'jobtasks:flaky', params: {fail_every: 1}}\n",
         runner=runner,
         options="num_workers: 1, max_failures: 1"
-        + (", num_procs: 1" if runner == "processpool" else ""),
+        + (", num_procs: 1" if runner in ("processpool", "dask") else ""),
     )
     done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
@@ -599,7 +603,7 @@ def test_a_misspelt_run_policy_is_one_line_listing_the_policies_too(tmp_path: Pa
     )
 
 
-@pytest.mark.parametrize("runner", ["asyncio", "processpool"])
+@pytest.mark.parametrize("runner", ["asyncio", "processpool", "dask"])
 def test_a_bad_run_policy_is_refused_by_every_runner_before_the_run(
     tmp_path: Path, runner: str
 ) -> None:

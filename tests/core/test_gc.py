@@ -74,7 +74,8 @@ from tests.conftest import make_nornir
 
 logging.getLogger("nornir.core.task").disabled = True  # not the subject: 12,000 failure records
 hosts, runs = 1_000, 12
-nr = make_nornir(sys.argv[1], hosts=hosts, num_workers=50)
+procs = {"num_procs": 2} if sys.argv[1] == "dask" else {}  # its cluster: two workers
+nr = make_nornir(sys.argv[1], hosts=hosts, num_workers=50, **procs)
 task = asim_rtt if getattr(nr.runner, "prefers_async_tasks", False) else sim_rtt
 alive = []
 for _ in range(runs):
@@ -86,7 +87,7 @@ print(json.dumps(alive))
 """
 
 
-@pytest.mark.parametrize("runner", ["threaded", "threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", ["threaded", "threadpool", "asyncio", "processpool", "dask"])
 def test_the_failures_of_earlier_runs_do_not_pile_up(runner: str) -> None:
     """A process running job after job: each run's failed results become garbage cycles
     (exception, traceback, frames) when the next result replaces them. Freezing the heap at

@@ -35,9 +35,10 @@ def login(task):
 NASTY = 'ab"c\\d\'e'
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
 def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> None:
     (tmp_path / "devicetasks.py").write_text(DEVICE_TASKS)
+    procs = "num_procs: 2, " if runner == "dask" else ""
     (tmp_path / "job.yaml").write_text(
         textwrap.dedent(f"""\
         inventory:
@@ -45,7 +46,7 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
           options: {{hosts: 4, username: netops, password: "${{NB_NASTY}}"}}
         runner:
           plugin: {runner}
-          options: {{num_workers: 2, retries: 1, retry_delay: 0, retry_jitter: 0,
+          options: {{{procs}num_workers: 2, retries: 1, retry_delay: 0, retry_jitter: 0,
                      retry_on: [RuntimeError]}}
         logging:
           {{enabled: true, level: DEBUG, log_file: nornir.log,
@@ -61,7 +62,7 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
     )
     assert done.returncode == 1, done.stderr
     log = (tmp_path / "nornir.log").read_text()
-    if runner != "processpool":  # its workers keep no log records but failures (runners.md)
+    if runner not in ("processpool", "dask"):  # workers keep no log records but failures
         assert "connecting to ssh://netops:********@dev1" in log  # the library's line, masked
         assert "attempt 1 failed (RuntimeError: login failed with ********)" in log  # the retry
     records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]

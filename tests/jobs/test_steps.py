@@ -315,12 +315,15 @@ async def astep(task, what):
         ("asyncio", "astep"),
         ("processpool", "step"),
         ("processpool", "astep"),
+        ("dask", "step"),
+        ("dask", "astep"),
     ],
 )
 def test_a_device_sees_one_login_per_job_not_one_per_step(
     tmp_path: Path, runner: str, task: str
 ) -> None:
     module = f"counted_{runner}_{task}"
+    options = ", options: {num_procs: 2}" if runner == "dask" else ""
     (tmp_path / f"{module}.py").write_text(COUNTED_TASKS, encoding="utf-8")
     with counting_server() as server:
         path = tmp_path / "job.yaml"
@@ -329,7 +332,7 @@ def test_a_device_sees_one_login_per_job_not_one_per_step(
               plugin: synthetic
               options: {{hosts: 6, hostname: 127.0.0.1, port: {server.port}}}
             logging: {{enabled: false}}
-            runner: {{plugin: {runner}}}
+            runner: {{plugin: {runner}{options}}}
             steps:
               - {{name: "{module}:{task}", params: {{what: version}}}}
               - {{name: "{module}:{task}", params: {{what: clock}}}}

@@ -11,20 +11,22 @@ from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.conftest import make_nornir
 
-RUNNERS = ["threadpool", "asyncio", "processpool", "threaded", "serial"]
+RUNNERS = ["threadpool", "asyncio", "processpool", "dask", "threaded", "serial"]
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_the_bar_counts_every_host_and_the_failed_ones(runner: str) -> None:
     out = io.StringIO()
     bar = ProgressBar(file=out, enabled=True)
+    options = {"num_procs": 2} if runner in ("processpool", "dask") else {}
     nr = (
-        make_nornir(runner, hosts=30, num_workers=4)
+        make_nornir(runner, hosts=30, num_workers=4, **options)
         if runner != "serial"
         else make_nornir(runner, hosts=30)
     )
-    task = asim_rtt if runner in ("asyncio", "processpool") else sim_rtt
+    task = asim_rtt if getattr(nr.runner, "prefers_async_tasks", False) else sim_rtt
     result = nr.with_processors([bar]).run(task=task, rtt=0, fail_rate=0.3, seed=3)
+    getattr(nr.runner, "close", lambda: None)()
     failed = len(result.failed_hosts)
     assert 0 < failed < 30
     final = out.getvalue().split("\r")[-1]

@@ -19,13 +19,15 @@ def lines(out: io.StringIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "threaded"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask", "threaded"])
 def test_a_record_per_host_with_its_time_and_failure(runner: str) -> None:
     out = io.StringIO()
     writer = JsonLinesWriter(out)
-    task = asim_rtt if runner in ("asyncio", "processpool") else sim_rtt
-    nr = make_nornir(runner, hosts=20, num_workers=5)
+    options = {"num_procs": 2} if runner in ("processpool", "dask") else {}
+    nr = make_nornir(runner, hosts=20, num_workers=5, **options)
+    task = asim_rtt if getattr(nr.runner, "prefers_async_tasks", False) else sim_rtt
     result = nr.with_processors([writer]).run(task=task, rtt=0.01, fail_rate=0.4, seed=1)
+    getattr(nr.runner, "close", lambda: None)()
     records = {r["host"]: r for r in lines(out)}
     assert set(records) == set(result) and writer.written == 20
     for name, multi in result.items():

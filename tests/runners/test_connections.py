@@ -285,6 +285,37 @@ def test_a_worker_killed_between_runs_takes_only_its_own_connections(tmp_path: P
         assert server.wait_open(0) == 0
 
 
+def test_a_dask_worker_killed_between_runs_takes_only_its_own_connections(
+    tmp_path: Path,
+) -> None:
+    with counting_server() as server, registered(PLUGIN, counting_plugin()):
+        nr = nornir(inventory(tmp_path, server.port), "dask", num_procs=2, num_workers=4)
+        try:
+            first = nr.run(task=opens)
+            on = Counter(multi.result for multi in first.values())
+            client = nr.runner._cluster.client
+            workers = {pid: address for address, pid in client.run(os.getpid).items()}
+            assert sorted(on) == sorted(workers) and len(on) == 2
+            victim = min(on)
+            os.kill(victim, signal.SIGKILL)
+            _wait_gone(victim)
+            deadline = time.monotonic() + 30  # the scheduler sees it go (its nanny starts another)
+            while workers[victim] in client.scheduler_info(n_workers=-1)["workers"]:
+                assert time.monotonic() < deadline, "the scheduler never saw the worker go"
+                time.sleep(0.01)
+            second = nr.run(task=opens)
+            assert not second.failed, {h: m.exception for h, m in second.failed_hosts.items()}
+            assert server.wait_open(HOSTS) == HOSTS
+            assert server.accepted == HOSTS + on[victim]  # only the victim's hosts log in again
+            for name, multi in first.items():
+                if multi.result != victim:  # the others went back to the worker holding theirs
+                    assert second[name].result == multi.result
+            nr.close_connections()
+            assert server.wait_open(0) == 0
+        finally:
+            nr.runner.close()
+
+
 def test_without_kept_workers_every_run_stops_its_workers(tmp_path: Path) -> None:
     with counting_server() as server, registered(PLUGIN, counting_plugin()):
         nr = nornir(inventory(tmp_path, server.port), "processpool", keep_workers=False)

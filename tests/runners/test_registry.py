@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import nornir_bench
 from nornir_bench.runners import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner
+from nornir_bench.runners.dask import DaskRunner
 from nornir_bench.runners.registry import available_runners, prefers_async_tasks, takes_workers
 from tests.conftest import imported_by
 
 
 def test_ours_and_nornirs_runners_are_installed() -> None:
-    assert {"threadpool", "asyncio", "processpool", "threaded", "serial"} <= set(
+    assert {"threadpool", "asyncio", "processpool", "dask", "threaded", "serial"} <= set(
         available_runners()
     )
     assert nornir_bench.available_runners is available_runners
@@ -17,8 +18,9 @@ def test_ours_and_nornirs_runners_are_installed() -> None:
 
 def test_what_each_runner_can_do() -> None:
     assert prefers_async_tasks(AsyncioRunner) and prefers_async_tasks(ProcessPoolRunner)
+    assert prefers_async_tasks(DaskRunner)
     assert not prefers_async_tasks(ThreadPoolRunner)
-    assert takes_workers("threadpool") and takes_workers("threaded")
+    assert takes_workers("threadpool") and takes_workers("threaded") and takes_workers("dask")
     assert not takes_workers("serial") and not takes_workers("no-such-runner")
 
 

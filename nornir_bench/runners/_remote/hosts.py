@@ -123,6 +123,9 @@ class RemoteRun:
         )
         if fits < spec.num_workers:
             limit = fits if limit is None else min(limit, fits)
+        # What the limit counts: hosts launched whose run has not ended. Not ``running``, which
+        # keeps a task until its done callback, a turn of the loop after its host has ended.
+        self.active = 0
         self.limit = limit
         self.waiting: deque[tuple[int, Host]] = deque()  # over the limit: not started yet
         self.keep_connections = spec.keep_connections
@@ -132,7 +135,7 @@ class RemoteRun:
         """Start ``host``, the run's host ``index``: a new copy, which takes over the
         connections this worker holds for it; once the run has room for it, if it has a
         limit."""
-        if self.limit is not None and (self.waiting or len(self.running) >= self.limit):
+        if self.limit is not None and (self.waiting or self.active >= self.limit):
             self.waiting.append((index, host))
             return
         self._launch(index, host)
@@ -145,6 +148,7 @@ class RemoteRun:
                 host.connections = kept.connections
                 held[host.name] = host
         self.hosts.append(host)
+        self.active += 1
         coroutine = self._run(index, host)
         step = coroutine if self.wrap_host is None else self.wrap_host(coroutine, index)
         task = asyncio.get_running_loop().create_task(step)
@@ -152,13 +156,16 @@ class RemoteRun:
         task.add_done_callback(self.running.discard)
 
     async def _run(self, index: int, host: Host) -> None:
-        multi = await arun_one(self.task, host, self.context)
-        # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.
-        kept = tuple(host.connections) if self.keep_connections else ()
-        if kept or self.held:
-            self.held.note(host.name, host if kept else None)
-        left = self.offloads and left_a_call(multi)
-        self.finished(self.hooks.finished(index, host, multi, kept), left)
+        try:
+            multi = await arun_one(self.task, host, self.context)
+            # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.
+            kept = tuple(host.connections) if self.keep_connections else ()
+            if kept or self.held:
+                self.held.note(host.name, host if kept else None)
+            left = self.offloads and left_a_call(multi)
+            self.finished(self.hooks.finished(index, host, multi, kept), left)
+        finally:
+            self.active -= 1
         if self.waiting and not self.halt.is_set():  # this host's room, for the next one
             self._launch(*self.waiting.popleft())
 

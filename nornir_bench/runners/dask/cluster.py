@@ -12,6 +12,7 @@ imports, from where it imports it (its import path, in its order).
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import os
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,13 +211,45 @@ def connect(address: str, security: Security | None, timeout: float) -> Client:
     from distributed import Client
 
     try:
+        _greet(address, security, timeout)
         return Client(address, security=security, timeout=timeout, set_as_default=False)
     except Exception as exc:  # noqa: BLE001 - any of it: the scheduler is not usable
-        reason = " ".join(str(exc).split()) or type(exc).__name__
+        reason = " ".join(str(exc).split()) or "no answer"
         raise DaskClusterError(
             f"dask runner: cannot reach the scheduler at {address} within {timeout:g} s "
             f"({type(exc).__name__}: {reason[:300]})"
         ) from None
+
+
+def _greet(address: str, security: Security | None, timeout: float) -> None:
+    """Connect to ``address`` and exchange Dask's handshake, within ``timeout`` seconds in all,
+    on a loop and thread of its own that end with it.
+
+    Before a ``Client``: it bounds the TCP connection but not the handshake after it (a peer
+    that accepts and never answers, a stopped scheduler or another service, holds it for ever),
+    and a client whose connection failed keeps its I/O thread for ever.
+    """
+    from distributed.comm import connect as dask_connect
+
+    arguments = security.get_connection_args("client") if security is not None else {}
+
+    async def greet() -> None:
+        comm = await asyncio.wait_for(dask_connect(address, timeout, **arguments), timeout)
+        await comm.close()
+
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(greet())
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="nornir-bench-dask-connect", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 def scheme_and_host(address: str) -> tuple[str, str]:

@@ -19,6 +19,7 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.exceptions import WorkerCrashed, WorkerUnavailable
@@ -112,8 +113,12 @@ class DaskRun:
         self.held = held
         self.where = where
         self.plan = HostPlan(hosts, options.policy)
+        self.taken: set[int] = set()  # handed out by the plan, not settled yet
+        # Not a method of this run: the settler would hold the run, and the run its results, in
+        # a cycle that only a full collection frees once the user has dropped them.
         self.settle = ResultSettler(
-            task, hosts, result, earlier_runs=lambda index: [], settled=self._settled
+            task, hosts, result, earlier_runs=lambda index: [],
+            settled=partial(_settled, self.plan, self.taken),
         )
         self.run_id = uuid.uuid4().hex[:12]
         # Each chunk goes to a worker chosen here, that has room for it: a worker never has
@@ -140,7 +145,6 @@ class DaskRun:
         self.halt = Halt()
         self.sending = True
         self.sent: dict[int, float] = {}  # host index -> when its chunk went out
-        self.taken: set[int] = set()  # handed out by the plan, not settled yet
         # SystemExit & co. a task raised on a worker: the run stops, and run() raises it.
         self.escaped: list[BaseException] = []
 
@@ -156,7 +160,7 @@ class DaskRun:
                 break
             if self.sending:
                 if self.client.status != "running":
-                    self._give_up(f"the connection to the dask scheduler at {self.where} was lost")
+                    self._give_up(self._scheduler_lost())
                     continue
                 if not self.room and not self.chunks:
                     self._give_up(f"no dask worker of the scheduler at {self.where} is left")
@@ -303,7 +307,7 @@ class DaskRun:
     def _why_lost(self, future: Future[Any], hosts: int) -> Callable[[], Exception]:
         """What each host of a chunk that did not come back fails with (a new one each)."""
         if future.status != "error":  # cancelled: the client lost the scheduler
-            reason = f"the dask scheduler at {self.where} was lost"
+            reason = self._scheduler_lost()
             return lambda: WorkerUnavailable(reason)
         exc = future.exception()
         if type(exc).__name__ != "KilledWorker":
@@ -326,16 +330,15 @@ class DaskRun:
             None, None, detail=detail, running="this host's chunk", worker=dead
         )
 
+    def _scheduler_lost(self) -> str:
+        """Why the hosts not back fail when the client lost the scheduler: one reason, whether
+        their chunk was out or not."""
+        return f"the connection to the dask scheduler at {self.where} was lost"
+
     def _back(self, chunk: _Chunk) -> None:
         """``chunk``'s worker has room for its hosts again (if it is still there)."""
         if chunk.worker in self.room:
             self.room[chunk.worker] += len(chunk.positions)
-
-    def _settled(self, index: int, failed: bool) -> None:
-        """Tell the plan that a host it handed out is done (a host it left out was not)."""
-        if index in self.taken:
-            self.taken.discard(index)
-            self.plan.finished(index, failed)
 
     # -- stopping ----------------------------------------------------------------------------
 
@@ -388,11 +391,21 @@ class DaskRun:
 
     def _tell_workers(self, call: Callable[..., Awaitable[None]]) -> None:
         """Ask every worker, without waiting (a worker that does not answer must not hold the
-        run)."""
+        run); not at all once the scheduler is lost (the client would wait for it to come back,
+        ``connect_timeout``)."""
+        if self.client.status != "running":
+            return
         try:
             self.client.run(call, self.run_id, wait=False)
         except Exception:
             logger.debug("dask: telling the workers %s failed", call.__name__, exc_info=True)
+
+
+def _settled(plan: HostPlan, taken: set[int], index: int, failed: bool) -> None:
+    """Tell the plan that a host it handed out (``taken``) is done (one it left out was not)."""
+    if index in taken:
+        taken.discard(index)
+        plan.finished(index, failed)
 
 
 def _rebuilt(exc: BaseException) -> BaseException:

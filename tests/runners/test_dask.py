@@ -1,0 +1,684 @@
+"""What is the dask runner's own: its embedded cluster, schedulers reached by address, dead workers
+and a lost scheduler, the checks before anything is sent. What it shares with every runner
+(nornir's semantics, Ctrl-C, host data, hooks in order) is in test_conformance.py; Ctrl-C and
+SIGTERM through ``nornir-bench run`` in tests/core/test_stopping.py.
+
+Every cluster here is real: Dask's own scheduler and workers, as processes on 127.0.0.1. A task
+that must be in flight when something dies waits for a file the test writes once it has killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from distributed import Client
+from nornir import InitNornir
+from nornir.core import Nornir
+from nornir.core.inventory import Host
+from nornir.core.task import MultiResult, Task
+
+from nornir_bench import RemoteException, WorkerCrashed, WorkerUnavailable
+from nornir_bench.core.hooks import NoOpProcessor
+from nornir_bench.runners.dask import DaskClusterError, DaskRunner
+from tests import async_tasksets, tasksets
+from tests.conftest import descendant_pids, make_nornir
+from tests.dask_cluster import DaskCluster, dask_cluster, shared_address
+from tests.devices import closed_port, silent_port
+from tests.runners.test_connections import _wait_gone
+
+pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def embedded(hosts: int = 8, **options: Any) -> Nornir:
+    """A Nornir whose dask runner starts a cluster of its own, of two worker processes."""
+    options.setdefault("num_procs", 2)
+    return make_nornir("dask", hosts=hosts, **options)
+
+
+async def naps_and_says_pid(task: Task, seconds: float = 0.05) -> int:
+    await asyncio.sleep(seconds)
+    return os.getpid()
+
+
+async def waits_for_go(
+    task: Task, folder: str, quick: tuple[str, ...] = (), patience: float = 60
+) -> int:
+    """Hosts in ``quick`` return at once; the others write ``started-HOST-PID`` (holding their
+    Dask worker's address), then wait for the file ``go`` (``patience`` seconds at most)."""
+    from distributed import get_worker
+
+    if task.host.name not in quick:
+        Path(folder, f"started-{task.host.name}-{os.getpid()}").write_text(get_worker().address)
+        go = Path(folder, "go")
+        ends = time.monotonic() + patience
+        while not go.exists():
+            if time.monotonic() > ends:
+                raise TimeoutError(f"{task.host.name} was never told to go")
+            await asyncio.sleep(0.01)
+    return os.getpid()
+
+
+def started(folder: Path) -> dict[str, list[tuple[int, str]]]:
+    """Where each host started, by host: (worker pid, worker address) for each start."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for path in sorted(folder.glob("started-*"), key=lambda p: p.stat().st_mtime_ns):
+        _, host, pid = path.name.split("-")
+        found.setdefault(host, []).append((int(pid), path.read_text()))
+    return found
+
+
+@contextmanager
+def watching(
+    folder: Path, ready: Callable[[Counter[int]], int | None], then: Callable[[int], None]
+) -> Iterator[threading.Thread]:
+    """A thread that waits until ``ready`` (given the hosts started per worker pid) names a
+    worker pid, calls ``then`` with it, and lets every host go; joined on leaving."""
+
+    def watch() -> None:
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                pid = ready(Counter(p for starts in started(folder).values() for p, _ in starts))
+                if pid is not None:
+                    then(pid)
+                    return
+                time.sleep(0.01)
+        finally:
+            (folder / "go").touch()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        (folder / "go").touch()
+        thread.join(60)
+
+
+def dask_worker_pids(address: str, security: Any = None) -> set[int]:
+    with Client(address, security=security, timeout=30, set_as_default=False) as client:
+        return set(client.run(os.getpid).values())
+
+
+# -- the embedded cluster ------------------------------------------------------------------
+
+
+def test_the_embedded_cluster_starts_at_the_first_run_is_kept_and_ends_with_close() -> None:
+    before = descendant_pids()
+    nr = embedded(hosts=6, num_workers=1, chunk_size=1)
+    assert descendant_pids() == before  # built: nothing started yet
+    first = nr.run(task=naps_and_says_pid, seconds=0.05)
+    cluster = descendant_pids() - before
+    client = nr.runner._cluster.client
+    workers = client.run(os.getpid)
+    # Dask's own command line, on loopback, encrypted: the scheduler and each worker
+    assert nr.runner._cluster.embedded.address.startswith("tls://127.0.0.1:")
+    assert all(address.startswith("tls://127.0.0.1:") for address in workers)
+    assert len(workers) == 2 and set(workers.values()) <= cluster
+    second = nr.run(task=naps_and_says_pid, seconds=0.05)
+    assert not first.failed and not second.failed
+    ran_on = {multi.result for result in (first, second) for multi in result.values()}
+    assert ran_on == set(workers.values())  # the same two worker processes, both runs
+    assert descendant_pids() - before == cluster  # kept: none started, none ended
+    nr.runner.close()
+    assert descendant_pids() == before
+
+
+def test_the_embedded_cluster_ends_when_its_runner_is_collected() -> None:
+    import gc
+
+    before = descendant_pids()
+    nr = embedded(hosts=2)
+    assert not nr.run(task=naps_and_says_pid).failed
+    assert descendant_pids() - before
+    del nr
+    gc.collect()
+    assert descendant_pids() == before
+
+
+NO_MAIN_GUARD = """
+import json
+import os
+from pathlib import Path
+
+from nornir import InitNornir
+
+from tests.conftest import descendant_pids
+
+with Path("imported.txt").open("a") as lines:  # every process that runs this body adds one
+    lines.write(f"{os.getpid()}\\n")
+
+
+def where(task):
+    return os.getpid()
+
+
+nr = InitNornir(
+    inventory={"plugin": "synthetic", "options": {"hosts": 4}},
+    runner={"plugin": "dask", "options": {"num_procs": 2, "num_workers": 1, "chunk_size": 1}},
+    logging={"enabled": False},
+)
+result = nr.run(task=where)
+assert not result.failed, result.failed_hosts
+ran_on = sorted({multi.result for multi in result.values()})
+print(json.dumps({"ran_on": ran_on, "cluster": sorted(descendant_pids())}))
+# not closed: the interpreter's exit must stop the cluster
+"""
+
+
+@pytest.fixture(scope="module")
+def script_without_main_guard(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A user's script without ``if __name__ == "__main__":``, run as a user runs it (in
+    development mode, which shows the warnings the default mode hides); its folder."""
+    folder = tmp_path_factory.mktemp("script")
+    (folder / "job.py").write_text(NO_MAIN_GUARD)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, sys.path)])}
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "job.py"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=100,
+    )
+    return done, folder
+
+
+def test_a_script_without_a_main_guard_runs_once(
+    script_without_main_guard: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, folder = script_without_main_guard
+    assert done.returncode == 0, done.stderr
+    (line,) = (folder / "imported.txt").read_text().splitlines()  # no worker imported it
+    ran_on = json.loads(done.stdout)["ran_on"]
+    assert len(ran_on) == 2 and int(line) not in ran_on  # the hosts ran in the workers
+
+
+def test_the_embedded_cluster_ends_with_the_interpreter(
+    script_without_main_guard: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, _ = script_without_main_guard
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no warning, no "Exception ignored", no Dask log line
+    cluster = json.loads(done.stdout)["cluster"]
+    assert len(cluster) >= 3  # a scheduler, the workers' command, two workers
+    for pid in cluster:
+        _wait_gone(pid)
+
+
+# -- schedulers reached by address ----------------------------------------------------------
+
+
+def test_a_tcp_scheduler_started_with_dasks_command_line_is_reached_by_address() -> None:
+    address = shared_address()
+    assert address.startswith("tcp://127.0.0.1:")
+    before = descendant_pids()
+    nr = make_nornir("dask", hosts=6, address=address, num_workers=1, chunk_size=1)
+    result = nr.run(task=naps_and_says_pid, seconds=0.05)
+    assert descendant_pids() == before  # no cluster of its own
+    nr.runner.close()
+    assert not result.failed
+    assert {multi.result for multi in result.values()} == dask_worker_pids(address)
+
+
+@pytest.fixture(scope="module")
+def tls_cluster() -> Iterator[DaskCluster]:
+    with dask_cluster(2, tls=True) as cluster:
+        yield cluster
+
+
+@pytest.mark.parametrize("given", ["paths", "Security"])
+def test_a_tls_scheduler_is_reached_with_security_as_paths_or_a_security_object(
+    tls_cluster: DaskCluster, given: str
+) -> None:
+    assert tls_cluster.address.startswith("tls://127.0.0.1:") and tls_cluster.security
+    security: Any = tls_cluster.security
+    if given == "paths":  # a job file's form
+        security = {
+            "tls_ca_file": str(tls_cluster.folder / "ca.pem"),
+            "tls_client_cert": str(tls_cluster.folder / "cert.pem"),
+            "tls_client_key": str(tls_cluster.folder / "key.pem"),
+        }
+    nr = make_nornir(
+        "dask", hosts=6, address=tls_cluster.address, security=security, num_workers=1,
+        chunk_size=1,
+    )
+    result = nr.run(task=naps_and_says_pid, seconds=0.05)
+    nr.runner.close()
+    assert not result.failed
+    assert {multi.result for multi in result.values()} == set(tls_cluster.worker_pids().values())
+
+
+# -- a worker killed mid-run ----------------------------------------------------------------
+
+
+def _kill_a_worker_mid_run(
+    tmp_path: Path, crash_reruns: int
+) -> tuple[Nornir, dict[str, MultiResult], int, dict[str, list[tuple[int, str]]]]:
+    """8 hosts in chunks of 2 on two workers, each running 2 at once; once a worker has its
+    chunk's 2 hosts started, SIGKILL to it. The run's results, the victim's pid, and where
+    each host started."""
+    nr = embedded(hosts=8, num_workers=2, chunk_size=2, crash_reruns=crash_reruns)
+    victims: list[int] = []
+
+    def kill(pid: int) -> None:
+        victims.append(pid)
+        os.kill(pid, signal.SIGKILL)
+
+    def with_a_chunk_started(by_pid: Counter[int]) -> int | None:
+        return next((pid for pid, hosts in by_pid.items() if hosts == 2), None)
+
+    try:
+        with watching(tmp_path, with_a_chunk_started, kill):
+            result = nr.run(task=waits_for_go, folder=str(tmp_path))
+    except BaseException:
+        nr.runner.close()
+        raise
+    (victim,) = victims
+    return nr, dict(result), victim, started(tmp_path)
+
+
+def test_a_killed_workers_hosts_fail_naming_it_and_the_run_goes_on(tmp_path: Path) -> None:
+    nr, result, victim, starts = _kill_a_worker_mid_run(tmp_path, crash_reruns=0)
+    try:
+        assert sorted(result) == [f"dev{i}" for i in range(8)]  # every host present
+        on_victim = {host for host, where in starts.items() if where[0][0] == victim}
+        assert len(on_victim) == 2
+        assert {h for h, multi in result.items() if multi.failed} == on_victim
+        (address,) = {where[0][1] for host, where in starts.items() if host in on_victim}
+        for host in on_victim:
+            exc = result[host][0].exception
+            assert isinstance(exc, WorkerCrashed)
+            assert str(exc) == (
+                f"dask worker {address} died while running this host's chunk; not run again: "
+                "crash_reruns is 0"
+            )
+            assert len(starts[host]) == 1  # not run again
+        assert all(
+            multi.result != victim for host, multi in result.items() if host not in on_victim
+        )
+        # Its nanny starts a new worker in its place; the next run has two workers again.
+        client = nr.runner._cluster.client
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            workers = client.run(os.getpid)
+            if len(workers) == 2 and victim not in workers.values():
+                break
+            time.sleep(0.05)
+        assert len(workers) == 2 and address not in workers, workers
+        again = nr.run(task=naps_and_says_pid, seconds=0.05)
+        assert not again.failed
+        assert {multi.result for multi in again.values()} <= set(workers.values())
+    finally:
+        nr.runner.close()
+
+
+def test_with_crash_reruns_a_killed_workers_hosts_run_again_elsewhere(tmp_path: Path) -> None:
+    nr, result, victim, starts = _kill_a_worker_mid_run(tmp_path, crash_reruns=1)
+    nr.runner.close()
+    assert sorted(result) == [f"dev{i}" for i in range(8)]
+    assert not any(multi.failed for multi in result.values())
+    again = {host for host, where in starts.items() if len(where) == 2}
+    assert len(again) == 2  # the victim's chunk, started on it and again on another worker
+    for host in again:
+        assert starts[host][0][0] == victim and starts[host][1][0] != victim
+        assert result[host][0].result == starts[host][1][0]
+    assert victim not in {multi.result for multi in result.values()}
+
+
+def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end() -> None:
+    """A rerun chunk comes on top of the chunks the parent sent a worker. Once, hosts that came
+    just as the hosts before them ended (before their asyncio tasks' done callbacks ran) were
+    queued behind them, and nothing started them: the run waited for ever."""
+    from nornir_bench.core.connections import HeldConnections
+    from nornir_bench.core.policies.options import RunPolicy
+    from nornir_bench.runners._remote.hosts import RemoteRun
+    from nornir_bench.runners._remote.results import FinishedHost
+    from nornir_bench.runners._remote.spec import pack_run, unpack_run
+
+    nr = make_nornir("threadpool", hosts=4)
+    task = Task(async_tasksets.hello, nr, global_dry_run=False, processors=nr.processors)
+    payload = pack_run(
+        task, what="dask runner", num_workers=2, policy=RunPolicy.build("dask runner", {}),
+        deadline=None, loop="asyncio", keep_connections=False,
+    )
+    hosts = list(nr.inventory.hosts.values())
+
+    async def run_four() -> list[int]:
+        finished: list[int] = []
+        all_done = asyncio.Event()
+
+        def done(host: FinishedHost, left_a_call: bool) -> None:
+            finished.append(host.position)
+            if len(finished) == 1:  # dev0 and dev1 end in this turn of the loop; then:
+                asyncio.get_running_loop().call_soon(lambda: [run.start(i, hosts[i]) for i in (2, 3)])
+            if len(finished) == 4:
+                all_done.set()
+
+        run = RemoteRun(unpack_run(payload), HeldConnections(), done, limit=2)
+        try:
+            run.start(0, hosts[0])
+            run.start(1, hosts[1])
+            await asyncio.wait_for(all_done.wait(), 10)
+        except asyncio.TimeoutError:  # hosts left waiting: none started them
+            pass
+        finally:
+            await run.aclose()
+        return finished
+
+    assert sorted(asyncio.run(run_four())) == [0, 1, 2, 3]
+
+
+# -- the scheduler killed mid-run ------------------------------------------------------------
+
+
+def test_a_lost_scheduler_fails_the_hosts_not_back_with_one_reason_at_once(
+    tmp_path: Path,
+) -> None:
+    """Once, the run waited out the client's attempts to reconnect (``connect_timeout``)
+    before it returned, and the hosts failed with two different reasons."""
+    nr = embedded(hosts=8, num_workers=1, chunk_size=1, connect_timeout=60)
+    quick = ("dev0", "dev1")  # back before the scheduler is killed
+
+    def both_quick_hosts_back(by_pid: Counter[int]) -> int | None:
+        # Each worker runs one host at a time: two hosts started after the quick ones means
+        # both quick ones were back.
+        return 0 if sum(by_pid.values()) >= 2 else None
+
+    def kill_the_scheduler(_: int) -> None:
+        os.kill(nr.runner._cluster.embedded.processes[0].pid, signal.SIGKILL)
+
+    try:
+        with watching(tmp_path, both_quick_hosts_back, kill_the_scheduler) as watcher:
+            begun = time.monotonic()
+            result = nr.run(task=waits_for_go, folder=str(tmp_path), quick=quick)
+            took = time.monotonic() - begun
+        scheduler = nr.runner._cluster.embedded.address
+    finally:
+        nr.runner.close()
+    assert not watcher.is_alive()
+    assert took < 30, took  # not the 60 s of the client's attempts to reconnect
+    assert sorted(result) == [f"dev{i}" for i in range(8)]
+    assert {h for h, multi in result.items() if not multi.failed} == set(quick)
+    errors = [result[h][0].exception for h in result if h not in quick]
+    assert all(isinstance(exc, WorkerUnavailable) for exc in errors)
+    assert {str(exc) for exc in errors} == {
+        f"no worker process could run this host: the connection to the dask scheduler at "
+        f"{scheduler} was lost"
+    }
+
+
+# -- what comes back, as it comes back ------------------------------------------------------
+
+
+class LetsDev0GoOnceTheOthersCompleted(NoOpProcessor):
+    """Writes the file dev0 waits for once it has seen the other hosts complete, here."""
+
+    def __init__(self, go: Path, others: int) -> None:
+        self.go = go
+        self.others = others
+        self.completed: list[str] = []
+
+    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        self.completed.append(host.name)
+        if len(self.completed) == self.others:
+            self.go.touch()
+
+
+def test_processor_hooks_fire_here_as_chunks_come_back_not_at_the_end(tmp_path: Path) -> None:
+    """dev0 ends only once this process's processor has seen the five other hosts complete:
+    hooks fired at the run's end would leave it waiting, and failing."""
+    hooks = LetsDev0GoOnceTheOthersCompleted(tmp_path / "go", others=5)
+    nr = make_nornir(
+        "dask", hosts=6, address=shared_address(), num_workers=1, chunk_size=1
+    ).with_processors([hooks])
+    quick = tuple(f"dev{i}" for i in range(1, 6))
+    result = nr.run(task=waits_for_go, folder=str(tmp_path), quick=quick, patience=30)
+    nr.runner.close()
+    assert not result.failed, {h: m.exception for h, m in result.failed_hosts.items()}
+    assert sorted(hooks.completed[:5]) == sorted(quick) and hooks.completed[5] == "dev0"
+
+
+class DeviceError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.session = threading.Lock()  # a live object: cannot be pickled
+
+
+def fails_with_a_live_session(task: Task) -> None:
+    raise DeviceError(f"session to {task.host.name} dropped")
+
+
+def test_an_unpicklable_exception_comes_back_as_text() -> None:
+    nr = make_nornir("dask", hosts=4, address=shared_address())
+    result = nr.run(task=fails_with_a_live_session)
+    nr.runner.close()
+    assert sorted(result.failed_hosts) == ["dev0", "dev1", "dev2", "dev3"]
+    exc = result["dev2"][0].exception
+    assert isinstance(exc, RemoteException)
+    assert (exc.type_name, exc.message) == ("DeviceError", "session to dev2 dropped")
+    assert "Traceback" in exc.traceback_text and "DeviceError" in exc.traceback_text
+    assert "DeviceError: session to dev2 dropped" in result["dev2"][0].result
+
+
+def test_what_cannot_be_sent_to_the_workers_is_said_clearly() -> None:
+    nr = make_nornir("dask", hosts=4, address=shared_address())
+    try:
+        with socket.socket() as sock:
+            with pytest.raises(ValueError, match="^dask runner: .* cannot be sent"):
+                nr.run(task=tasksets.sets_data, key=sock)
+            nr.inventory.hosts["dev3"].data["session"] = sock
+            result = nr.run(task=tasksets.hello)
+    finally:
+        nr.runner.close()
+    assert sorted(result.failed_hosts) == ["dev3"]  # alone
+    exc = result["dev3"][0].exception
+    assert isinstance(exc, ValueError)
+    assert str(exc).startswith(
+        "dask runner: host dev3's inventory cannot be sent to its worker: TypeError"
+    )
+    assert result["dev2"].result == "hello from dev2"
+
+
+# -- what is checked before anything is sent ------------------------------------------------
+
+
+@pytest.mark.parametrize("port", [closed_port, silent_port], ids=["refused", "silent"])
+def test_an_unreachable_scheduler_is_one_line_naming_it_within_connect_timeout(
+    port: Callable[[], Any],
+) -> None:
+    with port() as number:
+        address = f"tcp://127.0.0.1:{number}"
+        nr = make_nornir("dask", hosts=2, address=address, connect_timeout=0.5)
+        begun = time.monotonic()
+        with pytest.raises(DaskClusterError) as caught:
+            nr.run(task=naps_and_says_pid)
+        took = time.monotonic() - begun
+        nr.runner.close()
+    assert str(caught.value).startswith(
+        f"dask runner: cannot reach the scheduler at {address} within 0.5 s ("
+    )
+    assert "\n" not in str(caught.value)
+    assert took < 10, took  # not the default 30 s
+
+
+def test_an_unreachable_scheduler_in_a_job_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with closed_port() as number:
+        address = f"tcp://127.0.0.1:{number}"
+        (tmp_path / "job.yaml").write_text(textwrap.dedent(f"""\
+            inventory: {{plugin: synthetic, options: {{hosts: 3}}}}
+            runner: {{plugin: dask, options: {{address: "{address}", connect_timeout: 0.5}}}}
+            task: {{name: sim_rtt, params: {{rtt: 0}}}}
+            logging: {{enabled: false}}
+            """))
+        done = subprocess.run(
+            [sys.executable, "-m", "nornir_bench", "run", "job.yaml", "-o", "out.jsonl"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        f"nornir-bench: error: dask runner: cannot reach the scheduler at {address} within 0.5 s ("
+    )
+
+
+def test_a_worker_of_another_nornir_bench_is_refused_naming_it_and_both_versions(
+    tmp_path: Path,
+) -> None:
+    from importlib import metadata
+
+    other = tmp_path / "other" / "nornir_bench-9.9.9.dist-info"
+    other.mkdir(parents=True)
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: nornir-bench\nVersion: 9.9.9\n")
+    with dask_cluster(1, worker_path=[str(other.parent)]) as cluster:
+        (worker,) = cluster.worker_pids()
+        nr = make_nornir("dask", hosts=2, address=cluster.address)
+        try:
+            with pytest.raises(DaskClusterError) as caught:
+                nr.run(task=naps_and_says_pid)
+        finally:
+            nr.runner.close()
+    assert str(caught.value) == (
+        f"dask runner: worker {worker} runs nornir-bench 9.9.9, this process "
+        f"{metadata.version('nornir-bench')}: install the same versions everywhere"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every connection and name lookup this process tries beyond loopback is refused here,
+    before the system sees it, and listed."""
+    tried: list[str] = []
+
+    def refuse(what: str, host: Any) -> None:
+        if not _is_loopback(str(host)):
+            tried.append(f"{what} {host}")
+            raise OSError(errno.ENETUNREACH, f"the test allows loopback only, not {host}")
+
+    def guarded(what: str, real: Callable[..., Any], at: Callable[..., Any]) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            refuse(what, at(*args))
+            return real(*args, **kwargs)
+
+        return call
+
+    def on_socket(real: Callable[..., Any]) -> Any:
+        def call(sock: socket.socket, address: Any) -> Any:
+            if sock.family in (socket.AF_INET, socket.AF_INET6):
+                refuse("connect", address[0])
+            return real(sock, address)
+
+        return call
+
+    monkeypatch.setattr(socket.socket, "connect", on_socket(socket.socket.connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", on_socket(socket.socket.connect_ex))
+    monkeypatch.setattr(
+        socket, "create_connection",
+        guarded("connect", socket.create_connection, lambda address, *_: address[0]),
+    )
+    monkeypatch.setattr(
+        socket, "getaddrinfo", guarded("look up", socket.getaddrinfo, lambda host, *_: host)
+    )
+    return tried
+
+
+@pytest.mark.parametrize(
+    "address", ["tcp://192.0.2.10:8786", "192.0.2.10:8786", "tcp://scheduler.example.net:8786"]
+)
+def test_credentials_never_go_to_an_unencrypted_remote_scheduler(
+    address: str, loopback_only: list[str]
+) -> None:
+    nr = InitNornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": 3, "password": "s3cret"}},
+        runner={"plugin": "dask", "options": {"address": address}},
+        logging={"enabled": False},
+    )
+    with pytest.raises(DaskClusterError) as caught:
+        nr.run(task=naps_and_says_pid)
+    nr.runner.close()
+    assert str(caught.value) == (
+        f"dask runner: the hosts carry passwords and {address} is not encrypted (tcp://, not "
+        "loopback): use a tls:// address with security, or set allow_unencrypted: true"
+    )
+    assert loopback_only == []  # decided from the address's text: no connection, no lookup
+
+
+def test_the_guard_refuses_what_goes_beyond_loopback(loopback_only: list[str]) -> None:
+    with pytest.raises(OSError, match="loopback only"):
+        socket.create_connection(("192.0.2.10", 8786), timeout=0.01)
+    with pytest.raises(OSError, match="loopback only"):
+        socket.getaddrinfo("scheduler.example.net", 8786)
+    with socket.socket() as sock, pytest.raises(OSError, match="loopback only"):
+        sock.connect(("192.0.2.10", 8786))
+    assert loopback_only == [
+        "connect 192.0.2.10", "look up scheduler.example.net", "connect 192.0.2.10"
+    ]
+
+
+def _hosts_with(password: str | None, where: str = "host") -> list[Host]:
+    from nornir.core.inventory import ConnectionOptions, Defaults
+
+    if where == "host":
+        return [Host("dev0", password=password), Host("dev1")]
+    defaults = Defaults(connection_options={"netmiko": ConnectionOptions(password=password)})
+    return [Host("dev0", defaults=defaults)]
+
+
+@pytest.mark.parametrize(
+    ("address", "options", "hosts", "refused"),
+    [
+        ("tcp://192.0.2.10:8786", {}, _hosts_with("s3cret"), True),
+        ("tcp://192.0.2.10:8786", {}, _hosts_with("s3cret", "connection options"), True),
+        ("tcp://scheduler.example.net:8786", {}, _hosts_with("s3cret"), True),
+        ("tcp://[2001:db8::10]:8786", {}, _hosts_with("s3cret"), True),
+        ("tcp://192.0.2.10:8786", {"allow_unencrypted": True}, _hosts_with("s3cret"), False),
+        ("tcp://192.0.2.10:8786", {}, _hosts_with(None), False),
+        ("tls://192.0.2.10:8786", {}, _hosts_with("s3cret"), False),
+        ("tcp://127.0.0.1:8786", {}, _hosts_with("s3cret"), False),
+        ("tcp://[::1]:8786", {}, _hosts_with("s3cret"), False),
+        ("tcp://localhost:8786", {}, _hosts_with("s3cret"), False),
+    ],
+    ids=[
+        "tcp-remote", "password-in-connection-options", "tcp-name", "tcp-ipv6",
+        "allow_unencrypted", "no-password", "tls-remote", "tcp-loopback", "tcp-ipv6-loopback",
+        "tcp-localhost",
+    ],
+)
+def test_where_credentials_may_go_is_decided_from_the_address_alone(
+    address: str, options: dict[str, Any], hosts: list[Host], refused: bool,
+    loopback_only: list[str],
+) -> None:
+    runner = DaskRunner(address=address, **options)
+    if refused:
+        with pytest.raises(DaskClusterError, match="is not encrypted"):
+            runner._refuse_cleartext(hosts)
+    else:
+        runner._refuse_cleartext(hosts)
+    runner.close()
+    assert loopback_only == []
