@@ -176,10 +176,10 @@ class _LoopRun:
         self.task = task
         self.result = placeholders(task, hosts)
         policy = runner.policy
-        self.plan = HostPlan(hosts, policy) if policy.schedules else None
+        self.count = min(runner.num_workers, len(hosts))
+        self.plan = HostPlan.for_run(hosts, policy, in_flight=self.count)
         self.pending = HostQueue(hosts)
         self.planned = None if self.plan is None else AsyncPlan(self.plan)
-        self.count = min(runner.num_workers, len(hosts))
         self.session = AsyncRunSession(
             task.task,
             hosts,

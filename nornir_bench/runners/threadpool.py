@@ -130,7 +130,7 @@ class _ThreadRun:
         self.task = task
         self.threads = threads
         self.result = placeholders(task, hosts)
-        self.plan = HostPlan(hosts, policy) if policy.schedules else None
+        self.plan = HostPlan.for_run(hosts, policy, in_flight=threads)
         self.pending: HostQueue | _Feed = (
             HostQueue(hosts) if self.plan is None else _Feed(self.plan, threads)
         )

@@ -317,6 +317,45 @@ def test_results_equal_nornirs_threaded(runner: Runner, task_fn: Any, workers: i
     assert ours.failed_hosts.keys() == theirs.failed_hosts.keys()
 
 
+# Policies configured on 30 hosts in 2 groups that never act on the runs below: whichever
+# path a host takes through the policy layer, the results must be nornir's.
+NEVER_ACTING = {
+    # limits that cannot act on the run, left out when its plan is built: no plan at all
+    "idle-limits": {
+        "max_failures": 30, "max_fail_percentage": 100, "max_starts_per_second": 10,
+        "max_start_burst": 30, "group_limits": {"group": 15}, "group_max_failures": {"group": 15},
+    },
+    # limits that could act, and never do (the last failure leaves no host to stop): the plan
+    # hands every host out
+    "kept-limits": {
+        "max_failures": 29, "max_starts_per_second": 1_000_000, "max_start_burst": 29,
+        "group_limits": {"group": 14}, "group_max_failures": {"group": 14},
+    },
+    # retries that nothing here is worth (ValueError, RuntimeError): one attempt, then the
+    # failure's path through the host's attempts
+    "retries": {"retries": 2, "retry_delay": 0, "retry_jitter": 0},
+    # deadlines that no host reaches
+    "deadlines": {"task_timeout": 60, "run_timeout": 600},
+}
+
+
+@pytest.mark.parametrize("policies", NEVER_ACTING.values(), ids=NEVER_ACTING)
+@pytest.mark.parametrize("workers", [1, 50])
+@pytest.mark.parametrize(("runner", "kind"), each_runner(REFERENCE, POLICIES, cases=each_kind))
+def test_policies_that_never_act_change_no_result(
+    runner: Runner, kind: str, workers: int, policies: Mapping[str, Any]
+) -> None:
+    nr = runner.nornir(hosts=30, num_workers=workers, **policies)
+    reference = THREADED.nornir(hosts=30, num_workers=workers)
+    tasks = async_tasksets.ASYNC_TASK_SET if kind == ASYNC else tasksets.TASK_SET
+    for ours_task, their_task in zip(tasks, tasksets.TASK_SET):
+        ours, theirs = nr.run(task=ours_task), reference.run(task=their_task)
+        assert aggregated_view(ours) == aggregated_view(theirs), ours_task.__name__
+        assert ours.failed_hosts.keys() == theirs.failed_hosts.keys()
+        nr.data.reset_failed_hosts()
+        reference.data.reset_failed_hosts()
+
+
 @pytest.mark.parametrize(
     "index", range(len(tasksets.TASK_SET)), ids=lambda i: tasksets.TASK_SET[i].__name__
 )

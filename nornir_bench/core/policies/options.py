@@ -84,6 +84,12 @@ class GroupLimit:
     def limit(self, value: str) -> int | None:
         return self.values.get(value, self.each)
 
+    @property
+    def smallest(self) -> float:
+        """The smallest limit it sets, for any value (``math.inf``: none)."""
+        limits = [*self.values.values(), *([] if self.each is None else [self.each])]
+        return min(limits, default=math.inf)
+
 
 def _group_limits(what: str, given: object, *, minimum: int) -> tuple[GroupLimit, ...]:
     if given is None:

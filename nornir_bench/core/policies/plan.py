@@ -28,6 +28,7 @@ thread and the process pool's, which have wait loops of their own, call the plan
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import deque
@@ -96,36 +97,58 @@ _Counter = TypeVar("_Counter", _Slots, _Failures)
 
 
 def _per_host(
-    hosts: Sequence[Host], limits: tuple[GroupLimit, ...], make: Callable[[str, int], _Counter]
-) -> list[tuple[_Counter, ...]]:
-    """For each host, the counters of the groups it belongs to that have a limit."""
+    hosts: Sequence[Host],
+    limits: tuple[GroupLimit, ...],
+    make: Callable[[str, int], _Counter],
+    *,
+    most: float = math.inf,
+) -> list[tuple[_Counter, ...]] | None:
+    """For each host, the counters of the groups it belongs to whose limit can act: below
+    ``most`` (what the group can ever count: the run's hosts in flight, say) and below the
+    group's own size. ``None`` when no group's can."""
+    most = min(most, len(hosts))
+    limits = tuple(rule for rule in limits if rule.smallest < most)
+    if not limits:  # no walk over the hosts' groups
+        return None
     made: dict[tuple[str, str], _Counter] = {}
+    sizes: dict[int, int] = {}
     per_host: list[tuple[_Counter, ...]] = []
-    if not limits:
-        return [()] * len(hosts)
     ancestry: dict[int, list[str]] = {}
     for host in hosts:
         mine: list[_Counter] = []
         for rule in limits:
             for value in _group_values(host, rule.key, ancestry):
                 limit = rule.limit(value)
-                if limit is None:
+                if limit is None or limit >= most:
                     continue
                 counter = made.get((rule.key, value))
                 if counter is None:
                     label = f"group {value!r}" if rule.key == "group" else f"{rule.key} {value!r}"
                     counter = made[(rule.key, value)] = make(label, limit)
+                sizes[id(counter)] = sizes.get(id(counter), 0) + 1
                 mine.append(counter)
         per_host.append(tuple(mine))
+    idle = {key for key, counter in made.items() if counter.limit >= sizes[id(counter)]}
+    if len(idle) == len(made):
+        return None
+    if idle:  # a group no bigger than its limit never reaches it
+        kept = {id(counter) for key, counter in made.items() if key not in idle}
+        per_host = [tuple(c for c in mine if id(c) in kept) for mine in per_host]
     return per_host
 
 
 class HostPlan:
     """The hosts of one run, handed out as ``policy`` allows (see the module).
 
+    A limit that cannot act on this run is left out when the plan is built (a group no bigger
+    than its limit, or whose limit is at least the hosts ever in flight, ``max_failures`` of
+    as many hosts as the run has, a bucket of starts as big as the run): configured but never
+    triggered, it costs nothing. :meth:`for_run` says when no limit is left.
+
     Args:
         hosts: the run's hosts, in order.
         policy: the run's policies.
+        in_flight: the most hosts the runner has in flight at once, if it knows.
         clock: ``time.monotonic``, or a test's own.
 
     Attributes:
@@ -138,12 +161,12 @@ class HostPlan:
         hosts: Sequence[Host],
         policy: RunPolicy,
         *,
+        in_flight: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.hosts = hosts
         self.policy = policy
         self.clock = clock
-        self.index = {host.name: i for i, host in enumerate(hosts)}
         self._order: deque[int] = deque(range(len(hosts)))
         self._ready: deque[int] = deque()  # hosts that waited for room in a group, first
         self._parked = 0  # hosts waiting for room in a group
@@ -153,16 +176,55 @@ class HostPlan:
         self.left_out: dict[int, Exception] = {}
         self.stopped_by: str | None = None
         self._halted = False  # no host starts any more (a limit, the deadline, Ctrl-C)
-        self._slots = _per_host(hosts, policy.group_limits, _Slots)
+        most = math.inf if in_flight is None else in_flight
+        self._slots = _per_host(hosts, policy.group_limits, _Slots, most=most)
         self._failures = _per_host(hosts, policy.group_max_failures, _Failures)
+        count = len(hosts)
+        # Failed hosts never number more than the run's hosts, nor more than 100 % of them.
+        self._max_failures = policy.max_failures
+        if self._max_failures is not None and self._max_failures >= count:
+            self._max_failures = None
+        self._max_fail_percentage = policy.max_fail_percentage
+        if self._max_fail_percentage is not None and self._max_fail_percentage >= 100:
+            self._max_fail_percentage = None
         self._batches = list(policy.batches)
         self._batch_end = self._next_batch_end() if self._batches else math.inf
         rate = policy.max_starts_per_second
-        self._rate = rate
         self._burst = float(policy.max_start_burst or max(1, math.ceil((rate or 0) / 20)))
+        self._rate = rate if self._burst < count else None  # else the bucket never empties
         self._tokens = self._burst
         self._refilled = clock()
         self.deadline = None if policy.run_timeout is None else clock() + policy.run_timeout
+
+    @classmethod
+    def for_run(
+        cls, hosts: Sequence[Host], policy: RunPolicy, *, in_flight: int | None = None
+    ) -> HostPlan | None:
+        """The run's plan; ``None`` when no limit of ``policy`` can act on this run: its
+        hosts simply start in order, as without one."""
+        if not policy.schedules:
+            return None
+        plan = cls(hosts, policy, in_flight=in_flight)
+        return plan if plan.acts else None
+
+    @property
+    def acts(self) -> bool:
+        """Whether a limit is left that can act on the run."""
+        return bool(
+            self._slots is not None
+            or self._failures is not None
+            or self._max_failures is not None
+            or self._max_fail_percentage is not None
+            or self._batches
+            or self._rate is not None
+            or self.deadline is not None
+        )
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """Each host's index, by name (built when first asked: a name costs a call of
+        nornir's ``Host.__getattribute__``)."""
+        return {host.name: i for i, host in enumerate(self.hosts)}
 
     # -- handing out -----------------------------------------------------------------------
 
@@ -180,16 +242,18 @@ class HostPlan:
             return None
         if self._rate is not None and not self._has_token():
             return None
+        failures, per_host = self._failures, self._slots
         while self._ready or self._order:
             index = self._ready.popleft() if self._ready else self._order.popleft()
-            if self._failures[index] and self._closed(index):
+            if failures is not None and failures[index] and self._closed(index):
                 continue
-            slots = self._slots[index]
-            if slots:
-                if self._parked_on_full(index, slots):
-                    continue
-                for group in slots:
-                    group.in_flight += 1
+            if per_host is not None:
+                slots = per_host[index]
+                if slots:
+                    if self._parked_on_full(index, slots):
+                        continue
+                    for group in slots:
+                        group.in_flight += 1
             self.in_flight += 1
             self.started += 1
             if self._rate is not None:
@@ -199,6 +263,7 @@ class HostPlan:
 
     def _closed(self, index: int) -> bool:
         """Whether a group of host ``index`` failed past its limit (then it is left out)."""
+        assert self._failures is not None
         for failures in self._failures[index]:
             if failures.closed:
                 self.left_out[index] = self._skipped(failures)
@@ -243,17 +308,17 @@ class HostPlan:
         """
         self.in_flight -= 1
         halted = self._halted
-        slots = self._slots[index]
-        if slots:
-            for group in slots:
+        if self._slots is not None:
+            for group in self._slots[index]:
                 group.in_flight -= 1
                 if group.waiting:
                     self._ready.append(group.waiting.popleft())
                     self._parked -= 1
         if failed:
             self.failed += 1
-            for failures in self._failures[index]:
-                failures.failed += 1
+            if self._failures is not None:
+                for failures in self._failures[index]:
+                    failures.failed += 1
             self._check_failures(len(self.hosts), "the run's hosts")
         if self.started >= self._batch_end and self.in_flight == 0 and not self._halted:
             self._check_failures(self.started, "the hosts run so far")
@@ -263,18 +328,13 @@ class HostPlan:
         return self._halted and not halted
 
     def _check_failures(self, hosts: int, of: str) -> None:
-        policy = self.policy
-        if policy.max_failures is not None and self.failed > policy.max_failures:
-            reason = f"{_hosts(self.failed)} failed, more than {policy.max_failures}"
-            self._stop("max_failures", reason)
-        elif (
-            policy.max_fail_percentage is not None
-            and self.failed > policy.max_fail_percentage / 100 * hosts
-        ):
+        most, percentage = self._max_failures, self._max_fail_percentage
+        if most is not None and self.failed > most:
+            self._stop("max_failures", f"{_hosts(self.failed)} failed, more than {most}")
+        elif percentage is not None and self.failed > percentage / 100 * hosts:
             self._stop(
                 "max_fail_percentage",
-                f"{self.failed} of {_hosts(hosts)} failed ({of}), more than "
-                f"{policy.max_fail_percentage:g} %",
+                f"{self.failed} of {_hosts(hosts)} failed ({of}), more than {percentage:g} %",
             )
 
     def _next_batch_end(self) -> float:
@@ -299,7 +359,7 @@ class HostPlan:
         self._order.clear()
         self._ready.clear()
         if self._parked:
-            for per_host in self._slots:
+            for per_host in self._slots or ():
                 for slots in per_host:
                     slots.waiting.clear()
             self._parked = 0
@@ -312,7 +372,7 @@ class HostPlan:
         if self._halted:
             return
         self.stopped_by = why
-        waiting = [i for per_host in self._slots for s in per_host for i in s.waiting]
+        waiting = [i for per_host in self._slots or () for s in per_host for i in s.waiting]
         for index in sorted({*self._order, *self._ready, *waiting}):
             self.left_out[index] = error()
         self.halt()
