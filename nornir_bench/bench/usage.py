@@ -9,8 +9,12 @@ anyone re-running it sees them without a wrapper and the numbers include start-u
   when this module is imported, plus the CPU time the process had used by then: start-up and
   the first imports, which are CPU work.
 - **user, sys**: the process's CPU time and that of the children it has waited for, as
-  ``time`` counts them (the processpool runner's fork server and workers included).
-- **max RSS**: the larger of the process's peak and its largest child's.
+  ``time`` counts them (the processpool runner's fork server and workers included). A process
+  started by a shell's ``exec`` inherits the shell's children's figures (``pip install -e .
+  && python3 script.py``: pip's CPU time); those, as they were when this module was imported,
+  are left out.
+- **max RSS**: the larger of the process's peak and its largest child's; a child's only once
+  it is larger than the largest the process inherited (which may be pip's).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ def _cpu_seconds(usage: resource.struct_rusage) -> float:
 
 _IMPORTED_AT = time.monotonic()
 _CPU_BEFORE_IMPORT = _cpu_seconds(resource.getrusage(resource.RUSAGE_SELF))
+_INHERITED = resource.getrusage(resource.RUSAGE_CHILDREN)  # from a process exec replaced
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,11 @@ def process_usage() -> ProcessUsage:
     """Measure this process, and the children it has waited for, now (see the module)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # A peak is not a sum: the children's counts only when one of ours outgrew the inherited.
+    ours = children.ru_maxrss > _INHERITED.ru_maxrss
     return ProcessUsage(
         wall=time.monotonic() - _IMPORTED_AT + _CPU_BEFORE_IMPORT,
-        user=own.ru_utime + children.ru_utime,
-        sys=own.ru_stime + children.ru_stime,
-        max_rss_mib=max(max_rss_mib(own), max_rss_mib(children)),
+        user=own.ru_utime + children.ru_utime - _INHERITED.ru_utime,
+        sys=own.ru_stime + children.ru_stime - _INHERITED.ru_stime,
+        max_rss_mib=max(max_rss_mib(own), max_rss_mib(children) if ours else 0.0),
     )

@@ -38,6 +38,7 @@ from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import TaskTimeout
+from nornir_bench.core.host_task import host_task
 from nornir_bench.core.liveness import drop_dead_connections
 
 if TYPE_CHECKING:
@@ -322,7 +323,7 @@ def start_host(template: Task, host: Host) -> Task:
     Runners that fire the start hook apart from the run (the processpool fires it as a host
     leaves for its worker) pass the copy on to :func:`fail_host` as ``started``.
     """
-    task = template.copy()
+    task = host_task(template)  # template.copy(), lighter per host
     task.host = host
     if task.parent_task is not None:
         task.processors.subtask_instance_started(task, host)

@@ -39,6 +39,17 @@ class HostQueue:
                 return
             yield host
 
+    def take(self) -> Host | None:
+        """The next waiting host, ``None`` once none is left (for workers without a loop over
+        :meth:`__iter__`: no generator per worker)."""
+        pending = self._pending
+        if pending:  # checked first, as in __iter__: no exception per worker at the end
+            try:
+                return pending.popleft()
+            except IndexError:  # another thread took the last one
+                return None
+        return None
+
     def __len__(self) -> int:
         return len(self._pending)
 

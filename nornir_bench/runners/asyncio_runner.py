@@ -52,6 +52,9 @@ __all__ = ["LOOPS", "AsyncioRunner", "arun"]
 
 logger = logging.getLogger(__name__)
 
+# Workers started before the loop runs their first steps (see _LoopRun._main).
+_START_BATCH = 1000
+
 
 class AsyncioRunner(Policed):
     """Runs the task over the hosts as coroutines on one event loop.
@@ -193,7 +196,7 @@ class _LoopRun:
             offload=self.session.offload,
             halt=self.halted,
         )
-        self.workers: list[asyncio.Task[None]] = []
+        self.workers: set[asyncio.Task[None]] = set()  # those running: each leaves as it ends
         self.all_done: asyncio.Future[None] | None = None
 
     def halt(self) -> None:
@@ -217,11 +220,14 @@ class _LoopRun:
         loop = asyncio.get_running_loop()
         all_done = self.all_done = loop.create_future()
         task, result, context, planned = self.task, self.result, self.context, self.planned
-        running = self.count
+        take, workers, halted = self.pending.take, self.workers, self.halted
+        running = 1  # the workers, and the loop starting them below
 
-        async def hosts_in_order() -> None:  # no policy decides when a host starts
-            for host in self.pending:  # the hot path: no call between the loop and the core
-                result[host.name] = await arun_one(task, host, context)
+        def ended() -> None:
+            nonlocal running
+            running -= 1  # a count instead of gather: no done-callback per worker
+            if running == 0 and not all_done.done():
+                all_done.set_result(None)
 
         async def hosts_planned(planned: AsyncPlan) -> None:
             while True:
@@ -232,9 +238,14 @@ class _LoopRun:
                 planned.finished(host, multi.failed)
 
         async def work() -> None:
-            nonlocal running
+            # One coroutine per worker on the hot path: no generator or coroutine of ours
+            # between the loop and the core.
             try:
-                await (hosts_in_order() if planned is None else hosts_planned(planned))
+                if planned is None:
+                    while (host := take()) is not None:
+                        result[host.name] = await arun_one(task, host, context)
+                else:
+                    await hosts_planned(planned)
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise  # halted; or Ctrl-C without our handler, which the runner takes
             except BaseException as exc:  # not a task error (the core captures those): fail the run
@@ -242,25 +253,31 @@ class _LoopRun:
                     all_done.set_exception(exc)
                 raise
             finally:
-                # A count instead of gather: no done-callback per worker on the hot path.
-                running -= 1
-                if running == 0 and not all_done.done():
-                    all_done.set_result(None)
+                workers.discard(asyncio.current_task())
+                ended()
 
         async with self.session:
-            self.workers = [loop.create_task(work()) for _ in range(self.count)]
-            if self.halted.is_set():
-                self.halt()
             try:
-                if self.workers:
-                    await all_done
+                # Workers start a batch at a time, the loop running each batch's first steps
+                # (and the timers due) before the next: a host that cannot start yet costs
+                # its place in the queue, not a task and a coroutine; and a worker done early
+                # takes the next host, so no more workers start than the hosts need.
+                for started in range(self.count):
+                    if halted.is_set() or (planned is None and not self.pending):
+                        break
+                    running += 1
+                    workers.add(loop.create_task(work()))
+                    if started % _START_BATCH == _START_BATCH - 1:
+                        await asyncio.sleep(0)
+                ended()
+                await all_done
             except BaseException:  # cancelled (arun's caller), or a task raised SystemExit & co.
-                for worker in self.workers:
+                for worker in workers:
                     worker.cancel()
-                await asyncio.gather(*self.workers, return_exceptions=True)
+                await asyncio.gather(*workers, return_exceptions=True)
                 raise
-            if self.halted.is_set():  # the workers end as they are cancelled
-                await asyncio.gather(*self.workers, return_exceptions=True)
+            if halted.is_set():  # the workers end as they are cancelled
+                await asyncio.gather(*workers, return_exceptions=True)
         if self.plan is not None:
             fill_not_run(task, self.plan, result)
 

@@ -193,6 +193,34 @@ def test_the_wall_starts_with_the_interpreter_not_the_process_a_shell_exec_repla
     assert float(match.group(1)) < 5  # the 5 s the shell slept are not the script's
 
 
+BURN_AND_GROW = (
+    "import time\n"
+    "held = b'x' * (300 << 20)\n"
+    "start = time.process_time()\n"
+    "while time.process_time() - start < 1.5:\n"
+    "    pass\n"
+)
+
+
+def test_cpu_and_memory_leave_out_a_child_of_the_shell_that_exec_d_the_script() -> None:
+    """Once, `pip install -e . && python3 scripts/script.py ...` (the README's first command)
+    counted pip's CPU and peak memory as the script's: the shell ran pip as its child, then
+    replaced itself with the script, which inherits the shell's children's usage."""
+    command = (
+        f'"{sys.executable}" -c "{BURN_AND_GROW}"; '
+        f'exec "{sys.executable}" "{SCRIPT}" 1 0 --hosts 1'
+    )
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    match = re.search(r"user ([\d.]+) s, sys ([\d.]+) s, cpu (\d+) %, max rss (\d+) MiB",
+                      done.stdout)
+    assert match, done.stdout
+    user, system, cpu, max_rss = (float(figure) for figure in match.groups())
+    assert user + system < 1.0, done.stdout  # the child burned 1.5 s of CPU
+    assert cpu < 200, done.stdout  # one host on a thread, start-up included
+    assert max_rss < 200, done.stdout  # the child held 300 MiB
+
+
 @pytest.mark.parametrize("runner", ["processpool", "dask"])
 def test_cpu_includes_the_worker_processes(runner: str) -> None:
     """Once, processpool's user and sys time left out its workers, which did the work; and the
