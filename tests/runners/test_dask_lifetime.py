@@ -1,6 +1,7 @@
-"""The dask runner's embedded cluster when a process of its own dies: known bugs, found while
-documenting the runner (docs/runners.md, "The embedded cluster"), kept as strict xfails until
-the runner is fixed."""
+"""The dask runner's embedded cluster when a process of its own dies: two bugs found while
+documenting the runner (docs/runners.md, "The embedded cluster"), each test failing before its
+fix: the cluster outlived a killed parent; a run after its workers died failed at once, for
+ever."""
 
 from __future__ import annotations
 
@@ -12,10 +13,8 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 
 from nornir_bench.core.plugins import init_nornir
-from nornir_bench.runners.dask import DaskClusterError
 from nornir_bench.tasks import asim_rtt
 
 # The scheduler, the workers' command and, per worker, its nanny's process.
@@ -36,14 +35,6 @@ def _cluster_of(pid: int, timeout: float = 60) -> list[psutil.Process]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: the dask runner's embedded cluster outlives a parent that dies without "
-    "closing it (SIGKILL, the OOM killer, SIGTERM outside nornir-bench's commands): its "
-    "scheduler and workers run on, orphaned, for ever; processpool's workers end by "
-    "themselves when their parent dies",
-)
 def test_the_embedded_cluster_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
     script = tmp_path / "run.py"
     script.write_text(textwrap.dedent("""\
@@ -78,14 +69,6 @@ def test_the_embedded_cluster_ends_when_its_parent_is_killed(tmp_path: Path) -> 
                 pass
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=DaskClusterError,
-    reason="bug: once the embedded cluster's workers process has exited (killed between "
-    "runs), every later run fails with DaskClusterError '... workers exited with status N "
-    "at start', though it started long before, and the runner never starts a new cluster, "
-    "as it does when its scheduler is lost",
-)
 def test_a_run_after_the_embedded_workers_died_gets_a_new_cluster() -> None:
     nr = init_nornir(
         inventory={"plugin": "synthetic", "options": {"hosts": 20}},

@@ -43,13 +43,30 @@ class DaskClusterError(NornirBenchError, RuntimeError):
     not safe for the run's credentials. One line, saying what and where."""
 
 
+# Run first in each process of the embedded cluster: once the process that started it is gone
+# (killed, out of memory: it could not close the cluster), the process stops as when asked
+# (SIGTERM: Dask's tools close gracefully, a worker's nannies with it), and exits if that takes
+# more than STOP_WAIT_SECONDS. Processpool's workers end with their parent in the same way.
+_END_WITH_PARENT = """
+import os, signal, threading, time
+def _watch(parent=os.getppid()):
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep({wait})
+    os._exit(1)
+threading.Thread(target=_watch, name="nornir-bench-parent-watch", daemon=True).start()
+"""
+
+
 def _python(module: str) -> list[str]:
     # Not ``-m``, which puts the current directory first on the import path (a checkout of
     # another version there would be imported); ``-c`` puts it first as "": dropped.
+    watch = _END_WITH_PARENT.format(wait=STOP_WAIT_SECONDS)
     return [
         sys.executable,
         "-c",
-        f"import sys; del sys.path[0]; from {module} import main; main()",
+        f"import sys; del sys.path[0]\n{watch}\nfrom {module} import main; main()",
     ]
 
 
@@ -137,9 +154,12 @@ class EmbeddedCluster:
                 f"dask runner: the embedded cluster did not start within {self.start_timeout:g} s"
             )
 
-    def check_running(self) -> None:
-        """Raise :class:`DaskClusterError` if a process of the cluster has exited."""
-        self._check_started(deadline=float("inf"))
+    def exited(self) -> str | None:
+        """Which process of the cluster has exited since it started, and how; ``None``: none."""
+        for process in self.processes:
+            if process.poll() is not None:
+                return f"{_what(process)} exited with status {process.returncode}"
+        return None
 
     def _spawn(self, command: list[str], env: dict[str, str]) -> None:
         self.processes.append(

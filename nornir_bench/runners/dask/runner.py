@@ -323,9 +323,12 @@ class _Cluster:
         from nornir_bench.runners.dask.worker import NornirBenchWorker, versions
 
         if self.client is not None and self.client.status == "running":
-            if self.embedded is not None:
-                self.embedded.check_running()
-            return
+            exited = None if self.embedded is None else self.embedded.exited()
+            if exited is None:
+                return
+            # Killed between runs (by hand, the OOM killer): a new cluster, as when the
+            # scheduler is lost; the connections its workers kept are gone with them.
+            logger.warning("dask runner: the embedded cluster's %s; starting a new one", exited)
         self._close()
         address, security = self.address, self.security
         if address is None:
