@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import Result
 
 from nornir_bench.core.checks import number
+from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.scrapli_session import session_of
@@ -69,6 +70,11 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
 
     command = _checked(command)
     _check_netmiko_arguments(kwargs)  # not after logging in to every device
+    if time_left(task) is not None:  # a deadline: netmiko's waits end by it, not after it
+        _open_by_the_deadline(task)
+        method = "send_command_timing" if kwargs.get("use_timing") else "send_command"
+        wait = kwargs.get("read_timeout", _netmiko_default(method, "read_timeout"))
+        kwargs = {**kwargs, "read_timeout": bounded(task, float(wait))}
     try:
         result: Result = netmiko_send_command(
             task, command_string=command, enable=enable, **kwargs
@@ -84,6 +90,35 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
             ) from exc
         raise
     return result
+
+
+# netmiko's waits while it logs in, as ConnectHandler's keyword arguments.
+_LOGIN_TIMEOUTS = ("conn_timeout", "auth_timeout", "banner_timeout")
+_PARAMIKO_WAIT = 30.0  # paramiko's own, for a wait netmiko leaves to it (None)
+
+
+def _open_by_the_deadline(task: Task) -> None:
+    """Open the host's netmiko connection, unless it has one, with the login's timeouts
+    (``conn_timeout``, ``auth_timeout``, ``banner_timeout``: the host's, else netmiko's)
+    bounded by the time the attempt has left: a device that accepts and never answers gives
+    the thread back at the deadline, not a minute later."""
+    host = task.host
+    if "netmiko" in host.connections:
+        return
+    params = host.get_connection_parameters("netmiko")
+    extras = dict(params.extras or {})
+    for name in _LOGIN_TIMEOUTS:
+        given = extras.get(name, _netmiko_default("__init__", name))
+        extras[name] = bounded(task, _PARAMIKO_WAIT if given is None else float(given))
+    host.open_connection("netmiko", configuration=task.nornir.config, extras=extras)
+
+
+@functools.cache
+def _netmiko_default(method: str, name: str) -> Any:
+    """The default of netmiko's ``BaseConnection.<method>`` argument ``name``."""
+    from netmiko import BaseConnection
+
+    return inspect.signature(getattr(BaseConnection, method)).parameters[name].default
 
 
 def _check_netmiko_arguments(kwargs: Mapping[str, Any]) -> None:

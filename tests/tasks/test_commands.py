@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,22 @@ def test_send_command_carries_the_check_job_files_run_first() -> None:
     check({"command": "show clock", "use_timing": True, "last_read": 1})
     with pytest.raises(TypeError, match="no parameter 'enabel'"):
         check({"command": "show clock", "enabel": True})
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_send_command_to_a_silent_device_gives_its_thread_back_at_the_deadline(
+    tmp_path: Path, runner: str
+) -> None:
+    """Once, netmiko's own login timeouts (10 s to connect, 15 s for the banner) held the
+    thread long after task_timeout gave the host up."""
+    with silent_port() as port:
+        nr = nornir_on(one_host(tmp_path, port), runner, task_timeout=1, retries=0)
+        before = threading.active_count()
+        start = time.monotonic()
+        exc, _ = failure(nr.run(task=send_command, command="show clock"))
+        assert isinstance(exc, TimeoutError), repr(exc)
+        deadline = time.monotonic() + 1.5  # the thread's wait was bounded by the 1 s left
+        while threading.active_count() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert threading.active_count() <= before, [t.name for t in threading.enumerate()]
+        assert time.monotonic() - start < 4
