@@ -348,7 +348,7 @@ def test_policies_that_never_act_change_no_result(
     nr = runner.nornir(hosts=30, num_workers=workers, **policies)
     reference = THREADED.nornir(hosts=30, num_workers=workers)
     tasks = async_tasksets.ASYNC_TASK_SET if kind == ASYNC else tasksets.TASK_SET
-    for ours_task, their_task in zip(tasks, tasksets.TASK_SET):
+    for ours_task, their_task in zip(tasks, tasksets.TASK_SET, strict=True):
         ours, theirs = nr.run(task=ours_task), reference.run(task=their_task)
         assert aggregated_view(ours) == aggregated_view(theirs), ours_task.__name__
         assert ours.failed_hosts.keys() == theirs.failed_hosts.keys()

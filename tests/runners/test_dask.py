@@ -368,7 +368,9 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
         def done(host: FinishedHost, left_a_call: bool) -> None:
             finished.append(host.position)
             if len(finished) == 1:  # dev0 and dev1 end in this turn of the loop; then:
-                asyncio.get_running_loop().call_soon(lambda: [run.start(i, hosts[i]) for i in (2, 3)])
+                asyncio.get_running_loop().call_soon(
+                    lambda: [run.start(i, hosts[i]) for i in (2, 3)]
+                )
             if len(finished) == 4:
                 all_done.set()
 
