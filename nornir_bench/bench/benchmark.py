@@ -6,6 +6,8 @@ sweep) call it too, so every figure comes from the same code path.
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
@@ -20,6 +22,7 @@ from nornir_bench.processors.timing import HostTimer
 from nornir_bench.runners.registry import (
     available_runners,
     prefers_async_tasks,
+    takes_option,
     takes_workers,
 )
 from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
@@ -60,6 +63,7 @@ def run_benchmark(
     fail_rate: float = 0.0,
     seed: int | None = None,
     on_start: Callable[[str, int | None, str], None] | None = None,
+    in_flight: bool = False,
 ) -> BenchmarkRun:
     """Run one simulated round trip on each of ``hosts`` synthetic hosts.
 
@@ -71,6 +75,10 @@ def run_benchmark(
             :func:`~nornir_bench.runners.registry.available_runners`).
         on_start: called with the runner's name, its ``num_workers`` (``None`` without) and the
             task's name just before the run starts.
+        in_flight: ``workers`` is the hosts in flight in all: a runner of worker processes
+            (``num_procs``: processpool, dask) gets one process per CPU (at most ``workers``),
+            each with ``num_workers`` = ``ceil(workers / processes)``. Without it, ``workers``
+            is ``num_workers``, which such a runner has in each process.
 
     Returns:
         The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
@@ -83,7 +91,7 @@ def run_benchmark(
     # connection, so the run does not pay for netmiko's import (InitNornir's 0.2 s).
     nr = init_nornir(
         inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
-        runner={"plugin": runner, "options": _runner_options(runner, workers)},
+        runner={"plugin": runner, "options": _runner_options(runner, workers, in_flight)},
         logging={"enabled": False},
         connections=(),
     )
@@ -129,6 +137,12 @@ def _close_runner(runner: object) -> None:
         close()
 
 
-def _runner_options(runner: str, workers: int) -> dict[str, Any]:
-    """``{"num_workers": workers}`` for runners that take it (nornir's ``serial`` does not)."""
-    return {"num_workers": workers} if takes_workers(runner) else {}
+def _runner_options(runner: str, workers: int, in_flight: bool = False) -> dict[str, Any]:
+    """``{"num_workers": workers}`` for runners that take it (nornir's ``serial`` does not);
+    with ``in_flight``, ``workers`` shared out over a process runner's processes."""
+    if not takes_workers(runner):
+        return {}
+    if in_flight and takes_option(runner, "num_procs"):
+        procs = min(os.cpu_count() or 1, workers)
+        return {"num_workers": math.ceil(workers / procs), "num_procs": procs}
+    return {"num_workers": workers}

@@ -61,6 +61,10 @@ def _script_parser() -> Parser:
                         help="probability that a host's round trip fails (0 to 1)")
     parser.add_argument("--seed", type=int, default=None,
                         help="make jitter and failures the same on every run")
+    parser.add_argument("--in-flight", action="store_true",
+                        help="WORKERS is the hosts in flight in all: processpool and dask share "
+                        "it out over their processes (one per CPU); without it, WORKERS is "
+                        "their num_workers in each process")
     parser.add_argument("--record", metavar="PATH", type=Path, default=None,
                         help="also write the run's figures to PATH as one JSON object, for "
                         "programs (nornir-bench sweep reads it); the last line is for people "
@@ -100,6 +104,7 @@ def script_main(
         fail_rate=args.fail_rate,
         seed=args.seed,
         on_start=announce,
+        in_flight=args.in_flight,
     )
     for line in run.summary.lines():
         print(line)

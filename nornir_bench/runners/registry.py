@@ -13,7 +13,7 @@ from importlib import metadata
 
 from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH
 
-__all__ = ["available_runners", "prefers_async_tasks", "takes_workers"]
+__all__ = ["available_runners", "prefers_async_tasks", "takes_option", "takes_workers"]
 
 
 def available_runners() -> list[str]:
@@ -30,12 +30,17 @@ def prefers_async_tasks(runner: object) -> bool:
     return bool(getattr(runner, "prefers_async_tasks", False))
 
 
+def takes_option(runner: str, option: str) -> bool:
+    """Whether the named runner plugin has the keyword option ``option``."""
+    for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH):
+        if ep.name == runner:
+            return option in inspect.signature(ep.load()).parameters
+    return False
+
+
 def takes_workers(runner: str) -> bool:
     """Whether the named runner plugin has a ``num_workers`` option (nornir's ``serial`` has not).
 
     Runners without it ignore the worker count asked for.
     """
-    for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH):
-        if ep.name == runner:
-            return "num_workers" in inspect.signature(ep.load()).parameters
-    return False
+    return takes_option(runner, "num_workers")

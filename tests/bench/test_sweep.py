@@ -126,7 +126,7 @@ def test_small_grid_end_to_end(tmp_path: Path) -> None:
     printed = markdown_tables(done.stdout)
     assert len(printed) == 3
     for table in printed:
-        assert table[0] == ["workers", "0 ms", "10 ms"]
+        assert table[0] == ["in flight", "0 ms", "10 ms"]
         assert [row[0] for row in table[1:]] == ["2", "4"]
         cells = [row[1:] for row in table[1:]]
         cell = re.compile(r"\d+\.\d+ s \(\d+ %\)( \*)?")  # wall (CPU %), * recommended
@@ -158,9 +158,9 @@ def test_dask_sweeps_as_any_runner_each_run_paying_its_own_cluster(tmp_path: Pat
     cpu = {name: float(row["user"]) + float(row["sys"]) for name, row in rows.items()}
     assert cpu["dask"] > 2 * cpu["asyncio"], cpu
     assert float(rows["dask"]["run_wall"]) < float(rows["dask"]["wall"])
-    assert "dask: workers are per Dask worker (one per CPU); every run starts and stops an " \
-        "embedded cluster" in done.stdout
-    assert "asyncio: workers" not in done.stdout  # a note only where the figures differ
+    assert "dask: hosts in flight in all: num_workers = in flight / Dask workers" in done.stdout
+    assert "every run starts and stops an embedded cluster" in done.stdout
+    assert "asyncio: hosts in flight" not in done.stdout  # a note only where figures differ
 
 
 def test_ctrl_c_keeps_what_finished_and_the_same_command_resumes(tmp_path: Path) -> None:
@@ -438,7 +438,7 @@ def test_report_of_a_partial_sweep(tmp_path: Path, no_leaked_threads: None) -> N
     assert len(read_csv(tmp_path / "results.csv")) == 4
     [table] = markdown_tables((tmp_path / "tables.md").read_text())
     assert table == [
-        ["workers", "50 ms", "1 s"],
+        ["in flight", "50 ms", "1 s"],
         ["10", "0.900 s (70 %)", "9.00 s (70 %) *"],
         ["100", "0.450 s (70 %) *", "-"],  # recommended at 50 ms; not measured at 1 s
         ["1000", "failed", "-"],

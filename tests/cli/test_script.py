@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -237,3 +238,20 @@ def test_cpu_includes_the_worker_processes(runner: str) -> None:
         after.children_system - before.children_system
     )
     assert reported >= 0.9 * outside - 0.05, (reported, outside)
+
+
+@pytest.mark.parametrize("runner", ["processpool", "dask"])
+def test_in_flight_shares_the_workers_out_over_the_processes(runner: str) -> None:
+    """The sweep's x is the hosts in flight: processpool's num_workers is per process, so at
+    the same WORKERS it once had twice the hosts in flight of the others on 2 CPUs."""
+    from nornir_bench.bench.benchmark import _runner_options
+
+    procs = os.cpu_count() or 1
+    options = _runner_options(runner, 10 * procs, in_flight=True)
+    assert options == {"num_workers": 10, "num_procs": procs}
+    assert _runner_options(runner, 1, in_flight=True) == {"num_workers": 1, "num_procs": 1}
+    assert _runner_options(runner, 10) == {"num_workers": 10}
+    assert _runner_options("threadpool", 10, in_flight=True) == {"num_workers": 10}
+    done = script("4", "0", "--hosts", "20", "--runner", runner, "--in-flight", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"runner {runner}, {math.ceil(4 / min(procs, 4))} workers" in done.stdout

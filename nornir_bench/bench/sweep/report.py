@@ -46,10 +46,11 @@ PLOT_HINT = "plots skipped: matplotlib is not installed (pip install 'nornir-ben
 
 # What a runner's figures hold that the others' do not, said under its table.
 RUNNER_NOTES = {
-    "processpool": "workers are per worker process (one per CPU); CPU includes the worker "
-    "processes",
-    "dask": "workers are per Dask worker (one per CPU); every run starts and stops an embedded "
-    "cluster (a scheduler and the workers), in its wall, run phase and CPU",
+    "processpool": "hosts in flight in all: num_workers = in flight / processes (one process "
+    "per CPU, rounded up); CPU includes the worker processes",
+    "dask": "hosts in flight in all: num_workers = in flight / Dask workers (one per CPU, "
+    "rounded up); every run starts and stops an embedded cluster (a scheduler and the "
+    "workers), in its wall, run phase and CPU",
 }
 
 # Decimals kept in the files: seconds to 0.1 ms, percentages and MiB to one decimal.
@@ -98,7 +99,8 @@ def write_report(result: SweepResult, out: Path) -> Report:
 
 
 def tables(result: SweepResult) -> str:
-    """The study's tables, one per runner: rows workers, columns RTT, cells wall (CPU %).
+    """The study's tables, one per runner: rows the hosts in flight (workers), columns RTT,
+    cells wall (CPU %).
 
     Markdown, aligned for the terminal; ``*`` marks the recommended worker count, ``-`` a
     point not measured yet, ``failed`` one whose every run failed; under a runner's table,
@@ -110,7 +112,7 @@ def tables(result: SweepResult) -> str:
     chosen = {(r.runner, r.workers, r.rtt) for r in result.recommendations}
     parts = []
     for runner in grid.runners:
-        header = ["workers", *(_rtt_label(rtt) for rtt in grid.rtts)]
+        header = ["in flight", *(_rtt_label(rtt) for rtt in grid.rtts)]
         rows = [
             [str(workers), *(
                 _cell(by_cell.get((runner, workers, rtt)), (runner, workers, rtt) in chosen)
@@ -236,7 +238,7 @@ def write_plots(result: SweepResult, out: Path) -> list[Path] | None:
                     ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
                 )
             ax.set_title(f"RTT {_rtt_label(rtt)}")
-            ax.set_xlabel("workers (log)")
+            ax.set_xlabel("hosts in flight: workers, in all processes (log)")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
         for ax in axes[len(grid.rtts):]:

@@ -163,6 +163,7 @@ def _run_point(point: Point, hosts: int, timeout: float) -> RunRecord:
         argv = [
             sys.executable, "-c", _CHILD_CODE, str(point.workers), repr(point.rtt),
             "--hosts", str(hosts), "--runner", point.runner, "--record", str(path),
+            "--in-flight",  # the same hosts in flight on every runner, at the same x
         ]
         child = time_process(argv, timeout=timeout, max_output=_OUTPUT_KEPT)
         if child.status in (130, -signal.SIGINT):
