@@ -1,0 +1,3 @@
+module gornir_standin
+
+go 1.21
