@@ -249,7 +249,7 @@ def _greet(address: str, security: Security | None, timeout: float) -> None:
     that accepts and never answers, a stopped scheduler or another service, holds it for ever),
     and a client whose connection failed keeps its I/O thread for ever.
     """
-    from distributed.comm import connect as dask_connect
+    from distributed.comm.core import connect as dask_connect
 
     arguments = security.get_connection_args("client") if security is not None else {}
 
