@@ -14,7 +14,8 @@ Per runner and worker count:
 - the CPU floor: ``hosts x CPU seconds per host / usable cores`` (one core for threadpool and
   asyncio: the GIL);
 - the start floor: ``hosts / max_starts_per_second`` when the job sets that policy;
-- wall: the runner's start-up plus the largest of the three.
+- wall: the runner's start-up plus the I/O time, or the larger floor plus one latency (the
+  last host given its CPU or its start still waits for its device), whichever is longer.
 """
 
 from __future__ import annotations
@@ -208,8 +209,10 @@ def predict(sample: Sample, *, runner: str, workers: int, hosts: int, limits: Li
     cpu_floor = hosts * sample.cpu_per_host / limits.cores(runner)
     start_floor = hosts / limits.max_starts_per_second if limits.max_starts_per_second else 0.0
     startup = limits.startup(runner)
-    wall = startup + max(waves * sample.p50, cpu_floor, start_floor)
-    wall_high = startup + max(waves * sample.p95, cpu_floor, start_floor)
+    # The last host to get its CPU or its start still waits one latency for its device.
+    floor = max(cpu_floor, start_floor)
+    wall = startup + max(waves * sample.p50, floor + sample.p50)
+    wall_high = startup + max(waves * sample.p95, floor + sample.p95)
     cpu = hosts * sample.cpu_per_host
     # Worker processes on this machine, each an interpreter of its own.
     local = runner == "processpool" or (runner == "dask" and not limits.attached)
@@ -231,7 +234,7 @@ def predict(sample: Sample, *, runner: str, workers: int, hosts: int, limits: Li
         cpu_percent=100.0 * cpu / wall if wall > 0 else 0.0,
         memory=memory,
         open_files=open_files,
-        cpu_bound=cpu_floor > 0 and cpu_floor >= max(waves * sample.p50, start_floor),
+        cpu_bound=start_floor <= cpu_floor > waves * sample.p50 - sample.p50 and cpu_floor > 0,
     )
 
 

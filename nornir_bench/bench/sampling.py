@@ -167,8 +167,8 @@ def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any])
     """Run ``task`` on one of ``nr``'s hosts, then on all the others at once, and measure both.
 
     The first run takes what any run pays once (imports, caches, the runner's event loop or
-    threads) out of the figures: a host's memory and open files are what the second run's peak
-    holds beyond the first's, shared among the hosts it had in flight more. Each host runs
+    threads) out of the figures: a host's CPU time, memory and open files are what the second
+    run used beyond the first, shared among the hosts it had in flight more. Each host runs
     once. With one host, that run is the sample.
     """
     names = list(nr.inventory.hosts)
@@ -186,7 +186,7 @@ def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any])
     result.update(one.result)
     sample = Sample(
         latencies=rest.latencies,
-        cpu_per_host=rest.cpu / max(1, len(rest.latencies)),
+        cpu_per_host=max(0.0, rest.cpu - one.cpu) / more,
         memory_per_host=max(0, memory) / more,
         descriptors_per_host=max(0, descriptors) / more,
         base_memory=one.base_memory + max(0, one.memory),
