@@ -1,0 +1,136 @@
+"""``nornir-bench advise``: the sample, the read-only guard, bad input, and a run end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nornir_bench.cli.main import main
+from nornir_bench.jobs.advise import advise_job
+from nornir_bench.jobs.load import load_job
+
+TASKS = '''
+from nornir_bench.tasks import read_only
+
+
+def reboot(task):
+    return "rebooted"
+
+
+@read_only()
+def look(task):
+    return "looked"
+'''
+
+
+def job_file(tmp_path: Path, task: str, *, hosts: int = 30, runner: str = "asyncio") -> Path:
+    (tmp_path / "jobtasks.py").write_text(TASKS)
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        inventory: {{plugin: synthetic, options: {{hosts: {hosts}}}}}
+        runner: {{plugin: {runner}, options: {{num_workers: 10}}}}
+        logging: {{enabled: false}}
+        task: {task}
+        """))
+    return path
+
+
+def test_the_sample_is_drawn_from_the_jobs_hosts_never_more_than_asked(tmp_path: Path) -> None:
+    job = load_job(job_file(tmp_path, "{name: sim_rtt, params: {rtt: 0}}", runner="threadpool"))
+    hosts = {f"dev{i}" for i in range(30)}
+    found = advise_job(job, sample=5, seed=7)
+    assert len(found.sampled) == 5 == len(set(found.sampled))
+    assert set(found.sampled) <= hosts
+    assert found.sample_runner == "threadpool"
+    assert found.sample.hosts == 4  # one more ran first, alone, to warm up
+    assert advise_job(job, sample=5, seed=7).sampled == found.sampled
+    everything = advise_job(job, sample=100, seed=7)
+    assert set(everything.sampled) == hosts
+    assert everything.hosts == 30
+
+
+def test_a_task_not_known_read_only_is_refused_without_allow_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = job_file(tmp_path, "{name: 'jobtasks:reboot'}")
+    assert main(["advise", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "task jobtasks:reboot is not known to be read-only" in err
+    assert "--allow-changes" in err
+    # So is a device command that is not a show command.
+    job = job_file(tmp_path, "{name: send_command, params: {command: reload}}")
+    assert main(["advise", str(job)]) == 2
+    assert "--allow-changes" in capsys.readouterr().err
+
+
+def test_a_task_marked_read_only_runs_and_allow_changes_runs_any(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = job_file(tmp_path, "{name: 'jobtasks:look'}", hosts=6)
+    assert main(["advise", str(job), "--sample", "3"]) == 0
+    assert "recommended: runner threadpool" in capsys.readouterr().out
+    job = job_file(tmp_path, "{name: 'jobtasks:reboot'}", hosts=6)
+    assert main(["advise", str(job), "--sample", "3", "--allow-changes"]) == 0
+    assert "recommended: runner threadpool" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--sample", "0"], "--sample: must be a whole number >= 1, got '0'"),
+        (["--sample", "many"], "--sample: must be a whole number >= 1, got 'many'"),
+        (["--budget", "-1"], "--budget: must be a number of seconds"),
+        (["--seed", "x"], "--seed: invalid int value: 'x'"),
+    ],
+)
+def test_bad_numbers_are_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}")
+    with pytest.raises(SystemExit) as exited:
+        main(["advise", str(job), *args])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err
+
+
+def test_bad_jobs_are_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["advise", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing.yaml" in err
+    stepped = tmp_path / "steps.yaml"
+    stepped.write_text(textwrap.dedent("""\
+        inventory: {plugin: synthetic, options: {hosts: 3}}
+        steps:
+          - {name: sim_rtt, params: {rtt: 0}}
+          - {name: sim_rtt, params: {rtt: 0}}
+        """))
+    assert main(["advise", str(stepped)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "advise takes a job of one task; this one has 2 steps" in err
+
+
+def test_advise_end_to_end_prints_a_recommendation_and_its_check(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0.01}}", hosts=50)
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "advise", str(job), "--sample", "5", "--seed",
+         "1", "--check", "--budget", "30"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    out = done.stdout
+    assert "task asim_rtt on 50 hosts" in out
+    assert "sample: 5 hosts on asyncio" in out
+    assert "latency p50 1" in out  # 10 ms and a little more
+    assert "\nasyncio " in out and "\nprocesspool " in out
+    assert "recommended: runner " in out
+    assert "check: " in out and "on 50 hosts: predicted " in out and "measured " in out
