@@ -14,8 +14,9 @@ Per runner and worker count:
 - the CPU floor: ``hosts x CPU seconds per host / usable cores`` (one core for threadpool and
   asyncio: the GIL);
 - the start floor: ``hosts / max_starts_per_second`` when the job sets that policy;
-- wall: the runner's start-up plus the I/O time, or the larger floor plus one latency (the
-  last host given its CPU or its start still waits for its device), whichever is longer.
+- wall: the runner's start-up and a run's fixed cost (measured), plus the I/O time, or the
+  larger floor plus one latency (the last host given its CPU or its start still waits for its
+  device), whichever is longer.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class Sample:
         base_memory: the process's RSS with a run of one host at its peak, bytes: the
             interpreter, the inventory and the runner's fixed part.
         base_descriptors: its open files at that peak.
+        overhead: seconds a run takes beyond its hosts' (starting the runner, collecting
+            results), from that run of one host.
         failed: hosts whose task failed.
         wall: the run's seconds.
     """
@@ -90,6 +93,7 @@ class Sample:
     descriptors_per_host: float = 0.0
     base_memory: int = 0
     base_descriptors: int = 0
+    overhead: float = 0.0
     failed: int = 0
     wall: float = 0.0
 
@@ -208,7 +212,7 @@ def predict(sample: Sample, *, runner: str, workers: int, hosts: int, limits: Li
     waves = math.ceil(hosts / in_flight)
     cpu_floor = hosts * sample.cpu_per_host / limits.cores(runner)
     start_floor = hosts / limits.max_starts_per_second if limits.max_starts_per_second else 0.0
-    startup = limits.startup(runner)
+    startup = limits.startup(runner) + sample.overhead
     # The last host to get its CPU or its start still waits one latency for its device.
     floor = max(cpu_floor, start_floor)
     wall = startup + max(waves * sample.p50, floor + sample.p50)
@@ -234,7 +238,8 @@ def predict(sample: Sample, *, runner: str, workers: int, hosts: int, limits: Li
         cpu_percent=100.0 * cpu / wall if wall > 0 else 0.0,
         memory=memory,
         open_files=open_files,
-        cpu_bound=start_floor <= cpu_floor > waves * sample.p50 - sample.p50 and cpu_floor > 0,
+        # Half the time or more spent on the client's CPU.
+        cpu_bound=start_floor <= cpu_floor >= (wall - startup) / 2 and cpu_floor > 0,
     )
 
 

@@ -10,7 +10,6 @@ as 0, and the model predicts no memory or open files per host).
 from __future__ import annotations
 
 import os
-import resource
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -164,19 +163,25 @@ def measure_run(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) ->
 
 
 def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) -> Measured:
-    """Run ``task`` on one of ``nr``'s hosts, then on all the others at once, and measure both.
+    """Measure ``task`` on ``nr``'s hosts: one host to warm up, one alone, then all the others
+    at once.
 
-    The first run takes what any run pays once (imports, caches, the runner's event loop or
-    threads) out of the figures: a host's CPU time, memory and open files are what the second
-    run used beyond the first, shared among the hosts it had in flight more. Each host runs
-    once. With one host, that run is the sample.
+    The warm-up takes what only a first run pays (imports, caches) out of the figures; the run
+    of one host measures what any run pays once (the runner's event loop or threads,
+    collecting results). A host's CPU time, memory and open files are what the last run used
+    beyond that one, shared among the hosts it had in flight more; what the run of one took
+    beyond its host's latency is a run's fixed cost. Each host runs once. With fewer than
+    three hosts, one run of them all is the sample.
     """
     names = list(nr.inventory.hosts)
-    if len(names) < 2:
+    if len(names) < 3:
         return measure_run(nr, task, params)
-    first = names[0]
+    warm, first = names[:2]
+    warm_up = _measure(nr.filter(filter_func=lambda host: host.name == warm), task, params)
     one = _measure(nr.filter(filter_func=lambda host: host.name == first), task, params)
-    rest = _measure(nr.filter(filter_func=lambda host: host.name != first), task, params)
+    rest = _measure(
+        nr.filter(filter_func=lambda host: host.name not in (warm, first)), task, params
+    )
     more = max(1, rest.in_flight - one.in_flight)
     memory = rest.base_memory + rest.memory - (one.base_memory + one.memory)
     descriptors = rest.base_descriptors + rest.descriptors - (
@@ -184,6 +189,7 @@ def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any])
     )
     result = rest.result
     result.update(one.result)
+    result.update(warm_up.result)
     sample = Sample(
         latencies=rest.latencies,
         cpu_per_host=max(0.0, rest.cpu - one.cpu) / more,
@@ -191,6 +197,7 @@ def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any])
         descriptors_per_host=max(0, descriptors) / more,
         base_memory=one.base_memory + max(0, one.memory),
         base_descriptors=one.base_descriptors + max(0, one.descriptors),
+        overhead=max(0.0, one.wall - max(one.latencies, default=0.0)),
         failed=len(result.failed_hosts),
         wall=rest.wall,
     )
@@ -198,5 +205,6 @@ def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any])
 
 
 def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    # Not getrusage: where the kernel counts CPU time in ticks, a run of a few milliseconds
+    # reads as 0 or 4 ms.
+    return time.process_time()

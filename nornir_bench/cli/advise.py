@@ -71,10 +71,10 @@ def report_lines(found: JobAdvice) -> list[str]:
     memory = "unknown" if limits.memory_available is None else _mib(limits.memory_available)
     lines = [
         f"sample: {hosts_text(len(found.sampled))} on {found.sample_runner}, all in flight "
-        f"(and one before them, to warm up): latency p50 {_ms(s.p50)}, p95 {_ms(s.p95)}, max "
-        f"{_ms(s.max)}; CPU {s.cpu_per_host * 1e6:,.0f} µs a host; memory "
-        f"{s.memory_per_host / 1024:,.1f} KiB a host; open files {s.descriptors_per_host:.2f} "
-        f"a host; {s.failed} failed",
+        f"(after two alone: a warm-up, and the run's fixed cost), {s.failed} failed",
+        f"per host: latency p50 {_ms(s.p50)}, p95 {_ms(s.p95)}, max {_ms(s.max)}; CPU "
+        f"{s.cpu_per_host * 1e6:,.0f} µs; memory {s.memory_per_host / 1024:,.1f} KiB; open "
+        f"files {s.descriptors_per_host:.2f}",
         f"machine: {limits.cpus} CPUs, ulimit -n {limits.open_files_soft:,} (hard "
         f"{limits.open_files_hard:,}), {memory} available",
         "",
@@ -108,7 +108,7 @@ def report_lines(found: JobAdvice) -> list[str]:
 
 
 def _row(p: Prediction, *, mark: str) -> str:
-    wall = f"{p.wall:.2f}-{p.wall_high:.2f}"
+    wall = f"{_s(p.wall)}-{_s(p.wall_high)}"
     return (
         f"{p.runner:<12} {p.workers:>8,} {p.in_flight:>9,} {wall:>18} {p.cpu_percent:>6.0f} "
         f"{_mib(p.memory):>12} {p.open_files:>10,}{mark}"
@@ -120,12 +120,16 @@ def _check_line(predicted: Prediction, measured: Sample) -> str:
     return (
         f"check: {predicted.runner}, num_workers {predicted.workers} on "
         f"{hosts_text(predicted.hosts)}: predicted {_wall(predicted)}, measured "
-        f"{measured.wall:.2f} s{failed}"
+        f"{_s(measured.wall)} s{failed}"
     )
 
 
 def _wall(p: Prediction) -> str:
-    return f"{p.wall:.2f} s ({p.wall:.2f}-{p.wall_high:.2f} s)"
+    return f"{_s(p.wall)} s ({_s(p.wall)}-{_s(p.wall_high)} s)"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.3f}" if seconds < 10 else f"{seconds:,.1f}"
 
 
 def _ms(value: float) -> str:

@@ -9,6 +9,7 @@ change nothing runs (:func:`~nornir_bench.tasks.is_read_only`) unless ``allow_ch
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -210,7 +211,12 @@ def _as_written(
 ) -> Prediction | None:
     """The prediction for the job's own runner and ``num_workers``, if the model covers it."""
     runner = job.runner_plugin
+    if runner not in runners:
+        return None
     workers = (job.settings["runner"].get("options") or {}).get("num_workers")
-    if runner not in runners or not isinstance(workers, int):
+    if workers is None:  # the runner's default
+        default = inspect.signature(runner_class(runner)).parameters["num_workers"].default
+        workers = default if isinstance(default, int) else None
+    if not isinstance(workers, int):
         return None
     return predict(sample, runner=runner, workers=workers, hosts=hosts, limits=limits)

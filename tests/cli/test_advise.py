@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -47,7 +48,7 @@ def test_the_sample_is_drawn_from_the_jobs_hosts_never_more_than_asked(tmp_path:
     assert len(found.sampled) == 5 == len(set(found.sampled))
     assert set(found.sampled) <= hosts
     assert found.sample_runner == "threadpool"
-    assert found.sample.hosts == 4  # one more ran first, alone, to warm up
+    assert found.sample.hosts == 3  # two more ran first, alone: a warm-up, and one measured
     assert advise_job(job, sample=5, seed=7).sampled == found.sampled
     everything = advise_job(job, sample=100, seed=7)
     assert set(everything.sampled) == hosts
@@ -130,7 +131,7 @@ def test_advise_end_to_end_prints_a_recommendation_and_its_check(tmp_path: Path)
     out = done.stdout
     assert "task asim_rtt on 50 hosts" in out
     assert "sample: 5 hosts on asyncio" in out
-    assert "latency p50 1" in out  # 10 ms and a little more
+    assert re.search(r"latency p50 (9|10|11)\.\d ms", out), out  # the 10 ms of asim_rtt
     assert "\nasyncio " in out and "\nprocesspool " in out
     assert "recommended: runner " in out
     assert "check: " in out and "on 50 hosts: predicted " in out and "measured " in out
