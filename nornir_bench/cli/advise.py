@@ -4,10 +4,17 @@ runner and how many workers the whole job needs, with what it will cost this mac
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nornir_bench.cli._common import EXIT_OK, positive_int, seconds
+from nornir_bench.cli._common import (
+    EXIT_OK,
+    by_signal,
+    interrupted_status,
+    positive_int,
+    seconds,
+)
 from nornir_bench.core.wording import hosts_text
 
 if TYPE_CHECKING:
@@ -50,15 +57,19 @@ def command(args: argparse.Namespace) -> int:
     from nornir_bench.jobs.load import load_job
 
     job = load_job(args.job)
-    found = advise_job(
-        job,
-        sample=args.sample,
-        seed=args.seed,
-        budget=args.budget,
-        allow_changes=args.allow_changes,
-        address=args.address,
-        check=args.check,
-    )
+    try:
+        found = advise_job(
+            job,
+            sample=args.sample,
+            seed=args.seed,
+            budget=args.budget,
+            allow_changes=args.allow_changes,
+            address=args.address,
+            check=args.check,
+        )
+    except KeyboardInterrupt:  # the hosts in flight were waited for, or abandoned
+        print(f"interrupted{by_signal(args.terminated)}: no advice", file=sys.stderr)
+        return interrupted_status(args.terminated)
     print(f"job {job.path}: task {job.task_name} on {hosts_text(found.hosts)}")
     for line in report_lines(found):
         print(line)
