@@ -9,6 +9,7 @@ change nothing runs (:func:`~nornir_bench.tasks.is_read_only`) unless ``allow_ch
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import random
 from collections.abc import Sequence
@@ -142,7 +143,7 @@ def advise_job(
         max_in_flight=in_flight_cap(list(nr.inventory.hosts.values()), policy.group_limits),
         attached=address is not None,
     )
-    runners = runners_for(async_task, available_runners())
+    runners = runners_for(async_task, _usable_runners())
     if not runners:
         raise AdviseError(f"no runner installed for this task (advise predicts {sample_runner})")
     advice = advise(measured, hosts=len(names), runners=runners, limits=limits)
@@ -170,6 +171,15 @@ def advise_job(
         as_written_warnings=tuple(limit_warnings(as_written, limits)) if as_written else (),
         check=checked,
     )
+
+
+def _usable_runners() -> list[str]:
+    """The installed runners, ``dask`` only when Dask distributed is installed too (the
+    extra ``dask``): its entry point is there either way."""
+    runners = available_runners()
+    if "dask" in runners and importlib.util.find_spec("distributed") is None:
+        runners.remove("dask")
+    return runners
 
 
 def _policy_options(job: Job, budget: float | None) -> dict[str, Any]:

@@ -135,3 +135,10 @@ def test_advise_end_to_end_prints_a_recommendation_and_its_check(tmp_path: Path)
     assert "\nasyncio " in out and "\nprocesspool " in out
     assert "recommended: runner " in out
     assert "check: " in out and "on 50 hosts: predicted " in out and "measured " in out
+
+
+def test_the_budget_bounds_the_sample_run(tmp_path: Path) -> None:
+    job = load_job(job_file(tmp_path, "{name: asim_rtt, params: {rtt: 30}}", hosts=6))
+    found = advise_job(job, sample=6, budget=0.2)
+    assert found.sample.failed == 6  # every host, the two that ran alone too: RunTimeout
+    assert found.sample.wall < 5
