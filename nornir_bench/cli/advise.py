@@ -15,6 +15,7 @@ from nornir_bench.cli._common import (
     positive_int,
     seconds,
 )
+from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import hosts_text
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-changes", action="store_true",
                         help="run the task on the sample even if it is not known to be "
                         "read-only (it may change the devices)")
+    parser.add_argument("--plot", metavar="FILE", type=Path,
+                        help="also draw predicted wall against workers, a line per runner, "
+                        "to this PNG file (needs matplotlib: the extra plot)")
     parser.add_argument("--address", metavar="ADDR",
                         help="the Dask scheduler the dask runner would use: no cluster "
                         "start-up is predicted")
@@ -56,6 +60,8 @@ def command(args: argparse.Namespace) -> int:
     from nornir_bench.jobs.advise import advise_job
     from nornir_bench.jobs.load import load_job
 
+    if args.plot is not None and not args.plot.parent.is_dir():  # before the sample runs
+        raise NornirBenchError(f"--plot: no such folder: {args.plot.parent}")
     job = load_job(args.job)
     try:
         found = advise_job(
@@ -73,6 +79,14 @@ def command(args: argparse.Namespace) -> int:
     print(f"job {job.path}: task {job.task_name} on {hosts_text(found.hosts)}")
     for line in report_lines(found):
         print(line)
+    if args.plot is not None:
+        from nornir_bench.bench.advise_plot import PLOT_HINT, write_advice_plot
+
+        try:
+            drawn = write_advice_plot(found.advice, args.plot)
+        except OSError as exc:
+            raise NornirBenchError(f"cannot write the plot {args.plot}: {exc.strerror}") from None
+        print(f"plot: {args.plot}" if drawn else PLOT_HINT)
     return EXIT_OK
 
 

@@ -142,3 +142,16 @@ def test_the_budget_bounds_the_sample_run(tmp_path: Path) -> None:
     found = advise_job(job, sample=6, budget=0.2)
     assert found.sample.failed == 6  # every host, the two that ran alone too: RunTimeout
     assert found.sample.wall < 5
+
+
+def test_plot_draws_the_predictions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}", hosts=6)
+    assert main(["advise", str(job), "--plot", str(tmp_path / "advice.png")]) == 0
+    assert (tmp_path / "advice.png").read_bytes().startswith(b"\x89PNG")
+    assert f"plot: {tmp_path / 'advice.png'}" in capsys.readouterr().out
+    assert main(["advise", str(job), "--plot", str(tmp_path / "no" / "advice.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--plot: no such folder" in err
