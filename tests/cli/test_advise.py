@@ -55,6 +55,14 @@ def test_the_sample_is_drawn_from_the_jobs_hosts_never_more_than_asked(tmp_path:
     assert everything.hosts == 30
 
 
+def test_the_sample_keeps_to_the_jobs_filter(tmp_path: Path) -> None:
+    path = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}")
+    path.write_text(path.read_text() + "filter: {hosts: [dev3, dev5, dev8, dev13]}\n")
+    found = advise_job(load_job(path), sample=24)
+    assert sorted(found.sampled) == ["dev13", "dev3", "dev5", "dev8"]
+    assert found.hosts == 4
+
+
 def test_a_task_not_known_read_only_is_refused_without_allow_changes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
