@@ -129,37 +129,39 @@ def advise_job(
             "it on real hosts; pass --allow-changes to run it anyway"
         )
     options = _policy_options(job, budget)
-    policy = RunPolicy.build(f"{job.path}: runner", options)
+    try:
+        policy = RunPolicy.build("--budget" if budget is not None else "runner", options)
+    except ValueError as exc:
+        raise AdviseError(str(exc)) from None
+    async_task = is_async_task(job.task)
+    sample_runner = "asyncio" if async_task else "threadpool"
+    runners = runners_for(async_task, _usable_runners())
+    if not runners:
+        raise AdviseError(f"no runner installed for this task (advise predicts {sample_runner})")
     nr, _secrets = job.nornir()
     no_last_resort_logging()  # after InitNornir's logging set-up, as run_job does
     names = list(nr.inventory.hosts)
     rng = random.Random(seed)
     sampled = tuple(rng.sample(names, min(sample, len(names))))
-    async_task = is_async_task(job.task)
-    sample_runner = "asyncio" if async_task else "threadpool"
     measured = _measured(nr, job, sampled, sample_runner, len(sampled), options, sample=True)
     limits = machine_limits(
         max_starts_per_second=policy.max_starts_per_second,
         max_in_flight=in_flight_cap(list(nr.inventory.hosts.values()), policy.group_limits),
         attached=address is not None,
     )
-    runners = runners_for(async_task, _usable_runners())
-    if not runners:
-        raise AdviseError(f"no runner installed for this task (advise predicts {sample_runner})")
     advice = advise(measured, hosts=len(names), runners=runners, limits=limits)
     as_written = _as_written(job, measured, runners, len(names), limits)
     checked = None
     if check:
-        size = min(len(names), CHECK_FACTOR * len(sampled))
         best = advice.best
-        runner_options = {**options, **({"address": address} if best.runner == "dask" and
-                                         address else {})}
-        slice_ = tuple(rng.sample(names, size))
-        on_slice = _measured(nr, job, slice_, best.runner, best.workers, runner_options)
-        prediction = predict(
-            measured, runner=best.runner, workers=best.workers, hosts=size, limits=limits
+        hosts = rng.sample(names, min(len(names), CHECK_FACTOR * len(sampled)))
+        if best.runner == "dask" and address is not None:
+            options = {**options, "address": address}
+        checked = Check(
+            predict(measured, runner=best.runner, workers=best.workers, hosts=len(hosts),
+                    limits=limits),
+            _measured(nr, job, hosts, best.runner, best.workers, options),
         )
-        checked = Check(prediction, on_slice)
     return JobAdvice(
         hosts=len(names),
         sampled=sampled,

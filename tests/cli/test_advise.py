@@ -115,6 +115,10 @@ def test_bad_jobs_are_one_line_exit_2(
     assert main(["advise", str(tmp_path / "missing.yaml")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "missing.yaml" in err
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}")
+    assert main(["advise", str(job), "--budget", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--budget: run_timeout must be a number of seconds > 0" in err
     stepped = tmp_path / "steps.yaml"
     stepped.write_text(textwrap.dedent("""\
         inventory: {plugin: synthetic, options: {hosts: 3}}
