@@ -3,5 +3,7 @@
 - :mod:`~nornir_bench.bench.benchmark`: :func:`run_benchmark`, one point of the study in process;
 - :mod:`~nornir_bench.bench.summary`: :func:`summarize`, what a run's result says in figures;
 - :mod:`~nornir_bench.bench.usage`: the process's wall, user, sys and peak RSS, as ``time``;
-- :mod:`~nornir_bench.bench.sweep`: the grid of runners x workers x RTT, each a fresh process.
+- :mod:`~nornir_bench.bench.sweep`: the grid of runners x workers x RTT, each a fresh process;
+- :mod:`~nornir_bench.bench.advise`: the advise model, a job predicted from a sample of its
+  hosts (measured by :mod:`~nornir_bench.bench.sampling`).
 """

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JobRun",
     "StepRun",
+    "close_run",
     "default_output",
     "failure_lines",
     "interruption",
@@ -206,7 +207,7 @@ def _run_steps(
         finally:
             wall = time.perf_counter() - started
             if not abandoned:  # else a thread may still be using a connection
-                _close_connections(nr)
+                close_run(nr)
     steps += [_not_run(step, stopped or "") for step in job.steps[len(steps):]]
     if not job.stepped:
         (only,) = steps
@@ -307,7 +308,7 @@ def _combined(
     return result, elapsed
 
 
-def _close_connections(nr: Nornir) -> None:
+def close_run(nr: Nornir) -> None:
     """Close what the run left open, on every host, in parallel: sessions in this process
     (netmiko's, and asyncssh's on the asyncio runner's kept loop), then what the runner keeps
     (processpool's workers, and the sessions they hold)."""

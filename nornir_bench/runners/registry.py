@@ -13,12 +13,31 @@ from importlib import metadata
 
 from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH
 
-__all__ = ["available_runners", "prefers_async_tasks", "takes_option", "takes_workers"]
+__all__ = [
+    "available_runners",
+    "prefers_async_tasks",
+    "runner_class",
+    "takes_option",
+    "takes_workers",
+]
 
 
 def available_runners() -> list[str]:
     """Names of the runner plugins installed in nornir's entry point group."""
     return sorted({ep.name for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH)})
+
+
+def runner_class(runner: str) -> type:
+    """The class of the named runner plugin (loaded now).
+
+    Raises:
+        ValueError: when no runner plugin has that name.
+    """
+    for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH):
+        if ep.name == runner:
+            loaded: type = ep.load()
+            return loaded
+    raise ValueError(f"unknown runner {runner!r}; available: {', '.join(available_runners())}")
 
 
 def prefers_async_tasks(runner: object) -> bool:
@@ -31,11 +50,12 @@ def prefers_async_tasks(runner: object) -> bool:
 
 
 def takes_option(runner: str, option: str) -> bool:
-    """Whether the named runner plugin has the keyword option ``option``."""
-    for ep in metadata.entry_points(group=RUNNERS_PLUGIN_PATH):
-        if ep.name == runner:
-            return option in inspect.signature(ep.load()).parameters
-    return False
+    """Whether the named runner plugin has the keyword option ``option`` (``False``: there is
+    no such plugin)."""
+    try:
+        return option in inspect.signature(runner_class(runner)).parameters
+    except ValueError:
+        return False
 
 
 def takes_workers(runner: str) -> bool:

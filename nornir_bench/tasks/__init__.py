@@ -5,6 +5,9 @@ Each blocking task has an awaitable twin for the event-loop runners (``send_comm
 :data:`BUILTIN_TASKS` names them all for job files. A task may carry a check of its
 parameters (:func:`check_params_with`), which job files run before anything else.
 
+A task may say it only reads (:func:`read_only`): ``nornir-bench advise`` runs such a task on
+a sample of a job's hosts without asking.
+
 A task may also declare the device libraries and connection plugins it uses (:func:`needs`):
 a job then registers only those plugins, and a missing library is one line naming the extra
 that installs it. Each name is imported from its module on first use: the benchmark's
@@ -32,6 +35,12 @@ if TYPE_CHECKING:
         check_params_with,
         params_check_of,
     )
+    from nornir_bench.tasks._read_only import (
+        READ_ONLY_COMMANDS,
+        is_read_only,
+        read_only,
+        reads_only_commands,
+    )
     from nornir_bench.tasks.commands import asend_command, send_command
     from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
     from nornir_bench.tasks.scrapli_session import ScrapliSession
@@ -57,6 +66,12 @@ __getattr__, __dir__ = lazy_exports(
             "require_libraries",
         ),
         "nornir_bench.tasks._params": ("ParamsCheck", "check_params_with", "params_check_of"),
+        "nornir_bench.tasks._read_only": (
+            "READ_ONLY_COMMANDS",
+            "is_read_only",
+            "read_only",
+            "reads_only_commands",
+        ),
         "nornir_bench.tasks.commands": ("asend_command", "send_command"),
         "nornir_bench.tasks.parsing": ("parse_interfaces", "show_interfaces_output"),
         "nornir_bench.tasks.simulated": (
@@ -77,6 +92,7 @@ __all__ = [
     "MissingLibrary",
     "Needs",
     "ParamsCheck",
+    "READ_ONLY_COMMANDS",
     "RoundTrip",
     "ScrapliSession",
     "TcpPing",
@@ -84,12 +100,15 @@ __all__ = [
     "asim_rtt",
     "atcp_ping",
     "check_params_with",
+    "is_read_only",
     "connections_of",
     "needs",
     "needs_of",
     "params_check_of",
     "parse_interfaces",
     "plan_round_trip",
+    "read_only",
+    "reads_only_commands",
     "require_libraries",
     "send_command",
     "show_interfaces_output",

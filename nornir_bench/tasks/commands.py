@@ -26,6 +26,7 @@ from nornir_bench.core.checks import number
 from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks._read_only import read_only, reads_only_commands
 from nornir_bench.tasks.scrapli_session import session_of
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def _check_send_command(params: Mapping[str, Any]) -> None:
     _check_netmiko_arguments({k: v for k, v in params.items() if k not in ("command", "enable")})
 
 
+@read_only(when=reads_only_commands)
 @needs(libraries=["netmiko", "nornir_netmiko"], connections=["netmiko"], install=DEVICES_EXTRA)
 @check_params_with(_check_send_command)
 def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: Any) -> Result:
@@ -167,6 +169,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+@read_only(when=reads_only_commands)
 @needs(libraries=["scrapli", "asyncssh"], install=DEVICES_EXTRA)
 async def asend_command(
     task: Task,

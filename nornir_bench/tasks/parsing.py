@@ -12,6 +12,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
+from nornir_bench.tasks._read_only import read_only
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -76,6 +77,7 @@ def show_interfaces_output(host: str, interfaces: int = 8) -> str:
     return "".join(blocks)
 
 
+@read_only()
 @needs(libraries=["ntc_templates"], install=DEVICES_EXTRA, descriptors=0)
 def parse_interfaces(task: Task, interfaces: int = 8) -> list[dict[str, Any]]:
     """Parse this host's ``show interfaces`` with TextFSM (ntc-templates); returns the records.

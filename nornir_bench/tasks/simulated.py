@@ -16,6 +16,7 @@ from nornir_bench.core.deadlines import time_left
 from nornir_bench.core.exceptions import SimulatedFailure
 from nornir_bench.tasks._needs import needs
 from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks._read_only import read_only
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -86,6 +87,7 @@ def _check_params(params: Mapping[str, Any]) -> None:
     )
 
 
+@read_only()
 @needs(descriptors=0)  # no library, no connection, no file: the benchmark registers none
 @check_params_with(_check_params)
 def sim_rtt(
@@ -115,6 +117,7 @@ def sim_rtt(
     return trip.delay
 
 
+@read_only()
 @needs(descriptors=0)
 @check_params_with(_check_params)
 async def asim_rtt(

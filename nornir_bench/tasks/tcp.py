@@ -21,6 +21,7 @@ from nornir_bench.core.checks import number, whole_number
 from nornir_bench.core.deadlines import bounded
 from nornir_bench.core.timeouts import within
 from nornir_bench.tasks._needs import needs
+from nornir_bench.tasks._read_only import read_only
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -89,6 +90,7 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
         return ConnectionResetError(f"{self.address}: the connection closed before a reply line")
 
 
+@read_only()
 @needs(descriptors=1)  # a plain socket
 def tcp_ping(
     task: Task,
@@ -141,6 +143,7 @@ def tcp_ping(
         return ping.result(connected - start, time.perf_counter() - connected)
 
 
+@read_only()
 @needs(descriptors=1)
 async def atcp_ping(
     task: Task,

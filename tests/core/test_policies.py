@@ -18,7 +18,7 @@ from nornir.core.task import MultiResult, Result, Task
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
 from nornir_bench.core.policies.hosts import HostAttempts
 from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
-from nornir_bench.core.policies.plan import HostPlan
+from nornir_bench.core.policies.plan import HostPlan, in_flight_cap
 from nornir_bench.core.policies.retry import retry_wait, retryable
 from tests.conftest import make_nornir, modules_after
 
@@ -185,3 +185,12 @@ def test_a_tasks_own_timeout_at_the_deadline_is_the_deadlines(seconds: float, er
     if error == "TaskTimeout":
         assert not outcome.error.abandoned  # type: ignore[union-attr]
         assert "Traceback" not in outcome.text
+
+
+def test_in_flight_cap_is_what_group_limits_allow() -> None:
+    # synthetic hosts alternate between group0 and group1
+    eight = hosts(8)
+    assert in_flight_cap(eight, ()) is None
+    assert in_flight_cap(eight, policy(group_limits={"group": {"group0": 1}}).group_limits) == 5
+    assert in_flight_cap(eight, policy(group_limits={"group": 2}).group_limits) == 4
+    assert in_flight_cap(eight, policy(group_limits={"group": 9}).group_limits) == 8

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from nornir_bench.core.policies.options import GroupLimit, RunPolicy
 
-__all__ = ["HostPlan"]
+__all__ = ["HostPlan", "in_flight_cap"]
 
 # Attributes read from the Host object itself; any other key is looked up in the host's data
 # (with its groups' and the defaults', as ``host.get`` does).
@@ -382,3 +382,25 @@ class HostPlan:
         left, self.left_out = self.left_out, {}
         for index in sorted(left):
             yield self.hosts[index], left[index]
+
+
+def in_flight_cap(hosts: Sequence[Host], limits: tuple[GroupLimit, ...]) -> int | None:
+    """The most of ``hosts`` that group ``limits`` let be in flight at once; ``None``: no
+    limit applies. An upper bound: a host in two limited groups counts in each."""
+    ancestry: dict[int, list[str]] = {}
+    caps = []
+    for rule in limits:
+        free = 0
+        counts: dict[str, int] = {}
+        for host in hosts:
+            limited = [
+                value
+                for value in _group_values(host, rule.key, ancestry)
+                if rule.limit(value) is not None
+            ]
+            free += not limited
+            for value in limited:
+                counts[value] = counts.get(value, 0) + 1
+        if counts:
+            caps.append(free + sum(min(n, rule.limit(v) or n) for v, n in counts.items()))
+    return min(caps) if caps else None

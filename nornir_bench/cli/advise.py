@@ -1,0 +1,165 @@
+"""``nornir-bench advise JOB.yaml``: run a job's task on a sample of its hosts and say which
+runner and how many workers the whole job needs, with what it will cost this machine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nornir_bench.cli._common import (
+    EXIT_OK,
+    by_signal,
+    interrupted_status,
+    positive_int,
+    seconds,
+)
+from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.wording import hosts_text
+
+if TYPE_CHECKING:
+    from nornir_bench.bench.advise import Prediction, Sample
+    from nornir_bench.jobs.advise import JobAdvice
+
+HELP = "predict how many workers a job needs, from a run on a sample of its hosts"
+
+_DEFAULT_SAMPLE = 24  # jobs.advise.DEFAULT_SAMPLE, not imported: --help loads no job layer
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``advise``."""
+    parser.description = (
+        "Run a job file's task on a random sample of its hosts, all at once, measure each "
+        "host's latency, CPU, memory and open files, and predict the whole job's wall time, "
+        "CPU, memory and open files for each runner and worker count, against this machine's "
+        "limits. Only a task known to be read-only runs, unless --allow-changes."
+    )
+    parser.add_argument("job", metavar="JOB.yaml", type=Path, help="the job file")
+    parser.add_argument("--sample", metavar="N", type=positive_int, default=_DEFAULT_SAMPLE,
+                        help=f"the most hosts in the sample (default {_DEFAULT_SAMPLE})")
+    parser.add_argument("--seed", metavar="N", type=int,
+                        help="draw the same sample (and --check slice) every time")
+    parser.add_argument("--budget", metavar="SECONDS", type=seconds,
+                        help="the sample's run_timeout: hosts not finished by then fail")
+    parser.add_argument("--check", action="store_true",
+                        help="then run the recommendation on 10 x the sample's hosts and print "
+                        "predicted against measured")
+    parser.add_argument("--allow-changes", action="store_true",
+                        help="run the task on the sample even if it is not known to be "
+                        "read-only (it may change the devices)")
+    parser.add_argument("--plot", metavar="FILE", type=Path,
+                        help="also draw predicted wall against workers, a line per runner, "
+                        "to this PNG file (needs matplotlib: the extra plot)")
+    parser.add_argument("--address", metavar="ADDR",
+                        help="the Dask scheduler the dask runner would use: no cluster "
+                        "start-up is predicted")
+
+
+def command(args: argparse.Namespace) -> int:
+    from nornir_bench.jobs.advise import advise_job
+    from nornir_bench.jobs.load import load_job
+
+    if args.plot is not None and not args.plot.parent.is_dir():  # before the sample runs
+        raise NornirBenchError(f"--plot: no such folder: {args.plot.parent}")
+    job = load_job(args.job)
+    try:
+        found = advise_job(
+            job,
+            sample=args.sample,
+            seed=args.seed,
+            budget=args.budget,
+            allow_changes=args.allow_changes,
+            address=args.address,
+            check=args.check,
+        )
+    except KeyboardInterrupt:  # the hosts in flight were waited for, or abandoned
+        print(f"interrupted{by_signal(args.terminated)}: no advice", file=sys.stderr)
+        return interrupted_status(args.terminated)
+    print(f"job {job.path}: task {job.task_name} on {hosts_text(found.hosts)}")
+    for line in report_lines(found):
+        print(line)
+    if args.plot is not None:
+        from nornir_bench.bench.advise_plot import PLOT_HINT, write_advice_plot
+
+        try:
+            drawn = write_advice_plot(found.advice, args.plot)
+        except OSError as exc:
+            raise NornirBenchError(f"cannot write the plot {args.plot}: {exc.strerror}") from None
+        print(f"plot: {args.plot}" if drawn else PLOT_HINT)
+    return EXIT_OK
+
+
+def report_lines(found: JobAdvice) -> list[str]:
+    """The sample, the machine, the table of predictions, the recommendation and warnings."""
+    s, limits, advice = found.sample, found.limits, found.advice
+    memory = "unknown" if limits.memory_available is None else _mib(limits.memory_available)
+    lines = [
+        f"sample: {hosts_text(len(found.sampled))} on {found.sample_runner}, all in flight "
+        f"(after two alone: a warm-up, and the run's fixed cost), {s.failed} failed",
+        f"per host: latency p50 {_ms(s.p50)}, p95 {_ms(s.p95)}, max {_ms(s.max)}; CPU "
+        f"{s.cpu_per_host * 1e6:,.0f} µs; memory {s.memory_per_host / 1024:,.1f} KiB; open "
+        f"files {s.descriptors_per_host:.2f}",
+        f"machine: {limits.cpus} CPUs, ulimit -n {limits.open_files_soft:,} (hard "
+        f"{limits.open_files_hard:,}), {memory} available",
+        "",
+        f"predicted for {hosts_text(found.hosts)}:",
+        f"{'runner':<12} {'workers':>8} {'in flight':>9} {'wall s (p50-p95)':>18} "
+        f"{'CPU %':>6} {'peak memory':>12} {'open files':>10}",
+    ]
+    for p in advice.predictions:
+        lines.append(_row(p, mark="*" if p == advice.best else " "))
+    best = advice.best
+    lines += [
+        "",
+        f"recommended: runner {best.runner}, num_workers {best.workers}: {_wall(best)} "
+        f"predicted (the fewest workers within 10 % of the best)",
+    ]
+    lines += [f"warning: {line}" for line in advice.warnings]
+    if found.as_written is not None and found.as_written != best:
+        lines.append(
+            f"the job as written ({found.as_written.runner}, num_workers "
+            f"{found.as_written.workers}): {_wall(found.as_written)} predicted"
+        )
+        lines += [f"warning: as written: {line}" for line in found.as_written_warnings]
+    if s.failed:
+        lines.append(
+            f"warning: {s.failed} of the sample's {len(found.sampled)} hosts failed: their "
+            "time counts as a latency like the others'"
+        )
+    if found.check is not None:
+        lines.append(_check_line(found.check.prediction, found.check.measured))
+    return lines
+
+
+def _row(p: Prediction, *, mark: str) -> str:
+    wall = f"{_s(p.wall)}-{_s(p.wall_high)}"
+    return (
+        f"{p.runner:<12} {p.workers:>8,} {p.in_flight:>9,} {wall:>18} {p.cpu_percent:>6.0f} "
+        f"{_mib(p.memory):>12} {p.open_files:>10,}{mark}"
+    )
+
+
+def _check_line(predicted: Prediction, measured: Sample) -> str:
+    failed = f", {measured.failed} failed" if measured.failed else ""
+    return (
+        f"check: {predicted.runner}, num_workers {predicted.workers} on "
+        f"{hosts_text(predicted.hosts)}: predicted {_wall(predicted)}, measured "
+        f"{_s(measured.wall)} s{failed}"
+    )
+
+
+def _wall(p: Prediction) -> str:
+    return f"{_s(p.wall)} s ({_s(p.wall)}-{_s(p.wall_high)} s)"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.3f}" if seconds < 10 else f"{seconds:,.1f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1000:,.1f} ms"
+
+
+def _mib(size: float) -> str:
+    return f"{size / 2**20:,.0f} MiB"

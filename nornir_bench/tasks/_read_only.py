@@ -1,0 +1,56 @@
+"""Which tasks only read from devices: ``nornir-bench advise`` runs a job's task on a sample of
+its hosts, and runs only a task known to change nothing unless told it may.
+
+A task says so with :func:`read_only` (or by setting its own ``read_only`` attribute to
+``True``); a task whose effect depends on its parameters gives a check of them instead, as
+``send_command`` does: a ``show`` command reads, any other command may change the device.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+__all__ = ["READ_ONLY_COMMANDS", "is_read_only", "read_only", "reads_only_commands"]
+
+READ_ONLY_COMMANDS = ("show", "display", "ping", "traceroute")
+"""The first words of device commands that read, on Cisco-like (``show``) and Huawei-like
+(``display``) command lines."""
+
+_Task = TypeVar("_Task", bound=Callable[..., Any])
+
+
+def read_only(
+    when: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> Callable[[_Task], _Task]:
+    """Mark a task as changing nothing on a device: always, or when ``when(params)`` is true.
+
+    The task is returned as it is, with a ``read_only`` attribute.
+    """
+
+    def mark(task: _Task) -> _Task:
+        task.read_only = True if when is None else when  # type: ignore[attr-defined]
+        return task
+
+    return mark
+
+
+def is_read_only(task: Callable[..., Any], params: Mapping[str, Any]) -> bool:
+    """Whether ``task`` run with ``params`` is known to change nothing (see the module)."""
+    while isinstance(task, functools.partial):
+        params = {**task.keywords, **params}
+        task = task.func
+    marked = getattr(task, "read_only", False)
+    if marked is True:
+        return True
+    return callable(marked) and bool(marked(params))
+
+
+def reads_only_commands(params: Mapping[str, Any]) -> bool:
+    """Whether ``params["command"]`` is a command that reads (:data:`READ_ONLY_COMMANDS`)."""
+    command = params.get("command")
+    if not isinstance(command, str) or "\n" in command:
+        return False
+    words = command.split()
+    return bool(words) and words[0].lower() in READ_ONLY_COMMANDS

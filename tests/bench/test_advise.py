@@ -1,0 +1,117 @@
+"""The advise model as a pure function: synthetic samples and limits in, exact predictions out."""
+
+from __future__ import annotations
+
+import pytest
+
+from nornir_bench.bench.advise import (
+    Limits,
+    Sample,
+    advise,
+    limit_warnings,
+    predict,
+    runners_for,
+    worker_grid,
+)
+
+ROOMY = Limits(cpus=2, open_files_soft=1_000_000, open_files_hard=1_000_000)
+
+
+def steady(latency: float, hosts: int = 24, **figures: float) -> Sample:
+    return Sample(latencies=(latency,) * hosts, **figures)  # type: ignore[arg-type]
+
+
+def test_waves_of_a_known_latency_predict_the_wall_exactly() -> None:
+    p = predict(steady(0.1), runner="asyncio", workers=100, hosts=1_000, limits=ROOMY)
+    assert (p.in_flight, p.waves) == (100, 10)
+    assert p.wall == pytest.approx(1.0)
+    assert p.wall_high == pytest.approx(1.0)
+
+
+def test_the_range_runs_from_the_median_to_the_95th_percentile() -> None:
+    sample = Sample(latencies=(0.1,) * 19 + (0.3,))  # p50 0.1, p95 (19th of 20) 0.1
+    assert (sample.p50, sample.p95, sample.max) == (0.1, 0.1, 0.3)
+    sample = Sample(latencies=(0.1,) * 18 + (0.3, 0.3))
+    p = predict(sample, runner="threadpool", workers=10, hosts=100, limits=ROOMY)
+    assert (p.wall, p.wall_high) == pytest.approx((1.0, 3.0))
+
+
+def test_cpu_bound_hosts_are_floored_by_the_cores_the_runner_can_use() -> None:
+    sample = steady(0.01, cpu_per_host=0.001)
+    one_core = predict(sample, runner="asyncio", workers=1_000, hosts=1_000, limits=ROOMY)
+    # 1,000 hosts x 1 ms on one core (the GIL), then the last host's round trip.
+    assert one_core.wall == pytest.approx(1.0 + 0.01)
+    assert one_core.cpu_bound
+    two = predict(sample, runner="processpool", workers=500, hosts=1_000, limits=ROOMY)
+    assert two.in_flight == 1_000  # 500 a process, one process a CPU
+    assert two.wall == pytest.approx(0.3 + 0.5 + 0.01)  # start-up + half the CPU + a trip
+
+
+def test_the_start_rate_and_group_limits_bound_the_run() -> None:
+    limits = Limits(
+        cpus=2, open_files_soft=10**6, open_files_hard=10**6, max_starts_per_second=100,
+        max_in_flight=50,
+    )
+    p = predict(steady(0.1), runner="asyncio", workers=1_000, hosts=1_000, limits=limits)
+    assert p.in_flight == 50
+    assert p.wall == pytest.approx(10.0 + 0.1)  # 1,000 starts at 100 a second, then a trip
+    warnings = limit_warnings(p, limits)
+    assert any("max_starts_per_second 100 sets the pace" in w for w in warnings)
+    assert any("group limits allow 50 hosts in flight" in w for w in warnings)
+
+
+def test_open_files_beyond_the_soft_limit_and_memory_beyond_available_are_warned() -> None:
+    limits = Limits(
+        cpus=2, open_files_soft=1_024, open_files_hard=4_096, memory_available=100 * 2**20
+    )
+    sample = steady(0.1, descriptors_per_host=1, memory_per_host=2**20, base_descriptors=10)
+    p = predict(sample, runner="asyncio", workers=2_000, hosts=10_000, limits=limits)
+    assert p.open_files == 2_010
+    assert p.memory == 2_000 * 2**20
+    assert limit_warnings(p, limits) == [
+        "2,000 in flight needs 2,010 open files; ulimit -n is 1,024 (the runner raises it, "
+        "up to the hard limit 4,096)",
+        "2,000 in flight needs 2,000 MiB of memory; 100 MiB is available",
+    ]
+    past_hard = predict(sample, runner="asyncio", workers=10_000, hosts=10_000, limits=limits)
+    assert limit_warnings(past_hard, limits)[0] == (
+        "10,000 in flight needs 10,010 open files; the hard limit (ulimit -Hn) is 4,096: the "
+        "runner keeps fewer in flight"
+    )
+
+
+def test_the_recommendation_is_the_fewest_workers_within_10_percent_of_the_best() -> None:
+    # 0.1 s a host, 0.5 ms of CPU: 1,000 hosts cannot go below 0.5 s + a trip on one core.
+    sample = steady(0.1, cpu_per_host=0.0005)
+    found = advise(sample, hosts=1_000, runners=["asyncio"], limits=ROOMY,
+                   workers=[10, 100, 200, 500, 1_000])
+    walls = {p.workers: p.wall for p in found.predictions}
+    assert walls == pytest.approx({10: 10.0, 100: 1.0, 200: 0.6, 500: 0.6, 1_000: 0.6})
+    assert found.best.workers == 200
+    # Across runners: processpool's two cores beat the GIL despite its start-up.
+    sample = steady(0.1, cpu_per_host=0.0012)
+    found = advise(sample, hosts=1_000, runners=["asyncio", "processpool"], limits=ROOMY,
+                   workers=[50, 100, 500, 1_000])
+    assert (found.best.runner, found.best.workers) == ("processpool", 100)
+    assert found.best.wall == pytest.approx(0.3 + 0.6 + 0.1)
+    near = [p for p in found.predictions if p.wall <= found.best.wall * 1.1]
+    assert min(p.in_flight for p in near) == found.best.in_flight
+
+
+def test_what_does_not_fit_the_machine_is_not_recommended() -> None:
+    limits = Limits(cpus=2, open_files_soft=1_024, open_files_hard=1_024)
+    sample = steady(0.1, descriptors_per_host=1)
+    found = advise(sample, hosts=10_000, runners=["asyncio"], limits=limits,
+                   workers=[100, 1_000, 10_000])
+    assert found.best.workers == 1_000
+    assert found.warnings == ()
+
+
+def test_the_runners_and_worker_counts_considered() -> None:
+    installed = ["threaded", "threadpool", "asyncio", "processpool"]
+    assert runners_for(True, installed) == ("asyncio", "processpool")
+    assert runners_for(False, installed) == ("threadpool",)
+    assert worker_grid(300) == (1, 10, 20, 50, 100, 200, 300)
+    assert worker_grid(50_000)[-1] == 10_000
+    with pytest.raises(ValueError, match="hosts must be >= 1"):
+        advise(steady(0.1), hosts=0, runners=["asyncio"], limits=ROOMY)

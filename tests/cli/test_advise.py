@@ -1,0 +1,169 @@
+"""``nornir-bench advise``: the sample, the read-only guard, bad input, and a run end to end."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nornir_bench.cli.main import main
+from nornir_bench.jobs.advise import advise_job
+from nornir_bench.jobs.load import load_job
+
+TASKS = '''
+from nornir_bench.tasks import read_only
+
+
+def reboot(task):
+    return "rebooted"
+
+
+@read_only()
+def look(task):
+    return "looked"
+'''
+
+
+def job_file(tmp_path: Path, task: str, *, hosts: int = 30, runner: str = "asyncio") -> Path:
+    (tmp_path / "jobtasks.py").write_text(TASKS)
+    path = tmp_path / "job.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        inventory: {{plugin: synthetic, options: {{hosts: {hosts}}}}}
+        runner: {{plugin: {runner}, options: {{num_workers: 10}}}}
+        logging: {{enabled: false}}
+        task: {task}
+        """))
+    return path
+
+
+def test_the_sample_is_drawn_from_the_jobs_hosts_never_more_than_asked(tmp_path: Path) -> None:
+    job = load_job(job_file(tmp_path, "{name: sim_rtt, params: {rtt: 0}}", runner="threadpool"))
+    hosts = {f"dev{i}" for i in range(30)}
+    found = advise_job(job, sample=5, seed=7)
+    assert len(found.sampled) == 5 == len(set(found.sampled))
+    assert set(found.sampled) <= hosts
+    assert found.sample_runner == "threadpool"
+    assert found.sample.hosts == 3  # two more ran first, alone: a warm-up, and one measured
+    assert advise_job(job, sample=5, seed=7).sampled == found.sampled
+    everything = advise_job(job, sample=100, seed=7)
+    assert set(everything.sampled) == hosts
+    assert everything.hosts == 30
+
+
+def test_the_sample_keeps_to_the_jobs_filter(tmp_path: Path) -> None:
+    path = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}")
+    path.write_text(path.read_text() + "filter: {hosts: [dev3, dev5, dev8, dev13]}\n")
+    found = advise_job(load_job(path), sample=24)
+    assert sorted(found.sampled) == ["dev13", "dev3", "dev5", "dev8"]
+    assert found.hosts == 4
+
+
+def test_a_task_not_known_read_only_is_refused_without_allow_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = job_file(tmp_path, "{name: 'jobtasks:reboot'}")
+    assert main(["advise", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "task jobtasks:reboot is not known to be read-only" in err
+    assert "--allow-changes" in err
+    # So is a device command that is not a show command.
+    job = job_file(tmp_path, "{name: send_command, params: {command: reload}}")
+    assert main(["advise", str(job)]) == 2
+    assert "--allow-changes" in capsys.readouterr().err
+
+
+def test_a_task_marked_read_only_runs_and_allow_changes_runs_any(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = job_file(tmp_path, "{name: 'jobtasks:look'}", hosts=6)
+    assert main(["advise", str(job), "--sample", "3"]) == 0
+    assert "recommended: runner threadpool" in capsys.readouterr().out
+    job = job_file(tmp_path, "{name: 'jobtasks:reboot'}", hosts=6)
+    assert main(["advise", str(job), "--sample", "3", "--allow-changes"]) == 0
+    assert "recommended: runner threadpool" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--sample", "0"], "--sample: must be a whole number >= 1, got '0'"),
+        (["--sample", "many"], "--sample: must be a whole number >= 1, got 'many'"),
+        (["--budget", "-1"], "--budget: must be a number of seconds"),
+        (["--seed", "x"], "--seed: invalid int value: 'x'"),
+    ],
+)
+def test_bad_numbers_are_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}")
+    with pytest.raises(SystemExit) as exited:
+        main(["advise", str(job), *args])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err
+
+
+def test_bad_jobs_are_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["advise", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing.yaml" in err
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}")
+    assert main(["advise", str(job), "--budget", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--budget: run_timeout must be a number of seconds > 0" in err
+    stepped = tmp_path / "steps.yaml"
+    stepped.write_text(textwrap.dedent("""\
+        inventory: {plugin: synthetic, options: {hosts: 3}}
+        steps:
+          - {name: sim_rtt, params: {rtt: 0}}
+          - {name: sim_rtt, params: {rtt: 0}}
+        """))
+    assert main(["advise", str(stepped)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "advise takes a job of one task; this one has 2 steps" in err
+
+
+def test_advise_end_to_end_prints_a_recommendation_and_its_check(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0.01}}", hosts=50)
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "advise", str(job), "--sample", "5", "--seed",
+         "1", "--check", "--budget", "30"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    out = done.stdout
+    assert "task asim_rtt on 50 hosts" in out
+    assert "sample: 5 hosts on asyncio" in out
+    assert re.search(r"latency p50 (9|10|11)\.\d ms", out), out  # the 10 ms of asim_rtt
+    assert "\nasyncio " in out and "\nprocesspool " in out
+    assert "recommended: runner " in out
+    assert "check: " in out and "on 50 hosts: predicted " in out and "measured " in out
+
+
+def test_the_budget_bounds_the_sample_run(tmp_path: Path) -> None:
+    job = load_job(job_file(tmp_path, "{name: asim_rtt, params: {rtt: 30}}", hosts=6))
+    found = advise_job(job, sample=6, budget=0.2)
+    assert found.sample.failed == 6  # every host, the two that ran alone too: RunTimeout
+    assert found.sample.wall < 5
+
+
+def test_plot_draws_the_predictions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}", hosts=6)
+    assert main(["advise", str(job), "--plot", str(tmp_path / "advice.png")]) == 0
+    assert (tmp_path / "advice.png").read_bytes().startswith(b"\x89PNG")
+    assert f"plot: {tmp_path / 'advice.png'}" in capsys.readouterr().out
+    assert main(["advise", str(job), "--plot", str(tmp_path / "no" / "advice.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--plot: no such folder" in err
