@@ -33,6 +33,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core._switching import fewer_gil_switches
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.one_host import RunContext, run_one
 from nornir_bench.core.open_files import descriptors_of, open_files_for
@@ -99,7 +100,7 @@ class ThreadPoolRunner(Policed):
         task = run.task
         ctrl_c = CtrlC(run.halt.set)
         try:
-            with tuned_for_run(), ctrl_c.handled():
+            with tuned_for_run(), fewer_gil_switches(run.threads), ctrl_c.handled():
                 # Held once for all the starts (not per thread: 1,000 starts would pay for it
                 # 1,000 times): interrupted, a start would leave the count of threads wrong.
                 with ctrl_c_held():
