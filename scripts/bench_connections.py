@@ -13,7 +13,9 @@ steps, as nornir keeps them, closed once at the end) and **reconnect** (``nr.clo
 after every step: a login per step, what the async runners did before connections outlived a
 run). Logins are counted at the device side: a TCP proxy in a process of its own stands in
 front of each device and counts the connections it accepts. Prints logins and wall time (the
-three steps and the final close) per mode, medians over ``--repeat``.
+three steps and the final close) per mode, medians over ``--repeat``, and the share of that
+wall spent checking kept connections before each host's task (``core.liveness``, timed where
+hosts run in this process: asyncio and threadpool).
 
 **synthetic**: three ``nr.run(task=asim_rtt, rtt=RTT)`` in a row on ``--hosts`` synthetic hosts,
 one ``Nornir``: the asyncio runner, processpool keeping its workers (the default) and processpool
@@ -165,25 +167,55 @@ def lab_part(devices: int, repeat: int) -> None:
         write_inventory([replace(d, port=p) for d, p in zip(lab, ports, strict=True)], proxied)
         rows = []
         for runner, task in LAB_RUNS:
-            timed: dict[str, list[tuple[int, float]]] = {"kept": [], "reconnect": []}
+            timed: dict[str, list[tuple[int, float, float]]] = {"kept": [], "reconnect": []}
             for _ in range(repeat):
                 for mode in timed:
-                    before = proxy.count()
+                    before, CHECKED[0] = proxy.count(), 0.0
                     wall = _three_steps(proxied, runner, task, reconnect=mode == "reconnect")
-                    timed[mode].append((proxy.count() - before, wall))
-            kept = statistics.median(w for _, w in timed["kept"])
-            again = statistics.median(w for _, w in timed["reconnect"])
+                    timed[mode].append((proxy.count() - before, wall, CHECKED[0]))
+            kept = statistics.median(w for _, w, _ in timed["kept"])
+            again = statistics.median(w for _, w, _ in timed["reconnect"])
             for mode, runs in timed.items():
-                logins = sorted({n for n, _ in runs})
-                wall = statistics.median(w for _, w in runs)
+                logins = sorted({n for n, _, _ in runs})
+                wall = statistics.median(w for _, w, _ in runs)
                 ratio = f"{again / kept:.2f}" if mode == "reconnect" else ""
-                rows.append((runner, task, mode, devices, logins, wall, ratio))
+                checks = statistics.median(c / w for _, w, c in runs)
+                share = "in workers" if runner == "processpool" else f"{100 * checks:.3f} %"
+                rows.append((runner, task, mode, devices, logins, wall, ratio, share))
     print(f"\n### Three steps on {devices} FakeNOS devices (medians of {repeat})\n")
-    print("| runner | task | mode | hosts | logins | wall s | reconnect / kept |")
-    print("|---|---|---|---:|---:|---:|---:|")
-    for runner, task, mode, hosts, logins, wall, ratio in rows:
+    print("| runner | task | mode | hosts | logins | wall s | reconnect / kept "
+          "| liveness checks / wall |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for runner, task, mode, hosts, logins, wall, ratio, share in rows:
         shown = ", ".join(str(n) for n in logins)
-        print(f"| {runner} | {task} | {mode} | {hosts} | {shown} | {wall:.3f} | {ratio} |")
+        print(f"| {runner} | {task} | {mode} | {hosts} | {shown} | {wall:.3f} | {ratio} "
+              f"| {share} |")
+
+
+# Seconds spent checking kept connections (core.liveness, before each host's task), in this
+# process: the runners that run hosts here (asyncio, threadpool), not processpool's workers.
+CHECKED = [0.0]
+
+
+@contextmanager
+def _timing_liveness() -> Iterator[None]:
+    """Time every liveness check the core makes in this process (added to CHECKED)."""
+    from nornir_bench.core import execution
+
+    check = execution.drop_dead_connections
+
+    def timed(host: Any) -> None:
+        start = time.perf_counter()
+        try:
+            check(host)
+        finally:
+            CHECKED[0] += time.perf_counter() - start
+
+    execution.drop_dead_connections = timed
+    try:
+        yield
+    finally:
+        execution.drop_dead_connections = check
 
 
 def _three_steps(inventory: Path, runner: str, task_name: str, *, reconnect: bool) -> float:
@@ -193,11 +225,12 @@ def _three_steps(inventory: Path, runner: str, task_name: str, *, reconnect: boo
     nr = _lab_nornir(inventory, runner, 20)
     start = time.perf_counter()
     try:
-        for step in STEPS:
-            _succeeded(nr.run(task=task, **step), f"{runner} {task_name} {step['command']}")
-            if reconnect:
-                nr.close_connections()
-        nr.close_connections()
+        with _timing_liveness():
+            for step in STEPS:
+                _succeeded(nr.run(task=task, **step), f"{runner} {task_name} {step['command']}")
+                if reconnect:
+                    nr.close_connections()
+            nr.close_connections()
         return time.perf_counter() - start
     finally:
         close = getattr(nr.runner, "close", None)

@@ -356,6 +356,13 @@ class LabProcess:
     def nornir(self, runner: str = "threadpool", **options: Any) -> Nornir:
         return nornir_on(self.inventory, runner, **options)
 
+    def restart(self) -> None:
+        """Stop the lab and start it again on the same ports: every device restarted, each
+        session to it gone."""
+        stopped(self.handle)
+        self.handle = started([*LAB, "lab", str(self.inventory)], "lab ready:",
+                              self.inventory.parent)
+
 
 @contextmanager
 def lab_process(folder: Path, platforms: dict[str, str]) -> Iterator[LabProcess]:
@@ -370,10 +377,11 @@ def lab_process(folder: Path, platforms: dict[str, str]) -> Iterator[LabProcess]
     inventory = folder / "inventory"
     write_inventory(devices, inventory)
     handle = started([*LAB, "lab", str(inventory)], "lab ready:", folder)
+    lab = LabProcess(inventory, devices, handle)
     try:
-        yield LabProcess(inventory, devices, handle)
+        yield lab
     finally:
-        stopped(handle)
+        stopped(lab.handle)
 
 
 @pytest.fixture(scope="session")

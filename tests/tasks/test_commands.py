@@ -16,7 +16,7 @@ from scrapli.exceptions import ScrapliAuthenticationFailed, ScrapliCommandFailur
 from nornir_bench import arun_subtask
 from nornir_bench.lab import LabDevice, write_inventory
 from nornir_bench.tasks import ScrapliSession, asend_command, params_check_of, send_command
-from tests.devices import LabProcess, closed_port, nornir_on, silent_port
+from tests.devices import LabProcess, closed_port, lab_process, nornir_on, silent_port
 
 # What each platform's "show version" says, as FakeNOS emulates it.
 VERSION = {"cisco_ios": "Cisco IOS XE Software", "arista_eos": "cEOSLab"}
@@ -276,3 +276,34 @@ def test_send_command_to_a_silent_device_gives_its_thread_back_at_the_deadline(
             time.sleep(0.05)
         assert threading.active_count() <= before, [t.name for t in threading.enumerate()]
         assert time.monotonic() - start < 4
+
+
+@pytest.mark.parametrize(
+    ("runner", "task"),
+    [
+        ("threadpool", send_command),
+        ("asyncio", asend_command),
+        ("processpool", send_command),
+        ("processpool", asend_command),
+        ("dask", asend_command),
+    ],
+    ids=lambda value: getattr(value, "__name__", value),
+)
+def test_devices_restarted_between_steps_get_new_sessions_in_the_next_steps(
+    tmp_path: Path, runner: str, task: Any
+) -> None:
+    """Once, every step after the devices restarted failed on every host (OSError: Socket is
+    closed with netmiko, ConnectionLost with asyncssh), though the devices were up again."""
+    with lab_process(tmp_path, {"r1": "cisco_ios", "r2": "arista_eos"}) as lab:
+        procs = {"num_procs": 1} if runner in ("processpool", "dask") else {}
+        nr = lab.nornir(runner, **procs)
+        try:
+            assert not nr.run(task=task, command="show clock").failed
+            lab.restart()
+            for command in ("show version", "show clock"):
+                result = nr.run(task=task, command=command)
+                assert not result.failed, {h: m.exception for h, m in result.failed_hosts.items()}
+                assert all(multi.result for multi in result.values())
+        finally:
+            nr.close_connections()
+            getattr(nr.runner, "close", lambda: None)()
