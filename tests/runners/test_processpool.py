@@ -876,3 +876,27 @@ def test_a_host_whose_data_cannot_be_sent_fails_alone() -> None:
         "processpool runner: host dev3's inventory cannot be sent to its worker: TypeError"
     )
     assert result["dev2"].result == "hello from dev2"
+
+
+def _sleeps(task: Task) -> int:
+    time.sleep(0.05)
+    return threading.active_count()
+
+
+def test_a_kept_worker_stops_the_runs_threads_when_the_run_ends() -> None:
+    """Once, a kept worker held the run's thread pool (a thread per host in flight of a
+    blocking task) until the next run, in a long-lived process for as long as it lived."""
+    import psutil
+
+    nr = pool(hosts=40, num_workers=40, num_procs=1)
+    try:
+        result = nr.run(task=_sleeps)
+        assert not result.failed and max(m.result for m in result.values()) > 20
+        (pid,) = nr.runner.worker_pids
+        deadline = time.monotonic() + 10
+        while psutil.Process(pid).num_threads() > 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert psutil.Process(pid).num_threads() <= 5
+        assert not nr.run(task=_sleeps).failed  # the next run loads the run again
+    finally:
+        nr.runner.close()

@@ -5,7 +5,8 @@ receiver tells them apart by type. Named tuples pickle as a class reference and 
 so a message costs a few bytes more than a bare tuple, once per batch of hosts, not per host.
 
 - pool -> worker: :class:`LoadRun` (another run, after the one it was forked holding),
-  :class:`RunHosts`, :class:`HaltRun`, :class:`CloseConnections`, :class:`Stop`;
+  :class:`RunHosts`, :class:`HaltRun`, :class:`EndRun`, :class:`CloseConnections`,
+  :class:`Stop`;
 - worker -> pool: :class:`Ready` once it holds the run, :class:`LoadFailed` when it cannot load
   it (a module the task needs does not import there: every worker would fail alike),
   :class:`Done` with finished hosts, :class:`Tainted` when a blocking task overran
@@ -32,6 +33,7 @@ __all__ = [
     "CloseConnections",
     "Closed",
     "Done",
+    "EndRun",
     "Fork",
     "Kill",
     "LoadFailed",
@@ -65,6 +67,10 @@ class RunHosts(NamedTuple):
 
 class HaltRun(NamedTuple):
     """Ctrl-C: no more retries; a host waiting for one ends with its last failure."""
+
+
+class EndRun(NamedTuple):
+    """The run is over: end it here (its thread pool stops; the connections stay kept)."""
 
 
 class Stop(NamedTuple):
@@ -125,8 +131,8 @@ class WorkerExited(NamedTuple):
 
 
 Message = (
-    LoadRun | RunHosts | HaltRun | Stop | Ready | LoadFailed | Done | Tainted | CloseConnections
-    | Closed | Fork | Kill | WorkerForked | WorkerExited
+    LoadRun | RunHosts | HaltRun | EndRun | Stop | Ready | LoadFailed | Done | Tainted
+    | CloseConnections | Closed | Fork | Kill | WorkerForked | WorkerExited
 )
 
 

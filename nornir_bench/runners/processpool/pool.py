@@ -34,6 +34,7 @@ from nornir_bench.runners.processpool.dispatch import HostDispatch
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
     Done,
+    EndRun,
     HaltRun,
     LoadFailed,
     LoadRun,
@@ -141,8 +142,18 @@ class Pool:
                 for worker in list(self.workers):
                     if not worker.retiring and worker.loaded:
                         self._feed(worker)
+        self._end_run()
         if self.spread:
             self._shrink()
+
+    def _end_run(self) -> None:
+        """Tell each worker the run is over: a kept worker would otherwise hold the run's
+        threads (up to ``num_workers`` for a blocking task) until the next run."""
+        for worker in self.workers:
+            try:
+                send(worker.conn, EndRun())
+            except OSError:  # gone: nothing to end
+                pass
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop every worker (ask them, or kill them after a second Ctrl-C), then the fork

@@ -46,6 +46,7 @@ from nornir_bench.runners.processpool.messages import (
     CloseConnections,
     Closed,
     Done,
+    EndRun,
     HaltRun,
     LoadFailed,
     LoadRun,
@@ -129,6 +130,9 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
                     break
             elif isinstance(message, HaltRun) and run is not None:
                 run.halt.set()
+            elif isinstance(message, EndRun) and run is not None:
+                await run.aclose()  # its threads stop; the connections stay in ``held``
+                run = None
             elif isinstance(message, RunHosts) and run is not None:
                 hosts: list[Host] = pickle.loads(message.hosts)
                 for index, host in zip(message.indices, hosts, strict=True):
