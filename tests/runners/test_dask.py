@@ -684,3 +684,27 @@ def test_where_credentials_may_go_is_decided_from_the_address_alone(
         runner._refuse_cleartext(hosts)
     runner.close()
     assert loopback_only == []
+
+
+def _sleeps(task: Task) -> None:
+    time.sleep(0.05)
+
+
+def _pool_threads() -> int:
+    """The threads of runs' thread pools in this Dask worker."""
+    return sum(t.name.startswith("asyncio-runner_") for t in threading.enumerate())
+
+
+def test_a_blocking_runs_threads_end_with_the_run_on_the_workers() -> None:
+    """Once, ending a run on a worker failed (its session was opened in another task's
+    context): a thread per host in flight stayed in every worker, run after run."""
+    nr = embedded(hosts=40, num_workers=40, num_procs=1)
+    try:
+        assert not nr.run(task=_sleeps).failed
+        client = nr.runner._cluster.client
+        deadline = time.monotonic() + 10
+        while sum(client.run(_pool_threads).values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum(client.run(_pool_threads).values()) == 0
+    finally:
+        nr.runner.close()
