@@ -54,12 +54,20 @@ def test_the_connections_benchmark_counts_one_login_per_device_when_connections_
     logins = {
         (r[0].strip(), r[1].strip(), r[2].strip()): r[4].strip()
         for r in rows
-        if len(r) == 7 and r[2].strip() in ("kept", "reconnect")
+        if len(r) == 8 and r[2].strip() in ("kept", "reconnect")
     }
     assert len(logins) == 8  # four runner and task pairs, two modes
     for (runner, task, mode), count in logins.items():
         assert count == ("2" if mode == "kept" else "6"), (runner, task, mode)
-    workers = {r[0].strip(): (r[6].strip(), r[7].strip()) for r in rows if len(r) == 8}
+    for (runner, _, mode), row in zip(logins, (r for r in rows if len(r) == 8 and r[2].strip()
+                                                in ("kept", "reconnect")), strict=True):
+        share = row[7].strip()  # the share of the run spent checking kept connections
+        assert share == "in workers" if runner == "processpool" else share.endswith(" %"), mode
+    workers = {
+        r[0].strip(): (r[6].strip(), r[7].strip())
+        for r in rows
+        if len(r) == 8 and r[2].strip() not in ("kept", "reconnect", "mode", "---")
+    }
     assert workers["processpool, kept workers"] == ("2", "0")
     assert workers["processpool, keep_workers=False"] == ("0", "0")
 

@@ -300,8 +300,8 @@ def test_devices_restarted_between_steps_get_new_sessions_in_the_next_steps(
         try:
             assert not nr.run(task=task, command="show clock").failed
             lab.restart()
-            for command in ("show version", "show clock"):
-                result = nr.run(task=task, command=command)
+            for command, enable in (("show version", True), ("show clock", False)):
+                result = nr.run(task=task, command=command, enable=enable)
                 assert not result.failed, {h: m.exception for h, m in result.failed_hosts.items()}
                 assert all(multi.result for multi in result.values())
         finally:
