@@ -134,7 +134,7 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(runner: str) -> None:
         out, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
-        proc.wait()
+        proc.communicate()  # reaped, its pipes closed
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
@@ -160,7 +160,7 @@ def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process() -> N
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-        proc.wait()
+        proc.communicate()  # reaped, its pipes closed
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]

@@ -61,7 +61,7 @@ def spawned(args: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait()
+        process.communicate()  # reaped, its pipes closed (not left to a later collection)
 
 
 def wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> None:

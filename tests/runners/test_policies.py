@@ -308,7 +308,10 @@ def test_a_group_past_its_failure_limit_skips_its_other_hosts(runner: Runner, ki
     # was known (processpool's workers send results as they come)
     later = {f"dev{i}" for i in range(4, 20, 2)}
     assert skipped <= later and all(not result[n].failed for n in later - skipped)
-    assert skipped >= {f"dev{i}" for i in range(12, 20, 2)}
+    # A process runner learns of dev2's failure when its result comes back, which a loaded
+    # machine can delay by a few hosts: the last of group0 is skipped all the same.
+    remote = runner.name in ("processpool", "dask")
+    assert skipped >= {f"dev{i}" for i in ((18,) if remote else range(12, 20, 2))}
     assert str(result["dev18"][0].exception) == (
         "skipped: group_max_failures: more than 0 hosts of group 'group0' failed"
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import threading
+from collections import deque
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from importlib import metadata
@@ -55,6 +56,7 @@ PLUGIN_NAME = "nornir-bench"
 
 # How long Client.run's calls (halt, end, close connections) may wait for the worker's loop.
 _LOOP_CALL_SECONDS = 60.0
+_RUNS_REMEMBERED = 64
 
 
 class NornirBenchWorker(WorkerPlugin):
@@ -139,6 +141,11 @@ class _WorkerState:
         self.loop = new_event_loop(loop)
         self.held: HeldConnections[Host] = HeldConnections()
         self.runs: dict[str, _RunHere] = {}
+        # Runs halted or ended before a chunk of theirs came here: Dask delivers Client.run's
+        # calls and the chunks by different paths, so a chunk may come after them. The last
+        # few run ids, in order: a worker lives for many runs.
+        self.halted: deque[str] = deque(maxlen=_RUNS_REMEMBERED)
+        self.ended: deque[str] = deque(maxlen=_RUNS_REMEMBERED)
         self.thread = threading.Thread(
             target=self.loop.run_forever, name="nornir-bench-hosts", daemon=True
         )
@@ -156,9 +163,13 @@ class _WorkerState:
         hosts: bytes,
         seconds_left: float | None,
     ) -> tuple[bytes, BaseException | None]:
+        if run_id in self.ended:  # came after its run ended: the parent no longer waits
+            return dumps(FinishedBatch.of([])), None
         here = self.runs.get(run_id)
         if here is None:
             here = self.runs[run_id] = _RunHere(payload, self.held)
+            if run_id in self.halted:  # halted before this chunk came
+                here.halt()
         here.run.keep_deadline(seconds_left)
         chunk = _Chunk(len(positions))
         if here.run.halt.is_set():  # halted before this chunk came: none of it starts
@@ -176,6 +187,7 @@ class _WorkerState:
         return batch, chunk.escaped
 
     async def end(self, run_id: str) -> None:
+        self.ended.append(run_id)
         here = self.runs.pop(run_id, None)
         if here is not None:
             await here.run.aclose()
@@ -236,6 +248,7 @@ async def halt_run(run_id: str, dask_worker: Worker | None = None) -> None:
     state = _state(dask_worker)
 
     async def halt() -> None:
+        state.halted.append(run_id)
         here = state.runs.get(run_id)
         if here is not None:
             here.halt()
