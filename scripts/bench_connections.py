@@ -41,6 +41,7 @@ error and Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import queue
@@ -114,8 +115,8 @@ async def main(targets):
 
 try:
     asyncio.run(main([int(p) for p in sys.argv[1:]]))
-except KeyboardInterrupt:  # stopped by the benchmark
-    pass
+except (KeyboardInterrupt, RuntimeError):  # stopped by the benchmark, maybe as it was ending
+    pass  # (a SIGINT while asyncio.run closes: "Event loop stopped before Future completed")
 """
 
 
@@ -479,7 +480,9 @@ def _process(command: list[str], ready: Callable[[str], bool]) -> Iterator[_Star
         yield started
     finally:
         if process.stdin is not None:
-            process.stdin.close()  # the proxy ends at the end of its input
+            process.stdin.close()  # the proxy ends at the end of its input (the lab does not)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(1.0)
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
             try:
