@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, TextIO
 
+from nornir_bench.core.threads import in_a_daemon_thread
 from nornir_bench.lab._errors import LabError
 from nornir_bench.lab._quiet import quiet_emulator
 from nornir_bench.lab.devices import (
@@ -265,19 +266,7 @@ def _start_daemonic(fakenos: Any) -> None:
     left a half-open connection) then cannot keep the lab's process from exiting once the lab
     has stopped; stopping still closes and joins every session as FakeNOS does.
     """
-    failure: list[BaseException] = []
-
-    def start() -> None:
-        try:
-            fakenos.start()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            failure.append(exc)
-
-    starter = threading.Thread(target=start, name="lab-start", daemon=True)
-    starter.start()
-    starter.join()
-    if failure:
-        raise failure[0]
+    in_a_daemon_thread(fakenos.start, "lab-start")
 
 
 def _wait_listening(fakenos: Any, devices: Sequence[LabDevice], timeout: float) -> None:

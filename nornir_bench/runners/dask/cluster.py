@@ -20,13 +20,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.threads import in_a_daemon_thread
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -257,19 +257,7 @@ def _greet(address: str, security: Security | None, timeout: float) -> None:
         comm = await asyncio.wait_for(dask_connect(address, timeout, **arguments), timeout)
         await comm.close()
 
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            asyncio.run(greet())
-        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread below
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, name="nornir-bench-dask-connect", daemon=True)
-    thread.start()
-    thread.join()
-    if failed:
-        raise failed[0]
+    in_a_daemon_thread(lambda: asyncio.run(greet()), "nornir-bench-dask-connect")
 
 
 def scheme_and_host(address: str) -> tuple[str, str]:
