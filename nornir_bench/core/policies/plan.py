@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -111,7 +111,7 @@ def _per_host(
     if not limits:  # no walk over the hosts' groups
         return None
     made: dict[tuple[str, str], _Counter] = {}
-    sizes: dict[int, int] = {}
+    sizes: Counter[tuple[str, str]] = Counter()  # each group's hosts in the run
     per_host: list[tuple[_Counter, ...]] = []
     ancestry: dict[int, list[str]] = {}
     for host in hosts:
@@ -121,19 +121,19 @@ def _per_host(
                 limit = rule.limit(value)
                 if limit is None or limit >= most:
                     continue
-                counter = made.get((rule.key, value))
+                key = (rule.key, value)
+                counter = made.get(key)
                 if counter is None:
                     label = f"group {value!r}" if rule.key == "group" else f"{rule.key} {value!r}"
-                    counter = made[(rule.key, value)] = make(label, limit)
-                sizes[id(counter)] = sizes.get(id(counter), 0) + 1
+                    counter = made[key] = make(label, limit)
+                sizes[key] += 1
                 mine.append(counter)
         per_host.append(tuple(mine))
-    idle = {key for key, counter in made.items() if counter.limit >= sizes[id(counter)]}
+    idle = {id(counter) for key, counter in made.items() if counter.limit >= sizes[key]}
     if len(idle) == len(made):
         return None
     if idle:  # a group no bigger than its limit never reaches it
-        kept = {id(counter) for key, counter in made.items() if key not in idle}
-        per_host = [tuple(c for c in mine if id(c) in kept) for mine in per_host]
+        per_host = [tuple(c for c in mine if id(c) not in idle) for mine in per_host]
     return per_host
 
 

@@ -116,7 +116,6 @@ class Pool:
         self.sending = True  # False once halted: no more hosts go out
         self.loaded = False
         self.size = options.num_procs  # the workers it keeps busy: more after a crash
-        self.spread = False  # a worker crashed: fewer hosts each, on more workers (rule 6)
 
     @property
     def workers(self) -> list[Worker]:
@@ -143,8 +142,7 @@ class Pool:
                     if not worker.retiring and worker.loaded:
                         self._feed(worker)
         self._end_run()
-        if self.spread:
-            self._shrink()
+        self._shrink()
 
     def _end_run(self) -> None:
         """Tell each worker the run is over: a kept worker would otherwise hold the run's
@@ -366,15 +364,13 @@ class Pool:
     def _spread(self) -> None:
         """A worker crashed: from now on fewer hosts share a worker's fate, on more workers
         (rule 6 of the crash rule)."""
-        if not self.spread:
-            self.spread = True
-            self.size, self.dispatch.per_worker = storm_layout(
-                self.options.num_procs, self.options.num_workers
-            )
+        self.size, self.dispatch.per_worker = storm_layout(
+            self.options.num_procs, self.options.num_workers
+        )
 
     def _shrink(self) -> None:
-        """After a run that spread: the workers past ``num_procs`` stop, those keeping the
-        fewest connections first."""
+        """After a run that spread (a crash): the workers past ``num_procs`` stop, those
+        keeping the fewest connections first."""
         extra = len(self.workers) - self.options.num_procs
         if extra > 0:
             keeping = Counter(self.procs.held.holders.values())
