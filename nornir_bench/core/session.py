@@ -90,11 +90,8 @@ class AsyncRunSession:
         """End the session: close what the run opened, wait for the pool, restore the rest."""
         try:
             if self._token is not None:
-                token, self._token = self._token, None
-                try:
-                    stop_offloading(token)
-                except ValueError:  # opened in another task's context (a Dask worker opens a
-                    pass  # run in its first chunk's task): the value went with that context
+                stop_offloading(self._token)
+                self._token = None
             if self.close_blocking:
                 await aclose_every_connection(self.hosts, self.threads)
             elif self.close_async:

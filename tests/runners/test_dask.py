@@ -708,3 +708,28 @@ def test_a_blocking_runs_threads_end_with_the_run_on_the_workers() -> None:
         assert sum(client.run(_pool_threads).values()) == 0
     finally:
         nr.runner.close()
+
+
+def _thread_name(task: Task) -> str:
+    return threading.current_thread().name
+
+
+async def _calls_a_blocking_subtask(task: Task) -> str:
+    from nornir_bench import arun_subtask
+
+    multi = await arun_subtask(task, _thread_name)
+    return str(multi[0].result)
+
+
+def test_every_chunks_blocking_subtasks_run_in_the_runs_thread_pool() -> None:
+    """Once, only the hosts of a run's first chunk on a worker saw the run's thread pool (it
+    was set in that chunk's context): later chunks' blocking subtasks went to asyncio's
+    default executor, unbounded by the run and not ended with it."""
+    nr = embedded(hosts=16, num_workers=2, num_procs=1, chunk_size=2)
+    try:
+        result = nr.run(task=_calls_a_blocking_subtask)
+        assert not result.failed
+        names = {name: multi.result for name, multi in result.items()}
+        assert all(value.startswith("asyncio-runner_") for value in names.values()), names
+    finally:
+        nr.runner.close()

@@ -12,6 +12,7 @@ sends the host back to this worker.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -99,15 +100,22 @@ class RemoteRun:
             **spec.params,
         )
         self.hosts: list[Host] = []  # every host received, whose connections the run closes
-        self.session = AsyncRunSession(
-            spec.func,
-            self.hosts,
-            max_threads=spec.num_workers,
-            # Kept for the next run (in this worker), or closed: no other process can use them.
-            close_async=not spec.keep_connections,
-            close_blocking=not spec.keep_connections,
-            wrap_offload=wrap_offload,
-        ).open()
+        # The run's own context: its session's thread pool is set there and reset there, and
+        # each host starts in a copy of it, whatever task received the host (a Dask worker
+        # receives hosts in one task per chunk).
+        self._context = contextvars.copy_context()
+        self.session = self._context.run(
+            AsyncRunSession(
+                spec.func,
+                self.hosts,
+                max_threads=spec.num_workers,
+                # Kept for the next run (in this worker), or closed: no other process can use
+                # them.
+                close_async=not spec.keep_connections,
+                close_blocking=not spec.keep_connections,
+                wrap_offload=wrap_offload,
+            ).open
+        )
         self.halt = Halt()  # the parent's Ctrl-C: no more retries
         self.context = RunContext(
             spec.policy, deadline=spec.deadline, offload=self.session.offload, halt=self.halt
@@ -151,7 +159,7 @@ class RemoteRun:
         self.active += 1
         coroutine = self._run(index, host)
         step = coroutine if self.wrap_host is None else self.wrap_host(coroutine, index)
-        task = asyncio.get_running_loop().create_task(step)
+        task = asyncio.get_running_loop().create_task(step, context=self._context.copy())
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
@@ -199,12 +207,9 @@ class RemoteRun:
     async def aclose(self) -> None:
         """End the run: hosts still running are cancelled, the session closed."""
         await self.stop_hosts()
-        await self.session.aclose()
-        self.files_closed()
-
-    def files_closed(self) -> None:
-        """The run's open files are no longer needed: the soft limit goes back."""
-        self._files.close()
+        loop = asyncio.get_running_loop()
+        await loop.create_task(self.session.aclose(), context=self._context)
+        self._files.close()  # the run's open files are no longer needed: the soft limit back
 
 
 def left_a_call(multi: MultiResult) -> bool:

@@ -219,5 +219,4 @@ class _WorkerRun(RemoteRun):
     async def aclose(self) -> None:
         await self.stop_hosts()
         self.flush()  # before closing connections, which may take a while
-        await self.session.aclose()
-        self.files_closed()
+        await super().aclose()
