@@ -86,12 +86,17 @@ class AsyncRunSession:
         self._tuning.__enter__()
         return self
 
+    def leave(self) -> None:
+        """Blocking subtasks no longer go to the session's pool (in the context that opened
+        it: a caller that closes the session from another calls this there first)."""
+        if self._token is not None:
+            stop_offloading(self._token)
+            self._token = None
+
     async def aclose(self) -> None:
         """End the session: close what the run opened, wait for the pool, restore the rest."""
         try:
-            if self._token is not None:
-                stop_offloading(self._token)
-                self._token = None
+            self.leave()
             if self.close_blocking:
                 await aclose_every_connection(self.hosts, self.threads)
             elif self.close_async:

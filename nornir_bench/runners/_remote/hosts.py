@@ -159,7 +159,7 @@ class RemoteRun:
         self.active += 1
         coroutine = self._run(index, host)
         step = coroutine if self.wrap_host is None else self.wrap_host(coroutine, index)
-        task = asyncio.get_running_loop().create_task(step, context=self._context.copy())
+        task = self._context.run(asyncio.get_running_loop().create_task, step)  # a copy of it
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
@@ -207,8 +207,8 @@ class RemoteRun:
     async def aclose(self) -> None:
         """End the run: hosts still running are cancelled, the session closed."""
         await self.stop_hosts()
-        loop = asyncio.get_running_loop()
-        await loop.create_task(self.session.aclose(), context=self._context)
+        self._context.run(self.session.leave)  # where the pool was set
+        await self.session.aclose()
         self._files.close()  # the run's open files are no longer needed: the soft limit back
 
 
