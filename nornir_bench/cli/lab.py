@@ -21,10 +21,13 @@ __all__ = [
     "wait_lab_command",
 ]
 
-LAB_HELP = "run emulated SSH devices (FakeNOS) on loopback until Ctrl-C"
+LAB_HELP = (
+    "run emulated SSH devices (FakeNOS), or real FRR routers (--routers, as root), on loopback "
+    "until Ctrl-C"
+)
 WAIT_LAB_HELP = (
     "wait until every device of a lab (started with `nornir-bench lab ... &`) accepts "
-    "connections"
+    "connections (with --routers: logins, and BGP established)"
 )
 RTT_SERVER_HELP = "run the emulated-RTT device: echoes each request line after a delay"
 
@@ -35,8 +38,53 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
     generated.add_argument(
         "--write",
         metavar="DIR",
-        help="write the lab's nornir SimpleInventory to DIR (user / fakenos-lab)",
+        help="write the lab's nornir SimpleInventory to DIR (FakeNOS: user / fakenos-lab; "
+        "routers: the lab's own user and a generated password, written nowhere else)",
     )
+    routers = _add_router_arguments(parser)
+    from nornir_bench.lab.topology import TOPOLOGIES
+
+    routers.add_argument(
+        "--topology",
+        choices=TOPOLOGIES,
+        default="chain",
+        help="how the routers are linked, eBGP on each link (default chain)",
+    )
+    routers.add_argument(
+        "--hosts",
+        type=int,
+        metavar="M",
+        help="with --write: M inventory hosts h1..hM spread over the routers' ports (default "
+        "one host per router, named after it)",
+    )
+    routers.add_argument(
+        "--max-startups",
+        metavar="SPEC",
+        help="the SSH server's MaxStartups (default OpenSSH's, 10:30:100: it drops logins "
+        "beyond 10 at once, as real devices do)",
+    )
+
+
+def _add_router_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """--routers and --name: shared by ``lab`` and ``wait-lab``."""
+    from nornir_bench.lab.topology import DEFAULT_LAB_NAME
+
+    routers = parser.add_argument_group(
+        "real routers (root; apt-get install -y frr openssh-server)"
+    )
+    routers.add_argument(
+        "--routers",
+        type=int,
+        metavar="N",
+        help="N FRR routers, each in a network namespace of its own, behind one OpenSSH "
+        "server on 127.0.0.1 (a port each, from --port, default 2201)",
+    )
+    routers.add_argument(
+        "--name",
+        default=DEFAULT_LAB_NAME,
+        help=f"the router lab's name: its namespaces are nb-NAME-rK (default {DEFAULT_LAB_NAME})",
+    )
+    return routers
 
 
 def _add_lab_description(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -74,8 +122,30 @@ def _add_lab_description(parser: argparse.ArgumentParser) -> argparse._ArgumentG
 
 def lab_command(args: argparse.Namespace) -> int:
     """Run the lab described by ``args`` until signalled; the exit status (0)."""
+    if args.routers is not None:
+        from nornir_bench.lab import LabError
+        from nornir_bench.lab.routers import run_router_lab
+
+        if args.inventory is not None or args.count is not None or args.platforms:
+            raise LabError(
+                "--routers makes a lab of FRR routers: leave out INVENTORY, --count and --platform"
+            )
+        run_router_lab(
+            args.routers,
+            topology=args.topology,
+            port=args.port,
+            name=args.name,
+            write=args.write,
+            hosts=args.hosts,
+            max_startups=args.max_startups,
+        )
+        return 0
     from nornir_bench.lab.emulator import run_lab
 
+    if args.hosts is not None or args.max_startups is not None:
+        from nornir_bench.lab import LabError
+
+        raise LabError("--hosts and --max-startups are options of a router lab (--routers N)")
     run_lab(
         args.inventory,
         count=args.count,
@@ -91,6 +161,7 @@ def add_wait_lab_arguments(parser: argparse.ArgumentParser) -> None:
     from nornir_bench.lab.ready import DEFAULT_WAIT_TIMEOUT
 
     _add_lab_description(parser)
+    _add_router_arguments(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -102,8 +173,20 @@ def add_wait_lab_arguments(parser: argparse.ArgumentParser) -> None:
 
 def wait_lab_command(args: argparse.Namespace) -> int:
     """Wait for the lab described by ``args``; 0 once ready, 1 when it is not in time."""
+    from nornir_bench.lab.ready import LabNotReady
+
+    if args.routers is not None:
+        from nornir_bench.lab.routers import wait_for_named_lab
+
+        try:
+            plan = wait_for_named_lab(args.name, args.timeout)
+        except LabNotReady as exc:
+            print(f"nornir-bench: {exc}", file=sys.stderr)
+            return 1
+        print(f"lab ready: {len(plan.routers)} FRR routers accept logins, BGP established")
+        return 0
     from nornir_bench.lab.emulator import lab_devices
-    from nornir_bench.lab.ready import LabNotReady, wait_for_lab
+    from nornir_bench.lab.ready import wait_for_lab
 
     devices = lab_devices(
         args.inventory, count=args.count, platforms=args.platforms, port=args.port

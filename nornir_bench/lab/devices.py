@@ -27,6 +27,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from nornir_bench.core.checks import is_whole_number, whole_number
 from nornir_bench.core.secrets import SecretError, expand_env
+from nornir_bench.core.wording import hosts_text as _hosts
 from nornir_bench.lab._errors import LabError
 
 __all__ = [
@@ -198,7 +199,7 @@ def render_inventory(devices: Sequence[LabDevice]) -> dict[str, str]:
             host.update(username=device.username, password=device.password)
         hosts[device.name] = host
     groups = {p: {"platform": p} for p in dict.fromkeys(d.platform for d in devices)}
-    header = f"# nornir SimpleInventory of a nornir-bench lab ({len(devices)} emulated devices)\n"
+    header = f"# nornir SimpleInventory of a nornir-bench lab ({_hosts(len(devices))})\n"
     return {
         "hosts.yaml": header + _dump(hosts),
         "groups.yaml": header + _dump(groups),

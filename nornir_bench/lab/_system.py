@@ -1,0 +1,235 @@
+"""What a router lab makes on this machine, written down before it is made, and removed.
+
+Every namespace, user, folder and process of a lab is recorded in its state file
+(``/run/nornir-bench/labs/NAME.json``, root only) *before* it is created, so that
+:func:`teardown` removes all of it whoever calls it: the lab itself when it stops, its guard
+process when the lab was killed (SIGKILL, the OOM killer), or the next lab of the same name
+finding a stale one. Teardown is idempotent: what is already gone is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from nornir_bench.lab._errors import LabError
+
+__all__ = [
+    "FRR_DAEMONS",
+    "LabState",
+    "STATE_FOLDER",
+    "check_router_lab_needs",
+    "command",
+    "namespaces_named",
+    "pid_alive",
+    "read_state",
+    "teardown",
+]
+
+STATE_FOLDER = Path("/run/nornir-bench/labs")
+FRR_ETC = Path("/etc/frr")
+FRR_RUN = Path("/var/run/frr")
+FRR_DAEMONS = ("zebra", "staticd", "bgpd")
+_FRR_BIN = Path("/usr/lib/frr")
+_NEEDED = (
+    *(str(_FRR_BIN / daemon) for daemon in FRR_DAEMONS),
+    "/usr/bin/vtysh",
+    "/usr/sbin/sshd",
+    "/usr/bin/ssh-keygen",
+)
+_TOOLS = ("ip", "useradd", "userdel", "chpasswd")
+_COMMAND_TIMEOUT = 30.0
+_CAP_NET_ADMIN = 12
+_CAP_SYS_ADMIN = 21
+
+
+@dataclass
+class LabState:
+    """What one lab made: enough to remove it all, and to log in for ``wait-lab``.
+
+    ``password`` is the lab user's; the state file is readable by root only.
+    """
+
+    name: str
+    owner: int
+    namespaces: list[str]
+    user: str
+    password: str = field(repr=False)
+    workdir: str
+    ports: dict[str, int]
+    topology: str = "chain"
+    user_made: bool = False
+    sshd_pid: int | None = None
+
+    @property
+    def path(self) -> Path:
+        return STATE_FOLDER / f"{self.name}.json"
+
+    def save(self) -> None:
+        STATE_FOLDER.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temporary = self.path.with_suffix(".tmp")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            json.dump(asdict(self), file)
+        temporary.replace(self.path)
+
+
+def read_state(name: str) -> LabState | None:
+    """The state of the lab named ``name``, if one was started and not removed."""
+    path = STATE_FOLDER / f"{name}.json"
+    try:
+        return LabState(**json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as exc:
+        raise LabError(f"the router lab's state file {path} cannot be read: {exc}") from exc
+
+
+def check_router_lab_needs() -> None:
+    """Raise :class:`LabError` naming what the router lab lacks: root (or CAP_NET_ADMIN and
+    CAP_SYS_ADMIN), FRR and OpenSSH's server, and the command that installs them."""
+    if not _privileged():
+        raise LabError(
+            "the router lab needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN, to make network "
+            "namespaces and a login user: run it as root (in a container: --cap-add NET_ADMIN "
+            "--cap-add SYS_ADMIN)"
+        )
+    missing = [path for path in _NEEDED if not os.access(path, os.X_OK)]
+    missing += [tool for tool in _TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise LabError(
+            f"the router lab needs FRR and OpenSSH's server (missing: {', '.join(missing)}): "
+            "apt-get install -y frr openssh-server"
+        )
+
+
+def _privileged() -> bool:
+    if os.geteuid() == 0:
+        return True
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            caps = int(line.split()[1], 16)
+            return all(caps >> bit & 1 for bit in (_CAP_NET_ADMIN, _CAP_SYS_ADMIN))
+    return False
+
+
+def command(*args: str, stdin: str | None = None) -> str:
+    """Run a system command; its output, or :class:`LabError` with what it said."""
+    try:
+        done = subprocess.run(
+            args, input=stdin, capture_output=True, text=True, timeout=_COMMAND_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"the router lab could not run {args[0]}: {exc}") from exc
+    if done.returncode != 0:
+        said = " ".join((done.stderr or done.stdout).split())[:300]
+        raise LabError(f"the router lab's {' '.join(args[:4])} failed: {said}")
+    return done.stdout
+
+
+def namespaces_named(prefix: str) -> list[str]:
+    """The network namespaces whose name starts with ``prefix``."""
+    try:
+        return sorted(n for n in os.listdir("/run/netns") if n.startswith(prefix))
+    except FileNotFoundError:
+        return []
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is dead: its parent has not reaped it yet
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def teardown(state: LabState) -> None:
+    """Remove everything ``state`` records: processes, namespaces (and their links), the
+    user, FRR's folders, the work folder, then the state file. Safe to call again."""
+    victims = set(_namespace_pids(state.namespaces)) | set(_user_pids(state.user))
+    if state.sshd_pid and pid_alive(state.sshd_pid) and _is_sshd_of(state):
+        victims.add(state.sshd_pid)
+    _kill(victims)
+    for namespace in state.namespaces:
+        if namespace in namespaces_named(namespace):
+            subprocess.run(["ip", "netns", "del", namespace], capture_output=True, check=False)
+        for folder in (FRR_ETC / namespace, FRR_RUN / namespace):
+            shutil.rmtree(folder, ignore_errors=True)
+    if state.user_made:
+        subprocess.run(["userdel", state.user], capture_output=True, check=False)
+    shutil.rmtree(state.workdir, ignore_errors=True)
+    state.path.unlink(missing_ok=True)
+
+
+def _is_sshd_of(state: LabState) -> bool:
+    try:
+        cmdline = Path(f"/proc/{state.sshd_pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return state.workdir.encode() in cmdline
+
+
+def _namespace_pids(namespaces: Sequence[str]) -> list[int]:
+    pids = []
+    for namespace in namespaces_named("nb-"):
+        if namespace in namespaces:
+            listed = subprocess.run(
+                ["ip", "netns", "pids", namespace], capture_output=True, text=True, check=False
+            )
+            pids += [int(p) for p in listed.stdout.split() if p.isdigit()]
+    return pids
+
+
+def _user_pids(user: str) -> list[int]:
+    """Processes running as ``user`` (the lab's logins: sshd session children and vtysh)."""
+    try:
+        import pwd
+
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _kill(pids: set[int]) -> None:
+    """SIGTERM, a moment to exit, then SIGKILL: FRR's daemons remove their sockets on TERM."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                continue
+        ends = time.monotonic() + 2.0
+        while any(pid_alive(pid) for pid in pids) and time.monotonic() < ends:
+            time.sleep(0.02)
+        pids = {pid for pid in pids if pid_alive(pid)}
+        if not pids:
+            return
