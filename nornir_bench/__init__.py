@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from nornir_bench.core.deadlines import bounded, time_left
     from nornir_bench.core.exceptions import (
         HostSkipped,
+        LoginRefused,
         NornirBenchError,
         RemoteException,
         RunAborted,
@@ -64,6 +65,7 @@ __getattr__, __dir__ = lazy_exports(
             "NornirBenchError",
             "HostSkipped",
             "RemoteException",
+            "LoginRefused",
             "RunAborted",
             "RunInterrupted",
             "RunTimeout",
@@ -122,6 +124,7 @@ __all__ = [
     "ProcessPoolRunner",
     "ProcessUsage",
     "ProgressBar",
+    "LoginRefused",
     "RemoteException",
     "RttServer",
     "RunAborted",

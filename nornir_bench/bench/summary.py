@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
+from nornir_bench.core.exceptions import (
+    HostSkipped,
+    LoginRefused,
+    RunAborted,
+    RunTimeout,
+    TaskTimeout,
+)
 from nornir_bench.core.failures import failure_kind, failure_of, not_started
 from nornir_bench.core.wording import hosts_named, hosts_text
 
@@ -38,6 +44,10 @@ class RunSummary:
         timed_out: hosts stopped at their deadline (``TaskTimeout``, ``RunTimeout``).
         abandoned: blocking calls given up at their deadline, left to end in their threads.
         stopped_by: which limit stopped the run, and why, when one did.
+        login_retried: hosts whose login their SSH server refused before authentication,
+            tried again (``login_retries``); ``login_refusals``: such refusals in all;
+            ``login_slowed``: hosts that waited for their turn to log in;
+            ``login_servers``: the servers that refused.
     """
 
     hosts: int
@@ -57,6 +67,10 @@ class RunSummary:
     timed_out: int = 0
     abandoned: int = 0
     stopped_by: str | None = None
+    login_retried: int = 0
+    login_refusals: int = 0
+    login_slowed: int = 0
+    login_servers: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         """The summary as short human-readable lines (no tracebacks)."""
@@ -82,6 +96,8 @@ class RunSummary:
                 f"retried: {hosts_text(self.retried)} "
                 "(attempts and failed_attempts in the records)"
             )
+        if self.login_refusals or self.login_slowed:
+            out.append(self._logins_line())
         if self.timed_out:
             out.append(f"timed out: {hosts_text(self.timed_out)}")
         if self.abandoned:
@@ -96,6 +112,19 @@ class RunSummary:
         if self.stopped_by:
             out.append(self.stopped_by)
         return out
+
+
+    def _logins_line(self) -> str:
+        servers = len(self.login_servers)
+        return (
+            f"logins throttled: {self.login_refusals} refused before authentication by "
+            f"{servers} SSH server{'s' if servers != 1 else ''} "
+            f"({', '.join(self.login_servers[:3])}{' ...' if servers > 3 else ''}), "
+            f"{hosts_text(self.login_retried)} tried again, {hosts_text(self.login_slowed)} "
+            "slowed down: SSH servers throttle many logins at once (OpenSSH MaxStartups); "
+            f"to avoid it, max_starts_per_second: {5 * max(servers, 1)} (5 per server) or fewer "
+            "num_workers"
+        )
 
 
 def summarize(
@@ -146,7 +175,15 @@ def summarize(
         timed_out=policies.timed_out,
         abandoned=policies.abandoned,
         stopped_by=policies.stopped_by,
+        login_retried=policies.login_retried,
+        login_refusals=policies.login_refusals,
+        login_slowed=policies.login_slowed,
+        login_servers=tuple(sorted(policies.login_servers)),
     )
+
+
+# Runs again that are not ``retries``: after a worker crash, after a refused login.
+_NOT_RETRIES = ("WorkerCrashed", "LoginRefused")
 
 
 class _PolicyCounts:
@@ -155,15 +192,26 @@ class _PolicyCounts:
     def __init__(self) -> None:
         self.rerun = self.retried = self.aborted = self.skipped = 0
         self.timed_out = self.abandoned = 0
+        self.login_retried = self.login_refusals = self.login_slowed = 0
+        self.login_servers: set[str] = set()
         self.stopped_by: str | None = None
 
     def add(self, multi: MultiResult, error: BaseException | None) -> None:
         """Count one host; ``error``: what made it fail (``failure_of``'s), if it did."""
         attempts, failed = attempts_of(multi)
+        self.login_slowed += bool(len(multi) and getattr(multi[0], "login_wait", 0))
+        refused = [f for f in failed if f.exception == "LoginRefused"]
+        if refused:
+            self.login_retried += 1
+            self.login_refusals += len(refused)
+            self.login_servers.add(refused[0].message.split(" ", 1)[0])
+        if isinstance(error, LoginRefused):
+            self.login_refusals += 1
+            self.login_servers.add(error.server)
         if attempts > 1:
             crashed = any(f.exception == "WorkerCrashed" for f in failed)
             self.rerun += crashed
-            self.retried += any(f.exception != "WorkerCrashed" for f in failed)
+            self.retried += any(f.exception not in _NOT_RETRIES for f in failed)
         self.abandoned += sum(f.abandoned for f in failed)
         if error is None:
             return

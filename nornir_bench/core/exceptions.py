@@ -11,6 +11,7 @@ __all__ = [
     "NornirBenchError",
     "HostSkipped",
     "RemoteException",
+    "LoginRefused",
     "RunAborted",
     "RunInterrupted",
     "RunTimeout",
@@ -81,6 +82,32 @@ class TaskTimeout(TimeoutError):
 
     def __reduce__(self) -> tuple[type[TaskTimeout], tuple[str, str, float, bool]]:
         return (type(self), (self.task, self.host, self.seconds, self.abandoned))
+
+
+class LoginRefused(ConnectionError):
+    """The host's SSH server closed the connection before login, every time it was tried.
+
+    Nothing reached the device (no login happened), so the runners try such a host again on
+    their own (``login_retries``), slowing new logins to that server; this is the error of a
+    host still refused at the end. The library's own error is its ``__cause__``.
+
+    Attributes:
+        server: ``address:port`` of the SSH server.
+        times: how many times it refused this host's login.
+    """
+
+    def __init__(self, server: str, times: int) -> None:
+        tries = "once" if times == 1 else f"{times} times"
+        super().__init__(
+            f"{server} closed the connection before login ({tries}): SSH servers throttle many "
+            "logins at once (OpenSSH MaxStartups); start fewer at a time (max_starts_per_second, "
+            "group_limits, num_workers) or allow more login_retries"
+        )
+        self.server = server
+        self.times = times
+
+    def __reduce__(self) -> tuple[type[LoginRefused], tuple[str, int]]:
+        return (type(self), (self.server, self.times))
 
 
 class RunAborted(RuntimeError):

@@ -48,8 +48,10 @@ if TYPE_CHECKING:
     from nornir.core.task import MultiResult
 
 __all__ = [
+    "ARescue",
     "Deadline",
     "Offload",
+    "Rescue",
     "acall_task",
     "arun_host",
     "arun_subtask",
@@ -77,12 +79,22 @@ Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 _logger = logging.getLogger("nornir.core.task")
 
 
-def run_host(task: Task, host: Host) -> MultiResult:
+Rescue = Callable[["Task", "Host", Exception], "MultiResult | None"]
+"""What a runner does with a task's error before it becomes the host's failed result (in the
+``except`` block): the host's ``MultiResult`` if it took the host over, else ``None``."""
+
+ARescue = Callable[["Task", "Host", Exception], "Awaitable[MultiResult] | None"]
+"""The awaitable twin of :data:`Rescue`."""
+
+
+def run_host(task: Task, host: Host, *, rescue: Rescue | None = None) -> MultiResult:
     """Run a copy of ``task`` on ``host`` exactly as nornir's ``Task.start`` would.
 
     Args:
         task: the task template built by ``Nornir.run``; it is not modified.
         host: the host to run it on.
+        rescue: offered the task's error first (a refused login goes on through the host's
+            attempts: ``core.one_host``).
 
     Returns:
         The host's ``MultiResult``: the task's own ``Result`` first, then its subtasks'.
@@ -93,6 +105,9 @@ def run_host(task: Task, host: Host) -> MultiResult:
     try:
         outcome = call_task(instance)
     except Exception as exc:  # noqa: BLE001 - a task's error is its host's failed Result
+        rescued = None if rescue is None else rescue(instance, host, exc)
+        if rescued is not None:
+            return rescued
         return complete_host(instance, host, _failure(instance, host, exc))
     return complete_host(instance, host, wrap_result(host, outcome))
 
@@ -153,6 +168,7 @@ async def arun_host(
     *,
     offload: Offload | None = None,
     timeout: float | None = None,
+    rescue: ARescue | None = None,
 ) -> MultiResult:
     """The event-loop twin of :func:`run_host`: same hooks, same results, same error capture.
 
@@ -164,6 +180,7 @@ async def arun_host(
         timeout: seconds the task may take on this host; past them it is cancelled (a blocking
             call in a thread cannot be stopped: the host fails at the deadline and the thread's
             late return is dropped) and the host fails with ``TaskTimeout``.
+        rescue: as :func:`run_host`'s.
 
     Returns:
         The host's ``MultiResult``. Cancelling the coroutine (Ctrl-C) propagates
@@ -177,6 +194,9 @@ async def arun_host(
             None if timeout is None else functools.partial(_within, timeout, instance, host),
         )
     except Exception as exc:  # noqa: BLE001 - a task's error is its host's failed Result
+        rescued = None if rescue is None else rescue(instance, host, exc)
+        if rescued is not None:
+            return await rescued
         return complete_host(instance, host, _failure(instance, host, exc))
     return complete_host(instance, host, wrap_result(host, outcome))
 

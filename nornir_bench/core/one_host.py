@@ -3,17 +3,21 @@
 A runner hands each host to :func:`run_one` (blocking) or :func:`arun_one` (on an event loop)
 with the run's :class:`RunContext`. When no policy changes how one host runs (no deadline, no
 retries) the host runs as nornir's ``Task.start`` runs it (``run_host``/``arun_host``);
-otherwise through its :class:`~nornir_bench.core.policies.hosts.HostAttempts`. This is the one
+otherwise through its :class:`~nornir_bench.core.policies.hosts.HostAttempts`. A host whose
+SSH server refused its login goes on through its attempts too, and once a server has refused
+one, every host does: their logins are paced (``core.policies.logins``). This is the one
 place that decides: runners schedule hosts, they do not choose how one runs.
 """
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from nornir_bench.core.execution import arun_host, run_host
 from nornir_bench.core.policies.hosts import HostAttempts, Outcome, arun_policed, run_policed
+from nornir_bench.core.policies.logins import LoginPace, refused_before_login
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -39,7 +43,7 @@ class RunContext:
             passes its own, which returns ``None`` for an attempt it gave up and took over).
     """
 
-    __slots__ = ("attempt", "deadline", "halt", "offload", "plain", "policy")
+    __slots__ = ("attempt", "deadline", "halt", "offload", "pace", "plain", "policy")
 
     def __init__(
         self,
@@ -56,10 +60,42 @@ class RunContext:
         self.halt = halt
         self.attempt = attempt
         self.plain = not policy.per_host  # decided once a run, read once a host
+        self.pace = LoginPace(policy.login_retries) if policy.login_retries else None
 
-    def attempts(self, task: Task, host: Host) -> HostAttempts:
-        """``host``'s attempts under the run's policies (its start hook fires)."""
-        return HostAttempts(task, host, self.policy, run_deadline=self.deadline, halt=self.halt)
+    def attempts(self, task: Task, host: Host, started: Task | None = None) -> HostAttempts:
+        """``host``'s attempts under the run's policies (its start hook fires, unless it
+        did: ``started``)."""
+        return HostAttempts(
+            task, host, self.policy, run_deadline=self.deadline, halt=self.halt, pace=self.pace,
+            started=started,
+        )
+
+    def _plain(self) -> bool:
+        return self.plain and (self.pace is None or not self.pace.active)
+
+    def _refused(self, started: Task, host: Host, error: Exception) -> HostAttempts | None:
+        """A plain host whose login its SSH server refused: its attempts, to go on with."""
+        if self.pace is None or not refused_before_login(error):
+            return None
+        return self.attempts(started, host, started)
+
+    def rescue(self, started: Task, host: Host, error: Exception) -> MultiResult | None:
+        """What the plain path does with a task's ``error`` (in its ``except`` block): a
+        refused login goes on through its attempts; ``None`` for any other error."""
+        run = self._refused(started, host, error)
+        if run is None:
+            return None
+        return run_policed(run, Outcome(error=error, text=traceback.format_exc()),
+                           call=self.attempt)
+
+    def arescue(
+        self, started: Task, host: Host, error: Exception
+    ) -> Awaitable[MultiResult] | None:
+        """The awaitable twin of :meth:`rescue`."""
+        run = self._refused(started, host, error)
+        if run is None:
+            return None
+        return arun_policed(run, self.offload, Outcome(error=error, text=traceback.format_exc()))
 
 
 def run_one(task: Task, host: Host, context: RunContext) -> MultiResult | None:
@@ -69,8 +105,8 @@ def run_one(task: Task, host: Host, context: RunContext) -> MultiResult | None:
         The host's ``MultiResult``; ``None`` only when ``context.attempt`` gave an attempt up
         at its deadline (the runner that took the host over finishes it).
     """
-    if context.plain:
-        return run_host(task, host)
+    if context._plain():
+        return run_host(task, host, rescue=context.rescue if context.pace else None)
     return run_policed(context.attempts(task, host), call=context.attempt)
 
 
@@ -80,6 +116,8 @@ def arun_one(task: Task, host: Host, context: RunContext) -> Awaitable[MultiResu
     Cancelling it (Ctrl-C) propagates ``CancelledError``: a host that did not finish has no
     result. (A plain function returning the coroutine to await: no coroutine of its own.)
     """
-    if context.plain:
-        return arun_host(task, host, offload=context.offload)
+    if context._plain():
+        return arun_host(
+            task, host, offload=context.offload, rescue=context.arescue if context.pace else None
+        )
     return arun_policed(context.attempts(task, host), context.offload)

@@ -27,7 +27,7 @@ from nornir.core.task import MultiResult
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.deadlines import set_deadline
-from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
+from nornir_bench.core.exceptions import LoginRefused, RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
     Offload,
     acall_task,
@@ -38,6 +38,7 @@ from nornir_bench.core.execution import (
     to_thread,
     wrap_result,
 )
+from nornir_bench.core.policies.logins import LoginPace, refused_before_login, server_of
 from nornir_bench.core.policies.retry import retry_wait
 
 if TYPE_CHECKING:
@@ -83,14 +84,21 @@ class HostAttempts:
         halt: the run's halt: once set, a host waiting to retry gives up and keeps its last
             failure.
         rand: random numbers in ``[0, 1)`` for the jitter (a test passes its own).
+        pace: the run's pace of logins (``login_retries``), if on.
+        started: the host's task, if its start hook fired already (a host the plain path ran
+            once, going on here).
     """
 
     __slots__ = (
         "_by_run",
         "_deadline",
+        "_logs_in",
+        "_paced",
+        "_refusals",
         "failed",
         "halt",
         "host",
+        "pace",
         "policy",
         "rand",
         "run_deadline",
@@ -106,9 +114,15 @@ class HostAttempts:
         run_deadline: float | None = None,
         halt: Halt | None = None,
         rand: Callable[[], float] = random.random,
+        pace: LoginPace | None = None,
+        started: Task | None = None,
     ) -> None:
-        self.task = start_host(template, host)
+        self.task = start_host(template, host) if started is None else started
         self.host = host
+        self.pace = pace
+        self._logs_in = False
+        self._paced = 0.0
+        self._refusals = 0
         self.policy = policy
         self.run_deadline = run_deadline
         self.halt = halt
@@ -196,6 +210,16 @@ class HostAttempts:
             return Outcome(error=timeout, text="".join(traceback.format_exception_only(timeout)))
         return None
 
+    def login_wait(self) -> float:
+        """Seconds the next attempt waits for its turn to log in (its SSH server refused
+        logins in this run: see ``core.policies.logins``); 0 mostly."""
+        if self.pace is None:
+            return 0.0
+        self._logs_in = not object.__getattribute__(self.host, "connections")
+        wait = self.pace.wait(self.host) if self._logs_in else 0.0
+        self._paced += wait
+        return wait
+
     def retry_after(self, outcome: Outcome) -> float | None:
         """Seconds to wait before the next attempt, or ``None``: ``outcome`` counts.
 
@@ -203,9 +227,35 @@ class HostAttempts:
         task's results are emptied for the next attempt.
         """
         error = outcome.error
+        if self.pace is not None:
+            if error is None:
+                if self._logs_in:
+                    self.pace.logged_in(self.host)
+            elif refused_before_login(error):
+                return self._refused(outcome)
         if error is None or not self.policy.retries:
             return None
-        wait = retry_wait(self.policy, error, len(self.failed) + 1, self.rand)
+        retried = sum(1 for attempt in self.failed if attempt.exception != "LoginRefused")
+        return self._again(error, retry_wait(self.policy, error, retried + 1, self.rand))
+
+    def _refused(self, outcome: Outcome) -> float | None:
+        """``outcome`` is a login the SSH server refused: it becomes a :class:`LoginRefused`
+        (the library's error its cause), tried again within ``login_retries``."""
+        assert self.pace is not None and outcome.error is not None
+        self._refusals += 1
+        wait = self.pace.refused_login(self.host)
+        if not isinstance(outcome.error, LoginRefused):
+            refused = LoginRefused(server_of(self.host), self._refusals)
+            refused.__cause__ = outcome.error
+            outcome.text += "".join(traceback.format_exception_only(refused))
+            outcome.error = refused
+        else:
+            outcome.error.times = self._refusals
+        return self._again(outcome.error, wait if self._refusals <= self.pace.retries else None)
+
+    def _again(self, error: Exception, wait: float | None) -> float | None:
+        """``wait`` before trying again after ``error``, or ``None`` when the run's deadline
+        comes first (or ``wait`` is ``None``)."""
         if wait is None or (
             self.run_deadline is not None and time.monotonic() + wait >= self.run_deadline
         ):
@@ -234,6 +284,8 @@ class HostAttempts:
         else:
             result = failure_result(task, host, outcome.error, outcome.text)
         record_attempts(result, self.failed)  # before the hook: the records show them
+        if self._paced:
+            result.login_wait = round(self._paced, 3)  # type: ignore[attr-defined]
         return complete_host(task, host, result)
 
     def reconnect(self) -> None:
@@ -279,8 +331,12 @@ def run_policed(
     the attempt up at its deadline and took the host over (this returns ``None`` then).
     ``outcome``: an attempt already made (the runner taking a host over continues from there).
     """
+    last: Outcome | None = None
     while True:
         if outcome is None:
+            turn = run.login_wait()
+            if turn and not run.pause(turn) and last is not None:
+                return run.finish(last)
             outcome = call(run)
             if outcome is None:
                 return None
@@ -290,21 +346,29 @@ def run_policed(
         run.reconnect()
         if not run.pause(wait):
             return run.finish(outcome)
-        outcome = None
+        last, outcome = outcome, None
 
 
-async def arun_policed(run: HostAttempts, offload: Offload | None) -> MultiResult:
+async def arun_policed(
+    run: HostAttempts, offload: Offload | None, outcome: Outcome | None = None
+) -> MultiResult:
     """The awaitable twin of :func:`run_policed`; each attempt within its deadline.
 
     ``offload`` is ``None`` for an ``async def`` task, else the pool blocking calls run in.
-    Cancelling it (Ctrl-C) propagates ``CancelledError``: a host that did not finish has no
-    result.
+    ``outcome``: an attempt already made. Cancelling it (Ctrl-C) propagates
+    ``CancelledError``: a host that did not finish has no result.
     """
+    last: Outcome | None = None
     while True:
-        outcome = await run.acall(offload)
+        if outcome is None:
+            turn = run.login_wait()
+            if turn and not await run.apause(turn) and last is not None:
+                return run.finish(last)
+            outcome = await run.acall(offload)
         wait = run.retry_after(outcome)
         if wait is None:
             return run.finish(outcome)
         await run.areconnect(offload)
         if not await run.apause(wait):
             return run.finish(outcome)
+        last, outcome = outcome, None

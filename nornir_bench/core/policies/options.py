@@ -28,6 +28,7 @@ from nornir_bench.core.policies.exception_types import (
 )
 
 __all__ = [
+    "DEFAULT_LOGIN_RETRIES",
     "DEFAULT_RETRY_NEVER",
     "DEFAULT_RETRY_ON",
     "POLICY_OPTIONS",
@@ -64,6 +65,9 @@ DEFAULT_RETRY_NEVER = (
 and the run's own deadline."""
 
 _MAX_RETRIES = 100
+DEFAULT_LOGIN_RETRIES = 8
+"""Logins an SSH server refused before authentication, tried again per host by default
+(``core.policies.logins``); 0 turns that off."""
 _MAX_SECONDS = 86_400.0  # a day: no delay, timeout or deadline of a run is longer
 _MAX_BATCHES = 1_000
 
@@ -213,6 +217,9 @@ class RunPolicy:
         (), check=partial(_group_limits, minimum=0)
     )
     run_timeout: float | None = _option(None, check=_limit)
+    login_retries: int = _option(
+        DEFAULT_LOGIN_RETRIES, check=partial(whole_number, minimum=0, maximum=_MAX_RETRIES)
+    )
 
     @classmethod
     def build(cls, what: str, options: Mapping[str, Any]) -> RunPolicy:

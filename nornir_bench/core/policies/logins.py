@@ -1,0 +1,181 @@
+"""Logins an SSH server refused before authentication: told apart, tried again, and paced.
+
+An SSH server under many logins at once closes new connections before they authenticate
+(OpenSSH's ``MaxStartups``, 10 unauthenticated at a time by default; network devices and AAA
+servers do alike). Such a login reached nothing on the device, so it is safe to try again.
+With ``login_retries`` (on by default) a runner:
+
+- tells such a failure apart (:func:`refused_before_login`): paramiko's "Error reading SSH
+  protocol banner" (netmiko's ``NetmikoTimeoutException`` around it), or asyncssh losing the
+  connection while connecting (scrapli);
+- tries that host again, up to ``login_retries`` times, apart from ``retries``;
+- paces new logins to that server (:class:`LoginPace`, one per run in each process): none
+  until it refuses one, then a start rate that halves at each refusal and grows with each
+  login that gets in (additive increase, multiplicative decrease, as TCP's congestion window),
+  until the server is no longer paced.
+
+A host the server still refuses fails with
+:class:`~nornir_bench.core.exceptions.LoginRefused`, saying what happened and what to set.
+Authentication failures are never among these: the server answered them.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from nornir_bench.core.exceptions import LoginRefused
+from nornir_bench.core.policies.retry import causes
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+__all__ = ["LoginPace", "refused_before_login", "server_of"]
+
+_FIRST_RATE = 8.0  # logins a second to a server, once it refused one
+_MIN_RATE = 1.0
+_UNPACED = 200.0  # a server whose pace grew past this is no longer paced
+_STEP = 0.5  # what each login that got in adds to its server's rate
+_CUT_EVERY = 1.0  # seconds: refusals within one burst halve the rate once
+_RETRY_JITTER = 0.25  # seconds, at most, before a refused host joins its server's pace
+_BANNER = "Error reading SSH protocol banner"
+_CHAIN_DEPTH = 8
+
+
+def server_of(host: Host) -> str:
+    """The SSH server a login to ``host`` reaches: ``address:port``."""
+    return f"{host.hostname or host.name}:{host.port or 22}"
+
+
+def refused_before_login(error: BaseException) -> bool:
+    """Whether ``error`` says the SSH server closed the connection before authentication."""
+    return any(_refusal(e) for e in _chain(error))
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error``, its failed subtasks' errors, and what each was raised from or during."""
+    for cause in causes(error):
+        seen = 0
+        current: BaseException | None = cause
+        while current is not None and seen < _CHAIN_DEPTH:
+            yield current
+            seen += 1
+            current = current.__cause__ or current.__context__
+
+
+def _refusal(error: BaseException) -> bool:
+    if isinstance(error, LoginRefused):
+        return True
+    module = type(error).__module__
+    if module.startswith(("paramiko", "netmiko")):
+        return _BANNER in str(error)
+    if module.startswith("asyncssh") and type(error).__name__ == "ConnectionLost" or isinstance(
+        error, (ConnectionResetError, BrokenPipeError)
+    ):
+        return _raised_connecting(error)
+    return False
+
+
+def _raised_connecting(error: BaseException) -> bool:
+    """Whether ``error`` came out of asyncssh's connect (before the connection was made)."""
+    frame = error.__traceback__
+    while frame is not None:
+        code = frame.tb_frame.f_code
+        if code.co_name in ("_connect", "connect") and code.co_filename.endswith(
+            "asyncssh/connection.py"
+        ):
+            return True
+        frame = frame.tb_next
+    return False
+
+
+class _Pace:
+    __slots__ = ("cut", "next", "rate")
+
+    def __init__(self, now: float) -> None:
+        self.rate = _FIRST_RATE
+        self.next = now
+        self.cut = now
+
+
+class LoginPace:
+    """New logins per SSH server, for one run in one process.
+
+    Costs nothing until a server refuses a login (``active`` is False): then the hosts of
+    that server without a session kept from an earlier run wait their turn (:meth:`wait`).
+
+    Args:
+        retries: how many refused logins of one host are tried again (``login_retries``).
+        clock: the ``time.monotonic`` clock (a test passes its own).
+        rand: random numbers in ``[0, 1)``.
+    """
+
+    def __init__(
+        self,
+        retries: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.retries = retries
+        self.active = False
+        self.refused = 0
+        self.slowed = 0
+        self._clock = clock
+        self._rand = rand
+        self._servers: dict[str, _Pace] = {}
+        self._lock = threading.Lock()
+
+    def rate(self, server: str) -> float | None:
+        """Logins a second ``server`` is paced at, or ``None``: not paced."""
+        pace = self._servers.get(server)
+        return None if pace is None else pace.rate
+
+    def wait(self, host: Host) -> float:
+        """Seconds a login to ``host``'s server waits before it may start now (its turn is
+        taken). 0 for a server not paced, and for a host holding a session already."""
+        if not self.active or object.__getattribute__(host, "connections"):
+            return 0.0
+        server = server_of(host)
+        with self._lock:
+            pace = self._servers.get(server)
+            if pace is None:
+                return 0.0
+            now = self._clock()
+            start = max(now, pace.next)
+            pace.next = start + 1.0 / pace.rate
+            if start > now:
+                self.slowed += 1
+        return start - now
+
+    def refused_login(self, host: Host) -> float:
+        """Note that ``host``'s server refused its login; the seconds to wait before it
+        joins that server's pace again."""
+        server = server_of(host)
+        with self._lock:
+            self.refused += 1
+            self.active = True
+            now = self._clock()
+            pace = self._servers.get(server)
+            if pace is None:
+                self._servers[server] = _Pace(now)
+            elif now - pace.cut >= _CUT_EVERY:
+                pace.rate = max(_MIN_RATE, pace.rate / 2)
+                pace.cut = now
+        return _RETRY_JITTER * self._rand()
+
+    def logged_in(self, host: Host) -> None:
+        """Note that a login to ``host``'s server got in: its pace quickens."""
+        if not self.active:
+            return
+        server = server_of(host)
+        with self._lock:
+            pace = self._servers.get(server)
+            if pace is None:
+                return
+            pace.rate += _STEP
+            if pace.rate >= _UNPACED:
+                del self._servers[server]

@@ -1,0 +1,87 @@
+"""Logins an SSH server refuses before authentication, on every runner: tried again on their
+own (``login_retries``, on by default), and a host still refused says so in words (a wrong
+password is never tried again: tests/runners/test_policies.py). The server is a loopback port
+that closes every connection at once, as OpenSSH does past MaxStartups; the FRR lab's real
+OpenSSH is in tests/runners/test_routers.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from nornir_bench.bench.summary import summarize
+from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.exceptions import LoginRefused
+from nornir_bench.lab import LabDevice, write_inventory
+from nornir_bench.tasks import asend_command, send_command
+from tests.core.test_logins import closing_port
+from tests.devices import nornir_on
+from tests.runners.test_conformance import POLICIES, Runner, each_kind, each_runner
+from tests.runners.test_policies import pick
+
+pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
+
+HOSTS = 3
+
+
+def join_transports() -> None:
+    for thread in threading.enumerate():  # paramiko ends its transport on its own
+        if type(thread).__name__ == "Transport":
+            thread.join(10)
+
+
+def inventory(folder: Path, port: int, password: str = "pw") -> Path:
+    write_inventory(
+        [LabDevice(f"h{k}", "127.0.0.1", port, "cisco_ios", "user", password)
+         for k in range(HOSTS)],
+        folder,
+    )
+    return folder
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(POLICIES, cases=each_kind))
+def test_a_login_refused_before_authentication_is_tried_again_then_said_in_words(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    with closing_port() as (port, accepted):
+        nr = nornir_on(inventory(tmp_path, port), runner.name, **runner.options, login_retries=2)
+        try:
+            result = nr.run(task=pick(kind, send_command, asend_command), command="show clock")
+        finally:
+            nr.close_connections()
+            join_transports()
+    assert set(result.failed_hosts) == {f"h{k}" for k in range(HOSTS)}
+    for multi in result.values():
+        error = multi[0].exception
+        assert isinstance(error, LoginRefused), error
+        assert f"127.0.0.1:{port} closed the connection before login (3 times)" in str(error)
+        assert "MaxStartups" in str(error)
+        assert "Traceback" in multi[0].result  # the library's own error, as it was raised
+        attempts, failed = attempts_of(multi)
+        assert attempts == 3 and [f.exception for f in failed] == ["LoginRefused"] * 2
+    assert accepted[0] >= HOSTS * 3  # each try reached the server (a library may try twice)
+    said = [line for line in summarize(result).lines() if line.startswith("logins throttled")]
+    assert len(said) == 1, summarize(result).lines()
+    assert f"{HOSTS * 3} refused before authentication by 1 SSH server (127.0.0.1:{port})" in (
+        said[0]
+    )
+    assert f"{HOSTS} hosts tried again" in said[0]
+    assert "max_starts_per_second: 5 (5 per server)" in said[0]
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(POLICIES, cases=each_kind))
+def test_login_retries_0_turns_it_off(runner: Runner, kind: str, tmp_path: Path) -> None:
+    with closing_port() as (port, _):
+        nr = nornir_on(inventory(tmp_path, port), runner.name, **runner.options, login_retries=0)
+        try:
+            result = nr.run(task=pick(kind, send_command, asend_command), command="show clock")
+        finally:
+            nr.close_connections()
+            join_transports()
+    assert len(result.failed_hosts) == HOSTS
+    for multi in result.values():
+        assert not isinstance(multi[0].exception, LoginRefused)  # the library's own error
+        assert attempts_of(multi)[0] == 1
