@@ -50,6 +50,34 @@ def closing_port() -> Iterator[tuple[int, list[int]]]:
         thread.join(5)
 
 
+@contextmanager
+def closing_after_banner() -> Iterator[int]:
+    """A loopback port that sends an SSH banner, reads the client's, and closes: a server that
+    dropped the connection in the key exchange, before any login."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            with client:
+                client.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+                client.recv(256)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(5)
+
+
 def host(port: int = 2201, connections: bool = False) -> Host:
     made = Host("h1", hostname="127.0.0.1", port=port)
     if connections:
@@ -132,6 +160,17 @@ def test_a_connection_closed_before_the_banner_is_a_refused_login() -> None:
         assert refused_before_login(asyncssh_error(port))  # asyncssh's ConnectionLost
 
 
+def test_a_connection_closed_in_the_key_exchange_is_a_refused_login() -> None:
+    """netmiko let paramiko's bare EOFError through, and a loaded OpenSSH's drops read "No
+    existing session": neither was told apart, and those hosts failed on threadpool."""
+    with closing_after_banner() as port:
+        assert refused_before_login(netmiko_error(port))
+        assert refused_before_login(asyncssh_error(port))
+    assert refused_before_login(netmiko.NetmikoTimeoutException(
+        "Paramiko: 'No existing session' error: try increasing 'conn_timeout' to 15 seconds"
+    ))
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -141,6 +180,7 @@ def test_a_connection_closed_before_the_banner_is_a_refused_login() -> None:
         netmiko.NetmikoAuthenticationException("Authentication to device failed."),
         ConnectionRefusedError(111, "Connection refused"),  # nothing listens: no server
         ValueError("Error reading SSH protocol banner"),  # the words alone are not enough
+        EOFError(),  # not raised while connecting
     ],
     ids=lambda e: type(e).__name__,
 )

@@ -6,8 +6,9 @@ servers do alike). Such a login reached nothing on the device, so it is safe to 
 With ``login_retries`` (on by default) a runner:
 
 - tells such a failure apart (:func:`refused_before_login`): paramiko's "Error reading SSH
-  protocol banner" (netmiko's ``NetmikoTimeoutException`` around it), or asyncssh losing the
-  connection while connecting (scrapli);
+  protocol banner" or "No existing session", or the connection lost in its key exchange
+  (netmiko's ``NetmikoTimeoutException`` around them, or the bare ``EOFError``), or asyncssh
+  losing the connection while connecting (scrapli);
 - tries that host again, up to ``login_retries`` times, apart from ``retries``;
 - paces new logins to that server (:class:`LoginPace`, one per run in each process): none
   until it refuses one, then a start rate that halves at each refusal and grows with each
@@ -41,7 +42,16 @@ _UNPACED = 200.0  # a server whose pace grew past this is no longer paced
 _STEP = 0.5  # what each login that got in adds to its server's rate
 _CUT_EVERY = 1.0  # seconds: refusals within one burst halve the rate once
 _RETRY_JITTER = 0.25  # seconds, at most, before a refused host joins its server's pace
-_BANNER = "Error reading SSH protocol banner"
+# paramiko's words for a transport the server closed before login: before its banner, and
+# during the key exchange (netmiko wraps them in NetmikoTimeoutException, words kept).
+_PARAMIKO_CLOSED = ("Error reading SSH protocol banner", "No existing session")
+# Where a connection closed under them was still being made: asyncssh's connect, paramiko's
+# start_client (banner and key exchange); a function name and the end of its file's path.
+_CONNECTING = (
+    ("_connect", "asyncssh/connection.py"),
+    ("connect", "asyncssh/connection.py"),
+    ("start_client", "paramiko/transport.py"),
+)
 _CHAIN_DEPTH = 8
 
 
@@ -70,22 +80,24 @@ def _refusal(error: BaseException) -> bool:
     if isinstance(error, LoginRefused):
         return True
     module = type(error).__module__
-    if module.startswith(("paramiko", "netmiko")):
-        return _BANNER in str(error)
+    if module.startswith(("paramiko", "netmiko")) and any(
+        words in str(error) for words in _PARAMIKO_CLOSED
+    ):
+        return True
     if module.startswith("asyncssh") and type(error).__name__ == "ConnectionLost" or isinstance(
-        error, (ConnectionResetError, BrokenPipeError)
+        error, (EOFError, ConnectionResetError, BrokenPipeError)
     ):
         return _raised_connecting(error)
     return False
 
 
 def _raised_connecting(error: BaseException) -> bool:
-    """Whether ``error`` came out of asyncssh's connect (before the connection was made)."""
+    """Whether ``error`` came out of an SSH library still making the connection."""
     frame = error.__traceback__
     while frame is not None:
         code = frame.tb_frame.f_code
-        if code.co_name in ("_connect", "connect") and code.co_filename.endswith(
-            "asyncssh/connection.py"
+        if any(
+            code.co_name == name and code.co_filename.endswith(path) for name, path in _CONNECTING
         ):
             return True
         frame = frame.tb_next
