@@ -20,6 +20,8 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from nornir_bench.core.closing import is_close_connections_task
+
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
@@ -99,16 +101,6 @@ def holds_async_connections(host: Host) -> bool:
         and getattr(connection, "connection", True) is not None
         for connection in host.connections.values()
     )
-
-
-def is_close_connections_task(func: Callable[..., Any]) -> bool:
-    """Whether ``func`` is the task ``nr.close_connections()`` runs on every host."""
-    return getattr(func, "__qualname__", "") == _NORNIR_CLOSE_TASK and getattr(
-        func, "__module__", ""
-    ).startswith("nornir.")
-
-
-_NORNIR_CLOSE_TASK = "Nornir.close_connections.<locals>.close_connections_task"
 
 
 async def aclose_connections(hosts: Iterable[Host]) -> None:

@@ -178,7 +178,7 @@ class _LoopRun:
     ) -> None:
         self.task = task
         self.result = placeholders(task, hosts)
-        policy = runner.policy
+        policy = runner.policy.for_task(task.task)
         self.count = min(runner.num_workers, len(hosts))
         self.plan = HostPlan.for_run(hosts, policy, in_flight=self.count)
         self.pending = HostQueue(hosts)

@@ -94,7 +94,8 @@ class ThreadPoolRunner(Policed):
         with open_files_for(
             in_flight, descriptors_of(task.task), what="threadpool runner"
         ) as fits:  # the open files the threads' hosts need (fewer threads if they cannot)
-            return self._run(_ThreadRun(task, hosts, self.policy, min(in_flight, fits)))
+            policy = self.policy.for_task(task.task)
+            return self._run(_ThreadRun(task, hosts, policy, min(in_flight, fits)))
 
     def _run(self, run: _ThreadRun) -> AggregatedResult:
         task = run.task

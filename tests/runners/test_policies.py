@@ -500,3 +500,16 @@ def test_bad_policy_options_are_one_line_value_errors(
         runner.plugin(**options)
     assert str(caught.value).startswith(f"{runner.name} runner: {message}"), str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("runner", each_runner(POLICIES, COUNTED_IN_PROCESS))
+def test_closing_connections_waits_for_no_start_rate(runner: Runner) -> None:
+    """nr.close_connections() is a run too: it waited for the start rate (2,000 hosts at 25 a
+    second took 80 s to close), and past a run_timeout left the later hosts' sessions open."""
+    nr = runner.nornir(hosts=10, max_starts_per_second=0.01, max_start_burst=1, run_timeout=5)
+    sessions = [Session() for _ in nr.inventory.hosts]
+    for host, session in zip(nr.inventory.hosts.values(), sessions, strict=True):
+        host.connections["cli"] = session  # type: ignore[assignment]
+    nr.close_connections()
+    assert all(session.closed for session in sessions)
+    assert not nr.data.failed_hosts
