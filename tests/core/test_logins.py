@@ -96,37 +96,39 @@ class Clock:
 def test_a_server_is_paced_only_once_it_refused_a_login() -> None:
     clock = Clock()
     pace = LoginPace(3, clock=clock, rand=lambda: 0.0)
-    assert not pace.active and pace.wait(host()) == 0.0
+    assert not pace.active and pace.take(host()) is None
     pace.refused_login(host())
-    assert pace.active and pace.rate(server_of(host())) == 8.0
-    waits = [pace.wait(host()) for _ in range(4)]
-    assert waits == pytest.approx([0.0, 0.125, 0.25, 0.375])  # one turn each, in order
-    assert pace.slowed == 3
-    assert pace.wait(host(port=2202)) == 0.0  # another server: not paced
-    assert pace.wait(host(connections=True)) == 0.0  # a kept session: no login
+    assert pace.active and pace.window(server_of(host())) == (4.0, 0)
+    assert [pace.take(host()) for _ in range(4)] == [0.0] * 4  # four places taken
+    assert pace.take(host()) == pytest.approx(0.025)  # the fifth asks again later
+    pace.left(host())
+    assert pace.take(host()) == 0.0
+    assert pace.take(host(port=2202)) is None  # another server: not paced
+    assert pace.take(host(connections=True)) is None  # a kept session: no login
 
 
-def test_refusals_of_one_burst_halve_the_rate_once_and_logins_quicken_it() -> None:
+def test_refusals_of_one_burst_halve_the_window_once_and_logins_grow_it() -> None:
     clock = Clock()
     pace = LoginPace(3, clock=clock)
     server = server_of(host())
     for _ in range(5):
         pace.refused_login(host())
-    assert pace.rate(server) == 8.0  # the first refusal paces it; its burst does not cut it
+    assert pace.window(server) == (4.0, 0)  # the first refusal paces it; its burst not more
     clock.now += 1.0
     pace.refused_login(host())
     pace.refused_login(host())
-    assert pace.rate(server) == 4.0
-    for _ in range(4):
+    assert pace.window(server) == (2.0, 0)
+    for _ in range(3):
         clock.now += 1.0
         pace.refused_login(host())
-    assert pace.rate(server) == 1.0  # never below one login a second
+    assert pace.window(server) == (1.0, 0)  # never below one login at a time
     pace.logged_in(host())
-    assert pace.rate(server) == 1.5
-    for _ in range(400):
+    pace.logged_in(host())
+    assert pace.window(server) == (2.5, 0)  # one more per window's worth of logins
+    for _ in range(3000):
         pace.logged_in(host())
-    assert pace.rate(server) is None  # fast enough: no longer paced
-    assert pace.refused == 11
+    assert pace.window(server) is None  # wide enough: no longer paced
+    assert pace.refused == 10
 
 
 def test_login_retries_default_on_and_can_be_turned_off() -> None:

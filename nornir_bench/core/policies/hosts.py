@@ -92,6 +92,7 @@ class HostAttempts:
     __slots__ = (
         "_by_run",
         "_deadline",
+        "_holds",
         "_logs_in",
         "_paced",
         "_refusals",
@@ -121,6 +122,7 @@ class HostAttempts:
         self.host = host
         self.pace = pace
         self._logs_in = False
+        self._holds = False
         self._paced = 0.0
         self._refusals = 0
         self.policy = policy
@@ -211,14 +213,17 @@ class HostAttempts:
         return None
 
     def login_wait(self) -> float:
-        """Seconds the next attempt waits for its turn to log in (its SSH server refused
-        logins in this run: see ``core.policies.logins``); 0 mostly."""
+        """Seconds to wait before asking again for a place to log in (the host's SSH server
+        refused logins in this run: see ``core.policies.logins``); 0: the attempt may start."""
         if self.pace is None:
             return 0.0
         self._logs_in = not object.__getattribute__(self.host, "connections")
-        wait = self.pace.wait(self.host) if self._logs_in else 0.0
-        self._paced += wait
-        return wait
+        turn = self.pace.take(self.host) if self._logs_in else None
+        if turn is None:
+            return 0.0
+        self._holds = turn == 0.0
+        self._paced += turn
+        return turn
 
     def retry_after(self, outcome: Outcome) -> float | None:
         """Seconds to wait before the next attempt, or ``None``: ``outcome`` counts.
@@ -228,6 +233,9 @@ class HostAttempts:
         """
         error = outcome.error
         if self.pace is not None:
+            if self._holds:
+                self._holds = False
+                self.pace.left(self.host)
             if error is None:
                 if self._logs_in:
                     self.pace.logged_in(self.host)
@@ -334,9 +342,11 @@ def run_policed(
     last: Outcome | None = None
     while True:
         if outcome is None:
-            turn = run.login_wait()
-            if turn and not run.pause(turn) and last is not None:
-                return run.finish(last)
+            while turn := run.login_wait():
+                if not run.pause(turn):  # halted: a host that ran once keeps its outcome
+                    if last is not None:
+                        return run.finish(last)
+                    break
             outcome = call(run)
             if outcome is None:
                 return None
@@ -361,9 +371,11 @@ async def arun_policed(
     last: Outcome | None = None
     while True:
         if outcome is None:
-            turn = run.login_wait()
-            if turn and not await run.apause(turn) and last is not None:
-                return run.finish(last)
+            while turn := run.login_wait():
+                if not await run.apause(turn):
+                    if last is not None:
+                        return run.finish(last)
+                    break
             outcome = await run.acall(offload)
         wait = run.retry_after(outcome)
         if wait is None:

@@ -11,9 +11,9 @@ With ``login_retries`` (on by default) a runner:
   losing the connection while connecting (scrapli);
 - tries that host again, up to ``login_retries`` times, apart from ``retries``;
 - paces new logins to that server (:class:`LoginPace`, one per run in each process): none
-  until it refuses one, then a start rate that halves at each refusal and grows with each
-  login that gets in (additive increase, multiplicative decrease, as TCP's congestion window),
-  until the server is no longer paced.
+  until it refuses one, then a window of logins under way at once that halves at a burst of
+  refusals and grows with the logins that get in (additive increase, multiplicative decrease,
+  as TCP's congestion window), until the server is no longer paced.
 
 A host the server still refuses fails with
 :class:`~nornir_bench.core.exceptions.LoginRefused`, saying what happened and what to set.
@@ -36,12 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = ["LoginPace", "refused_before_login", "server_of"]
 
-_FIRST_RATE = 8.0  # logins a second to a server, once it refused one
-_MIN_RATE = 1.0
-_UNPACED = 200.0  # a server whose pace grew past this is no longer paced
-_STEP = 0.5  # what each login that got in adds to its server's rate
-_CUT_EVERY = 1.0  # seconds: refusals within one burst halve the rate once
-_RETRY_JITTER = 0.25  # seconds, at most, before a refused host joins its server's pace
+_FIRST_WINDOW = 4.0  # logins under way at once to a server, once it refused one
+_UNPACED = 64.0  # a server whose window grew past this is no longer paced
+_CUT_EVERY = 1.0  # seconds: refusals within one burst halve the window once
+_RETRY_JITTER = 0.25  # seconds, at most, before a refused host asks for a place again
+_POLL = 0.05  # seconds, about, between a waiting host's asks for a place
 # paramiko's words for a transport the server closed before login: before its banner, and
 # during the key exchange (netmiko wraps them in NetmikoTimeoutException, words kept).
 _PARAMIKO_CLOSED = ("Error reading SSH protocol banner", "No existing session")
@@ -104,20 +103,25 @@ def _raised_connecting(error: BaseException) -> bool:
     return False
 
 
-class _Pace:
-    __slots__ = ("cut", "next", "rate")
+class _Window:
+    """One server's window: how many logins may be under way at once, and how many are."""
+
+    __slots__ = ("busy", "cut", "limit")
 
     def __init__(self, now: float) -> None:
-        self.rate = _FIRST_RATE
-        self.next = now
+        self.limit = _FIRST_WINDOW
+        self.busy = 0
         self.cut = now
 
 
 class LoginPace:
-    """New logins per SSH server, for one run in one process.
+    """Logins under way per SSH server, for one run in one process.
 
-    Costs nothing until a server refuses a login (``active`` is False): then the hosts of
-    that server without a session kept from an earlier run wait their turn (:meth:`wait`).
+    Costs nothing until a server refuses a login (``active`` is False). From then on, a host
+    of that server without a session kept from an earlier run takes a place in the server's
+    window before its attempt (:meth:`wait`) and leaves it after (:meth:`left`); the window
+    halves at a burst of refusals and grows by one for each window's worth of logins that get
+    in, as TCP's congestion window does.
 
     Args:
         retries: how many refused logins of one host are tried again (``login_retries``).
@@ -135,59 +139,64 @@ class LoginPace:
         self.retries = retries
         self.active = False
         self.refused = 0
-        self.slowed = 0
         self._clock = clock
         self._rand = rand
-        self._servers: dict[str, _Pace] = {}
+        self._servers: dict[str, _Window] = {}
         self._lock = threading.Lock()
 
-    def rate(self, server: str) -> float | None:
-        """Logins a second ``server`` is paced at, or ``None``: not paced."""
-        pace = self._servers.get(server)
-        return None if pace is None else pace.rate
+    def window(self, server: str) -> tuple[float, int] | None:
+        """``server``'s window (logins at once) and the logins under way in it, or ``None``:
+        not paced."""
+        window = self._servers.get(server)
+        return None if window is None else (window.limit, window.busy)
 
-    def wait(self, host: Host) -> float:
-        """Seconds a login to ``host``'s server waits before it may start now (its turn is
-        taken). 0 for a server not paced, and for a host holding a session already."""
+    def take(self, host: Host) -> float | None:
+        """A place for a login to ``host``'s server: ``0.0`` when one was taken (give it back
+        with :meth:`left`), else the seconds to wait before asking again; ``None`` when no
+        place is needed (the server is not paced, or the host holds a session already)."""
         if not self.active or object.__getattribute__(host, "connections"):
-            return 0.0
-        server = server_of(host)
+            return None
         with self._lock:
-            pace = self._servers.get(server)
-            if pace is None:
+            window = self._servers.get(server_of(host))
+            if window is None:
+                return None
+            if window.busy < max(1, int(window.limit)):
+                window.busy += 1
                 return 0.0
-            now = self._clock()
-            start = max(now, pace.next)
-            pace.next = start + 1.0 / pace.rate
-            if start > now:
-                self.slowed += 1
-        return start - now
+        return _POLL * (0.5 + self._rand())
+
+    def left(self, host: Host) -> None:
+        """A login that took a place in its server's window (:meth:`take`) has ended."""
+        with self._lock:
+            window = self._servers.get(server_of(host))
+            if window is not None and window.busy > 0:
+                window.busy -= 1
 
     def refused_login(self, host: Host) -> float:
-        """Note that ``host``'s server refused its login; the seconds to wait before it
-        joins that server's pace again."""
+        """Note that ``host``'s server refused its login; the seconds to wait before it asks
+        for a place in that server's window."""
         server = server_of(host)
         with self._lock:
             self.refused += 1
             self.active = True
             now = self._clock()
-            pace = self._servers.get(server)
-            if pace is None:
-                self._servers[server] = _Pace(now)
-            elif now - pace.cut >= _CUT_EVERY:
-                pace.rate = max(_MIN_RATE, pace.rate / 2)
-                pace.cut = now
+            window = self._servers.get(server)
+            if window is None:
+                self._servers[server] = _Window(now)
+            elif now - window.cut >= _CUT_EVERY:
+                window.limit = max(1.0, window.limit / 2)
+                window.cut = now
         return _RETRY_JITTER * self._rand()
 
     def logged_in(self, host: Host) -> None:
-        """Note that a login to ``host``'s server got in: its pace quickens."""
+        """Note that a login to ``host``'s server got in: its window grows."""
         if not self.active:
             return
         server = server_of(host)
         with self._lock:
-            pace = self._servers.get(server)
-            if pace is None:
+            window = self._servers.get(server)
+            if window is None:
                 return
-            pace.rate += _STEP
-            if pace.rate >= _UNPACED:
+            window.limit += 1.0 / window.limit
+            if window.limit >= _UNPACED:
                 del self._servers[server]
