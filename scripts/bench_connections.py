@@ -45,9 +45,7 @@ import contextlib
 import json
 import os
 import queue
-import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +58,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from nornir_bench.lab.ports import free_port_range
 
 STEPS = (
     {"command": "show version", "enable": True},
@@ -153,7 +153,7 @@ def lab_part(devices: int, repeat: int) -> None:
 
     with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         lab_dir, proxied = Path(folder) / "lab", Path(folder) / "proxied"
-        base = _free_port_range(devices)
+        base = free_port_range(devices)
         stack.enter_context(_process(
             [sys.executable, "-m", "nornir_bench", "lab", "--count", str(devices),
              "--platform", "cisco_ios", "--port", str(base), "--write", str(lab_dir)],
@@ -281,7 +281,7 @@ def scrapli_part(before: Path, devices: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         lab_dir = Path(folder) / "lab"
         count = devices * len(platforms)  # each platform's run has devices of its own
-        base = _free_port_range(count)
+        base = free_port_range(count)
         stack.enter_context(_process(
             [sys.executable, "-m", "nornir_bench", "lab", "--count", str(count), "--platform",
              *platforms, "--port", str(base), "--write", str(lab_dir)],
@@ -495,21 +495,6 @@ def _process(command: list[str], ready: Callable[[str], bool]) -> Iterator[_Star
             process.stdout.close()
 
 
-def _free_port_range(count: int, attempts: int = 200) -> int:
-    """The first of ``count`` consecutive loopback ports free a moment ago (below the
-    ephemeral range, where nothing else takes them meanwhile)."""
-    for _ in range(attempts):
-        first = random.randint(20000, 30000 - count)
-        with ExitStack() as stack:
-            try:
-                for port in range(first, first + count):
-                    sock = stack.enter_context(socket.socket())
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return first
-    raise SystemExit(f"no {count} consecutive free ports found")
 
 
 if __name__ == "__main__":

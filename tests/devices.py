@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
-import random
 import selectors
 import signal
 import socket
@@ -36,6 +35,7 @@ from nornir import InitNornir
 from nornir.core import Nornir
 
 from nornir_bench.lab import LabDevice, RttServer, RttServerStats, write_inventory
+from nornir_bench.lab.ports import free_port_range
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = [sys.executable, "-m", "nornir_bench"]
@@ -69,35 +69,6 @@ def free_ports(count: int) -> list[int]:
         for sock in socks:
             sock.bind(("127.0.0.1", 0))
         return [sock.getsockname()[1] for sock in socks]
-
-
-def free_port_range(count: int, attempts: int = 200) -> int:
-    """The first of ``count`` consecutive loopback ports that were all free a moment ago.
-
-    Drawn below the ephemeral range: right after a benchmark, tens of thousands of ephemeral
-    ports sit in TIME_WAIT for a minute, and those cannot be bound (not even with
-    SO_REUSEADDR, which the connections that left them did not set).
-    """
-    low = min(_ephemeral_start(), 65536) - count
-    for _ in range(attempts):
-        first = random.randint(20000, low) if low > 20000 else random.randint(1024, 65536 - count)
-        with ExitStack() as stack:
-            try:
-                for port in range(first, first + count):
-                    sock = stack.enter_context(socket.socket())
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
-                    sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return first
-    raise RuntimeError(f"no {count} consecutive free ports found")
-
-
-def _ephemeral_start() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
 
 
 @contextmanager
