@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,6 +15,9 @@ from nornir import InitNornir
 
 from nornir_bench import ThreadPoolRunner
 from nornir_bench.jobs.load import load_job
+from nornir_bench.lab.devices import write_inventory
+from nornir_bench.lab.routers import RouterLab
+from nornir_bench.lab.topology import plan_lab
 from tests.devices import LAB, started, stopped
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,11 +40,18 @@ def test_lab_config_file(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 JOBS = sorted((ROOT / "tasks").glob("*.yaml"))
+IGNORED = shutil.ignore_patterns("frr", "__pycache__")
 
 
 @pytest.mark.parametrize("path", JOBS, ids=[p.name for p in JOBS])
-def test_every_example_job_is_valid(path: Path) -> None:
-    job = load_job(path)
+def test_every_example_job_is_valid(path: Path, tmp_path: Path) -> None:
+    # A copy of the examples, with the inventory `nornir-bench lab --write inventory/frr` writes
+    # (the router lab's, which is not shipped), so that its jobs are checked as well.
+    shutil.copytree(ROOT / "tasks", tmp_path / "tasks")
+    shutil.copytree(ROOT / "inventory", tmp_path / "inventory", ignore=IGNORED)
+    plan = plan_lab(3, port=3001, name="frr")
+    write_inventory(RouterLab(plan).devices(), tmp_path / "inventory" / "frr")
+    job = load_job(tmp_path / "tasks" / path.name)
     assert job.task_name and job.settings["inventory"]["plugin"]
 
 

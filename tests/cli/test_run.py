@@ -599,7 +599,8 @@ def test_a_misspelt_run_policy_is_one_line_listing_the_policies_too(tmp_path: Pa
         f"{job}:4:40: runner plugin threadpool has no option 'retrys'; options: num_workers, "
         "task_timeout, retries, retry_delay, retry_backoff, retry_max_delay, retry_jitter, "
         "retry_on, retry_never, max_failures, max_fail_percentage, batches, "
-        "max_starts_per_second, max_start_burst, group_limits, group_max_failures, run_timeout"
+        "max_starts_per_second, max_start_burst, group_limits, group_max_failures, run_timeout, "
+        "login_retries"
     )
 
 
