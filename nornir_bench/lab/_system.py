@@ -46,6 +46,8 @@ _NEEDED = (
 )
 _TOOLS = ("ip", "useradd", "userdel", "chpasswd")
 _COMMAND_TIMEOUT = 30.0
+_COMMANDS = frozenset({"ip", "useradd", "chpasswd", "ssh-keygen"})  # what the lab runs to finish
+_KILL_ROUNDS = 3
 _CAP_NET_ADMIN = 12
 _CAP_SYS_ADMIN = 21
 
@@ -165,11 +167,19 @@ def pid_alive(pid: int | None) -> bool:
 
 def teardown(state: LabState) -> None:
     """Remove everything ``state`` records: processes, namespaces (and their links), the
-    user, FRR's folders, the work folder, then the state file. Safe to call again."""
-    victims = set(_namespace_pids(state.namespaces)) | set(_user_pids(state.user))
-    if state.sshd_pid and pid_alive(state.sshd_pid) and _is_sshd_of(state):
-        victims.add(state.sshd_pid)
-    _kill(victims)
+    user, FRR's folders, the work folder, then the state file. Safe to call again.
+
+    A lab stopped by a signal (or killed) part-way through its start may leave a command
+    running whose process handle it lost (``useradd``, ``ip netns add``, a daemon's launch):
+    those finish first, or what they make would outlive this teardown.
+    """
+    _wait_for_commands(state)
+    for _ in range(_KILL_ROUNDS):  # a daemon forking off as it was listed is listed next round
+        victims = set(_namespace_pids(state.namespaces)) | set(_user_pids(state.user))
+        victims |= set(_sshd_pids(state))
+        if not victims:
+            break
+        _kill(victims)
     for namespace in state.namespaces:
         if namespace in namespaces_named(namespace):
             subprocess.run(["ip", "netns", "del", namespace], capture_output=True, check=False)
@@ -178,15 +188,47 @@ def teardown(state: LabState) -> None:
     if state.user_made:
         subprocess.run(["userdel", state.user], capture_output=True, check=False)
     shutil.rmtree(state.workdir, ignore_errors=True)
+    state.path.with_suffix(".tmp").unlink(missing_ok=True)  # a save cut short
     state.path.unlink(missing_ok=True)
 
 
-def _is_sshd_of(state: LabState) -> bool:
-    try:
-        cmdline = Path(f"/proc/{state.sshd_pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return state.workdir.encode() in cmdline
+def _command_lines() -> list[tuple[int, str]]:
+    """Every live process's id and command line (arguments joined by spaces)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline and pid_alive(int(entry)):
+                found.append((int(entry), cmdline.replace(b"\0", b" ").decode(errors="replace")))
+    return found
+
+
+def _wait_for_commands(state: LabState) -> None:
+    """Wait (at most a command's timeout) for the system commands the lab ran that are still
+    running: those naming its user, namespaces or work folder."""
+    marks = [f"nbl-{state.name}", f"nb-{state.name}-", *([state.workdir] if state.workdir else [])]
+    ends = time.monotonic() + _COMMAND_TIMEOUT
+    while time.monotonic() < ends:
+        running = [
+            pid for pid, line in _command_lines()
+            if os.path.basename(line.split(" ", 1)[0]) in _COMMANDS
+            and any(mark in line for mark in marks)
+        ]
+        if not running:
+            return
+        time.sleep(0.02)
+
+
+def _sshd_pids(state: LabState) -> list[int]:
+    """The lab's SSH server: started with the configuration in its work folder (also one
+    started as the lab was stopped, before its process id was recorded)."""
+    if not state.workdir:
+        return []
+    config = f"{state.workdir}/sshd_config"
+    return [pid for pid, line in _command_lines() if "sshd" in line and config in line]
 
 
 def _namespace_pids(namespaces: Sequence[str]) -> list[int]:
