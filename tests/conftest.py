@@ -20,8 +20,8 @@ from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 # Real device peers on loopback (FakeNOS lab, RTT server), shared by every test folder: one lab
-# per session.
-pytest_plugins = ["tests.devices"]
+# per session; real FRR routers (as root), one lab per module that uses them.
+pytest_plugins = ["tests.devices", "tests.routers"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,6 +43,18 @@ def records_state_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
     state = tmp_path / "xdg-state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     return state / "nornir-bench" / "records"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_router_lab_left() -> Iterator[None]:
+    """Fails the session if a router lab one of its tests started left anything on the
+    machine (a namespace, an FRR daemon, its SSH server or a session, its user ...): those
+    outlive the tests, and the next lab of the name would have to clean them up."""
+    from tests.routers import session_lab_leftovers  # a plugin: imported once pytest has it
+
+    yield
+    left = session_lab_leftovers()
+    assert not left, "router labs left:\n" + "\n".join(left)
 
 
 # Separates what the code printed from the list of modules.

@@ -137,3 +137,15 @@ def test_the_nornir_suite_tool_swaps_each_runner_in_and_counts(tmp_path: Path) -
         "  threadpool: test_miniature.py::test_on_a_runner_the_swap_misses failed: teardown: "
         "AssertionError: nr.run ran on ['SerialRunner'], not on the swapped-in threadpool runner",
     ], done.stdout + done.stderr
+
+
+def test_the_router_benchmark_runs(tmp_path: Path) -> None:
+    from tests.routers import skip_without_router_lab
+
+    skip_without_router_lab()
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_routers.py"), "--quick", "--runners", "asyncio"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=110,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr

@@ -71,6 +71,9 @@ _LOGIN_TIMEOUT = 10.0
 _POLL = 0.2
 
 
+_MAX_STARTUPS = re.compile(r"(?P<start>[0-9]{1,6})(?::(?P<rate>[0-9]{1,3}):(?P<full>[0-9]{1,6}))?")
+
+
 class RouterNotReady(LabNotReady):
     """Some router did not accept a login, or a BGP session did not come up, in time."""
 
@@ -86,7 +89,7 @@ class RouterLab:
 
     def __init__(self, plan: LabPlan, *, max_startups: str | None = None) -> None:
         self.plan = plan
-        self.max_startups = max_startups
+        self.max_startups = check_max_startups(max_startups)
         self.password = secrets.token_urlsafe(18)
         self.state: LabState | None = None
         self._sshd: subprocess.Popen[bytes] | None = None
@@ -415,6 +418,7 @@ def run_router_lab(
     )
     if hosts is not None and not 1 <= hosts <= 100_000:
         raise LabError(f"--hosts must be a whole number from 1 to 100000, got {hosts!r}")
+    check_max_startups(max_startups)
 
     def say(text: str) -> None:
         print(text, file=out or sys.stdout, flush=True)
@@ -463,6 +467,24 @@ def _signals_interrupt() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def check_max_startups(spec: str | None) -> str | None:
+    """``spec`` if it is a ``MaxStartups`` OpenSSH takes (``N``, or ``START:RATE:FULL``, rate
+    a percentage), else a LabError: it goes into the SSH server's configuration as it is."""
+    found = None if spec is None else _MAX_STARTUPS.fullmatch(spec)
+    if spec is not None and (
+        found is None
+        or int(found["start"]) < 1
+        or (found["rate"] is not None and not (
+            int(found["rate"]) <= 100 and int(found["start"]) <= int(found["full"])
+        ))
+    ):
+        raise LabError(
+            "--max-startups must be N or START:RATE:FULL (whole numbers, START at least 1 and "
+            f"at most FULL, RATE a percentage), as OpenSSH's MaxStartups, got {spec!r}"
+        )
+    return spec
 
 
 def _remove_stale(plan: LabPlan) -> None:

@@ -1,0 +1,494 @@
+"""``nornir-bench lab --routers``: the plan (pure), and real FRR routers behind OpenSSH (root).
+
+The tests that only use the lab share one per module (``frr_lab``: r1 - r2 - r3); those that
+start, kill or refuse a lab start their own, of one router where one is enough.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from netmiko import BaseConnection, ConnectHandler
+from ruamel.yaml import YAML
+
+from nornir_bench.lab import LabDevice, LabError
+from nornir_bench.lab._system import FRR_DAEMONS, read_state, teardown
+from nornir_bench.lab.routers import RouterLab, router_hosts
+from nornir_bench.lab.topology import MAX_ROUTERS, TOPOLOGIES, plan_lab
+from tests.devices import LAB, ROOT, free_port_range, started, stopped
+from tests.routers import (
+    STATE_FOLDER,
+    RouterLabProcess,
+    guard_pid,
+    kill_lab,
+    lab_leftovers,
+    lab_pids,
+    new_lab_name,
+    skip_without_router_lab,
+    start_router_lab,
+    wait_for,
+)
+
+BENCHMARKING = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544: never routed outside a lab
+ROUTE = "203.0.113.0/24"  # TEST-NET-3
+
+
+# -- the plan: pure, no root -------------------------------------------------------------------
+
+
+BAD_PLANS: list[tuple[object, dict[str, object], str]] = [
+    (0, {}, "--routers must be a whole number from 1 to 100, got 0"),
+    (MAX_ROUTERS + 1, {}, "--routers must be a whole number from 1 to 100, got 101"),
+    (True, {}, "--routers must be a whole number from 1 to 100, got True"),
+    (2.5, {}, "--routers must be a whole number from 1 to 100, got 2.5"),
+    ("3", {}, "--routers must be a whole number from 1 to 100, got '3'"),
+    (3, {"topology": "wheel"},
+     "--topology must be one of chain, ring, star, mesh, got 'wheel'"),
+    (3, {"port": 0}, "--port must leave room for 3 ports up to 65535, from 1 to 65533, got 0"),
+    (3, {"port": 65534}, "--port must leave room for 3 ports up to 65535, from 1 to 65533, "
+     "got 65534"),
+    (3, {"port": True}, "--port must leave room for 3 ports up to 65535, from 1 to 65533, "
+     "got True"),
+    *[
+        (3, {"name": bad}, "a router lab's name must be 1-10 lowercase letters and digits, "
+         f"starting with a letter, got {bad!r}")
+        for bad in ["", "Lab", "1lab", "lab-1", "abcdefghijk", "lab\n", None]
+    ],
+]
+
+
+@pytest.mark.parametrize(
+    ("routers", "options", "says"),
+    BAD_PLANS,
+    ids=[f"routers={r!r}" + "".join(f",{k}={v!r}" for k, v in o.items()) for r, o, _ in BAD_PLANS],
+)
+def test_a_plan_refuses_bad_input_in_one_line_saying_what_is_allowed(
+    routers: object, options: dict[str, object], says: str
+) -> None:
+    given = {"topology": "chain", "port": 2201, "name": "lab", **options}
+    with pytest.raises(LabError) as raised:
+        plan_lab(routers, **given)  # type: ignore[arg-type]
+    assert str(raised.value) == says
+    assert "\n" not in str(raised.value)
+
+
+def test_a_plan_takes_the_bounds_themselves() -> None:
+    assert len(plan_lab(1, port=65535, name="a").routers) == 1
+    assert plan_lab(MAX_ROUTERS, port=65536 - MAX_ROUTERS, name="a123456789").routers[-1].port == (
+        65535
+    )
+
+
+def linked(routers: int, topology: str) -> set[frozenset[str]]:
+    plan = plan_lab(routers, topology=topology, port=2201, name="lab")
+    names = [router.name for router in plan.routers]
+    return {frozenset((names[link.a], names[link.b])) for link in plan.links}
+
+
+def pairs(*names: str) -> set[frozenset[str]]:
+    return {frozenset(pair.split("-")) for pair in names}
+
+
+@pytest.mark.parametrize(
+    ("routers", "topology", "links"),
+    [
+        (1, "chain", set()),
+        (1, "ring", set()),
+        (1, "star", set()),
+        (1, "mesh", set()),
+        (2, "ring", pairs("r1-r2")),  # not the same pair twice
+        (4, "chain", pairs("r1-r2", "r2-r3", "r3-r4")),
+        (4, "ring", pairs("r1-r2", "r2-r3", "r3-r4", "r4-r1")),
+        (4, "star", pairs("r1-r2", "r1-r3", "r1-r4")),
+        (4, "mesh", pairs("r1-r2", "r1-r3", "r1-r4", "r2-r3", "r2-r4", "r3-r4")),
+    ],
+)
+def test_each_topology_links_the_routers_it_names(
+    routers: int, topology: str, links: set[frozenset[str]]
+) -> None:
+    assert linked(routers, topology) == links
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+@pytest.mark.parametrize("routers", [2, 3, 7, MAX_ROUTERS])
+def test_link_counts(routers: int, topology: str) -> None:
+    expected = {
+        "chain": routers - 1,
+        "ring": routers if routers > 2 else 1,
+        "star": routers - 1,
+        "mesh": routers * (routers - 1) // 2,
+    }[topology]
+    plan = plan_lab(routers, topology=topology, port=2201, name="lab")
+    assert len(plan.links) == expected
+    assert len(linked(routers, topology)) == expected  # no pair linked twice, none to itself
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_every_address_is_a_benchmarking_one_and_each_link_a_subnet_of_its_own(
+    topology: str,
+) -> None:
+    """The largest plan of each shape: 4,950 links for a mesh of 100."""
+    plan = plan_lab(MAX_ROUTERS, topology=topology, port=2201, name="lab")
+    subnets = set()
+    addresses = [r.router_id for r in plan.routers]
+    for link in plan.links:
+        a, b = ipaddress.IPv4Address(link.a_address), ipaddress.IPv4Address(link.b_address)
+        subnet = ipaddress.IPv4Network(f"{a}/{link.prefix}", strict=False)
+        assert b in subnet and a != b
+        assert a not in (subnet.network_address, subnet.broadcast_address)
+        assert b not in (subnet.network_address, subnet.broadcast_address)
+        subnets.add(subnet)
+        addresses += [link.a_address, link.b_address]
+    assert len(subnets) == len(plan.links)
+    assert len(set(addresses)) == len(addresses)  # router ids included
+    assert all(ipaddress.IPv4Address(a) in BENCHMARKING for a in addresses)
+    assert not {  # no router id inside a link's subnet
+        ipaddress.IPv4Network(f"{r.router_id}/30", strict=False) for r in plan.routers
+    } & subnets
+
+
+def test_routers_are_named_numbered_and_given_consecutive_ports() -> None:
+    plan = plan_lab(3, port=4100, name="x1")
+    assert [(r.name, r.namespace, r.asn, r.port) for r in plan.routers] == [
+        ("r1", "nb-x1-r1", 65001, 4100),
+        ("r2", "nb-x1-r2", 65002, 4101),
+        ("r3", "nb-x1-r3", 65003, 4102),
+    ]
+    assert plan.user == "nbl-x1"
+    assert len({r.router_id for r in plan.routers}) == 3
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_each_router_peers_with_its_neighbours_and_no_other(topology: str) -> None:
+    plan = plan_lab(4, topology=topology, port=2201, name="lab")
+    for index, router in enumerate(plan.routers):
+        config = plan.frr_config(index)
+        assert f"hostname {router.name}\n" in config
+        assert f"router bgp {router.asn}\n" in config
+        assert f" bgp router-id {router.router_id}\n" in config
+        peers = dict(re.findall(r"^ neighbor (\S+) remote-as (\d+)$", config, re.M))
+        expected = {}
+        for link in plan.links:
+            if index in (link.a, link.b):
+                own, other = (link.a_address, link.b) if link.a == index else (link.b_address,
+                                                                                link.a)
+                address = link.b_address if link.a == index else link.a_address
+                # the peer's address is the other end of a link this router has an end of
+                assert ipaddress.IPv4Address(address) in ipaddress.IPv4Network(
+                    f"{own}/{link.prefix}", strict=False
+                )
+                expected[address] = str(plan.routers[other].asn)
+        assert peers == expected
+        assert plan.vtysh_config(index) == f"hostname {router.name}\n"
+
+
+def test_router_hosts_spreads_the_hosts_over_the_routers_in_turn() -> None:
+    devices = [LabDevice(f"r{k}", "127.0.0.1", 5000 + k, "cisco_ios", "u", "p") for k in (1, 2, 3)]
+    hosts = router_hosts(devices, 7)
+    assert [(h.name, h.port) for h in hosts] == [
+        ("h1", 5001), ("h2", 5002), ("h3", 5003), ("h4", 5001), ("h5", 5002), ("h6", 5003),
+        ("h7", 5001),
+    ]
+    assert {(h.username, h.password, h.platform) for h in hosts} == {("u", "p", "cisco_ios")}
+    assert [h.name for h in router_hosts(devices, 10)][::9] == ["h01", "h10"]  # sorted by name
+
+
+# -- bad input: no lab started ---------------------------------------------------------------
+
+
+def nornir_bench(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*LAB, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--routers", "0"], "nornir-bench: error: --routers must be a whole number from 1 to 100, "
+         "got 0"),
+        (["--routers", "3", "--topology", "wheel"], "nornir-bench lab: error: argument --topology: "
+         "invalid choice: 'wheel' (choose from 'chain', 'ring', 'star', 'mesh')"),
+        (["--routers", "2", "--count", "3"], "nornir-bench: error: --routers makes a lab of FRR "
+         "routers: leave out INVENTORY, --count and --platform"),
+        (["--routers", "1", "--name", "Lab-1"], "nornir-bench: error: a router lab's name must be "
+         "1-10 lowercase letters and digits, starting with a letter, got 'Lab-1'"),
+        (["--routers", "1", "--max-startups", "10\nPermitRootLogin yes"], "nornir-bench: error: "
+         "--max-startups must be N or START:RATE:FULL (whole numbers, START at least 1 and at "
+         "most FULL, RATE a percentage), as OpenSSH's MaxStartups, got '10\\nPermitRootLogin "
+         "yes'"),
+        (["--routers", "1", "--max-startups", "30:50:10"], "nornir-bench: error: --max-startups "
+         "must be N or START:RATE:FULL (whole numbers, START at least 1 and at most FULL, RATE a "
+         "percentage), as OpenSSH's MaxStartups, got '30:50:10'"),
+    ],
+    ids=["no-routers", "unknown-topology", "routers-and-count", "bad-name",
+         "max-startups-injected", "max-startups-start-past-full"],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], says: str) -> None:
+    """argparse's own refusals name the command (``nornir-bench lab: error:``), as every
+    command's do; the lab's own say ``nornir-bench: error:``."""
+    done = nornir_bench("lab", *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [says]
+    assert done.stdout == ""
+
+
+def test_wait_lab_for_no_such_lab_exits_1_in_one_line() -> None:
+    skip_without_router_lab()
+    done = nornir_bench("wait-lab", "--routers", "1", "--name", "nosuchlab", "--timeout", "0.5")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "nornir-bench: no router lab named 'nosuchlab' started within 0.5 s"
+    ]
+
+
+# -- the module's lab: r1 - r2 - r3 ----------------------------------------------------------
+
+
+@contextmanager
+def netmiko_session(lab: RouterLabProcess, router: str) -> Iterator[BaseConnection]:
+    """A netmiko session (cisco_ios) to ``router``, as the inventory reaches it."""
+    (device,) = [d for d in lab.devices() if d.name == router]
+    with ConnectHandler(
+        device_type="cisco_ios", host=device.address, port=device.port,
+        username=device.username, password=device.password, conn_timeout=10,
+    ) as connection:
+        yield connection
+
+
+@pytest.fixture
+def r1(frr_lab: RouterLabProcess) -> Iterator[BaseConnection]:
+    with netmiko_session(frr_lab, "r1") as connection:
+        yield connection
+
+
+def test_lab_ready_comes_once_every_bgp_session_is_established(
+    frr_lab: RouterLabProcess,
+) -> None:
+    """What each router's FRR said right after the lab printed ``lab ready:``: every link's
+    session up, none missing (r2 peers with r1 and r3, the ends of the chain with r2)."""
+    expected = {
+        router.name: {address: "Established" for _, address in frr_lab.plan.neighbours(index)}
+        for index, router in enumerate(frr_lab.plan.routers)
+    }
+    assert [len(peers) for peers in expected.values()] == [1, 2, 1]
+    assert frr_lab.bgp_at_ready == expected
+
+
+def test_a_login_lands_in_that_routers_cli(frr_lab: RouterLabProcess) -> None:
+    with netmiko_session(frr_lab, "r2") as connection:
+        assert connection.find_prompt() == "r2#"
+        summary = str(connection.send_command("show ip bgp summary"))
+    assert "local AS number 65002" in summary
+    peers = {f"{peer.name}({address})" for peer, address in frr_lab.plan.neighbours(1)}
+    assert len(peers) == 2 and peers <= set(summary.split())  # its neighbours: r1 and r3
+
+
+def bgp_entry(lab: RouterLabProcess, router: str) -> str:
+    return lab.vtysh(router, f"show ip bgp {ROUTE}")
+
+
+def test_a_static_route_on_r1_reaches_r3_through_r2(
+    frr_lab: RouterLabProcess, r1: BaseConnection
+) -> None:
+    path_through_r2 = re.compile(r"^\s+65002 65001$", re.M)  # r3 learns it from r2, r2 from r1
+    assert "% Network not in table" in bgp_entry(frr_lab, "r3")
+    try:
+        said = r1.send_config_set([f"ip route {ROUTE} Null0"])
+        assert "%" not in said, said
+        entry = wait_for(lambda: not path_through_r2.search(bgp_entry(frr_lab, "r3")))
+        assert not entry, bgp_entry(frr_lab, "r3")
+    finally:
+        r1.send_config_set([f"no ip route {ROUTE} Null0"])
+    # withdrawn again: the module's lab is as it was
+    gone = wait_for(lambda: "% Network not in table" not in bgp_entry(frr_lab, "r3"))
+    assert not gone, bgp_entry(frr_lab, "r3")
+    assert "ip route" not in frr_lab.vtysh("r1", "show running-config")
+
+
+def test_an_unknown_command_is_refused(frr_lab: RouterLabProcess, r1: BaseConnection) -> None:
+    said = r1.send_config_set(["ip routx 1.1.1.1"])
+    assert "% Unknown command: ip routx 1.1.1.1" in said
+    assert r1.send_command("ip routx 1.1.1.1") == "% Unknown command: ip routx 1.1.1.1"
+    assert "routx" not in frr_lab.vtysh("r1", "show running-config")
+
+
+def test_the_inventory_reaches_each_router_as_the_labs_user(frr_lab: RouterLabProcess) -> None:
+    """``--hosts 3``: h1, h2, h3, one on each router's port, platform cisco_ios."""
+    yaml = YAML(typ="safe")
+    hosts = yaml.load(frr_lab.inventory / "hosts.yaml")
+    assert hosts == {
+        f"h{k}": {"hostname": "127.0.0.1", "port": r.port, "groups": ["cisco_ios"]}
+        for k, r in enumerate(frr_lab.plan.routers, 1)
+    }
+    assert yaml.load(frr_lab.inventory / "groups.yaml") == {"cisco_ios": {"platform": "cisco_ios"}}
+    defaults = yaml.load(frr_lab.inventory / "defaults.yaml")
+    assert defaults == {"username": f"nbl-{frr_lab.name}", "password": frr_lab.password}
+
+
+def test_wait_lab_finds_the_running_lab(frr_lab: RouterLabProcess) -> None:
+    done = nornir_bench("wait-lab", "--routers", "3", "--name", frr_lab.name, "--timeout", "30")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "lab ready: 3 FRR routers accept logins, BGP established\n"
+    assert frr_lab.password not in done.stdout + done.stderr
+
+
+def test_the_password_is_written_to_the_inventory_only(frr_lab: RouterLabProcess) -> None:
+    password = frr_lab.password
+    assert len(password) >= 16
+    assert "lab ready:" in frr_lab.output()
+    assert password not in frr_lab.output()
+    state = frr_lab.state()
+    assert state["password"] == password  # for wait-lab: in a file only root can read
+    assert stat.S_IMODE((STATE_FOLDER / f"{frr_lab.name}.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE(STATE_FOLDER.stat().st_mode) & 0o077 == 0
+    files = [p for p in Path(state["workdir"]).rglob("*") if p.is_file()]
+    files += [p for r in frr_lab.plan.routers for p in Path(f"/etc/frr/{r.namespace}").iterdir()]
+    assert any(p.name == "sshd_config" for p in files) and any(p.name == "frr.conf" for p in files)
+    for path in files:
+        assert password.encode() not in path.read_bytes(), path
+    for entry in os.listdir("/proc"):  # nor a command line (chpasswd reads it from stdin)
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            assert password.encode() not in cmdline, entry
+
+
+def test_a_second_lab_of_a_running_ones_name_is_refused_naming_it(
+    frr_lab: RouterLabProcess,
+) -> None:
+    """From the command line and from Python; the running lab is left as it was."""
+    state = frr_lab.state()
+    bgpd = lab_pids(frr_lab.name, "bgpd")
+    says = (f"a router lab named {frr_lab.name!r} is running (process "
+            f"{frr_lab.handle.process.pid}): stop it, or give this one another --name")
+    done = nornir_bench("lab", "--routers", "1", "--name", frr_lab.name, "--port",
+                        str(free_port_range(1)))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"nornir-bench: error: {says}"]
+    with pytest.raises(LabError, match=f"^{re.escape(says)}$"):
+        RouterLab(plan_lab(2, port=free_port_range(2), name=frr_lab.name)).start()
+    assert frr_lab.state() == state
+    assert lab_pids(frr_lab.name, "bgpd") == bgpd and alive(state["sshd_pid"])
+    with netmiko_session(frr_lab, "r3") as connection:
+        assert connection.find_prompt() == "r3#"
+
+
+# -- labs of their own -----------------------------------------------------------------------
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie is dead: only its parent has not reaped it)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return text.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_lab_killed_with_sigkill_is_removed_by_its_guard(tmp_path: Path) -> None:
+    skip_without_router_lab()
+    lab = start_router_lab(tmp_path, 1)
+    try:
+        workdir = Path(lab.state()["workdir"])
+        made = lab_leftovers(lab.name)
+        assert any(t.startswith("namespace ") for t in made) and lab_pids(lab.name, "bgpd")
+    finally:
+        kill_lab(lab)
+    left = wait_for(lambda: lab_leftovers(lab.name), tries=150)
+    assert not left
+    assert not workdir.exists()
+
+
+def test_the_next_start_of_a_name_removes_what_a_killed_lab_and_its_guard_left(
+    tmp_path: Path,
+) -> None:
+    """The next start is the Python API's (``RouterLab`` as a context manager), on the same
+    port: the killed lab's SSH server must be gone before the new one listens."""
+    skip_without_router_lab()
+    first = start_router_lab(tmp_path, 1)
+    name, port = first.name, first.plan.routers[0].port
+    try:
+        state = first.state()
+        old = [pid for daemon in FRR_DAEMONS for pid in lab_pids(name, daemon)]
+        assert len(old) == len(FRR_DAEMONS)
+        old.append(state["sshd_pid"])
+        guard = guard_pid(name)
+        os.kill(guard, signal.SIGKILL)
+        assert not wait_for(lambda: alive(guard))
+        kill_lab(first)
+        # Nobody removes it now: the lab and its guard are both gone.
+        assert all(alive(pid) for pid in old)
+        assert f"namespace nb-{name}-r1" in lab_leftovers(name)
+        with RouterLab(plan_lab(1, port=port, name=name)) as lab:
+            assert not [pid for pid in old if alive(pid)]
+            assert not Path(state["workdir"]).exists()
+            lab.wait_ready(30)
+            (device,) = lab.devices()
+            assert (device.name, device.port, device.username, device.platform) == (
+                "r1", port, f"nbl-{name}", "cisco_ios"
+            )
+            assert device.password != first.password
+            with ConnectHandler(
+                device_type="cisco_ios", host=device.address, port=device.port,
+                username=device.username, password=device.password,
+            ) as connection:
+                assert connection.find_prompt() == "r1#"
+            assert len(lab_pids(name, "bgpd")) == 1
+        assert lab_leftovers(name) == []
+    finally:
+        stale = read_state(name)  # the test failed half-way: what it made goes all the same
+        if stale is not None and not alive(stale.owner):
+            teardown(stale)
+
+
+@pytest.mark.parametrize("moment", ["state file written", "first router line"])
+def test_sigterm_during_start_up_removes_everything_and_exits(tmp_path: Path, moment: str) -> None:
+    """At the first moment the lab is making namespaces, user and daemons; at the second it
+    waits for logins and BGP."""
+    skip_without_router_lab()
+    name = new_lab_name()
+    args = [*LAB, "lab", "--routers", "2", "--name", name, "--port", str(free_port_range(2))]
+    if moment == "first router line":
+        handle = started(args, "r1 ", tmp_path, timeout=60)
+    else:
+        handle = started([sys.executable, "-c", WATCH_STATE, name, *args], "state file", tmp_path,
+                         timeout=60)
+    status = stopped(handle, signal.SIGTERM, timeout=30)
+    assert status == 0, handle.stderr()
+    assert handle.stdout[-1].startswith("lab stopped: everything removed in "), handle.stdout
+    assert not any(line.startswith("lab ready:") for line in handle.stdout)
+    if moment == "state file written":
+        assert not any(line.startswith("r1 ") for line in handle.stdout), handle.stdout
+    assert "Traceback" not in handle.stderr()
+    assert not wait_for(lambda: lab_leftovers(name), tries=150), lab_leftovers(name)
+
+
+# Runs the lab as its child and says "state file" once the lab has written its state (it is
+# making the lab from then on); a signal it gets is passed on to the lab, whose status it exits
+# with. A subprocess of its own: the test's process has no other way to be told that moment.
+WATCH_STATE = """
+import os, signal, subprocess, sys, time
+state = f"/run/nornir-bench/labs/{sys.argv[1]}.json"
+lab = subprocess.Popen(sys.argv[2:])
+for sig in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(sig, lambda signum, frame: lab.send_signal(signum))
+for _ in range(60_000):
+    if os.path.exists(state) or lab.poll() is not None:
+        break
+    time.sleep(0.001)
+print("state file", flush=True)
+sys.exit(lab.wait())
+"""
