@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["connection_alive", "drop_dead_connections"]
+__all__ = ["bytes_waiting", "connection_alive", "drop_dead_connections", "socket_open"]
 
 logger = logging.getLogger("nornir_bench.connections")
 
@@ -94,6 +94,19 @@ def socket_open(sock: Any) -> bool:
     except OSError:
         return False
     return waiting[0] > 0  # readable with nothing to read: the end of file
+
+
+def bytes_waiting(sock: Any) -> bool:
+    """Whether the kernel holds bytes from the peer of ``sock`` that nobody has read yet."""
+    fd = sock.fileno()
+    if fd < 0:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    try:
+        return bool(poller.poll(0))
+    except OSError:
+        return False
 
 
 def drop_dead_connections(host: Host) -> None:

@@ -213,7 +213,7 @@ async def asend_command(
     host = task.host
     session = session_of(host)
     async with session.lock:
-        if not session.is_open:
+        if not session.is_open or not await session.still_open():
             require_libraries(asend_command)
             await session.aopen(host, timeout=timeout, enable=enable)
         output = await session.send_command(command, enable=enable, timeout=timeout)

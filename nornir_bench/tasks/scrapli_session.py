@@ -21,7 +21,7 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core.liveness import socket_open
+from nornir_bench.core.liveness import bytes_waiting, socket_open
 from nornir_bench.tasks._scrapli_drivers import (
     login_timed_out,
     privileged_level,
@@ -42,6 +42,10 @@ CONNECTION_NAME = "scrapli_async"
 nornir-scrapli's ``scrapli``, whose connection is a blocking one)."""
 
 logger = logging.getLogger(__name__)
+
+# Turns of the event loop that let it read what a device sent while the loop was idle: its
+# reader runs a turn after the socket shows readable, and asyncssh handles the packets at once.
+_SETTLE_TURNS = 8
 
 
 def session_of(host: Host) -> ScrapliSession:
@@ -215,8 +219,30 @@ class ScrapliSession:
         driver, ssh = self.connection, self._ssh()
         if driver is None or ssh is None or ssh.is_closed() or not driver.isalive():
             return False
+        # The channel: a device that ended the CLI (its process killed, an idle timeout) closes
+        # it and may keep the connection.
+        stdin, stdout = (getattr(driver.transport, name, None) for name in ("stdin", "stdout"))
+        if (stdin is not None and stdin.is_closing()) or (stdout is not None and stdout.at_eof()):
+            return False
         sock = ssh.get_extra_info("socket")
         return sock is None or socket_open(sock)
+
+    async def still_open(self) -> bool:
+        """Whether the open session can still be used, once the event loop has read what the
+        device sent while the loop was idle (between runs): a channel closed by the device
+        with the connection kept is only seen then. A dead session is dropped, so the caller
+        logs in again. A few turns of the loop at most, none when nothing waits."""
+        for _ in range(_SETTLE_TURNS):
+            ssh = self._ssh()
+            sock = None if ssh is None else ssh.get_extra_info("socket")
+            if not self.alive() or sock is None or not bytes_waiting(sock):
+                break
+            await asyncio.sleep(0)  # the loop's reader takes what waits
+        if self.alive():
+            return True
+        logger.info("%s: the session was closed by the device; logging in again", self._where)
+        await self.aclose()
+        return False
 
     async def aclose(self) -> None:
         """Log out (scrapli's ``on_close``: ``exit``) and close; safe to call when not open.
