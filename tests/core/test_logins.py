@@ -18,7 +18,7 @@ import pytest
 from nornir.core.inventory import Host
 
 from nornir_bench.core.exceptions import LoginRefused
-from nornir_bench.core.policies.logins import LoginPace, refused_before_login, server_of
+from nornir_bench.core.policies.logins import LoginPace, Place, refused_before_login, server_of
 from nornir_bench.core.policies.options import RunPolicy
 
 
@@ -85,50 +85,58 @@ def host(port: int = 2201, connections: bool = False) -> Host:
     return made
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_server_is_paced_only_once_it_refused_a_login() -> None:
-    clock = Clock()
-    pace = LoginPace(3, clock=clock, rand=lambda: 0.0)
+    pace = LoginPace(3, rand=lambda: 0.0)
     assert not pace.active and pace.take(host()) is None
-    pace.refused_login(host())
+    assert pace.refused_login(host()) == (0.0, True)  # not paced: it counts
     assert pace.active and pace.window(server_of(host())) == (4.0, 0)
-    assert [pace.take(host()) for _ in range(4)] == [0.0] * 4  # four places taken
+    assert [pace.take(host()) for _ in range(4)] == [Place(0, 4.0)] * 4  # four places taken
     assert pace.take(host()) == pytest.approx(0.025)  # the fifth asks again later
     pace.left(host())
-    assert pace.take(host()) == 0.0
+    assert pace.take(host()) == Place(0, 4.0)
     assert pace.take(host(port=2202)) is None  # another server: not paced
     assert pace.take(host(connections=True)) is None  # a kept session: no login
 
 
-def test_refusals_of_one_burst_halve_the_window_once_and_logins_grow_it() -> None:
-    clock = Clock()
-    pace = LoginPace(3, clock=clock)
+def test_refusals_of_logins_started_at_one_width_halve_the_window_once() -> None:
+    pace = LoginPace(3)
     server = server_of(host())
-    for _ in range(5):
-        pace.refused_login(host())
-    assert pace.window(server) == (4.0, 0)  # the first refusal paces it; its burst not more
-    clock.now += 1.0
     pace.refused_login(host())
+    first = [pace.take(host()) for _ in range(4)]
+    for place in first:
+        pace.left(host())
+        pace.refused_login(host(), place)  # type: ignore[arg-type]
+    assert pace.window(server) == (2.0, 0)  # cut once for the four, started at one width
+    second = [pace.take(host()) for _ in range(2)]
+    assert second == [Place(1, 2.0)] * 2
+    pace.refused_login(host(), second[0])  # type: ignore[arg-type]
+    assert pace.window(server)[0] == 1.0  # type: ignore[index]
+    pace.refused_login(host(), Place(2, 1.0))
+    assert pace.window(server)[0] == 1.0  # type: ignore[index]  # never below one at a time
+
+
+def test_only_refusals_the_pace_cannot_have_caused_count_against_login_retries() -> None:
+    pace = LoginPace(3)
+    assert pace.refused_login(host())[1]  # not paced
+    assert not pace.refused_login(host(), Place(0, 4.0))[1]  # four at once: the pace narrows
+    assert not pace.refused_login(host(), Place(1, 2.0))[1]
+    assert pace.refused_login(host(), Place(2, 1.9))[1]  # alone: the server refuses anyway
+    assert pace.refused == 4
+
+
+def test_logins_that_get_in_grow_the_window_until_the_server_is_no_longer_paced() -> None:
+    pace = LoginPace(3)
+    server = server_of(host())
     pace.refused_login(host())
-    assert pace.window(server) == (2.0, 0)
-    for _ in range(3):
-        clock.now += 1.0
-        pace.refused_login(host())
-    assert pace.window(server) == (1.0, 0)  # never below one login at a time
+    for generation in range(2):
+        pace.refused_login(host(), Place(generation, 4.0))
+    assert pace.window(server) == (1.0, 0)
     pace.logged_in(host())
     pace.logged_in(host())
     assert pace.window(server) == (2.5, 0)  # one more per window's worth of logins
     for _ in range(3000):
         pace.logged_in(host())
     assert pace.window(server) is None  # wide enough: no longer paced
-    assert pace.refused == 10
 
 
 def test_login_retries_default_on_and_can_be_turned_off() -> None:

@@ -54,18 +54,23 @@ def test_a_login_refused_before_authentication_is_tried_again_then_said_in_words
             nr.close_connections()
             join_transports()
     assert set(result.failed_hosts) == {f"h{k}" for k in range(HOSTS)}
+    tries = 0
     for multi in result.values():
         error = multi[0].exception
-        assert isinstance(error, LoginRefused), error
-        assert f"127.0.0.1:{port} closed the connection before login (3 times)" in str(error)
-        assert "MaxStartups" in str(error)
-        assert "Traceback" in multi[0].result  # the library's own error, as it was raised
         attempts, failed = attempts_of(multi)
-        assert attempts == 3 and [f.exception for f in failed] == ["LoginRefused"] * 2
-    assert accepted[0] >= HOSTS * 3  # each try reached the server (a library may try twice)
+        assert isinstance(error, LoginRefused), error
+        said = f"127.0.0.1:{port} closed the connection before login ({attempts} times)"
+        assert said in str(error) and "MaxStartups" in str(error)
+        assert "Traceback" in multi[0].result  # the library's own error, as it was raised
+        # login_retries + 1 refusals that count (the first, unpaced; those going alone, the
+        # window at one), and one at most at each wider width the pace went through (4, 2)
+        assert 3 <= attempts <= 5
+        assert [f.exception for f in failed] == ["LoginRefused"] * (attempts - 1)
+        tries += attempts
+    assert accepted[0] >= tries  # each try reached the server (a library may try twice)
     said = [line for line in summarize(result).lines() if line.startswith("logins throttled")]
     assert len(said) == 1, summarize(result).lines()
-    assert f"{HOSTS * 3} refused before authentication by 1 SSH server (127.0.0.1:{port})" in (
+    assert f"{tries} refused before authentication by 1 SSH server (127.0.0.1:{port})" in (
         said[0]
     )
     assert f"{HOSTS} hosts tried again" in said[0]

@@ -38,7 +38,7 @@ from nornir_bench.core.execution import (
     to_thread,
     wrap_result,
 )
-from nornir_bench.core.policies.logins import LoginPace, refused_before_login, server_of
+from nornir_bench.core.policies.logins import LoginPace, Place, refused_before_login, server_of
 from nornir_bench.core.policies.retry import retry_wait
 
 if TYPE_CHECKING:
@@ -92,9 +92,10 @@ class HostAttempts:
     __slots__ = (
         "_by_run",
         "_deadline",
-        "_holds",
+        "_counted",
         "_logs_in",
         "_paced",
+        "_place",
         "_refusals",
         "failed",
         "halt",
@@ -122,9 +123,10 @@ class HostAttempts:
         self.host = host
         self.pace = pace
         self._logs_in = False
-        self._holds = False
+        self._place: Place | None = None
         self._paced = 0.0
         self._refusals = 0
+        self._counted = 0
         self.policy = policy
         self.run_deadline = run_deadline
         self.halt = halt
@@ -221,7 +223,9 @@ class HostAttempts:
         turn = self.pace.take(self.host) if self._logs_in else None
         if turn is None:
             return 0.0
-        self._holds = turn == 0.0
+        if isinstance(turn, Place):
+            self._place = turn
+            return 0.0
         self._paced += turn
         return turn
 
@@ -233,25 +237,27 @@ class HostAttempts:
         """
         error = outcome.error
         if self.pace is not None:
-            if self._holds:
-                self._holds = False
+            place, self._place = self._place, None
+            if place is not None:
                 self.pace.left(self.host)
             if error is None:
                 if self._logs_in:
                     self.pace.logged_in(self.host)
             elif refused_before_login(error):
-                return self._refused(outcome)
+                return self._refused(outcome, place)
         if error is None or not self.policy.retries:
             return None
         retried = sum(1 for attempt in self.failed if attempt.exception != "LoginRefused")
         return self._again(error, retry_wait(self.policy, error, retried + 1, self.rand))
 
-    def _refused(self, outcome: Outcome) -> float | None:
-        """``outcome`` is a login the SSH server refused: it becomes a :class:`LoginRefused`
-        (the library's error its cause), tried again within ``login_retries``."""
+    def _refused(self, outcome: Outcome, place: Place | None) -> float | None:
+        """``outcome`` is a login the SSH server refused, made in ``place`` of its window: it
+        becomes a :class:`LoginRefused` (the library's error its cause), tried again while the
+        refusals that count stay within ``login_retries``."""
         assert self.pace is not None and outcome.error is not None
         self._refusals += 1
-        wait = self.pace.refused_login(self.host)
+        wait, counts = self.pace.refused_login(self.host, place)
+        self._counted += counts
         if not isinstance(outcome.error, LoginRefused):
             refused = LoginRefused(server_of(self.host), self._refusals)
             refused.__cause__ = outcome.error
@@ -259,7 +265,7 @@ class HostAttempts:
             outcome.error = refused
         else:
             outcome.error.times = self._refusals
-        return self._again(outcome.error, wait if self._refusals <= self.pace.retries else None)
+        return self._again(outcome.error, wait if self._counted <= self.pace.retries else None)
 
     def _again(self, error: Exception, wait: float | None) -> float | None:
         """``wait`` before trying again after ``error``, or ``None`` when the run's deadline

@@ -9,11 +9,14 @@ With ``login_retries`` (on by default) a runner:
   protocol banner" or "No existing session", or the connection lost in its key exchange
   (netmiko's ``NetmikoTimeoutException`` around them, or the bare ``EOFError``), or asyncssh
   losing the connection while connecting (scrapli);
-- tries that host again, up to ``login_retries`` times, apart from ``retries``;
 - paces new logins to that server (:class:`LoginPace`, one per run in each process): none
-  until it refuses one, then a window of logins under way at once that halves at a burst of
-  refusals and grows with the logins that get in (additive increase, multiplicative decrease,
-  as TCP's congestion window), until the server is no longer paced.
+  until it refuses one, then a window of logins under way at once that halves once for the
+  refusals of logins started at one width (TCP NewReno's one cut per window of data) and
+  grows with the logins that get in (additive increase, multiplicative decrease, as TCP's
+  congestion window), until the server is no longer paced;
+- tries that host again, apart from ``retries``: a refusal counts against ``login_retries``
+  only where the pace cannot be the cause (the login was not paced, or went alone: the window
+  at one), so a server refusing all the logins still ends in a bounded number of tries.
 
 A host the server still refuses fails with
 :class:`~nornir_bench.core.exceptions.LoginRefused`, saying what happened and what to set.
@@ -24,9 +27,8 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from nornir_bench.core.exceptions import LoginRefused
 from nornir_bench.core.policies.retry import causes
@@ -34,11 +36,10 @@ from nornir_bench.core.policies.retry import causes
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["LoginPace", "refused_before_login", "server_of"]
+__all__ = ["LoginPace", "Place", "refused_before_login", "server_of"]
 
 _FIRST_WINDOW = 4.0  # logins under way at once to a server, once it refused one
 _UNPACED = 64.0  # a server whose window grew past this is no longer paced
-_CUT_EVERY = 1.0  # seconds: refusals within one burst halve the window once
 _RETRY_JITTER = 0.25  # seconds, at most, before a refused host asks for a place again
 _POLL = 0.05  # seconds, about, between a waiting host's asks for a place
 # paramiko's words for a transport the server closed before login: before its banner, and
@@ -103,15 +104,24 @@ def _raised_connecting(error: BaseException) -> bool:
     return False
 
 
+class Place(NamedTuple):
+    """A place a login took in its server's window: the window's generation (it has one more
+    at each cut) and width when it was taken."""
+
+    generation: int
+    width: float
+
+
 class _Window:
-    """One server's window: how many logins may be under way at once, and how many are."""
+    """One server's window: how many logins may be under way at once, how many are, and how
+    many times it was cut."""
 
-    __slots__ = ("busy", "cut", "limit")
+    __slots__ = ("busy", "generation", "limit")
 
-    def __init__(self, now: float) -> None:
+    def __init__(self) -> None:
         self.limit = _FIRST_WINDOW
         self.busy = 0
-        self.cut = now
+        self.generation = 0
 
 
 class LoginPace:
@@ -119,27 +129,20 @@ class LoginPace:
 
     Costs nothing until a server refuses a login (``active`` is False). From then on, a host
     of that server without a session kept from an earlier run takes a place in the server's
-    window before its attempt (:meth:`wait`) and leaves it after (:meth:`left`); the window
-    halves at a burst of refusals and grows by one for each window's worth of logins that get
-    in, as TCP's congestion window does.
+    window before its attempt (:meth:`take`) and leaves it after (:meth:`left`); the window
+    halves once for the refusals of logins that took their places at one width, and grows by
+    one for each window's worth of logins that get in, as TCP's congestion window does.
 
     Args:
-        retries: how many refused logins of one host are tried again (``login_retries``).
-        clock: the ``time.monotonic`` clock (a test passes its own).
+        retries: how many refused logins of one host are tried again (``login_retries``),
+            counting those the pace cannot have caused (:meth:`refused_login`).
         rand: random numbers in ``[0, 1)``.
     """
 
-    def __init__(
-        self,
-        retries: int,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        rand: Callable[[], float] = random.random,
-    ) -> None:
+    def __init__(self, retries: int, *, rand: Callable[[], float] = random.random) -> None:
         self.retries = retries
         self.active = False
         self.refused = 0
-        self._clock = clock
         self._rand = rand
         self._servers: dict[str, _Window] = {}
         self._lock = threading.Lock()
@@ -150,10 +153,10 @@ class LoginPace:
         window = self._servers.get(server)
         return None if window is None else (window.limit, window.busy)
 
-    def take(self, host: Host) -> float | None:
-        """A place for a login to ``host``'s server: ``0.0`` when one was taken (give it back
-        with :meth:`left`), else the seconds to wait before asking again; ``None`` when no
-        place is needed (the server is not paced, or the host holds a session already)."""
+    def take(self, host: Host) -> Place | float | None:
+        """A place for a login to ``host``'s server: a :class:`Place` when one was taken (give
+        it back with :meth:`left`), else the seconds to wait before asking again; ``None``
+        when no place is needed (the server is not paced, or the host holds a session)."""
         if not self.active or object.__getattribute__(host, "connections"):
             return None
         with self._lock:
@@ -162,7 +165,7 @@ class LoginPace:
                 return None
             if window.busy < max(1, int(window.limit)):
                 window.busy += 1
-                return 0.0
+                return Place(window.generation, window.limit)
         return _POLL * (0.5 + self._rand())
 
     def left(self, host: Host) -> None:
@@ -172,21 +175,23 @@ class LoginPace:
             if window is not None and window.busy > 0:
                 window.busy -= 1
 
-    def refused_login(self, host: Host) -> float:
-        """Note that ``host``'s server refused its login; the seconds to wait before it asks
-        for a place in that server's window."""
+    def refused_login(self, host: Host, place: Place | None = None) -> tuple[float, bool]:
+        """Note that ``host``'s server refused its login, made in ``place`` (``None``: not
+        paced). The seconds to wait before it asks for a place again, and whether the refusal
+        counts against ``login_retries``: it does unless the login shared a window wider than
+        one, which the pace narrows instead."""
         server = server_of(host)
         with self._lock:
             self.refused += 1
             self.active = True
-            now = self._clock()
             window = self._servers.get(server)
             if window is None:
-                self._servers[server] = _Window(now)
-            elif now - window.cut >= _CUT_EVERY:
+                self._servers[server] = _Window()
+            elif place is not None and place.generation == window.generation:
                 window.limit = max(1.0, window.limit / 2)
-                window.cut = now
-        return _RETRY_JITTER * self._rand()
+                window.generation += 1
+        counts = place is None or place.width < 2
+        return _RETRY_JITTER * self._rand(), counts
 
     def logged_in(self, host: Host) -> None:
         """Note that a login to ``host``'s server got in: its window grows."""
