@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,40 +23,11 @@ from nornir_bench.core.policies.options import RunPolicy
 
 
 @contextmanager
-def closing_port() -> Iterator[tuple[int, list[int]]]:
-    """A loopback port that accepts each connection and closes it at once, before any SSH
-    banner; and the count of connections it took (one item)."""
+def serving(handle: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A loopback port whose connections, one after the other, ``handle`` gets and closes."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
-    accepted = [0]
-
-    def serve() -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            accepted[0] += 1
-            client.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1], accepted
-    finally:
-        listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        thread.join(5)
-
-
-@contextmanager
-def closing_after_banner() -> Iterator[int]:
-    """A loopback port that sends an SSH banner, reads the client's, and closes: a server that
-    dropped the connection in the key exchange, before any login."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
 
     def serve() -> None:
         while True:
@@ -65,8 +36,7 @@ def closing_after_banner() -> Iterator[int]:
             except OSError:
                 return
             with client:
-                client.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
-                client.recv(256)
+                handle(client)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -76,6 +46,32 @@ def closing_after_banner() -> Iterator[int]:
         listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         thread.join(5)
+
+
+@contextmanager
+def closing_port() -> Iterator[tuple[int, list[int]]]:
+    """A loopback port that accepts each connection and closes it at once, before any SSH
+    banner; and the count of connections it took (one item)."""
+    accepted = [0]
+
+    def count(client: socket.socket) -> None:
+        accepted[0] += 1
+
+    with serving(count) as port:
+        yield port, accepted
+
+
+@contextmanager
+def closing_after_banner() -> Iterator[int]:
+    """A loopback port that sends an SSH banner, reads the client's, and closes: a server that
+    dropped the connection in the key exchange, before any login."""
+
+    def banner(client: socket.socket) -> None:
+        client.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        client.recv(256)
+
+    with serving(banner) as port:
+        yield port
 
 
 def host(port: int = 2201, connections: bool = False) -> Host:

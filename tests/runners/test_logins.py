@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from nornir.core.task import AggregatedResult
 
 from nornir_bench.bench.summary import summarize
 from nornir_bench.core.attempts import attempts_of
@@ -42,17 +44,22 @@ def inventory(folder: Path, port: int, password: str = "pw") -> Path:
     return folder
 
 
+def show_clock(folder: Path, runner: Runner, kind: str, **options: Any) -> AggregatedResult:
+    """``show clock`` on the inventory in ``folder``, its connections closed after."""
+    nr = nornir_on(folder, runner.name, **runner.options, **options)
+    try:
+        return nr.run(task=pick(kind, send_command, asend_command), command="show clock")
+    finally:
+        nr.close_connections()
+        join_transports()
+
+
 @pytest.mark.parametrize(("runner", "kind"), each_runner(POLICIES, cases=each_kind))
 def test_a_login_refused_before_authentication_is_tried_again_then_said_in_words(
     runner: Runner, kind: str, tmp_path: Path
 ) -> None:
     with closing_port() as (port, accepted):
-        nr = nornir_on(inventory(tmp_path, port), runner.name, **runner.options, login_retries=2)
-        try:
-            result = nr.run(task=pick(kind, send_command, asend_command), command="show clock")
-        finally:
-            nr.close_connections()
-            join_transports()
+        result = show_clock(inventory(tmp_path, port), runner, kind, login_retries=2)
     assert set(result.failed_hosts) == {f"h{k}" for k in range(HOSTS)}
     tries = 0
     for multi in result.values():
@@ -80,12 +87,7 @@ def test_a_login_refused_before_authentication_is_tried_again_then_said_in_words
 @pytest.mark.parametrize(("runner", "kind"), each_runner(POLICIES, cases=each_kind))
 def test_login_retries_0_turns_it_off(runner: Runner, kind: str, tmp_path: Path) -> None:
     with closing_port() as (port, _):
-        nr = nornir_on(inventory(tmp_path, port), runner.name, **runner.options, login_retries=0)
-        try:
-            result = nr.run(task=pick(kind, send_command, asend_command), command="show clock")
-        finally:
-            nr.close_connections()
-            join_transports()
+        result = show_clock(inventory(tmp_path, port), runner, kind, login_retries=0)
     assert len(result.failed_hosts) == HOSTS
     for multi in result.values():
         assert not isinstance(multi[0].exception, LoginRefused)  # the library's own error
