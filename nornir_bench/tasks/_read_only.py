@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 __all__ = ["READ_ONLY_COMMANDS", "is_read_only", "read_only", "reads_only_commands"]
 
@@ -21,19 +21,43 @@ READ_ONLY_COMMANDS = ("show", "display", "ping", "traceroute")
 _Task = TypeVar("_Task", bound=Callable[..., Any])
 
 
+@overload
+def read_only(task: _Task, /) -> _Task: ...
+
+
+@overload
 def read_only(
+    task: None = None, /, *, when: Callable[[Mapping[str, Any]], bool] | None = None
+) -> Callable[[_Task], _Task]: ...
+
+
+def read_only(
+    task: _Task | None = None,
+    /,
+    *,
     when: Callable[[Mapping[str, Any]], bool] | None = None,
-) -> Callable[[_Task], _Task]:
+) -> _Task | Callable[[_Task], _Task]:
     """Mark a task as changing nothing on a device: always, or when ``when(params)`` is true.
 
-    The task is returned as it is, with a ``read_only`` attribute.
+    ``@read_only`` and ``@read_only()`` both mark the function below them; ``when`` is given
+    by name only (``@read_only(when=...)``). The task is returned as it is, with a
+    ``read_only`` attribute.
     """
+    if task is not None:
+        if when is not None or not callable(task):
+            raise TypeError(
+                "read_only is used as @read_only, @read_only() or @read_only(when=CHECK), "
+                f"got read_only({task!r})"
+            )
+        return _marked(task, True)
+    if when is not None and not callable(when):
+        raise TypeError(f"read_only(when=...) takes a function of the task's params, got {when!r}")
+    return functools.partial(_marked, marked=True if when is None else when)
 
-    def mark(task: _Task) -> _Task:
-        task.read_only = True if when is None else when  # type: ignore[attr-defined]
-        return task
 
-    return mark
+def _marked(task: _Task, marked: bool | Callable[[Mapping[str, Any]], bool]) -> _Task:
+    task.read_only = marked  # type: ignore[attr-defined]
+    return task
 
 
 def is_read_only(task: Callable[..., Any], params: Mapping[str, Any]) -> bool:

@@ -57,3 +57,21 @@ def test_users_mark_their_tasks_and_partials_keep_the_mark() -> None:
     assert not is_read_only(push, {}) and is_read_only(push, {"dry_run": True})
     assert is_read_only(functools.partial(push, dry_run=True), {})
     assert is_read_only(functools.partial(send_command, command="show clock"), {})
+
+
+def test_read_only_without_parentheses_marks_the_task_itself() -> None:
+    """Written as most decorators are: the function stays the task (it used to become the
+    decorator's inner function, and every host reported ok with a Task as its result)."""
+
+    @read_only
+    async def facts(task: Any) -> str:
+        return "facts"
+
+    assert facts.__name__ == "facts" and is_read_only(facts, {})
+
+
+def test_read_only_given_anything_but_a_task_or_when_by_name_fails_at_once() -> None:
+    with pytest.raises(TypeError, match="read_only is used as @read_only, @read_only"):
+        read_only(42)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"read_only\(when=...\) takes a function"):
+        read_only(when=True)  # type: ignore[call-overload]
