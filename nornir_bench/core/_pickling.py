@@ -29,7 +29,7 @@ from typing import Any
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.inventory import Group, Host
 
-__all__ = ["cloud_dumps", "cloudpickles", "dumps"]
+__all__ = ["cloud_dumps", "cloudpickles", "dumps", "round_trips"]
 
 
 def _rebuild_subtask_error(task_name: str, result: Any) -> NornirSubTaskError:
@@ -101,6 +101,17 @@ def _cloud_pickler() -> type[pickle.Pickler]:
         dispatch_table = {**cloudpickle.CloudPickler.dispatch_table, **_REDUCERS}
 
     return CloudPickler
+
+
+def round_trips(value: object) -> bool:
+    """Whether ``value`` crosses a process boundary and is rebuilt on the other side: an
+    exception whose ``__init__`` takes other arguments than its ``args`` pickles, and fails
+    only where it is unpickled (in the parent, which must not)."""
+    try:
+        pickle.loads(cloud_dumps(value))
+    except Exception:  # noqa: BLE001 - any failure means it cannot be sent
+        return False
+    return True
 
 
 def cloudpickles(value: object) -> bool:

@@ -480,6 +480,18 @@ def test_an_unpicklable_exception_comes_back_as_text() -> None:
     assert "DeviceError: session to dev2 dropped" in result["dev2"][0].result
 
 
+def test_an_exception_not_rebuilt_when_unpickled_comes_back_as_text() -> None:
+    from tests.runners.test_processpool import refuses_on_dev2
+
+    nr = make_nornir("dask", hosts=4, address=shared_address())
+    result = nr.run(task=refuses_on_dev2)
+    nr.runner.close()
+    assert sorted(result.failed_hosts) == ["dev2"]
+    exc = result["dev2"][0].exception
+    assert isinstance(exc, RemoteException)
+    assert (exc.type_name, exc.message) == ("RefusedLine", "line 3 refused")
+
+
 def test_what_cannot_be_sent_to_the_workers_is_said_clearly() -> None:
     nr = make_nornir("dask", hosts=4, address=shared_address())
     try:

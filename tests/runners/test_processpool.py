@@ -215,6 +215,31 @@ def test_unpicklable_exception_comes_back_as_text() -> None:
     assert "DeviceError: session to dev2 dropped" in result["dev2"][0].result
 
 
+class RefusedLine(Exception):
+    """Pickles (as its ``args``), but is not rebuilt: ``__init__`` takes a keyword only."""
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def refuses_on_dev2(task: Task) -> str:
+    if task.host.name == "dev2":
+        raise RefusedLine("line 3 refused", line=3)
+    return task.host.name
+
+
+def test_an_exception_not_rebuilt_when_unpickled_comes_back_as_text() -> None:
+    """It crashed the run in the parent (TypeError: missing keyword-only argument), losing
+    every host's result."""
+    result = pool(hosts=4).run(task=refuses_on_dev2)
+    assert sorted(result.failed_hosts) == ["dev2"]
+    exc = result["dev2"][0].exception
+    assert isinstance(exc, RemoteException)
+    assert (exc.type_name, exc.message) == ("RefusedLine", "line 3 refused")
+    assert [result[h][0].result for h in ("dev0", "dev1", "dev3")] == ["dev0", "dev1", "dev3"]
+
+
 def test_closures_travel() -> None:
     prefix = "seen by"
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir.core.task import MultiResult, Result, Task
 
-from nornir_bench.core._pickling import cloudpickles
+from nornir_bench.core._pickling import cloud_dumps, cloudpickles, dumps, round_trips
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import child_task, fail_host, log_failure, start_host
@@ -40,6 +40,8 @@ __all__ = [
     "ResultSettler",
     "SubtaskCompleted",
     "SubtaskStarted",
+    "exceptions_round_trip",
+    "packed",
     "portable",
     "relink",
 ]
@@ -132,6 +134,40 @@ def relink(multi: MultiResult, host: Host | None) -> None:
             item.host = host
 
 
+def packed(
+    finished: list[FinishedHost], wrap: Callable[[FinishedBatch], object] = lambda batch: batch
+) -> bytes:
+    """``finished`` (wrapped by ``wrap``) pickled for the parent: as it is when everything in
+    it pickles and every exception is rebuilt when unpickled, else made :func:`portable`
+    first, so that the parent never fails to read a worker's results."""
+    try:
+        if exceptions_round_trip(finished):
+            return dumps(wrap(FinishedBatch.of(finished)))
+    except Exception:  # noqa: BLE001 - something in a result does not pickle: portable
+        pass
+    return cloud_dumps(wrap(FinishedBatch.of(portable(finished))))
+
+
+def exceptions_round_trip(finished: list[FinishedHost]) -> bool:
+    """Whether every exception in ``finished``'s results is rebuilt where it is unpickled (see
+    :func:`~nornir_bench.core._pickling.round_trips`); only failed hosts have one to check."""
+    return all(
+        round_trips(item.exception)
+        for done in finished
+        if done.result.failed
+        for item in _flat(done.result)
+        if item.exception is not None
+    )
+
+
+def _flat(multi: MultiResult) -> Iterator[Result]:
+    for item in multi:
+        if isinstance(item, MultiResult):
+            yield from _flat(item)
+        else:
+            yield item
+
+
 def portable(finished: list[FinishedHost]) -> list[FinishedHost]:
     """``finished`` with every result value, exception and data value that cannot be pickled
     made into text (in place).
@@ -160,7 +196,7 @@ def _portable_results(multi: MultiResult) -> None:
 
 def _portable_result(result: Result) -> None:
     exc = result.exception
-    if exc is not None and not cloudpickles(exc):
+    if exc is not None and not round_trips(exc):
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         result.exception = RemoteException(type(exc).__name__, str(exc), text)
     if not cloudpickles(result.result):

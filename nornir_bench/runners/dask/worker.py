@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin, get_worker, secede
 
-from nornir_bench.core._pickling import cloud_dumps, dumps
+from nornir_bench.core._pickling import dumps
 from nornir_bench.core.connections import HeldConnections, aclose_every_connection
 from nornir_bench.core.loops import new_event_loop
 from nornir_bench.runners._remote.hosts import RemoteRun
 from nornir_bench.runners._remote.hosts import close_held as close_held_here
-from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost, portable
+from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost, packed
 from nornir_bench.runners._remote.spec import unpack_run
 
 if TYPE_CHECKING:
@@ -180,11 +180,7 @@ class _WorkerState:
             here.chunk_of[index] = chunk
             here.run.start(index, host)
         await chunk.done
-        try:
-            batch = dumps(FinishedBatch.of(chunk.finished))
-        except Exception:  # noqa: BLE001 - something in a result does not pickle: portable
-            batch = cloud_dumps(FinishedBatch.of(portable(chunk.finished)))
-        return batch, chunk.escaped
+        return packed(chunk.finished), chunk.escaped
 
     async def end(self, run_id: str) -> None:
         self.ended.append(run_id)

@@ -35,11 +35,11 @@ import signal
 import threading
 from typing import TYPE_CHECKING
 
-from nornir_bench.core._pickling import cloud_dumps, dumps
+from nornir_bench.core._pickling import dumps
 from nornir_bench.core.connections import HeldConnections
 from nornir_bench.core.loops import new_event_loop
 from nornir_bench.runners._remote.hosts import RemoteRun, close_held
-from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost, portable
+from nornir_bench.runners._remote.results import FinishedHost, packed
 from nornir_bench.runners._remote.spec import RunSpec, unpack_run
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
 from nornir_bench.runners.processpool.messages import (
@@ -210,11 +210,7 @@ class _WorkerRun(RemoteRun):
             self.flush_timer = None
         if self.outbox:
             batch, self.outbox = self.outbox, []
-            try:
-                data = dumps(Done(FinishedBatch.of(batch)))
-            except Exception:  # noqa: BLE001 - something in a result does not pickle: portable
-                data = cloud_dumps(Done(FinishedBatch.of(portable(batch))))
-            self.conn.send_bytes(data)
+            self.conn.send_bytes(packed(batch, Done))
 
     async def aclose(self) -> None:
         await self.stop_hosts()
