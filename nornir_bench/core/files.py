@@ -1,12 +1,14 @@
-"""Why a file could not be written, in words: what a user reads instead of an errno."""
+"""Why a file could not be written, in words: what a user reads instead of an errno; and the
+user's state folder for what runs keep (records, configuration backups)."""
 
 from __future__ import annotations
 
 import errno
+import os
 import resource
 from pathlib import Path
 
-__all__ = ["why_not_written"]
+__all__ = ["records_folder", "why_not_written"]
 
 
 def why_not_written(exc: OSError, path: Path) -> str:
@@ -36,3 +38,15 @@ def why_not_written(exc: OSError, path: Path) -> str:
     if number == errno.EROFS:
         return "the file system is read-only"
     return exc.strerror or str(exc)
+
+
+def records_folder() -> Path:
+    """Where records go by default: ``$XDG_STATE_HOME/nornir-bench/records``.
+
+    As the XDG base directory specification says, ``$XDG_STATE_HOME`` counts only when it is
+    an absolute path; else ``~/.local/state``. Records are a run's history, state kept between
+    runs: not something to litter the current folder (a checkout) with.
+    """
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "nornir-bench" / "records"

@@ -33,6 +33,7 @@ __all__ = [
     "encoded_forms",
     "expand_env",
     "is_secret_key",
+    "mask_config_secrets",
     "secret_text",
 ]
 
@@ -41,6 +42,23 @@ MASK = "********"
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Keys whose values are secrets wherever they appear: password, enable_secret, api_token, ...
 _SECRET_KEY = re.compile(r"pass|secret|token|passphrase", re.IGNORECASE)
+
+
+# A device configuration's secrets: the keyword, an encryption type if any (0, 5, 7 ...), then
+# the value, masked (``username admin secret 5 $1$...``, ``neighbor 192.0.2.1 password x``,
+# ``snmp-server community x RO``, ``tacacs-server key x``, ``key-string x``).
+_CONFIG_SECRET = re.compile(
+    r"(?P<keep>\b(?:password|secret|key-string|authentication-key|message-digest-key\s+\d+\s+md5"
+    r"|community|(?:tacacs|radius)-server\s+key|pre-shared-key(?:\s+address\s+\S+)?"
+    r"|key\s+(?:0|6|7))(?:\s+[0-9]{1,2}(?=\s))?\s+)(?P<value>\S+)",
+    re.IGNORECASE,
+)
+
+
+def mask_config_secrets(text: str) -> str:
+    """``text`` (configuration lines, a diff of them) with the values of secret settings
+    masked: passwords, secrets, keys, SNMP communities."""
+    return _CONFIG_SECRET.sub(lambda m: m["keep"] + MASK, text)
 
 
 class SecretError(NornirBenchError, ValueError):

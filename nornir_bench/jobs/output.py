@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from nornir_bench.core.exceptions import NornirBenchError
-from nornir_bench.core.files import why_not_written
+from nornir_bench.core.files import records_folder, why_not_written
 
 if TYPE_CHECKING:
     from nornir_bench.jobs.load import Job
@@ -35,18 +35,6 @@ class RecordsError(NornirBenchError, OSError):
 # Runs started in the same second get -2, -3 ... after the default name; past this many, the
 # folder is taken to be unwritable in a way that retrying cannot fix.
 _MAX_SAME_NAME = 1000
-
-
-def records_folder() -> Path:
-    """Where records go by default: ``$XDG_STATE_HOME/nornir-bench/records``.
-
-    As the XDG base directory specification says, ``$XDG_STATE_HOME`` counts only when it is
-    an absolute path; else ``~/.local/state``. Records are a run's history, state kept between
-    runs: not something to litter the current folder (a checkout) with.
-    """
-    state = os.environ.get("XDG_STATE_HOME", "")
-    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "nornir-bench" / "records"
 
 
 def default_output(job: Job) -> Path:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         reads_only_commands,
     )
     from nornir_bench.tasks.commands import asend_command, send_command
+    from nornir_bench.tasks.config import ConfigChangeFailed, asend_config, send_config
     from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
     from nornir_bench.tasks.scrapli_session import ScrapliSession
     from nornir_bench.tasks.simulated import (
@@ -73,6 +74,7 @@ __getattr__, __dir__ = lazy_exports(
             "reads_only_commands",
         ),
         "nornir_bench.tasks.commands": ("asend_command", "send_command"),
+        "nornir_bench.tasks.config": ("ConfigChangeFailed", "asend_config", "send_config"),
         "nornir_bench.tasks.parsing": ("parse_interfaces", "show_interfaces_output"),
         "nornir_bench.tasks.simulated": (
             "MAX_RTT",
@@ -87,6 +89,7 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "ConfigChangeFailed",
     "BUILTIN_TASKS",
     "MAX_RTT",
     "MissingLibrary",
@@ -97,6 +100,7 @@ __all__ = [
     "ScrapliSession",
     "TcpPing",
     "asend_command",
+    "asend_config",
     "asim_rtt",
     "atcp_ping",
     "check_params_with",
@@ -111,6 +115,7 @@ __all__ = [
     "reads_only_commands",
     "require_libraries",
     "send_command",
+    "send_config",
     "show_interfaces_output",
     "sim_rtt",
     "tcp_ping",

@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any
 
 from nornir_bench.tasks.commands import asend_command, send_command
+from nornir_bench.tasks.config import asend_config, send_config
 from nornir_bench.tasks.parsing import parse_interfaces
 from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 from nornir_bench.tasks.tcp import atcp_ping, tcp_ping
@@ -19,6 +20,8 @@ BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
         for task in (
             send_command,
             asend_command,
+            send_config,
+            asend_config,
             tcp_ping,
             atcp_ping,
             sim_rtt,

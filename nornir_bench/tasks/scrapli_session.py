@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import typing
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.liveness import bytes_waiting, socket_open
@@ -33,7 +35,7 @@ from nornir_bench.tasks._scrapli_drivers import (
 if TYPE_CHECKING:
     import asyncssh
     from nornir.core.inventory import Host
-    from scrapli.driver import AsyncGenericDriver
+    from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
 
 __all__ = ["CONNECTION_NAME", "ScrapliSession", "session_of"]
 
@@ -207,6 +209,43 @@ class ScrapliSession:
             said = next((line for line in response.result.splitlines() if line.strip()), "")
             raise ScrapliCommandFailure(f"{self._where}: {command!r} failed: {said.strip()}")
         return response.result
+
+    async def send_config_lines(
+        self, lines: Sequence[str], *, timeout: float = 30.0
+    ) -> tuple[int, str] | None:
+        """Send ``lines`` in configuration mode one at a time, stopping at the first the device
+        refuses (a reply line starting ``% ``), then go back to the level the session was at.
+
+        The caller holds :attr:`lock`. If an exchange fails (a timeout, the connection lost)
+        the session is dropped, as for :meth:`send_command`.
+
+        Returns:
+            ``None`` when the device took every line, else the refused line's index and the
+            device's words.
+        """
+        from nornir_bench.tasks.config_text import refusal
+
+        if self.connection is None:
+            raise RuntimeError(f"{self._where}: the session is not open: await aopen() first")
+        if self._privileged is None:
+            raise ValueError(
+                f"{self._where}: configuration mode needs a platform with privilege levels; "
+                "scrapli's generic driver has none"
+            )
+        driver = typing.cast("AsyncNetworkDriver", self.connection)
+        try:
+            refused = None
+            for index, line in enumerate(lines):
+                response = await driver.send_config(line, timeout_ops=timeout)
+                said = refusal(response.result)
+                if said is not None:
+                    refused = index, said
+                    break
+            await driver.acquire_priv(driver.default_desired_privilege_level)
+        except BaseException:
+            self._abort()
+            raise
+        return refused
 
     def alive(self) -> bool:
         """Whether the session is open and its SSH connection still up, asked of the transport

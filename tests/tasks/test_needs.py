@@ -34,6 +34,8 @@ def test_every_builtin_task_says_what_it_needs() -> None:
     assert {name: needs_of(task) for name, task in BUILTIN_TASKS.items()} == {
         "send_command": Needs(("netmiko", "nornir_netmiko"), ("netmiko",), EXTRA),
         "asend_command": Needs(("scrapli", "asyncssh"), install=EXTRA),
+        "send_config": Needs(("netmiko", "nornir_netmiko", "jinja2"), ("netmiko",), EXTRA),
+        "asend_config": Needs(("scrapli", "asyncssh", "jinja2"), install=EXTRA),
         "parse_interfaces": Needs(("ntc_templates",), install=EXTRA, descriptors=0),
         "tcp_ping": Needs(descriptors=1),
         "atcp_ping": Needs(descriptors=1),

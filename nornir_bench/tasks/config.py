@@ -1,0 +1,415 @@
+"""Change a device's configuration safely: ``send_config`` (netmiko, blocking) and
+``asend_config`` (scrapli, async).
+
+Both take the same steps, one plan (:func:`_change`) that a blocking and an async driver run
+against the device:
+
+1. **The lines**: ``lines`` (a list), ``config_file``, or ``template_file`` (Jinja2, rendered
+   for each host with ``host`` and ``variables``; an undefined variable fails the host before
+   its device is touched). In a job file, a ``..._file`` is found from the job's folder.
+2. **What they would change**: the running configuration is read and the lines applied to it
+   as the device would (:mod:`nornir_bench.tasks.config_text`): a unified diff.
+3. **Dry run** (nornir's ``dry_run``: the task's parameter, ``nr.run(dry_run=True)``, or
+   ``nornir-bench run --check``): the diff is the result, ``changed`` says whether anything
+   would change, and nothing is sent in configuration mode.
+4. **Nothing to change**: the lines are not sent; ``changed`` is false, the diff empty. So a
+   change applied twice reports ``changed: false`` the second time.
+5. **Backup**: the running configuration as read, to a file of its own (mode 0600: it holds
+   the device's secrets, so that it can be restored) under ``backup_dir`` (default: the
+   records folder's ``backups/``); its path is in the result and the record.
+6. **Apply**: the lines, one at a time in configuration mode, stopping at the first the
+   device refuses (a reply line starting ``% ``: ``% Invalid input``, FRR's ``% Unknown
+   command`` and ``% Refusing to remove a non-existent route``).
+7. **Verify**: the configuration read back must leave the change nothing to do.
+8. **Rollback** (on by default; ``rollback=False`` turns it off), after a refused line or a
+   failed verification: the lines that take the configuration back to the backup (what the
+   change added removed, in reverse order, then what it removed added again), then the
+   configuration read back and compared with the backup. The host fails with
+   :class:`ConfigChangeFailed`, which says ``rolled back`` or ``rollback failed: ...``.
+9. **Save** (``save=True``): ``write memory`` once the change verified.
+
+Secrets in configuration lines (``username admin secret ...``) are masked in the result, the
+diff and every message (:func:`~nornir_bench.core.secrets.mask_config_secrets`); only the
+backup file holds them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nornir.core.task import Result
+
+from nornir_bench.core.checks import number
+from nornir_bench.core.files import records_folder
+from nornir_bench.core.secrets import mask_config_secrets
+from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
+from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks._read_only import read_only
+from nornir_bench.tasks.config_text import (
+    applied,
+    change_lines,
+    config_diff,
+    parse_config,
+    restoring_lines,
+    same,
+)
+from nornir_bench.tasks.scrapli_session import session_of
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import Task
+
+__all__ = [
+    "DEFAULT_CONFIG_TIMEOUT",
+    "ConfigChangeFailed",
+    "Change",
+    "asend_config",
+    "send_config",
+]
+
+DEFAULT_CONFIG_TIMEOUT = 60.0
+"""Seconds for the login, and again for each exchange with the device."""
+
+SHOW_RUNNING = "show running-config"
+SAVE = "write memory"
+
+# What a change did to a host, in its result and record (``change.state``).
+WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
+ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
+
+
+class ConfigChangeFailed(Exception):
+    """A change the device refused a line of, or that did not verify: the message says which
+    line and what the device said, and whether the configuration was rolled back.
+
+    Attributes:
+        state: ``rolled back``, ``rollback failed`` or ``not rolled back``.
+        backup: the backup file of the configuration before the change.
+        diff: how the configuration now differs from the backup (empty once rolled back).
+    """
+
+    def __init__(self, message: str, *, state: str, backup: str, diff: str = "") -> None:
+        super().__init__(message)
+        self.state = state
+        self.backup = backup
+        self.diff = diff
+
+    @property
+    def change(self) -> dict[str, Any]:
+        return {"state": self.state, "backup": self.backup}
+
+    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in the parent of a worker process
+        return _rebuilt, (str(self), self.state, self.backup, self.diff)
+
+
+def _rebuilt(message: str, state: str, backup: str, diff: str) -> ConfigChangeFailed:
+    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
+    ``no change``, ``changed``), the diff, and the backup file when one was written."""
+
+    state: str
+    diff: str
+    backup: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.state in (WOULD_CHANGE, CHANGED)
+
+    def text(self) -> str:
+        """The result's text: the state (and backup), then the diff."""
+        head = self.state + (f" (backup: {self.backup})" if self.backup else "")
+        return head + (":\n" + self.diff if self.diff else "")
+
+
+# -- the plan: what to ask the device, in order ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Read:
+    """Read the running configuration: the device's text is sent back."""
+
+
+@dataclass(frozen=True)
+class _Send:
+    """Send lines in configuration mode: ``None`` or (refused index, the device's words)."""
+
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Save:
+    """Save the running configuration."""
+
+
+_Request = _Read | _Send | _Save
+_Plan = Generator[_Request, Any, Change]
+
+
+def _change(
+    lines: Sequence[str],
+    *,
+    dry_run: bool,
+    rollback: bool,
+    save: bool,
+    backup: Callable[[str], Path],
+) -> _Plan:
+    """The change, as requests to the device (see the module); what it did."""
+    running: str = yield _Read()
+    before, change = parse_config(running), parse_config(lines)
+    diff = mask_config_secrets(config_diff(before, applied(before, change)))
+    if dry_run:
+        return Change(WOULD_CHANGE if diff else NO_CHANGE, diff)
+    if not diff:
+        return Change(NO_CHANGE, "")
+    saved = str(backup(running))
+    refused: tuple[int, str] | None = yield _Send(tuple(lines))
+    now = parse_config((yield _Read()))
+    if refused is not None:
+        index, said = refused
+        problem = f"line {index + 1} of {len(lines)} refused: {lines[index].strip()!r}: {said}"
+    else:
+        left = config_diff(now, applied(now, change))
+        if not left:
+            if save:
+                yield _Save()
+            return Change(CHANGED, mask_config_secrets(config_diff(before, now)), saved)
+        problem = "not verified: read back, the configuration still lacks:\n" + left
+    problem = mask_config_secrets(problem)
+    if not rollback:
+        raise ConfigChangeFailed(
+            f"{problem}; not rolled back (rollback: false): the configuration differs from "
+            f"the backup at {saved}", state=NOT_ROLLED_BACK, backup=saved,
+            diff=mask_config_secrets(config_diff(before, now)),
+        )
+    undo = restoring_lines(before, now)
+    if undo:
+        yield _Send(tuple(undo))
+        now = parse_config((yield _Read()))
+    if same(now, before):
+        raise ConfigChangeFailed(
+            f"{problem}; rolled back to the backup at {saved}", state=ROLLED_BACK, backup=saved
+        )
+    left = mask_config_secrets(config_diff(before, now))
+    raise ConfigChangeFailed(
+        f"{problem}; ROLLBACK FAILED: the configuration differs from the backup at {saved}:\n"
+        f"{left}", state=ROLLBACK_FAILED, backup=saved, diff=left,
+    )
+
+
+# -- the lines ---------------------------------------------------------------------------
+
+
+def _check_config_params(params: Mapping[str, Any]) -> None:
+    """The job loader's check: one source of lines, which exists; a list of lines checked."""
+    given = [name for name in _SOURCES if params.get(name) is not None]
+    if len(given) != 1:
+        raise ValueError(
+            f"give the config as exactly one of {', '.join(_SOURCES)}"
+            + (f", not {' and '.join(given)}" if given else "")
+        )
+    source = params[given[0]]
+    if given[0] == "lines":
+        if not isinstance(source, list):
+            raise ValueError(f"lines must be a list of config lines, got {source!r}")
+        change_lines(source)
+    elif not isinstance(source, (str, os.PathLike)) or not Path(source).is_file():
+        raise ValueError(f"{given[0]}: no such file: {source}")
+    variables = params.get("variables")
+    if variables is not None and not isinstance(variables, Mapping):
+        raise ValueError(f"variables must be a mapping of names to values, got {variables!r}")
+    if "timeout" in params:
+        number("timeout", params["timeout"], above=0, unit="a number of seconds")
+
+
+_SOURCES = ("lines", "config_file", "template_file")
+
+
+def config_lines(
+    host: Host,
+    lines: Sequence[object] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    template_file: str | os.PathLike[str] | None = None,
+    variables: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """The change's lines for ``host``, from exactly one of ``lines``, ``config_file`` and
+    ``template_file`` (Jinja2, with ``host`` and ``variables``; undefined names fail)."""
+    _check_config_params({"lines": lines, "config_file": config_file,
+                          "template_file": template_file, "variables": variables})
+    if lines is not None:
+        return change_lines(lines)
+    if config_file is not None:
+        return change_lines(Path(config_file).read_text(encoding="utf-8").splitlines())
+    import jinja2
+
+    path = Path(template_file)  # type: ignore[arg-type]
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(path.parent), undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, autoescape=False,
+    )
+    try:
+        text = environment.get_template(path.name).render(host=host, **(variables or {}))
+    except jinja2.TemplateError as exc:
+        raise ValueError(f"template {path}: {type(exc).__name__}: {exc}") from exc
+    return change_lines(text.splitlines())
+
+
+def _backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callable[[str], Path]:
+    """Writes a host's running configuration to a new file of its own in ``folder`` (mode
+    0600); its path."""
+
+    def write(text: str) -> Path:
+        base = Path(folder) if folder is not None else records_folder() / "backups"
+        base.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        path = base / f"{host.name}-{stamp}.cfg"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        return path
+
+    return write
+
+
+def _result(host: Host, change: Change) -> Result:
+    result = Result(host=host, result=change.text(), changed=change.changed, diff=change.diff)
+    result.change = {"state": change.state, "backup": change.backup}  # type: ignore[attr-defined]
+    return result
+
+
+def _supports_dry_run(task: Callable[..., Any]) -> Callable[..., Any]:
+    task.supports_dry_run = True  # type: ignore[attr-defined]
+    return task
+
+
+def _dry_run_only(params: Mapping[str, Any]) -> bool:
+    return params.get("dry_run") is True
+
+
+# -- the tasks ---------------------------------------------------------------------------
+
+
+@_supports_dry_run
+@read_only(when=_dry_run_only)
+@needs(libraries=["netmiko", "nornir_netmiko", "jinja2"], connections=["netmiko"],
+       install=DEVICES_EXTRA)
+@check_params_with(_check_config_params)
+def send_config(
+    task: Task,
+    lines: list[str] | None = None,
+    config_file: str | None = None,
+    template_file: str | None = None,
+    variables: dict[str, Any] | None = None,
+    *,
+    dry_run: bool | None = None,
+    rollback: bool = True,
+    save: bool = False,
+    backup_dir: str | None = None,
+    timeout: float = DEFAULT_CONFIG_TIMEOUT,
+) -> Result:
+    """Change the host's configuration through nornir-netmiko's connection (blocking): see the
+    module for the steps.
+
+    Args:
+        lines, config_file, template_file: the change, exactly one of them.
+        variables: the template's variables besides ``host``.
+        dry_run: only show the diff; ``None`` follows nornir's (``nr.run(dry_run=...)``).
+        rollback: restore the backup when a line is refused or the change does not verify.
+        save: ``write memory`` after a verified change.
+        backup_dir: the folder of the backups (default: the records folder's ``backups/``).
+        timeout: seconds for each exchange with the device.
+
+    Returns:
+        A ``Result`` whose ``result`` is the state and diff, ``changed`` and ``diff`` set, and
+        ``change`` (``state``, ``backup``).
+
+    Raises:
+        ConfigChangeFailed: a line refused, or the change not verified (rolled back or not).
+        ValueError: no lines, a missing file, a template error.
+    """
+    require_libraries(send_config)
+    number("send_config: timeout", timeout, above=0, unit="a number of seconds")
+    change = config_lines(task.host, lines, config_file, template_file, variables)
+    plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
+                   backup=_backup_writer(task.host, backup_dir))
+    connection = task.host.get_connection("netmiko", task.nornir.config)
+    request = next(plan)
+    while True:
+        if isinstance(request, _Read):
+            answer: Any = connection.send_command(SHOW_RUNNING, read_timeout=timeout)
+        elif isinstance(request, _Send):
+            answer = _netmiko_send(connection, request.lines, timeout)
+        else:
+            answer = connection.send_command(SAVE, read_timeout=timeout)
+        try:
+            request = plan.send(answer)
+        except StopIteration as done:
+            return _result(task.host, done.value)
+
+
+def _netmiko_send(connection: Any, lines: Sequence[str], timeout: float) -> tuple[int, str] | None:
+    """``lines`` in configuration mode, one at a time, up to the first refused."""
+    from nornir_bench.tasks.config_text import refusal
+
+    connection.config_mode()
+    try:
+        for index, line in enumerate(lines):
+            reply = connection.send_config_set(
+                [line], enter_config_mode=False, exit_config_mode=False, read_timeout=timeout
+            )
+            said = refusal(reply)
+            if said is not None:
+                return index, said
+        return None
+    finally:
+        connection.exit_config_mode()
+
+
+@_supports_dry_run
+@read_only(when=_dry_run_only)
+@needs(libraries=["scrapli", "asyncssh", "jinja2"], install=DEVICES_EXTRA)
+@check_params_with(_check_config_params)
+async def asend_config(
+    task: Task,
+    lines: list[str] | None = None,
+    config_file: str | None = None,
+    template_file: str | None = None,
+    variables: dict[str, Any] | None = None,
+    *,
+    dry_run: bool | None = None,
+    rollback: bool = True,
+    save: bool = False,
+    backup_dir: str | None = None,
+    timeout: float = DEFAULT_CONFIG_TIMEOUT,
+) -> Result:
+    """:func:`send_config` on scrapli's async driver, on the host's kept session (the one
+    ``asend_command`` uses): the same steps, parameters and result."""
+    require_libraries(asend_config)
+    number("asend_config: timeout", timeout, above=0, unit="a number of seconds")
+    change = config_lines(task.host, lines, config_file, template_file, variables)
+    plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
+                   backup=_backup_writer(task.host, backup_dir))
+    session = session_of(task.host)
+    async with session.lock:
+        if not session.is_open or not await session.still_open():
+            await session.aopen(task.host, timeout=timeout)
+        request = next(plan)
+        while True:
+            if isinstance(request, _Read):
+                answer: Any = await session.send_command(SHOW_RUNNING, timeout=timeout)
+            elif isinstance(request, _Send):
+                answer = await session.send_config_lines(request.lines, timeout=timeout)
+            else:
+                answer = await session.send_command(SAVE, timeout=timeout)
+            try:
+                request = plan.send(answer)
+            except StopIteration as done:
+                return _result(task.host, done.value)

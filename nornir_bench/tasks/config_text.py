@@ -1,0 +1,195 @@
+"""A device's configuration as text, worked on without the device: what a change would do to
+it, the diff to review, the lines that undo a change, and whether two configurations are the
+same.
+
+Cisco-like configurations (IOS, EOS, NX-OS, FRR's vtysh) are trees by indentation: a line
+opens a section (``router bgp 65001``) whose lines are indented below it (`` address-family
+ipv4 unicast``, then ``  network 203.0.113.0/24``). :func:`parse_config` reads one into a
+:class:`Section`, leaving out what only frames the text (``!``, ``end``, ``exit``,
+``exit-address-family``, ``Building configuration...``). A change is written the same way, as
+the lines one types in configuration mode, indented under their sections.
+
+:func:`applied` is what the change makes of a configuration, as such a device does:
+
+- a line the section lacks is added at its end, its own indented lines under it; a line the
+  section has already changes nothing (so applying a change twice changes nothing the second
+  time);
+- ``no X`` removes the line ``X`` (with its section), and lines that begin with ``X`` and a
+  space (``no neighbor 192.0.2.1`` removes every ``neighbor 192.0.2.1 ...``); with nothing to
+  remove it changes nothing;
+- ``X`` replaces a ``no X`` line (a default the configuration had turned off).
+
+Order within a section is the device's: two configurations are :func:`same` when they have the
+same lines in the same sections, in any order. What a device does beyond these rules (lines it
+rewrites, defaults it adds) shows when the change is verified against the configuration read
+back (``tasks.config``).
+
+Nothing here talks to a device; ``tasks.config`` does, with these.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Section",
+    "applied",
+    "change_lines",
+    "config_diff",
+    "parse_config",
+    "refusal",
+    "render",
+    "restoring_lines",
+    "same",
+]
+
+# Lines that only frame a configuration's text, whatever their indentation.
+_FRAMING = frozenset({"!", "end", "exit", "exit-address-family", "exit-vrf", "exit-vnc", "quit"})
+_HEADERS = ("Building configuration", "Current configuration")
+_INDENT = " "
+# A Cisco-like CLI refusing a configuration line: a reply line that begins "% " ("% Invalid
+# input detected", FRR's "% Unknown command: ..." and "% Refusing to remove a non-existent
+# route"); accepted lines print nothing.
+_REFUSAL = re.compile(r"^% .*$", re.MULTILINE)
+
+
+@dataclass
+class Section:
+    """The lines of a configuration (or of one of its sections), in order, each with the
+    section it opens (empty for most lines)."""
+
+    lines: dict[str, Section] = field(default_factory=dict)
+
+
+def change_lines(lines: Iterable[object]) -> list[str]:
+    """The lines of a change as given (a list), checked: each one line of text; blank lines
+    and trailing spaces dropped. ValueError says which line is wrong and why."""
+    checked = []
+    for number, line in enumerate(lines, 1):
+        if not isinstance(line, str):
+            raise ValueError(f"config line {number} must be text, got {line!r}")
+        if "\n" in line or "\r" in line:
+            raise ValueError(
+                f"config line {number} holds a line break: give one line per list item, "
+                f"got {line!r}"
+            )
+        if line.strip():
+            checked.append(line.rstrip())
+    if not checked:
+        raise ValueError("the config is empty: give at least one line to send")
+    return checked
+
+
+def refusal(reply: str) -> str | None:
+    """The device's words when ``reply`` (its answer to one configuration line) refuses it."""
+    found = _REFUSAL.search(reply)
+    return None if found is None else found.group(0).strip()
+
+
+def parse_config(text: str | Sequence[str]) -> Section:
+    """A configuration (``show running-config``'s text, or a change's lines) as a tree."""
+    root = Section()
+    stack: list[tuple[int, Section]] = [(-1, root)]
+    for raw in text.splitlines() if isinstance(text, str) else text:
+        line = raw.rstrip().expandtabs(1)
+        words = line.strip()
+        if not words or words.startswith("!") or words in _FRAMING or words.startswith(_HEADERS):
+            continue
+        depth = len(line) - len(line.lstrip(_INDENT))
+        while stack[-1][0] >= depth:
+            stack.pop()
+        section = stack[-1][1].lines.setdefault(words, Section())
+        stack.append((depth, section))
+    return root
+
+
+def render(section: Section, depth: int = 0) -> list[str]:
+    """``section`` as configuration lines, one space of indentation per level."""
+    out = []
+    for line, inner in section.lines.items():
+        out.append(_INDENT * depth + line)
+        out += render(inner, depth + 1)
+    return out
+
+
+def applied(config: Section, change: Section) -> Section:
+    """What ``change`` makes of ``config`` (a new tree; neither is changed)."""
+    result = _copy(config)
+    _apply(result, change)
+    return result
+
+
+def _apply(target: Section, change: Section) -> None:
+    for line, inner in change.lines.items():
+        if line.startswith("no "):
+            removed = line[3:].strip()
+            for present in list(target.lines):
+                if present == removed or present.startswith(removed + " "):
+                    del target.lines[present]
+            continue
+        target.lines.pop("no " + line, None)
+        _apply(target.lines.setdefault(line, Section()), inner)
+
+
+def _copy(section: Section) -> Section:
+    return Section({line: _copy(inner) for line, inner in section.lines.items()})
+
+
+def same(one: Section, other: Section) -> bool:
+    """Whether two configurations have the same lines in the same sections (in any order)."""
+    return one.lines.keys() == other.lines.keys() and all(
+        same(inner, other.lines[line]) for line, inner in one.lines.items()
+    )
+
+
+def config_diff(before: Section, after: Section, name: str = "running-config") -> str:
+    """A unified diff from ``before`` to ``after`` (empty when they are the same): lines taken
+    away ``-``, lines added ``+``, each under its section's line."""
+    if same(before, after):
+        return ""
+    old, new = render(before), render(_ordered_like(after, before))
+    return "\n".join(
+        difflib.unified_diff(old, new, f"{name} (now)", f"{name} (after the change)",
+                             lineterm="", n=3)
+    )
+
+
+def _ordered_like(section: Section, model: Section) -> Section:
+    """``section`` with the lines ``model`` has first, in ``model``'s order: a diff then shows
+    only what changed, not lines the device keeps in an order of its own."""
+    first = [line for line in model.lines if line in section.lines]
+    rest = [line for line in section.lines if line not in model.lines]
+    return Section({
+        line: _ordered_like(section.lines[line], model.lines.get(line, Section()))
+        for line in first + rest
+    })
+
+
+def restoring_lines(before: Section, after: Section) -> list[str]:
+    """Configuration lines that take ``after`` back to ``before``: what was added is removed
+    (``no X``; a section added is removed whole), in reverse order, then what was removed is
+    added again (with its section); each under its section's line."""
+    return list(_restoring(before, after, 0))
+
+
+def _restoring(before: Section, after: Section, depth: int) -> Iterator[str]:
+    indent = _INDENT * depth
+    undone = set()
+    for line in reversed(list(after.lines)):
+        if line not in before.lines:
+            undo = line[3:] if line.startswith("no ") else "no " + line
+            undone.add(undo)
+            yield indent + undo
+    for line, inner in before.lines.items():
+        if line not in after.lines and not (line in undone and not inner.lines):
+            yield indent + line
+            yield from render(inner, depth + 1)
+    for line, inner in before.lines.items():
+        if line in after.lines:
+            below = list(_restoring(inner, after.lines[line], depth + 1))
+            if below:
+                yield indent + line
+                yield from below

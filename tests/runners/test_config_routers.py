@@ -1,0 +1,241 @@
+"""Changing real routers on every runner: ``send_config`` (netmiko) and ``asend_config``
+(scrapli) against FRR behind OpenSSH (``frr_lab``: r1 - r2 - r3, eBGP on each link; inventory
+hosts h1 on r1, h2 on r2, h3 on r3), as root.
+
+Each test leaves the routers as it found them: ``restored`` reads every router's running
+configuration (as root, through vtysh, not through the task under test) before the test and
+puts it back after, checking that it did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nornir.core.task import AggregatedResult
+
+from nornir_bench import arun_subtask
+from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
+from nornir_bench.tasks.config_text import parse_config, restoring_lines, same
+from tests.routers import RouterLabProcess, lab_pids, wait_for
+from tests.runners.test_conformance import ASYNC, Runner, each_runner
+from tests.runners.test_routers import closed, failures
+
+ROUTE = "203.0.113.{}/32"  # TEST-NET-3: one per router, so that each announces its own
+
+
+def kinds(runner: Runner) -> list[tuple[str, tuple[Any]]]:
+    """send_config on every runner; asend_config too on those that await async tasks."""
+    tasks: list[Any] = [send_config, *([asend_config] if ASYNC in runner.kinds else [])]
+    return [(task.__name__, (task,)) for task in tasks]
+
+
+EVERY = each_runner(cases=kinds)
+
+
+def change(host: str, lab: RouterLabProcess) -> list[str]:
+    """A static route and a BGP network statement for ``host``'s router."""
+    router = lab.hosts()[host]
+    route = ROUTE.format(router[1:])
+    return [
+        f"ip route {route} Null0",
+        f"router bgp {lab.asn(router)}",
+        " address-family ipv4 unicast",
+        f"  network {route}",
+    ]
+
+
+def running(lab: RouterLabProcess, router: str) -> str:
+    """``router``'s running configuration as FRR prints it (root, not through SSH)."""
+    return lab.vtysh(router, "show running-config")
+
+
+def put_back(lab: RouterLabProcess, router: str, before: str) -> None:
+    """Root's own rollback of ``router`` to ``before``: the test's changes undone."""
+    undo = restoring_lines(parse_config(before), parse_config(running(lab, router)))
+    if undo:
+        args = ["vtysh", "-N", f"nb-{lab.name}-{router}", "-c", "configure terminal"]
+        for line in undo:
+            args += ["-c", line.strip()]  # vtysh -c: one command each, its section kept
+        subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
+
+
+@pytest.fixture
+def restored(frr_lab: RouterLabProcess) -> Iterator[dict[str, str]]:
+    """Every router's running configuration before the test (by router), put back after."""
+    before = {r.name: running(frr_lab, r.name) for r in frr_lab.plan.routers}
+    yield before
+    for router, text in before.items():
+        put_back(frr_lab, router, text)
+        assert same(parse_config(running(frr_lab, router)), parse_config(text)), router
+
+
+def run_change(lab: RouterLabProcess, runner: Runner, task: Any, folder: Path,
+               lines: Any = change, **params: Any) -> AggregatedResult:
+    """``task`` with each host's lines (``lines(host, lab)``) on every host, as a subtask
+    (``result[host][1]``), the connections closed after."""
+    sessions = set(lab_pids(lab.name, "vtysh"))
+    nr = lab.nornir(runner.name, **runner.options)
+    by_host = {host: lines(host, lab) for host in lab.hosts()}
+    try:
+        return nr.run(
+            task=aper_host if task is asend_config else per_host, config_task=task,
+            by_host=by_host, backup_dir=str(folder), **params,
+        )
+    finally:
+        closed(nr, lab, sessions)
+
+
+def per_host(task: Any, config_task: Any, by_host: dict[str, list[str]], **params: Any) -> Any:
+    """The config task with the host's own lines, as a subtask."""
+    return task.run(task=config_task, lines=by_host[task.host.name], **params)
+
+
+async def aper_host(
+    task: Any, config_task: Any, by_host: dict[str, list[str]], **params: Any
+) -> Any:
+    return await arun_subtask(task, config_task, lines=by_host[task.host.name], **params)
+
+
+def announced(lab: RouterLabProcess, router: str, route: str) -> bool:
+    """Whether ``router``'s BGP table has ``route``."""
+    said = json.loads(lab.vtysh(router, "show ip bgp json") or "{}")
+    return route in said.get("routes", {})
+
+
+@pytest.mark.parametrize(("runner", "task"), EVERY)
+def test_a_dry_run_shows_the_diff_and_leaves_every_router_byte_identical(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    result = run_change(frr_lab, runner, task, tmp_path, dry_run=True)
+    assert not result.failed, failures(result)
+    for host, router in frr_lab.hosts().items():
+        done = result[host][1]
+        assert done.changed is True and done.change == {"state": "would change", "backup": None}
+        added = [line for line in done.diff.splitlines()
+                 if line.startswith("+") and not line.startswith("+++")]
+        route = ROUTE.format(router[1:])
+        assert added == [f"+  network {route}", f"+ip route {route} Null0"], done.diff
+        assert not [line for line in done.diff.splitlines()
+                    if line.startswith("-") and not line.startswith("---")]
+        assert running(frr_lab, router) == restored[router]  # byte-identical
+    assert not list(tmp_path.iterdir())  # no backup: nothing was going to be sent
+
+
+@pytest.mark.parametrize(("runner", "task"), EVERY)
+def test_a_change_applied_reaches_the_neighbours_and_applied_again_changes_nothing(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    result = run_change(frr_lab, runner, task, tmp_path)
+    assert not result.failed, failures(result)
+    for host, router in frr_lab.hosts().items():
+        done = result[host][1]
+        assert done.changed is True and done.change["state"] == "changed", done.result
+        backup = Path(done.change["backup"])
+        assert backup.read_text().rstrip() == restored[router].rstrip()  # restorable
+        assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+        route = ROUTE.format(router[1:])
+        assert f"ip route {route} Null0" in running(frr_lab, router)
+    for neighbour in ("r1", "r3"):  # r2's route, two neighbours; r1's and r3's through r2
+        assert not wait_for(lambda n=neighbour: not announced(frr_lab, n, ROUTE.format(2)))
+    assert not wait_for(lambda: not announced(frr_lab, "r3", ROUTE.format(1)))
+    again = run_change(frr_lab, runner, task, tmp_path)
+    assert not again.failed, failures(again)
+    for multi in again.values():
+        assert multi[1].changed is False and multi[1].diff == ""
+        assert multi[1].change == {"state": "no change", "backup": None}
+
+
+def refused_on_h2(host: str, lab: RouterLabProcess) -> list[str]:
+    """h2's change has a line its FRR does not know, third of five; the others are fine."""
+    lines = change(host, lab)
+    return [*lines[:2], "ip routx 198.51.100.0/24", *lines[2:]] if host == "h2" else lines
+
+
+@pytest.mark.parametrize(("runner", "task"), EVERY)
+def test_a_refused_line_fails_its_host_naming_the_line_and_rolls_it_back(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    result = run_change(frr_lab, runner, task, tmp_path, lines=refused_on_h2)
+    assert sorted(result.failed_hosts) == ["h2"], failures(result)
+    error = result["h2"][1].exception
+    assert isinstance(error, ConfigChangeFailed), repr(error)
+    assert str(error).startswith(
+        "line 3 of 5 refused: 'ip routx 198.51.100.0/24': % Unknown command: ip routx "
+        "198.51.100.0/24; rolled back to the backup at "
+    ), str(error)
+    assert error.state == "rolled back" and error.diff == ""
+    assert same(parse_config(running(frr_lab, "r2")), parse_config(restored["r2"]))
+    assert Path(error.backup).read_text().rstrip() == restored["r2"].rstrip()
+    for host in ("h1", "h3"):  # the other hosts changed as asked
+        assert result[host][1].change["state"] == "changed"
+
+
+def test_without_rollback_a_refused_line_leaves_the_lines_before_it_and_says_so(
+    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+) -> None:
+    (runner,) = [p.values[0] for p in EVERY if p.values[0].id == "threadpool"][:1]
+    result = run_change(frr_lab, runner, send_config, tmp_path, lines=refused_on_h2,
+                        rollback=False)
+    error = result["h2"][1].exception
+    assert isinstance(error, ConfigChangeFailed) and error.state == "not rolled back"
+    assert "; not rolled back (rollback: false): the configuration differs from the backup" in (
+        str(error)
+    )
+    assert "ip route 203.0.113.2/32 Null0" in running(frr_lab, "r2")  # lines 1-2 stayed
+    assert "+ip route 203.0.113.2/32 Null0" in error.diff
+
+
+def with_secret(host: str, lab: RouterLabProcess) -> list[str]:
+    router = lab.hosts()[host]
+    peer = next(address for address in lab.bgp_at_ready[router])
+    return [f"router bgp {lab.asn(router)}", f" neighbor {peer} password s3cr3t-{host}"]
+
+
+def test_a_secret_in_the_lines_is_masked_in_the_result_and_diff_but_kept_in_the_backup(
+    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+) -> None:
+    (runner,) = [p.values[0] for p in EVERY if p.values[0].id == "asyncio"][:1]
+    result = run_change(frr_lab, runner, asend_config, tmp_path, lines=with_secret)
+    assert not result.failed, failures(result)
+    for host in frr_lab.hosts():
+        done = result[host][1]
+        assert f"s3cr3t-{host}" not in done.result + done.diff
+        assert "password ********" in done.diff
+    second = run_change(frr_lab, runner, asend_config, tmp_path, lines=with_secret,
+                        dry_run=True)
+    assert all(multi[1].changed is False for multi in second.values())
+    backups = sorted(os.listdir(tmp_path))
+    assert len(backups) == 3 and not any("s3cr3t" in (tmp_path / b).read_text() for b in backups)
+
+
+def test_a_template_is_rendered_per_host_and_an_undefined_name_fails_before_the_device(
+    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+) -> None:
+    template = tmp_path / "route.j2"
+    template.write_text(
+        "ip route 203.0.113.{{ host.name[1:] }}/32 Null0 {{ distance }}\n"
+        "{% if host.name == 'h3' %}ip route 198.51.100.0/24 Null0 {{ missing }}{% endif %}\n"
+    )
+    sessions = set(lab_pids(frr_lab.name, "vtysh"))
+    nr = frr_lab.nornir("threadpool")
+    try:
+        result = nr.run(task=send_config, template_file=str(template),
+                        variables={"distance": 200}, backup_dir=str(tmp_path / "backups"))
+    finally:
+        closed(nr, frr_lab, sessions)
+    assert sorted(result.failed_hosts) == ["h3"]
+    error = result["h3"].exception
+    assert isinstance(error, ValueError)
+    assert str(error) == f"template {template}: UndefinedError: 'missing' is undefined"
+    assert running(frr_lab, "r3") == restored["r3"]
+    assert "ip route 203.0.113.1/32 Null0 200" in running(frr_lab, "r1")
