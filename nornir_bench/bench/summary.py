@@ -8,6 +8,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.changes import (
+    CHANGED,
+    INTERRUPTED,
+    NO_CHANGE,
+    NOT_ROLLED_BACK,
+    ROLLBACK_FAILED,
+    ROLLED_BACK,
+    WOULD_CHANGE,
+    change_of,
+)
 from nornir_bench.core.exceptions import (
     HostSkipped,
     LoginRefused,
@@ -48,6 +58,7 @@ class RunSummary:
             tried again (``login_retries``); ``login_refusals``: such refusals in all;
             ``login_slowed``: hosts that waited for their turn to log in;
             ``login_servers``: the servers that refused.
+        changes: what configuration changes did (``core.changes``): state -> host names.
     """
 
     hosts: int
@@ -71,12 +82,31 @@ class RunSummary:
     login_refusals: int = 0
     login_slowed: int = 0
     login_servers: tuple[str, ...] = ()
+    changes: dict[str, list[str]] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
-        """The summary as short human-readable lines (no tracebacks)."""
-        out = [
+        """The summary as short human-readable lines (no tracebacks); a failed rollback
+        first, in capitals: a device left half-changed."""
+        out = []
+        if self.changes.get(ROLLBACK_FAILED):
+            out.append(
+                f"ROLLBACK FAILED: {hosts_named(self.changes[ROLLBACK_FAILED])}: their "
+                "configuration differs from the backup (the records' change.backup and diff)"
+            )
+        if self.changes.get(INTERRUPTED):
+            out.append(
+                f"INTERRUPTED DURING CHANGE: {hosts_named(self.changes[INTERRUPTED])}: state "
+                "unknown (the records' change.backup)"
+            )
+        out.append(
             f"hosts: {self.hosts}, ok: {self.ok}, failed: {self.failed}, changed: {self.changed}"
-        ]
+        )
+        if self.changes:
+            counts = ", ".join(
+                f"{hosts_text(len(self.changes[state]))} {state}"
+                for state in _CHANGE_ORDER if self.changes.get(state)
+            )
+            out.append(f"config: {counts}")
         if self.wall is not None and self.throughput is not None:
             out.append(f"run: {self.wall:.3f} s, {self.throughput:,.0f} hosts/s")
         if self.p50 is not None and self.p95 is not None and self.max is not None:
@@ -127,6 +157,11 @@ class RunSummary:
         )
 
 
+_CHANGE_ORDER = (
+    WOULD_CHANGE, CHANGED, NO_CHANGE, ROLLED_BACK, NOT_ROLLED_BACK, ROLLBACK_FAILED, INTERRUPTED
+)
+
+
 def summarize(
     result: AggregatedResult,
     *,
@@ -142,6 +177,7 @@ def summarize(
     """
     failures: dict[str, list[str]] = {}
     changed = 0
+    changes: dict[str, list[str]] = {}
     policies = _PolicyCounts()
     kept_out: set[str] = set()
     for name, multi in result.items():
@@ -154,6 +190,9 @@ def summarize(
         if multi.changed:
             changed += 1
         policies.add(multi, error)
+        change = change_of(multi)
+        if change is not None:
+            changes.setdefault(str(change[0]["state"]), []).append(name)
     failed = sum(len(names) for names in failures.values())
     ran = [name for name in result if name not in kept_out] if kept_out else result
     times = sorted(elapsed[name] for name in ran if name in elapsed) if elapsed else []
@@ -179,6 +218,7 @@ def summarize(
         login_refusals=policies.login_refusals,
         login_slowed=policies.login_slowed,
         login_servers=tuple(sorted(policies.login_servers)),
+        changes=changes,
     )
 
 

@@ -36,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no progress bar (there is none either when stderr is not a "
                         "terminal)")
+    parser.add_argument("--check", action="store_true",
+                        help="a dry run: each step's task shows what it would change (a "
+                        "diff, with --show) and changes nothing; a task that cannot dry-run "
+                        "is refused before anything runs")
+    parser.add_argument("--rerun-failed", metavar="RECORDS", type=Path,
+                        help="run only the hosts that failed or never started in RECORDS, the "
+                        "records file of an earlier run of this job")
     parser.add_argument("--show", action="store_true",
                         help="after the run, print each host's result (device output), "
                         f"masked, at most {MAX_LINES} lines and {MAX_CHARS:,} characters a "
@@ -50,10 +57,15 @@ def command(args: argparse.Namespace) -> int:
     job = load_job(args.job)
     # A records file that cannot be written is a RecordsError: one line naming it, exit 2.
     run = run_job(
-        job, output=args.output, progress=False if args.quiet else None, on_stopping=_say_stopping
+        job, output=args.output, progress=False if args.quiet else None,
+        on_stopping=_say_stopping, check=args.check, rerun_failed=args.rerun_failed,
     )
     what = f"{len(job.steps)} steps" if job.stepped else f"task {job.task_name}"
-    print(f"job {job.path}: {what} on {hosts_text(run.hosts)}, runner {job.runner_plugin}")
+    how = (", a dry run (--check): nothing changed" if args.check else "") + (
+        f", only the hosts that failed or never started in {args.rerun_failed}"
+        if args.rerun_failed else ""
+    )
+    print(f"job {job.path}: {what} on {hosts_text(run.hosts)}, runner {job.runner_plugin}{how}")
     if args.show:
         for line in result_lines(run):
             print(line)

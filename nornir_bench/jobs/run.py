@@ -34,7 +34,9 @@ from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
+from nornir_bench.jobs.rerun import check_dry_run, hosts_to_rerun
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.records import JsonLinesWriter, RecordsWriteError
@@ -124,6 +126,8 @@ def run_job(
     output: Path | None = None,
     progress: bool | None = None,
     on_stopping: Callable[[], None] | None = None,
+    check: bool = False,
+    rerun_failed: Path | None = None,
 ) -> JobRun:
     """Run ``job`` on its hosts.
 
@@ -134,12 +138,26 @@ def run_job(
         on_stopping: called at the first Ctrl-C on a runner that does not stop by itself (see
             :func:`~nornir_bench.core.stopping.stoppable`), to say that the hosts in flight
             are being waited for.
+        check: a dry run (``--check``): every step's task must honour nornir's ``dry_run`` or
+            be read-only; those that honour it are given ``dry_run=True``.
+        rerun_failed: a records file of an earlier run of the job: run only the hosts that
+            failed or never started in it (:mod:`nornir_bench.jobs.rerun`).
 
     Raises:
         JobError: when the inventory cannot be loaded or the filter matches no host.
         RecordsError: when the records file cannot be created or written (which, and why).
     """
+    if check:
+        check_dry_run(job)
     nr, secrets = job.nornir()
+    if check:
+        nr.data.dry_run = True
+    if rerun_failed is not None:
+        again = set(hosts_to_rerun(rerun_failed, job, nr.inventory.hosts))
+        if not again:
+            raise JobError(f"--rerun-failed {rerun_failed}: no host to run again: every host "
+                           "of the job ended ok in it")
+        nr = nr.filter(filter_func=lambda host: host.name in again)
     redact = Redactor(secrets)
     # On the handlers InitNornir has just set up: one per logger the job's logging names.
     redact.install(nr.config.logging.loggers)
@@ -191,7 +209,9 @@ def _run_steps(
     with _closed_writing(file):
         try:
             for step in job.steps:
-                run, abandoned, raised = _run_step(step, nr, file, redact, progress, on_stopping)
+                run, abandoned, raised = _run_step(
+                    job, step, nr, file, redact, progress, on_stopping
+                )
                 steps.append(run)
                 if run.interrupted:
                     interrupted, stopped = True, f"the job was interrupted at step {step.number}"
@@ -229,6 +249,7 @@ def _run_steps(
 
 
 def _run_step(
+    job: Job,
     step: Step,
     nr: Nornir,
     file: IO[str],
@@ -244,8 +265,12 @@ def _run_step(
     left_out = () if step.on_failed else tuple(n for n in names if n in failed_before)
     selected = [n for n in names if n not in left_out]
     records = JsonLinesWriter(
-        file, redact=redact, fields={"step": step.number, "task": step.task_name}
+        file, redact=redact,
+        fields={"job": str(job.path.resolve()), "step": step.number, "task": step.task_name},
     )
+    params = step.params
+    if nr.data.dry_run and getattr(step.task, "supports_dry_run", False):
+        params = {**params, "dry_run": True}  # --check
     result: AggregatedResult | None = None
     interrupted = abandoned = raised = False
     bar = ProgressBar(enabled=progress)
@@ -254,7 +279,7 @@ def _run_step(
         try:
             if selected:  # else nothing to run: no empty progress bar, no runner started
                 result = step_nr.with_processors([records, bar, stop.finished]).run(
-                    task=stop.task, on_failed=step.on_failed, **step.params
+                    task=stop.task, on_failed=step.on_failed, **params
                 )
         except NornirExecutionError as exc:  # core.raise_on_error: the step finished all the same
             result, raised = exc.result, True

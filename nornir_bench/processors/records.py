@@ -5,7 +5,8 @@ stopped with Ctrl-C keeps every host that had finished. A line holds::
 
     {"host": "rtr1", "step": 1, "task": "send_command", "failed": false, "elapsed": 0.412,
      "result": "...", "exception": null, "message": null, "traceback": null,
-     "abandoned": false, "attempts": 1, "failed_attempts": []}
+     "abandoned": false, "attempts": 1, "failed_attempts": [],
+     "changed": false, "change": null, "diff": null}
 
 ``step`` and ``task`` are the fields the writer was given (``fields``): a job run gives every
 line its step's number (from 1; 1 in a job of one task) and task name, so that the lines of a
@@ -19,7 +20,11 @@ deadline in a blocking call that went on in its thread. ``attempts`` counts the 
 started on the host, and ``failed_attempts`` holds ``{"exception", "message", "abandoned"}`` for
 each run before the one that counted (see :mod:`nornir_bench.core.attempts`: the run's
 ``retries``, or the process pool running a host again when another host crashed its worker).
-Values that JSON cannot hold are written as their ``repr``; known secrets are masked in every
+``changed`` is nornir's; ``change`` is what a configuration change did (``state``: ``would
+change``, ``no change``, ``changed``, ``rolled back``, ``rollback failed``, ``not rolled
+back``, ``interrupted during change``; ``backup``: the file of the configuration before it),
+and ``diff`` its diff (:mod:`nornir_bench.core.changes`). Values that JSON cannot hold are
+written as their ``repr``; known secrets are masked in every
 value before it is encoded.
 """
 
@@ -34,6 +39,7 @@ from typing import IO, TYPE_CHECKING, Any
 from nornir.core.exceptions import NornirSubTaskError
 
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.changes import change_of
 from nornir_bench.core.failures import failure_of
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.processors.timing import HostTimer
@@ -51,6 +57,7 @@ def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> 
     exc = failure.exception if failure is not None else None
     first = multi[0]
     attempts, failed_attempts = attempts_of(multi)
+    change = change_of(multi)
     return {
         "host": name,
         "failed": bool(multi.failed),
@@ -66,6 +73,9 @@ def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> 
             {"exception": f.exception, "message": f.message, "abandoned": f.abandoned}
             for f in failed_attempts
         ],
+        "changed": bool(multi.changed),
+        "change": None if change is None else change[0],
+        "diff": None if change is None or not change[1] else change[1],
     }
 
 

@@ -44,6 +44,14 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Result
 
+from nornir_bench.core.changes import (
+    CHANGED,
+    NO_CHANGE,
+    NOT_ROLLED_BACK,
+    ROLLBACK_FAILED,
+    ROLLED_BACK,
+    WOULD_CHANGE,
+)
 from nornir_bench.core.checks import number
 from nornir_bench.core.files import records_folder
 from nornir_bench.core.secrets import mask_config_secrets
@@ -78,9 +86,6 @@ DEFAULT_CONFIG_TIMEOUT = 60.0
 SHOW_RUNNING = "show running-config"
 SAVE = "write memory"
 
-# What a change did to a host, in its result and record (``change.state``).
-WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
-ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
 
 
 class ConfigChangeFailed(Exception):

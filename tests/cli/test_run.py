@@ -106,6 +106,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
     for row in rows:
         assert set(row) == {
             "host",
+            "job",
             "step",
             "task",
             "failed",
@@ -117,7 +118,12 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "abandoned",
             "attempts",
             "failed_attempts",
+            "changed",
+            "change",
+            "diff",
         }
+        assert row["job"] == str((tmp_path / "job.yaml").resolve())
+        assert (row["changed"], row["change"], row["diff"]) == (False, None, None)
         assert (row["step"], row["task"]) == (1, "sim_rtt")  # a job of one task: step 1
         assert (row["attempts"], row["failed_attempts"], row["abandoned"]) == (1, [], False)
         assert row["failed"] is False and row["exception"] is None and row["traceback"] is None
@@ -613,3 +619,83 @@ def test_a_bad_run_policy_is_refused_by_every_runner_before_the_run(
     )
     line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
     assert line.endswith(f"{runner} runner: retries must be a whole number from 0 to 100, got -1")
+
+
+# -- --check and --rerun-failed, refused before anything runs ---------------------------------
+
+
+def test_check_with_a_task_that_cannot_dry_run_exits_2_in_one_line(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: 'jobtasks:flaky'}\n")
+    line = one_error_line(nornir_bench("run", "--check", str(job), cwd=tmp_path))
+    assert line == (
+        f"{job}: --check: task jobtasks:flaky (step 1) cannot run "
+        "as a dry run: it is neither read-only nor marked as honouring nornir's dry_run (set "
+        "its supports_dry_run attribute to True once it does)"
+    )
+
+
+def test_check_runs_a_read_only_task_as_it_is(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n")
+    done = nornir_bench("run", "--check", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "a dry run (--check): nothing changed" in done.stdout
+
+
+def test_rerun_failed_runs_only_the_hosts_that_failed_or_never_started(tmp_path: Path) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=4)
+    done = nornir_bench("run", str(job), "-o", "first.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = (tmp_path / "first.jsonl").read_text().splitlines()
+    failed = json.loads(rows[1])
+    failed["failed"] = True
+    (tmp_path / "first.jsonl").write_text("\n".join([rows[0], json.dumps(failed)]) + "\n")
+    again = nornir_bench("run", str(job), "--rerun-failed", "first.jsonl", "-o", "again.jsonl",
+                         cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    ran = sorted(r["host"] for r in records(tmp_path / "again.jsonl"))
+    never = sorted(json.loads(r)["host"] for r in rows[2:])  # no record: never started
+    assert ran == sorted([failed["host"], *never])
+
+
+@pytest.mark.parametrize(
+    ("records_text", "says"),
+    [
+        (None, "cannot read the records file: No such file or directory"),
+        ("", "no records in it: give the records file of a run of this job"),
+        ("not json\n", "line 1 is not JSON: not a records file of nornir-bench run"),
+        ('{"host": "dev0", "failed": true, "job": "/elsewhere/other.yaml"}\n',
+         "line 1 is a record of job '/elsewhere/other.yaml', not of {job}: give a records "
+         "file of this job"),
+    ],
+    ids=["missing", "empty", "not-json", "another-job"],
+)
+def test_rerun_failed_with_a_file_that_is_not_this_jobs_records_exits_2_in_one_line(
+    tmp_path: Path, records_text: str | None, says: str
+) -> None:
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n")
+    given = tmp_path / "old.jsonl"
+    if records_text is not None:
+        given.write_text(records_text)
+    line = one_error_line(nornir_bench("run", str(job), "--rerun-failed", str(given),
+                                       cwd=tmp_path))
+    assert line == f"--rerun-failed {given}: {says.format(job=job)}"
+
+
+@pytest.mark.parametrize(
+    ("params", "says"),
+    [
+        ("{lines: []}", "the config is empty: give at least one line to send"),
+        ("{template_file: missing.j2}", "template_file: no such file: {folder}/missing.j2"),
+        ('{lines: ["ip route 1.1.1.0/24 Null0\\nreload"]}', "config line 1 holds a line break: "
+         "give one line per list item, got 'ip route 1.1.1.0/24 Null0\\nreload'"),
+        ("{lines: [a], config_file: c.txt}", "give the config as exactly one of lines, "
+         "config_file, template_file, not lines and config_file"),
+    ],
+    ids=["empty", "missing-template", "line-break", "two-sources"],
+)
+def test_a_config_change_with_bad_lines_exits_2_before_any_device(
+    tmp_path: Path, params: str, says: str
+) -> None:
+    job = job_file(tmp_path, f"task: {{name: send_config, params: {params}}}\n")
+    line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
+    assert line.endswith(f": task send_config: {says.format(folder=tmp_path)}"), line

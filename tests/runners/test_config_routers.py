@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,97 @@ def test_a_template_is_rendered_per_host_and_an_undefined_name_fails_before_the_
     assert str(error) == f"template {template}: UndefinedError: 'missing' is undefined"
     assert running(frr_lab, "r3") == restored["r3"]
     assert "ip route 203.0.113.1/32 Null0 200" in running(frr_lab, "r1")
+
+
+# -- jobs: --check, canary batches, --rerun-failed -----------------------------------------
+
+TEMPLATE = """\
+ip route 203.0.113.{{ host.name[1:] }}/32 Null0
+router bgp {{ 65000 + host.name[1:] | int }}
+ address-family ipv4 unicast
+  network 203.0.113.{{ host.name[1:] }}/32
+{% if host.name in refuse %}ip routx 198.51.100.0/24{% endif %}
+"""
+
+
+def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[str],
+               options: str = "") -> Path:
+    """A job changing every router from a template; ``refuse``: hosts given a line FRR does
+    not know."""
+    (folder / "change.j2").write_text(TEMPLATE)
+    job = folder / "change.yaml"
+    job.write_text(
+        "inventory:\n"
+        "  plugin: SimpleInventory\n"
+        "  options:\n"
+        f"    host_file: {lab.inventory / 'hosts.yaml'}\n"
+        f"    group_file: {lab.inventory / 'groups.yaml'}\n"
+        f"    defaults_file: {lab.inventory / 'defaults.yaml'}\n"
+        f"runner: {{plugin: {runner}, options: {{num_workers: 10{options}}}}}\n"
+        "task:\n"
+        f"  name: {'asend_config' if runner != 'threadpool' else 'send_config'}\n"
+        "  params:\n"
+        "    template_file: change.j2\n"
+        f"    variables: {{refuse: {refuse}}}\n"
+        f"    backup_dir: {folder / 'backups'}\n"
+    )
+    return job
+
+
+def run_cli(job: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), *args],
+        cwd=job.parent, capture_output=True, text=True, timeout=180, check=False,
+    )
+
+
+def records(path: Path) -> dict[str, dict[str, Any]]:
+    return {r["host"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
+def test_check_shows_each_hosts_diff_and_changes_nothing(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+) -> None:
+    job = change_job(frr_lab, tmp_path, runner, refuse=[])
+    done = run_cli(job, "--check", "--show", "-o", "out.jsonl")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "a dry run (--check): nothing changed" in done.stdout
+    for k in (1, 2, 3):
+        assert f"+ip route 203.0.113.{k}/32 Null0" in done.stdout
+        assert f"+  network 203.0.113.{k}/32" in done.stdout
+    assert "config: 3 hosts would change" in done.stdout
+    for router, text in restored.items():
+        assert running(frr_lab, router) == text  # byte-identical
+    rows = records(tmp_path / "out.jsonl")
+    assert {h: r["change"]["state"] for h, r in rows.items()} == dict.fromkeys(
+        ("h1", "h2", "h3"), "would change"
+    )
+    assert not (tmp_path / "backups").exists()
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_not_end_ok(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+) -> None:
+    """Batches of one host (h1, then h2, then h3), no failure allowed: h2 refuses a line and
+    is rolled back, h3 never starts; fixed, --rerun-failed runs h2 and h3 only."""
+    job = change_job(frr_lab, tmp_path, runner, refuse=["h2"],
+                     options=", batches: [1], max_failures: 0")
+    first = run_cli(job, "-o", "first.jsonl")
+    assert first.returncode == 1, first.stdout + first.stderr
+    rows = records(tmp_path / "first.jsonl")
+    assert rows["h1"]["change"]["state"] == "changed"
+    assert rows["h2"]["change"]["state"] == "rolled back"
+    assert "line 5 of 5 refused: 'ip routx 198.51.100.0/24'" in rows["h2"]["message"]
+    assert rows["h3"]["failed"] and rows["h3"]["change"] is None  # never started
+    assert same(parse_config(running(frr_lab, "r2")), parse_config(restored["r2"]))
+    assert running(frr_lab, "r3") == restored["r3"]  # untouched
+    assert "config: 1 host changed, 1 host rolled back" in first.stdout
+    job = change_job(frr_lab, tmp_path, runner, refuse=[],
+                     options=", batches: [1], max_failures: 0")
+    again = run_cli(job, "--rerun-failed", "first.jsonl", "-o", "again.jsonl")
+    assert again.returncode == 0, again.stdout + again.stderr
+    rows = records(tmp_path / "again.jsonl")
+    assert sorted(rows) == ["h2", "h3"]
+    assert all(r["change"]["state"] == "changed" for r in rows.values())

@@ -1,0 +1,46 @@
+"""What a configuration change did to a host, as the change tasks say it: a ``change``
+mapping (``state``, ``backup``) on the task's ``Result``, or on the exception it failed with
+(``tasks.config``'s ``ConfigChangeFailed``). The records, the summary and ``--rerun-failed``
+read it from here, so they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nornir.core.task import MultiResult, Result
+
+__all__ = [
+    "CHANGED",
+    "INTERRUPTED",
+    "NOT_ROLLED_BACK",
+    "NO_CHANGE",
+    "ROLLBACK_FAILED",
+    "ROLLED_BACK",
+    "WOULD_CHANGE",
+    "change_of",
+]
+
+WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
+ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
+INTERRUPTED = "interrupted during change"
+
+
+def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:
+    """The last change a host's results say (its ``change`` mapping and its diff), if any."""
+    for item in reversed(list(_flat(multi))):
+        for holder in (item, item.exception):
+            change = getattr(holder, "change", None)
+            if isinstance(change, Mapping) and "state" in change:
+                return dict(change), str(getattr(holder, "diff", "") or "")
+    return None
+
+
+def _flat(multi: MultiResult) -> Iterator[Result]:
+    for item in multi:
+        if isinstance(item, list):
+            yield from _flat(item)  # type: ignore[arg-type]
+        else:
+            yield item

@@ -1,0 +1,76 @@
+"""``run --check`` (a dry run of every step) and ``run --rerun-failed RECORDS`` (only the hosts
+that failed or never started in an earlier run of the same job), checked before anything runs.
+
+``--rerun-failed`` works as Ansible's retry files do, from the records file itself: every
+record names its job (``job``, the job file's path). A host is run again unless each of its
+records in the file says it did not fail; a host of the job with no record at all (the run
+was interrupted, or a limit stopped it) is run again too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nornir_bench.jobs._job_file import JobError
+from nornir_bench.tasks import is_read_only
+
+if TYPE_CHECKING:
+    from nornir_bench.jobs.load import Job
+
+__all__ = ["check_dry_run", "hosts_to_rerun", "supports_dry_run"]
+
+_MAX_RECORDS = 10_000_000  # lines read at most from a records file
+
+
+def supports_dry_run(task: object, params: dict[str, object]) -> bool:
+    """Whether ``task`` honours nornir's ``dry_run`` (it says so: ``supports_dry_run``), or
+    changes nothing with ``params`` anyway (it is read-only)."""
+    return getattr(task, "supports_dry_run", False) is True or is_read_only(task, params)  # type: ignore[arg-type]
+
+
+def check_dry_run(job: Job) -> None:
+    """For ``--check``: every step's task must be able to run as a dry run."""
+    for step in job.steps:
+        if not supports_dry_run(step.task, step.params):
+            raise JobError(
+                f"{job.path}: --check: task {step.task_name} (step {step.number}) cannot run "
+                "as a dry run: it is neither read-only nor marked as honouring nornir's "
+                "dry_run (set its supports_dry_run attribute to True once it does)"
+            )
+
+
+def hosts_to_rerun(records: Path, job: Job, hosts: Iterable[str]) -> list[str]:
+    """Which of ``hosts`` (the job's) to run again, from the records file of an earlier run
+    of ``job``: those that failed there or have no record in it."""
+    ok: dict[str, bool] = {}
+    where = f"--rerun-failed {records}"
+    try:
+        with records.open(encoding="utf-8") as file:
+            for number, line in enumerate(file, 1):
+                if number > _MAX_RECORDS:
+                    raise JobError(f"{where}: more than {_MAX_RECORDS:,} lines: not a records "
+                                   "file")
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    raise JobError(f"{where}: line {number} is not JSON: not a records file "
+                                   "of nornir-bench run") from None
+                if not isinstance(record, dict) or not isinstance(record.get("host"), str):
+                    raise JobError(f"{where}: line {number} is not a host's record: not a "
+                                   "records file of nornir-bench run")
+                if record.get("job") != str(job.path.resolve()):
+                    raise JobError(
+                        f"{where}: line {number} is a record of job {record.get('job')!r}, "
+                        f"not of {job.path}: give a records file of this job"
+                    )
+                ok[record["host"]] = ok.get(record["host"], True) and record.get("failed") is False
+    except OSError as exc:
+        raise JobError(f"{where}: cannot read the records file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise JobError(f"{where}: not a records file (not UTF-8 text)") from None
+    if not ok:
+        raise JobError(f"{where}: no records in it: give the records file of a run of this job")
+    return [host for host in hosts if not ok.get(host, False)]
