@@ -35,6 +35,7 @@ backup file holds them.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from nornir.core.task import Result
 
 from nornir_bench.core.changes import (
     CHANGED,
+    INTERRUPTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
     ROLLBACK_FAILED,
@@ -159,6 +161,16 @@ _Request = _Read | _Send | _Save
 _Plan = Generator[_Request, Any, Change]
 
 
+class _Progress:
+    """How far a change got: its backup, and whether lines were sent to the device."""
+
+    __slots__ = ("backup", "sending")
+
+    def __init__(self) -> None:
+        self.backup: str | None = None
+        self.sending = False
+
+
 def _change(
     lines: Sequence[str],
     *,
@@ -166,8 +178,11 @@ def _change(
     rollback: bool,
     save: bool,
     backup: Callable[[str], Path],
+    progress: _Progress | None = None,
 ) -> _Plan:
-    """The change, as requests to the device (see the module); what it did."""
+    """The change, as requests to the device (see the module); what it did. ``progress``
+    follows how far it got."""
+    progress = progress or _Progress()
     running: str = yield _Read()
     before, change = parse_config(running), parse_config(lines)
     diff = mask_config_secrets(config_diff(before, applied(before, change)))
@@ -175,7 +190,8 @@ def _change(
         return Change(WOULD_CHANGE if diff else NO_CHANGE, diff)
     if not diff:
         return Change(NO_CHANGE, "")
-    saved = str(backup(running))
+    saved = progress.backup = str(backup(running))
+    progress.sending = True
     refused: tuple[int, str] | None = yield _Send(tuple(lines))
     now = parse_config((yield _Read()))
     if refused is not None:
@@ -400,21 +416,43 @@ async def asend_config(
     require_libraries(asend_config)
     number("asend_config: timeout", timeout, above=0, unit="a number of seconds")
     change = config_lines(task.host, lines, config_file, template_file, variables)
+    progress = _Progress()
     plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
-                   backup=_backup_writer(task.host, backup_dir))
+                   backup=_backup_writer(task.host, backup_dir), progress=progress)
     session = session_of(task.host)
     async with session.lock:
         if not session.is_open or not await session.still_open():
             await session.aopen(task.host, timeout=timeout)
-        request = next(plan)
-        while True:
-            if isinstance(request, _Read):
-                answer: Any = await session.send_command(SHOW_RUNNING, timeout=timeout)
-            elif isinstance(request, _Send):
-                answer = await session.send_config_lines(request.lines, timeout=timeout)
-            else:
-                answer = await session.send_command(SAVE, timeout=timeout)
-            try:
-                request = plan.send(answer)
-            except StopIteration as done:
-                return _result(task.host, done.value)
+        driving = asyncio.ensure_future(_adrive(session, plan, timeout))
+        try:
+            return _result(task.host, await asyncio.shield(driving))
+        except asyncio.CancelledError:
+            if not progress.sending:  # nothing sent yet: the device is as it was
+                driving.cancel()
+                raise
+        # Cancelled (Ctrl-C, SIGTERM, a deadline) in the middle of the lines: the change ends,
+        # verified or rolled back, before the host does; cancelled again, it is given up.
+        try:
+            return _result(task.host, await asyncio.shield(driving))
+        except asyncio.CancelledError:
+            driving.cancel()
+            raise ConfigChangeFailed(
+                f"interrupted during change: state unknown, backup at {progress.backup}",
+                state=INTERRUPTED, backup=str(progress.backup),
+            ) from None
+
+
+async def _adrive(session: Any, plan: _Plan, timeout: float) -> Change:
+    """``plan``'s requests on a scrapli session; what the change did."""
+    request = next(plan)
+    while True:
+        if isinstance(request, _Read):
+            answer: Any = await session.send_command(SHOW_RUNNING, timeout=timeout)
+        elif isinstance(request, _Send):
+            answer = await session.send_config_lines(request.lines, timeout=timeout)
+        else:
+            answer = await session.send_command(SAVE, timeout=timeout)
+        try:
+            request = plan.send(answer)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -334,3 +335,52 @@ def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_n
     rows = records(tmp_path / "again.jsonl")
     assert sorted(rows) == ["h2", "h3"]
     assert all(r["change"]["state"] == "changed" for r in rows.values())
+
+
+MANY = """\
+{% set k = host.name[1:] | int %}
+{% for i in range(150) %}ip route 198.18.{{ 100 + k }}.{{ i }}/32 Null0
+{% endfor %}
+"""
+
+
+def change_routes(lab: RouterLabProcess, router: str) -> int:
+    """How many of the 150 routes of the MANY change ``router`` holds."""
+    prefix = f"ip route 198.18.{100 + int(router[1:])}."
+    return sum(line.startswith(prefix) for line in running(lab, router).splitlines())
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
+def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+) -> None:
+    """Ctrl-C once a router holds part of a 150-line change (the async runners cancel their
+    hosts in flight): each change ends whole, and its record says so; no router is left with
+    part of it."""
+    (tmp_path / "many.j2").write_text(MANY)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[])
+    job.write_text(job.read_text().replace("change.j2", "many.j2"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        assert not wait_for(
+            lambda: process.poll() is None
+            and not any(0 < change_routes(frr_lab, r) < 150 for r in restored),
+            tries=600, pause=0.05,
+        ), process.communicate()
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, stdout + stderr
+    rows = records(tmp_path / "out.jsonl") if (tmp_path / "out.jsonl").exists() else {}
+    for host, router in frr_lab.hosts().items():
+        held = change_routes(frr_lab, router)
+        assert held in (0, 150), (router, held, rows.get(host))
+        if held:
+            assert rows[host]["change"]["state"] == "changed", rows.get(host)
