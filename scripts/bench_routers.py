@@ -54,6 +54,20 @@ the logins the SSH server refused, as the package's summary counts them. OpenSSH
 real devices throttle them: the runners try refused logins again by default
 (``login_retries``); ``'{"login_retries": 0}'`` shows the bare throttling.
 
+**--changes**: a configuration change on every router (a static route to a TEST-NET-3 /32 of
+its own and its BGP ``network``, from a Jinja2 template), with ``asend_config`` on the asyncio
+runner, one inventory host per router: ``--check`` (each router's diff must hold exactly those
+two lines; every running configuration byte-identical before and after), then applied (every
+router changed; the seconds until every announced prefix is in every neighbour's BGP table,
+polled through vtysh), then applied again (0 changed). Then a rollout in canary batches (1, 10
+%, the rest; ``max_fail_percentage: 0``) where r2 refuses a line: r2 rolled back to its backup,
+the routers of later batches untouched, and ``--rerun-failed`` on the records running only r2
+and those never started (through ``nornir-bench run``). Then, per runner, ``--hosts`` hosts
+(``--fleet``'s inventory): the change as a dry run (``send_config``/``asend_config``,
+``dry_run=True``) against the same job reading ``show running-config``
+(``send_command``/``asend_command``), the dry run's wall over the read's (target <= 1.2). The
+routers are put back as they were (root's vtysh) at the end.
+
 **--quick**: everything small (3 routers, 24 logins, 8 sessions, 60 hosts, 1 repeat), for a
 test: about 10 s each for lab-times, logins and memory, 40 s for the fleet on four runners
 (dask's own cluster about half of it; ``--runners threadpool asyncio``: about 15 s), on 2
@@ -90,7 +104,7 @@ from typing import Any
 
 from nornir_bench.lab.ports import free_port_range
 
-PARTS = ("lab-times", "logins", "memory", "fleet")
+PARTS = ("lab-times", "logins", "memory", "fleet", "changes")
 RUNNERS = ("threadpool", "asyncio", "processpool", "dask")
 PROCESS_RUNNERS = ("processpool", "dask")  # num_workers is per process there
 COMMAND = "show ip bgp summary"
@@ -182,6 +196,10 @@ def main() -> int:
                 if "fleet" in shared:
                     fleet_part(lab, inventory, hosts, args.runners or list(RUNNERS),
                                args.num_workers, recipes, child_seconds)
+                if "changes" in shared:
+                    changes_part(lab, Path(folder), inventory if "fleet" in shared else None,
+                                 hosts, args.runners or list(RUNNERS), args.num_workers,
+                                 child_seconds)
     now = _git_commit()
     moved = "" if now == commit else f" at the start, {now} at the end (the code moved meanwhile)"
     print(f"\nmeasured on commit {commit}{moved}; load at the end {_load()}")
@@ -830,6 +848,227 @@ def fleet_part(lab: RouterLab, inventory: Path, hosts: int, runners: list[str], 
               f"| {_logins_text(r)} | {_failures_text(r['failures'])}{odd} |")
 
 
+# -- changes -----------------------------------------------------------------------------------
+
+# The change: a /32 of TEST-NET-3 per router (its number k), announced in BGP. A host's router
+# is found from its port (``base``: the first router's).
+CHANGE_TEMPLATE = """\
+{%- set k = host.port - base + 1 %}
+ip route 203.0.113.{{ k }}/32 Null0
+router bgp {{ 65000 + k }}
+ address-family ipv4 unicast
+  network 203.0.113.{{ k }}/32
+{% if host.name in refuse %}ip routx 198.51.100.0/24
+{% endif %}"""
+CONVERGE_SECONDS = 30.0  # at most, for the announced prefixes to reach the neighbours
+
+
+def changes_part(lab: RouterLab, folder: Path, fleet: Path | None, hosts: int,
+                 runners: list[str], in_flight: int, child_seconds: float) -> None:
+    from nornir_bench.lab import LabDevice, write_inventory
+
+    print(f"\n### Changes: a static route and a BGP network on each of {lab.routers} routers "
+          f"(load {_load()})\n")
+    routers = [f"r{k}" for k in range(1, lab.routers + 1)]
+    one_each = folder / "one-each"
+    write_inventory([LabDevice(r, "127.0.0.1", port, "cisco_ios", lab.user, lab.password)
+                     for r, port in zip(routers, lab.ports, strict=True)], one_each)
+    (folder / "change.j2").write_text(CHANGE_TEMPLATE)
+    before = {r: _vtysh(lab, r, "show running-config") for r in routers}
+    try:
+        rows = _change_steps(lab, folder, one_each, routers, before)
+        print("| step | wall s | result | target |")
+        print("|---|---:|---|---|")
+        for step, wall, said, target in rows:
+            print(f"| {step} | {wall} | {said} | {target} |")
+        _put_back(lab, before)
+        if fleet is not None:
+            _check_scale(lab, folder, fleet, hosts, runners, in_flight, child_seconds)
+    finally:
+        _put_back(lab, before)
+
+
+def _change_steps(lab: RouterLab, folder: Path, inventory: Path, routers: list[str],
+                  before: dict[str, str]) -> list[tuple[str, str, str, str]]:
+    rows = []
+    job = _change_job(lab, folder, inventory, refuse=[])
+    took, out = _nornir_bench_run(job, "--check", "--show", "-o", str(folder / "check.jsonl"))
+    records = _records(folder / "check.jsonl")
+    exact = sum(
+        sorted(line for line in (r["diff"] or "").splitlines() if line.startswith("+")
+               and not line.startswith("+++"))
+        == sorted([f"+ip route 203.0.113.{k}/32 Null0", f"+  network 203.0.113.{k}/32"])
+        for k, r in ((int(h[1:]), records.get(h, {})) for h in routers)
+    )
+    same = sum(_vtysh(lab, r, "show running-config") == before[r] for r in routers)
+    rows.append(("--check", f"{took:.2f}", f"{exact}/{len(routers)} diffs exactly the 2 lines; "
+                 f"{same}/{len(routers)} running configurations byte-identical",
+                 "all (met)" if exact == same == len(routers) else "all (MISSED)"))
+    took, out = _nornir_bench_run(job, "-o", str(folder / "apply.jsonl"))
+    applied = time.perf_counter()
+    changed = sum(r["change"] and r["change"]["state"] == "changed"
+                  for r in _records(folder / "apply.jsonl").values())
+    seen = _converged(lab, routers)
+    converged = time.perf_counter() - applied
+    rows.append(("applied", f"{took:.2f}", f"{changed}/{len(routers)} changed; every prefix in "
+                 f"every neighbour's BGP table {converged:.1f} s after the run"
+                 + ("" if seen else " (NOT SEEN)"),
+                 "<= 10 s (met)" if seen and converged <= 10 else "<= 10 s (MISSED)"))
+    took, out = _nornir_bench_run(job, "-o", str(folder / "again.jsonl"))
+    again = sum(bool(r["changed"]) for r in _records(folder / "again.jsonl").values())
+    rows.append(("applied again", f"{took:.2f}", f"{again} changed",
+                 "0 (met)" if again == 0 else "0 (MISSED)"))
+    _put_back(lab, before)
+    canary = _change_job(lab, folder, inventory, refuse=["r2"],
+                         options={"batches": [1, "10%", "100%"], "max_fail_percentage": 0})
+    took, out = _nornir_bench_run(canary, "-o", str(folder / "rollout.jsonl"))
+    rollout = _records(folder / "rollout.jsonl")
+    r2 = rollout.get("r2", {})
+    rolled = (r2.get("change") or {}).get("state") == "rolled back" and _same_config(
+        _vtysh(lab, "r2", "show running-config"), before["r2"])
+    later = [r for r in routers if r not in ("r1", "r2")]
+    untouched = sum(_vtysh(lab, r, "show running-config") == before[r] for r in later)
+    line = "line 5 of 5 refused" in str(r2.get("message"))
+    rows.append(("canary rollout, r2 refuses a line", f"{took:.2f}",
+                 f"r2 {'rolled back, equal to its backup' if rolled else 'NOT rolled back'}"
+                 f"{', the line named' if line else ''}; {untouched}/{len(later)} routers of "
+                 "later batches untouched",
+                 "all (met)" if rolled and line and untouched == len(later) else "(MISSED)"))
+    fixed = _change_job(lab, folder, inventory, refuse=[],
+                        options={"batches": [1, "10%", "100%"], "max_fail_percentage": 0})
+    took, out = _nornir_bench_run(fixed, "--rerun-failed", str(folder / "rollout.jsonl"), "-o",
+                                  str(folder / "rerun.jsonl"))
+    rerun = sorted(_records(folder / "rerun.jsonl"), key=lambda h: int(h[1:]))
+    wanted = f"{routers[1]} .. {routers[-1]} only"
+    rows.append(("--rerun-failed", f"{took:.2f}", f"ran {', '.join(rerun)}",
+                 f"{wanted} (met)" if rerun == routers[1:] else f"{wanted} (MISSED)"))
+    return rows
+
+
+def _check_scale(lab: RouterLab, folder: Path, fleet: Path, hosts: int, runners: list[str],
+                 in_flight: int, child_seconds: float) -> None:
+    print(f"\n{hosts} hosts, {in_flight} in flight: the change as a dry run against reading "
+          "`show running-config`, the same hosts (one run each, its own process):\n")
+    print("| runner | read: ok, wall s | dry run: ok, would change, wall s | dry run / read |")
+    print("|---|---|---|---:|")
+    for runner in runners:
+        spec = {"part": "check", "runner": runner, "inventory": str(fleet),
+                "options": _workers(runner, in_flight), "template": str(folder / "change.j2"),
+                "base": lab.base}
+        read = _run_one({**spec, "dry_run": False}, child_seconds)
+        _sessions_gone(lab)
+        dry = _run_one({**spec, "dry_run": True}, child_seconds)
+        _sessions_gone(lab)
+        if "error" in read or "error" in dry:
+            print(f"| {runner} | {read.get('error', '')} | {dry.get('error', '')} | |")
+            continue
+        ratio = dry["wall"] / read["wall"]
+        print(f"| {runner} | {read['ok']}/{hosts}, {read['wall']:.2f} | {dry['ok']}/{hosts}, "
+              f"{dry['would']}, {dry['wall']:.2f} | {ratio:.2f} "
+              f"({'met' if ratio <= 1.2 else 'MISSED'}) |")
+
+
+def _check_run(spec: dict[str, Any]) -> dict[str, Any]:
+    """--one check: one runner, the change as a dry run or the read, in this fresh process."""
+    from nornir import InitNornir
+
+    from nornir_bench.tasks import asend_command, asend_config, send_command, send_config
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    folder, runner = Path(spec["inventory"]), spec["runner"]
+    nr = InitNornir(
+        inventory={"plugin": "SimpleInventory", "options": {
+            "host_file": str(folder / "hosts.yaml"), "group_file": str(folder / "groups.yaml"),
+            "defaults_file": str(folder / "defaults.yaml")}},
+        runner={"plugin": runner, "options": spec["options"]},
+        logging={"enabled": False},
+    )
+    blocking = runner == "threadpool"
+    began = time.perf_counter()
+    try:
+        if spec["dry_run"]:
+            result = nr.run(task=send_config if blocking else asend_config,
+                            template_file=spec["template"],
+                            variables={"base": spec["base"], "refuse": []}, dry_run=True)
+        else:
+            result = nr.run(task=send_command if blocking else asend_command,
+                            command="show running-config")
+        wall = time.perf_counter() - began
+        nr.close_connections()
+    finally:
+        close = getattr(nr.runner, "close", None)
+        if callable(close):
+            close()
+    return {"ok": len(result) - len(result.failed_hosts), "wall": wall,
+            "would": sum(bool(m.changed) for m in result.values())}
+
+
+def _change_job(lab: RouterLab, folder: Path, inventory: Path, *, refuse: list[str],
+                options: dict[str, Any] | None = None) -> Path:
+    job = folder / "change.yaml"
+    job.write_text(json.dumps({
+        "inventory": {"plugin": "SimpleInventory", "options": {
+            "host_file": str(inventory / "hosts.yaml"),
+            "group_file": str(inventory / "groups.yaml"),
+            "defaults_file": str(inventory / "defaults.yaml")}},
+        "runner": {"plugin": "asyncio", "options": {"num_workers": 50, **(options or {})}},
+        "task": {"name": "asend_config", "params": {
+            "template_file": "change.j2", "variables": {"base": lab.base, "refuse": refuse},
+            "backup_dir": str(folder / "backups")}},
+    }))
+    return job
+
+
+def _nornir_bench_run(job: Path, *args: str) -> tuple[float, str]:
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "nornir_bench", "run", str(job), *args],
+                          capture_output=True, text=True, timeout=600, check=False)
+    return time.perf_counter() - began, done.stdout + done.stderr
+
+
+def _records(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        return {}
+    return {r["host"]: r for r in map(json.loads, path.read_text().splitlines())}
+
+
+def _vtysh(lab: RouterLab, router: str, command: str) -> str:
+    from nornir_bench.lab.routers import vtysh
+
+    return vtysh(lab.name, router, command)
+
+
+def _converged(lab: RouterLab, routers: list[str]) -> bool:
+    """Wait (at most CONVERGE_SECONDS) until each router's prefix is in its neighbours' BGP
+    tables (the chain: r(k-1) and r(k+1))."""
+    deadline = time.perf_counter() + CONVERGE_SECONDS
+    waiting = {(r, n) for k, r in enumerate(routers) for n in routers[max(0, k - 1):k + 2]
+               if n != r}
+    while waiting and time.perf_counter() < deadline:
+        for router, neighbour in list(waiting):
+            table = json.loads(_vtysh(lab, neighbour, "show ip bgp json") or "{}")
+            if f"203.0.113.{router[1:]}/32" in table.get("routes", {}):
+                waiting.discard((router, neighbour))
+        if waiting:
+            time.sleep(0.1)
+    return not waiting
+
+
+def _same_config(one: str, other: str) -> bool:
+    from nornir_bench.tasks.config_text import parse_config, same
+
+    return same(parse_config(one), parse_config(other))
+
+
+def _put_back(lab: RouterLab, before: dict[str, str]) -> None:
+    from nornir_bench.lab.routers import restore_config
+
+    for router, text in before.items():
+        restore_config(lab.name, router, text)
+
+
 def _logins_text(r: dict[str, Any]) -> str:
     """The summary's login throttling counts (the package counts them since de7c72f)."""
     if "login_refusals" not in r:
@@ -921,6 +1160,8 @@ def _one(spec: dict[str, Any]) -> dict[str, Any]:
         return _logins_client(spec)
     if spec["part"] == "fleet":
         return _fleet_run(spec)
+    if spec["part"] == "check":
+        return _check_run(spec)
     raise SystemExit(f"unknown --one part {spec['part']!r}")
 
 

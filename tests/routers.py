@@ -26,7 +26,6 @@ import os
 import random
 import signal
 import string
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +38,7 @@ from nornir.core import Nornir
 from ruamel.yaml import YAML
 
 from nornir_bench.lab import LabDevice
+from nornir_bench.lab.routers import vtysh
 from nornir_bench.lab.topology import LabPlan, plan_lab
 from tests.devices import LAB, Started, free_port_range, nornir_on, started, stopped
 
@@ -147,11 +147,7 @@ class RouterLabProcess:
 
     def vtysh(self, router: str, command: str) -> str:
         """``command`` on ``router``'s FRR as root (not through SSH): what it printed."""
-        done = subprocess.run(
-            ["vtysh", "-N", f"nb-{self.name}-{router}", "-c", command],
-            capture_output=True, text=True, timeout=10, check=False,
-        )
-        return done.stdout + done.stderr
+        return vtysh(self.name, router, command)
 
     def bgp_peers(self, router: str) -> dict[str, str]:
         """``router``'s BGP peers (address -> state), as its FRR says them."""

@@ -74,6 +74,10 @@ _POLL = 0.2
 _MAX_STARTUPS = re.compile(r"(?P<start>[0-9]{1,6})(?::(?P<rate>[0-9]{1,3}):(?P<full>[0-9]{1,6}))?")
 
 
+_SHOW_RUN = "show running-config"
+_COMMAND_TIMEOUT = 30.0
+
+
 class RouterNotReady(LabNotReady):
     """Some router did not accept a login, or a BGP session did not come up, in time."""
 
@@ -384,6 +388,31 @@ async def _login(plan: LabPlan, password: str, index: int) -> str:
         return await asyncio.wait_for(login(), _LOGIN_TIMEOUT)
     except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
         return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def vtysh(name: str, router: str, command: str) -> str:
+    """``command`` on router ``router`` (``r1`` ...) of lab ``name``, run as root through its
+    vtysh (not through SSH): what it printed."""
+    done = subprocess.run(
+        ["vtysh", "-N", f"nb-{name}-{router}", "-c", command],
+        capture_output=True, text=True, timeout=_COMMAND_TIMEOUT, check=False,
+    )
+    return done.stdout + done.stderr
+
+
+def restore_config(name: str, router: str, before: str) -> bool:
+    """Put ``router`` of lab ``name`` back to the running configuration ``before`` (as root:
+    the lines that undo what changed since, through vtysh); whether it now is."""
+    from nornir_bench.tasks.config_text import parse_config, restoring_lines, same
+
+    undo = restoring_lines(parse_config(before), parse_config(vtysh(name, router, _SHOW_RUN)))
+    if undo:
+        args = ["vtysh", "-N", f"nb-{name}-{router}", "-c", "configure terminal"]
+        for line in undo:
+            args += ["-c", line.strip()]  # one command each: vtysh keeps the section entered
+        subprocess.run(args, capture_output=True, text=True, timeout=_COMMAND_TIMEOUT,
+                       check=False)
+    return same(parse_config(vtysh(name, router, _SHOW_RUN)), parse_config(before))
 
 
 def router_hosts(devices: list[LabDevice], count: int) -> list[LabDevice]:

@@ -23,8 +23,9 @@ import pytest
 from nornir.core.task import AggregatedResult
 
 from nornir_bench import arun_subtask
+from nornir_bench.lab.routers import restore_config
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
-from nornir_bench.tasks.config_text import parse_config, restoring_lines, same
+from nornir_bench.tasks.config_text import parse_config, same
 from tests.routers import RouterLabProcess, lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, Runner, each_runner
 from tests.runners.test_routers import closed, failures
@@ -58,24 +59,13 @@ def running(lab: RouterLabProcess, router: str) -> str:
     return lab.vtysh(router, "show running-config")
 
 
-def put_back(lab: RouterLabProcess, router: str, before: str) -> None:
-    """Root's own rollback of ``router`` to ``before``: the test's changes undone."""
-    undo = restoring_lines(parse_config(before), parse_config(running(lab, router)))
-    if undo:
-        args = ["vtysh", "-N", f"nb-{lab.name}-{router}", "-c", "configure terminal"]
-        for line in undo:
-            args += ["-c", line.strip()]  # vtysh -c: one command each, its section kept
-        subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
-
-
 @pytest.fixture
 def restored(frr_lab: RouterLabProcess) -> Iterator[dict[str, str]]:
     """Every router's running configuration before the test (by router), put back after."""
     before = {r.name: running(frr_lab, r.name) for r in frr_lab.plan.routers}
     yield before
     for router, text in before.items():
-        put_back(frr_lab, router, text)
-        assert same(parse_config(running(frr_lab, router)), parse_config(text)), router
+        assert restore_config(frr_lab.name, router, text), router
 
 
 def run_change(lab: RouterLabProcess, runner: Runner, task: Any, folder: Path,
