@@ -123,6 +123,10 @@ def encoded_forms(secret: str) -> set[str]:
 class Redactor(logging.Filter):
     """Masks known secrets in text and in values; also a ``logging`` filter for handlers.
 
+    Besides the values it is given, the values of secret settings in device configuration
+    text (:func:`mask_config_secrets`: ``username admin secret ...``) are masked too: a
+    change's lines, a device's ``show running-config``, a library's debug log of what it sent.
+
     Args:
         secrets: the values to mask, in any of their :func:`encoded_forms`. Empty strings are
             ignored.
@@ -139,13 +143,11 @@ class Redactor(logging.Filter):
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
-        return text
+        return mask_config_secrets(text)
 
     def value(self, obj: Any) -> Any:
         """``obj`` with every string inside it (through dicts, lists, tuples and sets) masked,
         before anything encodes it: encoding may escape a secret past recognition."""
-        if not self.secrets:
-            return obj
         if isinstance(obj, str):
             return self(obj)
         if isinstance(obj, Mapping):
@@ -159,13 +161,12 @@ class Redactor(logging.Filter):
         return self(repr(obj))
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            record.msg = self(record.getMessage())
-            record.args = None
-            if record.exc_info and not record.exc_text:
-                record.exc_text = logging.Formatter().formatException(record.exc_info)
-            if record.exc_text:
-                record.exc_text = self(record.exc_text)
+        record.msg = self(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self(record.exc_text)
         return True
 
     def install(self, loggers: Iterable[str] = ("", "nornir")) -> None:

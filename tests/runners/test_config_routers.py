@@ -381,3 +381,34 @@ def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
         assert held in (0, 150), (router, held, rows.get(host))
         if held:
             assert rows[host]["change"]["state"] == "changed", rows.get(host)
+
+
+def test_a_secret_in_a_devices_configuration_is_masked_wherever_a_job_shows_or_keeps_it(
+    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+) -> None:
+    """Set by a change, then read back by a job's ``show running-config``: masked on the
+    terminal, in the records and the log; the backup of the change keeps the configuration
+    before it, restorable."""
+    peer = next(iter(frr_lab.bgp_at_ready["r1"]))
+    job = change_job(frr_lab, tmp_path, "threadpool", refuse=[])
+    (tmp_path / "change.j2").write_text(
+        "router bgp {{ 65000 + host.name[1:] | int }}\n"
+        f"{{% if host.name == 'h1' %}} neighbor {peer} password n0t-2-b3-s33n{{% endif %}}\n"
+    )
+    done = run_cli(job, "--show", "-o", "out.jsonl")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "password ********" in done.stdout
+    assert "n0t-2-b3-s33n" in running(frr_lab, "r1")
+    show = tmp_path / "show.yaml"
+    show.write_text(job.read_text().split("task:")[0] + (
+        "task: {name: send_command, params: {command: show running-config}}\n"
+        "logging: {enabled: true, level: DEBUG, log_file: nornir.log,"
+        " loggers: [nornir, nornir_bench, netmiko, paramiko]}\n"
+    ))
+    read = run_cli(show, "--show", "-o", "show.jsonl")
+    assert read.returncode == 0, read.stdout + read.stderr
+    assert f"neighbor {peer} password ********" in read.stdout
+    for text in (done.stdout, done.stderr, read.stdout, read.stderr,
+                 (tmp_path / "out.jsonl").read_text(), (tmp_path / "show.jsonl").read_text(),
+                 (tmp_path / "nornir.log").read_text()):
+        assert "n0t-2-b3-s33n" not in text
