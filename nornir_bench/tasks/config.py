@@ -85,6 +85,10 @@ __all__ = [
 DEFAULT_CONFIG_TIMEOUT = 60.0
 """Seconds for the login, and again for each exchange with the device."""
 
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""A change's text, from a file or a template, at most: a larger one is a mistake (a template
+looping without end), refused before anything is sent."""
+
 SHOW_RUNNING = "show running-config"
 SAVE = "write memory"
 
@@ -268,19 +272,35 @@ def config_lines(
     if lines is not None:
         return change_lines(lines)
     if config_file is not None:
-        return change_lines(Path(config_file).read_text(encoding="utf-8").splitlines())
+        path = Path(config_file)
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ValueError(f"{path}: larger than {MAX_CONFIG_BYTES:,} bytes: not a change")
+        return change_lines(path.read_text(encoding="utf-8").splitlines())
     import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
 
     path = Path(template_file)  # type: ignore[arg-type]
-    environment = jinja2.Environment(
+    # Sandboxed: a template reads host data; it cannot call into the host, nornir or Python.
+    environment = SandboxedEnvironment(
         loader=jinja2.FileSystemLoader(path.parent), undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, autoescape=False,
     )
+    chunks: list[str] = []
+    size = 0
     try:
-        text = environment.get_template(path.name).render(host=host, **(variables or {}))
-    except jinja2.TemplateError as exc:
+        for chunk in environment.get_template(path.name).generate(host=host, **(variables or {})):
+            size += len(chunk)
+            if size > MAX_CONFIG_BYTES:
+                break
+            chunks.append(chunk)
+    except Exception as exc:  # the template's own error (1/0, a sandbox refusal)
         raise ValueError(f"template {path}: {type(exc).__name__}: {exc}") from exc
-    return change_lines(text.splitlines())
+    if size > MAX_CONFIG_BYTES:
+        raise ValueError(
+            f"template {path}: renders past {MAX_CONFIG_BYTES:,} characters for {host.name}: "
+            "not a change"
+        )
+    return change_lines("".join(chunks).splitlines())
 
 
 def _backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callable[[str], Path]:

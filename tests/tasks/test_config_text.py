@@ -3,6 +3,8 @@ the lines that undo a change, on FRR's own ``show running-config``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nornir_bench.tasks.config_text import (
@@ -135,3 +137,25 @@ def test_bad_change_lines_say_which_and_why(lines: list[object], says: str) -> N
     with pytest.raises(ValueError) as caught:
         change_lines(lines)
     assert str(caught.value) == says
+
+
+def test_a_template_is_sandboxed_and_bounded(tmp_path: Path) -> None:
+    from nornir.core.inventory import Host
+
+    from nornir_bench.tasks.config import MAX_CONFIG_BYTES, config_lines
+
+    host = Host("r1", data={"asn": 65001})
+    (tmp_path / "ok.j2").write_text("router bgp {{ host.data.asn }}\n")
+    assert config_lines(host, template_file=tmp_path / "ok.j2") == ["router bgp 65001"]
+    (tmp_path / "escape.j2").write_text("{{ host.open_connection.__globals__ }}\n")
+    with pytest.raises(ValueError, match="SecurityError"):
+        config_lines(host, template_file=tmp_path / "escape.j2")
+    (tmp_path / "endless.j2").write_text(
+        "{% for i in range(10**5) %}{% for j in range(10**5) %}ip route x\n{% endfor %}"
+        "{% endfor %}"
+    )
+    with pytest.raises(ValueError, match=f"renders past {MAX_CONFIG_BYTES:,} characters for r1"):
+        config_lines(host, template_file=tmp_path / "endless.j2")
+    (tmp_path / "huge.j2").write_text("{% for i in range(10**9) %}x{% endfor %}")
+    with pytest.raises(ValueError, match="OverflowError: Range too big"):
+        config_lines(host, template_file=tmp_path / "huge.j2")
