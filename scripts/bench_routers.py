@@ -185,7 +185,7 @@ def main() -> int:
     if shared:
         with tempfile.TemporaryDirectory(prefix="bench-routers-") as folder:
             inventory = Path(folder) / "inventory"
-            lab_hosts = hosts if "fleet" in shared else None
+            lab_hosts = hosts if {"fleet", "changes"} & set(shared) else None
             with RouterLab(routers, _lab_name(), inventory, hosts=lab_hosts) as lab:
                 print(f"\nlab {lab.name}: {routers} routers on 127.0.0.1:{lab.base}-"
                       f"{lab.base + routers - 1}, ready in {lab.ready_after:.1f} s")
@@ -197,9 +197,8 @@ def main() -> int:
                     fleet_part(lab, inventory, hosts, args.runners or list(RUNNERS),
                                args.num_workers, recipes, child_seconds)
                 if "changes" in shared:
-                    changes_part(lab, Path(folder), inventory if "fleet" in shared else None,
-                                 hosts, args.runners or list(RUNNERS), args.num_workers,
-                                 child_seconds)
+                    changes_part(lab, Path(folder), inventory, hosts,
+                                 args.runners or list(RUNNERS), args.num_workers, child_seconds)
     now = _git_commit()
     moved = "" if now == commit else f" at the start, {now} at the end (the code moved meanwhile)"
     print(f"\nmeasured on commit {commit}{moved}; load at the end {_load()}")
@@ -863,7 +862,7 @@ router bgp {{ 65000 + k }}
 CONVERGE_SECONDS = 30.0  # at most, for the announced prefixes to reach the neighbours
 
 
-def changes_part(lab: RouterLab, folder: Path, fleet: Path | None, hosts: int,
+def changes_part(lab: RouterLab, folder: Path, fleet: Path, hosts: int,
                  runners: list[str], in_flight: int, child_seconds: float) -> None:
     from nornir_bench.lab import LabDevice, write_inventory
 
@@ -882,8 +881,7 @@ def changes_part(lab: RouterLab, folder: Path, fleet: Path | None, hosts: int,
         for step, wall, said, target in rows:
             print(f"| {step} | {wall} | {said} | {target} |")
         _put_back(lab, before)
-        if fleet is not None:
-            _check_scale(lab, folder, fleet, hosts, runners, in_flight, child_seconds)
+        _check_scale(lab, folder, fleet, hosts, runners, in_flight, child_seconds)
     finally:
         _put_back(lab, before)
 
