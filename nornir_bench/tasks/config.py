@@ -338,6 +338,32 @@ def _dry_run_only(params: Mapping[str, Any]) -> bool:
 # -- the tasks ---------------------------------------------------------------------------
 
 
+def _planned(
+    which: Callable[..., Any],
+    task: Task,
+    lines: Sequence[object] | None,
+    config_file: str | None,
+    template_file: str | None,
+    variables: Mapping[str, Any] | None,
+    *,
+    dry_run: bool | None,
+    rollback: bool,
+    save: bool,
+    backup_dir: str | None,
+    timeout: float,
+) -> tuple[_Plan, _Progress]:
+    """The change ``which`` (``send_config``, ``asend_config``) makes on the task's host, as a
+    plan not yet started, and its progress: the parameters checked, the lines rendered."""
+    require_libraries(which)
+    number(f"{which.__name__}: timeout", timeout, above=0, unit="a number of seconds")
+    change = config_lines(task.host, lines, config_file, template_file, variables)
+    progress = _Progress()
+    plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
+                   backup=_backup_writer(task.host, backup_dir), progress=progress)
+    return plan, progress
+
+
+
 @_supports_dry_run
 @read_only(when=_dry_run_only)
 @needs(libraries=["netmiko", "nornir_netmiko", "jinja2"], connections=["netmiko"],
@@ -376,11 +402,9 @@ def send_config(
         ConfigChangeFailed: a line refused, or the change not verified (rolled back or not).
         ValueError: no lines, a missing file, a template error.
     """
-    require_libraries(send_config)
-    number("send_config: timeout", timeout, above=0, unit="a number of seconds")
-    change = config_lines(task.host, lines, config_file, template_file, variables)
-    plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
-                   backup=_backup_writer(task.host, backup_dir))
+    plan, _ = _planned(send_config, task, lines, config_file, template_file, variables,
+                       dry_run=dry_run, rollback=rollback, save=save, backup_dir=backup_dir,
+                       timeout=timeout)
     connection = task.host.get_connection("netmiko", task.nornir.config)
     request = next(plan)
     while True:
@@ -433,12 +457,9 @@ async def asend_config(
 ) -> Result:
     """:func:`send_config` on scrapli's async driver, on the host's kept session (the one
     ``asend_command`` uses): the same steps, parameters and result."""
-    require_libraries(asend_config)
-    number("asend_config: timeout", timeout, above=0, unit="a number of seconds")
-    change = config_lines(task.host, lines, config_file, template_file, variables)
-    progress = _Progress()
-    plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
-                   backup=_backup_writer(task.host, backup_dir), progress=progress)
+    plan, progress = _planned(asend_config, task, lines, config_file, template_file, variables,
+                              dry_run=dry_run, rollback=rollback, save=save,
+                              backup_dir=backup_dir, timeout=timeout)
     session = session_of(task.host)
     async with session.lock:
         if not session.is_open or not await session.still_open():
