@@ -310,8 +310,9 @@ class RunPolicy:
 
 
 POLICY_OPTIONS = tuple(f.name for f in fields(RunPolicy))
-_NO_POLICY = RunPolicy(login_retries=0)
 """The names of the run policy options, which every runner takes."""
+
+_NO_POLICY = RunPolicy(login_retries=0)  # nornir's close_connections: see RunPolicy.for_task
 
 
 class Policed:
