@@ -6,11 +6,13 @@ read it from here, so they agree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.failures import each_result
+
 if TYPE_CHECKING:
-    from nornir.core.task import MultiResult, Result
+    from nornir.core.task import MultiResult
 
 __all__ = [
     "CHANGED",
@@ -30,17 +32,13 @@ INTERRUPTED = "interrupted during change"
 
 def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:
     """The last change a host's results say (its ``change`` mapping and its diff), if any."""
-    for item in reversed(list(_flat(multi))):
+    found = None
+    for item in each_result(multi):
         for holder in (item, item.exception):
             change = getattr(holder, "change", None)
             if isinstance(change, Mapping) and "state" in change:
-                return dict(change), str(getattr(holder, "diff", "") or "")
-    return None
-
-
-def _flat(multi: MultiResult) -> Iterator[Result]:
-    for item in multi:
-        if isinstance(item, list):
-            yield from _flat(item)  # type: ignore[arg-type]
-        else:
-            yield item
+                found = holder, change
+    if found is None:
+        return None
+    holder, change = found
+    return dict(change), str(getattr(holder, "diff", "") or "")

@@ -10,12 +10,31 @@ from nornir.core.exceptions import NornirSubTaskError
 from nornir_bench.core.exceptions import RunAborted, RunTimeout
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from nornir.core.task import MultiResult, Result
 
-__all__ = ["FAILED_WITHOUT_EXCEPTION", "failure_kind", "failure_of", "failure_type", "not_started"]
+__all__ = [
+    "FAILED_WITHOUT_EXCEPTION",
+    "each_result",
+    "failure_kind",
+    "failure_of",
+    "failure_type",
+    "not_started",
+]
 
 # The failure kind of a host whose task returned ``Result(failed=True)`` without raising.
 FAILED_WITHOUT_EXCEPTION = "failed"
+
+
+def each_result(multi: MultiResult) -> Iterator[Result]:
+    """Every ``Result`` of a host, in order: a subtask of several results sits in its
+    parent's ``MultiResult`` as a ``MultiResult`` of its own (nornir's ``Task.run``)."""
+    for item in multi:
+        if isinstance(item, list):
+            yield from each_result(item)  # type: ignore[arg-type]
+        else:
+            yield item
 
 
 def failure_of(multi: MultiResult) -> Result | None:

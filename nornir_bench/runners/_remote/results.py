@@ -26,6 +26,7 @@ from nornir_bench.core._pickling import cloud_dumps, cloudpickles, dumps, round_
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import child_task, fail_host, log_failure, start_host
+from nornir_bench.core.failures import each_result
 from nornir_bench.core.hooks import NoOpProcessor
 
 if TYPE_CHECKING:
@@ -127,11 +128,8 @@ class HookRecorder(NoOpProcessor):
 def relink(multi: MultiResult, host: Host | None) -> None:
     """Point every result at ``host``: the parent's, as results arrive; ``None`` in a worker,
     before they are sent (a copy of the host in every result would be pickled for nothing)."""
-    for item in multi:
-        if isinstance(item, MultiResult):
-            relink(item, host)
-        else:
-            item.host = host
+    for item in each_result(multi):
+        item.host = host
 
 
 def packed(
@@ -155,17 +153,9 @@ def exceptions_round_trip(finished: list[FinishedHost]) -> bool:
         round_trips(item.exception)
         for done in finished
         if done.result.failed
-        for item in _flat(done.result)
+        for item in each_result(done.result)
         if item.exception is not None
     )
-
-
-def _flat(multi: MultiResult) -> Iterator[Result]:
-    for item in multi:
-        if isinstance(item, MultiResult):
-            yield from _flat(item)
-        else:
-            yield item
 
 
 def portable(finished: list[FinishedHost]) -> list[FinishedHost]:
@@ -187,10 +177,7 @@ def portable(finished: list[FinishedHost]) -> list[FinishedHost]:
 
 
 def _portable_results(multi: MultiResult) -> None:
-    for item in multi:
-        if isinstance(item, MultiResult):
-            _portable_results(item)
-            continue
+    for item in each_result(multi):
         _portable_result(item)
 
 
