@@ -20,15 +20,21 @@ from nornir_bench.tasks import is_read_only
 if TYPE_CHECKING:
     from nornir_bench.jobs.load import Job
 
-__all__ = ["check_dry_run", "hosts_to_rerun", "supports_dry_run"]
+__all__ = ["check_dry_run", "honours_dry_run", "hosts_to_rerun", "supports_dry_run"]
 
 _MAX_RECORDS = 10_000_000  # lines read at most from a records file
 
 
+def honours_dry_run(task: object) -> bool:
+    """Whether ``task`` says it honours nornir's ``dry_run`` (``supports_dry_run``): ``--check``
+    gives it ``dry_run=True``."""
+    return getattr(task, "supports_dry_run", False) is True
+
+
 def supports_dry_run(task: object, params: dict[str, object]) -> bool:
-    """Whether ``task`` honours nornir's ``dry_run`` (it says so: ``supports_dry_run``), or
-    changes nothing with ``params`` anyway (it is read-only)."""
-    return getattr(task, "supports_dry_run", False) is True or is_read_only(task, params)  # type: ignore[arg-type]
+    """Whether ``task`` honours nornir's ``dry_run``, or changes nothing with ``params`` anyway
+    (it is read-only)."""
+    return honours_dry_run(task) or is_read_only(task, params)  # type: ignore[arg-type]
 
 
 def check_dry_run(job: Job) -> None:

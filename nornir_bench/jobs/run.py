@@ -36,7 +36,7 @@ from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
-from nornir_bench.jobs.rerun import check_dry_run, hosts_to_rerun
+from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.records import JsonLinesWriter, RecordsWriteError
@@ -269,7 +269,7 @@ def _run_step(
         fields={"job": str(job.path.resolve()), "step": step.number, "task": step.task_name},
     )
     params = step.params
-    if nr.data.dry_run and getattr(step.task, "supports_dry_run", False):
+    if nr.data.dry_run and honours_dry_run(step.task):
         params = {**params, "dry_run": True}  # --check
     result: AggregatedResult | None = None
     interrupted = abandoned = raised = False

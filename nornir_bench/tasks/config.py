@@ -182,18 +182,15 @@ def _change(
     rollback: bool,
     save: bool,
     backup: Callable[[str], Path],
-    progress: _Progress | None = None,
+    progress: _Progress,
 ) -> _Plan:
     """The change, as requests to the device (see the module); what it did. ``progress``
     follows how far it got."""
-    progress = progress or _Progress()
     running: str = yield _Read()
     before, change = parse_config(running), parse_config(lines)
     diff = mask_config_secrets(config_diff(before, applied(before, change)))
-    if dry_run:
+    if dry_run or not diff:  # nothing to send
         return Change(WOULD_CHANGE if diff else NO_CHANGE, diff)
-    if not diff:
-        return Change(NO_CHANGE, "")
     saved = progress.backup = str(backup(running))
     progress.sending = True
     refused: tuple[int, str] | None = yield _Send(tuple(lines))
