@@ -26,6 +26,7 @@ import os
 import random
 import signal
 import string
+import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ __all__ = [
     "RouterLabProcess",
     "frr_lab",
     "guard_pid",
+    "interrupted_when",
     "kill_lab",
     "lab_leftovers",
     "lab_pids",
@@ -296,6 +298,28 @@ def session_lab_leftovers() -> list[str]:
     if not _SESSION_LABS:
         return []
     return [f"{name}: {thing}" for name in sorted(_SESSION_LABS) for thing in lab_leftovers(name)]
+
+
+def interrupted_when(
+    args: Sequence[str], folder: Path, ready: Callable[[], bool], *, tries: int = 300,
+    pause: float = 0.1, timeout: float = 120,
+) -> tuple[int, str, str]:
+    """``args`` in a process (and session) of its own in ``folder``, sent SIGINT once
+    ``ready()`` holds while it runs (checked at most ``tries`` times); its exit status,
+    standard output and error. It is killed if it outlives the test."""
+    process = subprocess.Popen(args, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    try:
+        waiting = wait_for(lambda: process.poll() is None and not ready(), tries=tries,
+                           pause=pause)
+        assert not waiting and process.poll() is None, process.communicate()
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return process.returncode, stdout, stderr
 
 
 def send_signal_to(pids: Sequence[int], sig: int) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from nornir_bench import arun_subtask
 from nornir_bench.lab.routers import restore_config
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same
-from tests.routers import RouterLabProcess, lab_pids, wait_for
+from tests.routers import RouterLabProcess, interrupted_when, lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, Runner, each_runner
 from tests.runners.test_routers import closed, failures
 
@@ -357,24 +356,12 @@ def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
     (tmp_path / "many.j2").write_text(MANY)
     job = change_job(frr_lab, tmp_path, runner, refuse=[])
     job.write_text(job.read_text().replace("change.j2", "many.j2"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+    status, stdout, stderr = interrupted_when(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"], tmp_path,
+        lambda: any(0 < change_routes(frr_lab, r) < 150 for r in restored),
+        tries=600, pause=0.05,
     )
-    try:
-        assert not wait_for(
-            lambda: process.poll() is None
-            and not any(0 < change_routes(frr_lab, r) < 150 for r in restored),
-            tries=600, pause=0.05,
-        ), process.communicate()
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 130, stdout + stderr
+    assert status == 130, stdout + stderr
     rows = records(tmp_path / "out.jsonl") if (tmp_path / "out.jsonl").exists() else {}
     for host, router in frr_lab.hosts().items():
         held = change_routes(frr_lab, router)

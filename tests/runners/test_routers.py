@@ -31,6 +31,7 @@ from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME
 from tests.routers import (
     RouterLabProcess,
+    interrupted_when,
     lab_pids,
     router_lab_process,
     send_signal_to,
@@ -307,23 +308,13 @@ def test_ctrl_c_keeps_the_host_that_finished_and_ends_the_sessions(
     job = lab_job(frr_lab, tmp_path, "task: {name: 'labtasks:show_then_wait'}\n", "asyncio")
     others = sorted(set(frr_lab.hosts()) - {"h1"})
     out = tmp_path / "out.jsonl"
-    process = subprocess.Popen(nornir_bench_run(job), cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        waiting = wait_for(
-            lambda: process.poll() is None
-            and not (out.exists() and out.read_text().count("\n") == 1
-                     and all((tmp_path / f"waiting-{h}").exists() for h in others)),
-            tries=300,
-        )
-        assert not waiting and process.poll() is None, process.communicate()
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 130, stdout + stderr
+    status, stdout, stderr = interrupted_when(
+        nornir_bench_run(job), tmp_path,
+        lambda: out.exists() and out.read_text().count("\n") == 1
+        and all((tmp_path / f"waiting-{h}").exists() for h in others),
+        timeout=30,
+    )
+    assert status == 130, stdout + stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["host"], r["failed"]) for r in rows] == [("h1", False)]
     assert "local AS number 65001" in rows[0]["result"]
