@@ -968,21 +968,11 @@ def _check_scale(lab: RouterLab, folder: Path, fleet: Path, hosts: int, runners:
 
 def _check_run(spec: dict[str, Any]) -> dict[str, Any]:
     """--one check: one runner, the change as a dry run or the read, in this fresh process."""
-    from nornir import InitNornir
 
     from nornir_bench.tasks import asend_command, asend_config, send_command, send_config
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    folder, runner = Path(spec["inventory"]), spec["runner"]
-    nr = InitNornir(
-        inventory={"plugin": "SimpleInventory", "options": {
-            "host_file": str(folder / "hosts.yaml"), "group_file": str(folder / "groups.yaml"),
-            "defaults_file": str(folder / "defaults.yaml")}},
-        runner={"plugin": runner, "options": spec["options"]},
-        logging={"enabled": False},
-    )
+    runner = spec["runner"]
+    nr = _nornir(spec)
     blocking = runner == "threadpool"
     began = time.perf_counter()
     try:
@@ -1084,22 +1074,11 @@ def _workers(runner: str, in_flight: int) -> dict[str, int]:
 
 def _fleet_run(spec: dict[str, Any]) -> dict[str, Any]:
     """--one fleet: one runner, one recipe, one nr.run of COMMAND, in this fresh process."""
-    from nornir import InitNornir
 
     from nornir_bench.tasks import asend_command, send_command
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    folder = Path(spec["inventory"])
     runner = spec["runner"]
-    nr = InitNornir(
-        inventory={"plugin": "SimpleInventory", "options": {
-            "host_file": str(folder / "hosts.yaml"), "group_file": str(folder / "groups.yaml"),
-            "defaults_file": str(folder / "defaults.yaml")}},
-        runner={"plugin": runner, "options": spec["options"]},
-        logging={"enabled": False},
-    )
+    nr = _nornir(spec)
     task = send_command if runner == "threadpool" else asend_command
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     began = time.perf_counter()
@@ -1138,6 +1117,24 @@ def _fleet_run(spec: dict[str, Any]) -> dict[str, Any]:
             if hasattr(summary, key):
                 figures[key] = getattr(summary, key)
     return figures
+
+
+def _nornir(spec: dict[str, Any]) -> Any:
+    """A ``--one`` run's Nornir: the inventory folder and runner of ``spec``, the open-files
+    limit raised to the hard one (a host in flight holds a socket or more)."""
+    from nornir import InitNornir
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    folder = Path(spec["inventory"])
+    return InitNornir(
+        inventory={"plugin": "SimpleInventory", "options": {
+            "host_file": str(folder / "hosts.yaml"), "group_file": str(folder / "groups.yaml"),
+            "defaults_file": str(folder / "defaults.yaml")}},
+        runner={"plugin": spec["runner"], "options": spec["options"]},
+        logging={"enabled": False},
+    )
 
 
 def _kind(multi: Any, error: BaseException | None) -> str:
