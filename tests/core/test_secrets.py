@@ -16,6 +16,7 @@ from nornir_bench.core.secrets import (
     encoded_forms,
     expand_env,
     is_secret_key,
+    mask_config_secrets,
 )
 
 
@@ -98,3 +99,24 @@ def test_a_quote_escaped_inside_a_longer_repr_is_masked() -> None:
     text = repr(f'"{secret}"')  # '"it\'s-s3cret"'
     assert secret.replace("'", "\\'") in text
     assert Redactor([secret])(text) == repr('"********"')
+
+
+@pytest.mark.parametrize(
+    ("line", "masked"),
+    [
+        ("username admin secret 5 $1$mERr$hx5rVt7rPNoS4wqbXKX7m0",
+         "username admin secret 5 ********"),
+        ("enable secret s3cret", "enable secret ********"),
+        (" neighbor 192.0.2.1 password hunter2", " neighbor 192.0.2.1 password ********"),
+        ('+ neighbor 192.0.2.1 password "q\\"uo\\\\te"', "+ neighbor 192.0.2.1 password ********"),
+        ("snmp-server community pub'lic RO", "snmp-server community ******** RO"),
+        ("tacacs-server key k3y", "tacacs-server key ********"),
+        ("  key-string a\\b", "  key-string ********"),
+        ("username bob password 0 plain", "username bob password 0 ********"),
+        ("ip route 203.0.113.0/24 Null0", "ip route 203.0.113.0/24 Null0"),
+        ("no bgp network import-check", "no bgp network import-check"),
+    ],
+)
+def test_secrets_in_configuration_text_are_masked(line: str, masked: str) -> None:
+    assert mask_config_secrets(line) == masked
+    assert Redactor()(line) == masked  # whatever a job shows, records or logs
