@@ -61,6 +61,7 @@ from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks._read_only import read_only
 from nornir_bench.tasks.config_text import (
+    Section,
     applied,
     change_lines,
     config_diff,
@@ -193,6 +194,25 @@ def _change(
         return Change(WOULD_CHANGE if diff else NO_CHANGE, diff)
     saved = progress.backup = str(backup(running))
     progress.sending = True
+    try:
+        return (yield from _apply(lines, before, change, rollback=rollback, save=save,
+                                  saved=saved))
+    except ConfigChangeFailed:
+        raise
+    except Exception as exc:  # the session failed under the change: what holds is unknown
+        raise ConfigChangeFailed(
+            mask_config_secrets(
+                f"the session failed during the change ({type(exc).__name__}: {exc}): state "
+                f"unknown, backup at {saved}"
+            ), state=INTERRUPTED, backup=saved,
+        ) from exc
+
+
+def _apply(
+    lines: Sequence[str], before: Section, change: Section, *, rollback: bool, save: bool,
+    saved: str,
+) -> _Plan:
+    """The lines sent, verified, or rolled back to ``before`` (backed up in ``saved``)."""
     refused: tuple[int, str] | None = yield _Send(tuple(lines))
     now = parse_config((yield _Read()))
     if refused is not None:
@@ -405,12 +425,16 @@ def send_config(
     connection = task.host.get_connection("netmiko", task.nornir.config)
     request = next(plan)
     while True:
-        if isinstance(request, _Read):
-            answer: Any = connection.send_command(SHOW_RUNNING, read_timeout=timeout)
-        elif isinstance(request, _Send):
-            answer = _netmiko_send(connection, request.lines, timeout)
-        else:
-            answer = connection.send_command(SAVE, read_timeout=timeout)
+        try:
+            if isinstance(request, _Read):
+                answer: Any = connection.send_command(SHOW_RUNNING, read_timeout=timeout)
+            elif isinstance(request, _Send):
+                answer = _netmiko_send(connection, request.lines, timeout)
+            else:
+                answer = connection.send_command(SAVE, read_timeout=timeout)
+        except Exception as exc:  # the plan says what it means where the change stands
+            plan.throw(exc)
+            raise
         try:
             request = plan.send(answer)
         except StopIteration as done:
@@ -484,12 +508,16 @@ async def _adrive(session: Any, plan: _Plan, timeout: float) -> Change:
     """``plan``'s requests on a scrapli session; what the change did."""
     request = next(plan)
     while True:
-        if isinstance(request, _Read):
-            answer: Any = await session.send_command(SHOW_RUNNING, timeout=timeout)
-        elif isinstance(request, _Send):
-            answer = await session.send_config_lines(request.lines, timeout=timeout)
-        else:
-            answer = await session.send_command(SAVE, timeout=timeout)
+        try:
+            if isinstance(request, _Read):
+                answer: Any = await session.send_command(SHOW_RUNNING, timeout=timeout)
+            elif isinstance(request, _Send):
+                answer = await session.send_config_lines(request.lines, timeout=timeout)
+            else:
+                answer = await session.send_command(SAVE, timeout=timeout)
+        except Exception as exc:  # the plan says what it means where the change stands
+            plan.throw(exc)
+            raise
         try:
             request = plan.send(answer)
         except StopIteration as done:

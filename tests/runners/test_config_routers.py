@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -25,7 +26,13 @@ from nornir_bench import arun_subtask
 from nornir_bench.lab.routers import restore_config
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same
-from tests.routers import RouterLabProcess, interrupted_when, lab_pids, wait_for
+from tests.routers import (
+    RouterLabProcess,
+    interrupted_when,
+    lab_pids,
+    send_signal_to,
+    wait_for,
+)
 from tests.runners.test_conformance import ASYNC, Runner, each_runner
 from tests.runners.test_routers import closed, failures
 
@@ -399,3 +406,41 @@ def test_a_secret_in_a_devices_configuration_is_masked_wherever_a_job_shows_or_k
                  (tmp_path / "out.jsonl").read_text(), (tmp_path / "show.jsonl").read_text(),
                  (tmp_path / "nornir.log").read_text()):
         assert "n0t-2-b3-s33n" not in text
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backup_is(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+) -> None:
+    """r1's CLI is killed once it holds part of a 150-line change: h1 fails saying so, with
+    its backup, instead of the library's bare error; the other routers change whole."""
+    (tmp_path / "many.j2").write_text(MANY)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[])
+    job.write_text(job.read_text().replace("change.j2", "many.j2"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        assert not wait_for(
+            lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
+            tries=600, pause=0.05,
+        ), process.communicate()
+        send_signal_to(lab_pids(frr_lab.name, "vtysh", "r1"), signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, stdout + stderr
+    rows = records(tmp_path / "out.jsonl")
+    assert rows["h1"]["exception"] == "ConfigChangeFailed", rows["h1"]
+    assert rows["h1"]["message"].startswith("the session failed during the change (")
+    assert rows["h1"]["change"]["state"] == "interrupted during change"
+    backup = rows["h1"]["change"]["backup"]
+    assert rows["h1"]["message"].endswith(f"state unknown, backup at {backup}")
+    assert Path(backup).read_text().rstrip() == restored["r1"].rstrip()
+    assert "INTERRUPTED DURING CHANGE: 1 host (h1)" in stdout
+    for host in ("h2", "h3"):
+        assert rows[host]["change"]["state"] == "changed"
