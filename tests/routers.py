@@ -27,6 +27,7 @@ import random
 import signal
 import string
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -302,24 +303,44 @@ def session_lab_leftovers() -> list[str]:
 
 def interrupted_when(
     args: Sequence[str], folder: Path, ready: Callable[[], bool], *, tries: int = 300,
-    pause: float = 0.1, timeout: float = 120,
+    pause: float = 0.1, timeout: float = 120, again: Callable[[], bool] | None = None,
 ) -> tuple[int, str, str]:
     """``args`` in a process (and session) of its own in ``folder``, sent SIGINT once
-    ``ready()`` holds while it runs (checked at most ``tries`` times); its exit status,
-    standard output and error. It is killed if it outlives the test."""
+    ``ready()`` holds while it runs (checked at most ``tries`` times); with ``again``, a second
+    SIGINT once the command has said it is stopping (the first press taken: two signals at
+    once are one press) and ``again()`` holds. Its exit status, standard output and error. It
+    is killed if it outlives the test."""
     process = subprocess.Popen(args, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
-    try:
-        waiting = wait_for(lambda: process.poll() is None and not ready(), tries=tries,
+    said: tuple[list[str], list[str]] = ([], [])
+    readers = [threading.Thread(target=lambda lines=lines, pipe=pipe: lines.extend(pipe),
+                                daemon=True)
+               for lines, pipe in zip(said, (process.stdout, process.stderr), strict=True)]
+    for reader in readers:
+        reader.start()
+
+    def running_until(condition: Callable[[], bool]) -> None:
+        waiting = wait_for(lambda: process.poll() is None and not condition(), tries=tries,
                            pause=pause)
-        assert not waiting and process.poll() is None, process.communicate()
+        assert not waiting and process.poll() is None, said
+
+    try:
+        running_until(ready)
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=timeout)
+        if again is not None:
+            running_until(lambda: any(x.startswith("stopping:") for x in said[1]) and again())
+            process.send_signal(signal.SIGINT)
+        process.wait(timeout)
     finally:
         if process.poll() is None:
             process.kill()
-            process.communicate()
-    return process.returncode, stdout, stderr
+            process.wait()
+        for reader in readers:
+            reader.join(timeout)
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+    return process.returncode, "".join(said[0]), "".join(said[1])
 
 
 def send_signal_to(pids: Sequence[int], sig: int) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "CHANGED",
     "INTERRUPTED",
     "NOT_ROLLED_BACK",
+    "NOT_TOUCHED",
     "NO_CHANGE",
     "ROLLBACK_FAILED",
     "ROLLED_BACK",
@@ -28,6 +29,7 @@ __all__ = [
 WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
 ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
 INTERRUPTED = "interrupted during change"
+NOT_TOUCHED = "not touched"  # abandoned in flight before anything was sent
 
 
 def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:

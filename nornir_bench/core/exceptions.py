@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NornirBenchError",
+    "HostAbandoned",
     "HostSkipped",
     "RemoteException",
     "LoginRefused",
@@ -64,6 +65,23 @@ class RunInterrupted(KeyboardInterrupt):
         self.result = result
         self.pending = pending
         self.abandoned = abandoned
+
+
+class HostAbandoned(Exception):
+    """Ctrl-C stopped this host in flight (cancelled on an event loop, or abandoned by a second
+    press): the run did not wait for its task to end, so what it did is not known (a task may
+    say more in the message).
+
+    Attributes:
+        change: for a configuration change, its state (``core.changes``), else ``None``.
+    """
+
+    def __init__(self, message: str, change: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.change = change
+
+    def __reduce__(self) -> tuple[type[HostAbandoned], tuple[str, dict[str, object] | None]]:
+        return (type(self), (str(self), self.change))
 
 
 class TaskTimeout(TimeoutError):

@@ -122,6 +122,11 @@ def _wake(woken: asyncio.Future[None]) -> None:
         woken.set_result(None)
 
 
+_FIRST_PRESS_HEARD: list[Callable[[], None]] = []
+"""Called at the first Ctrl-C of a run, whichever runner's :class:`CtrlC` takes it: the
+``on_first_press`` of the :func:`stoppable` blocks under way (a command saying it stops)."""
+
+
 class CtrlC:
     """The two-press Ctrl-C rule every runner keeps, in one place.
 
@@ -154,7 +159,12 @@ class CtrlC:
         self.presses += 1
         if self.presses > 1:
             raise KeyboardInterrupt
+        self._first()
+
+    def _first(self) -> None:
         self._halt()
+        for say in tuple(_FIRST_PRESS_HEARD):
+            say()
 
     @contextmanager
     def handled(self) -> Iterator[CtrlC]:
@@ -186,7 +196,7 @@ class CtrlC:
                 self.presses += 1
                 if self.presses > 1:
                     return
-                self._halt()
+                self._first()
 
 
 def stops_on_ctrl_c(runner: object) -> bool:
@@ -202,7 +212,18 @@ class FinishedHosts(NoOpProcessor):
 
     def __init__(self) -> None:
         self.results: dict[str, MultiResult] = {}
+        self.started: set[str] = set()
         self._lock = threading.Lock()
+
+    def never_started(self, host: str) -> None:
+        """``host``'s task was stopped before it began (:class:`NotStarted`)."""
+        with self._lock:
+            self.started.discard(host)
+
+    def in_flight(self, hosts: list[str]) -> list[str]:
+        """The hosts of ``hosts`` that started and have not finished, in that order."""
+        with self._lock:
+            return [h for h in hosts if h in self.started and h not in self.results]
 
     def aggregated(self, name: str, hosts: list[str]) -> AggregatedResult:
         """The hosts that finished, as an ``AggregatedResult`` in the order of ``hosts``."""
@@ -214,12 +235,16 @@ class FinishedHosts(NoOpProcessor):
                 result[host] = self.results[host]
         return result
 
+    def task_instance_started(self, task: Task, host: Host) -> None:
+        with self._lock:
+            self.started.add(host.name)
+
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         with self._lock:
             self.results[host.name] = result
 
     def task_started(self, task: Task) -> None:
-        self.results = {}
+        self.results, self.started = {}, set()
 
 
 @dataclass
@@ -247,28 +272,32 @@ def stoppable(
     Args:
         runner: the Nornir object's runner.
         task: the task function.
-        on_first_press: called on the first Ctrl-C (to say that the run is stopping).
+        on_first_press: called on the first Ctrl-C, on any runner (to say that the run is
+            stopping). It may run in a signal handler.
 
     The two-press rule (:class:`CtrlC`) holds for the block: the first Ctrl-C lets no host
     start, the second raises ``KeyboardInterrupt`` at once.
     """
-    if stops_on_ctrl_c(runner):
-        yield StoppableRun(task)
-        return
-    stop = StoppableRun(task)
-    stop.task = _guarded(task, stop.pressed)
+    heard = [] if on_first_press is None else [on_first_press]
+    _FIRST_PRESS_HEARD.extend(heard)
+    try:
+        if stops_on_ctrl_c(runner):
+            yield StoppableRun(task)
+            return
+        stop = StoppableRun(task)
+        stop.task = _guarded(task, stop.pressed, stop.finished)
+        with CtrlC(stop.pressed.set).handled():
+            yield stop
+    finally:
+        for say in heard:
+            _FIRST_PRESS_HEARD.remove(say)
 
-    def first_press() -> None:
-        stop.pressed.set()
-        if on_first_press is not None:
-            on_first_press()
 
-    with CtrlC(first_press).handled():
-        yield stop
-
-
-def _guarded(task: Callable[..., Any], pressed: Halt) -> Callable[..., Any]:
-    """``task``, raising :class:`NotStarted` instead of running once ``pressed`` is set."""
+def _guarded(
+    task: Callable[..., Any], pressed: Halt, finished: FinishedHosts
+) -> Callable[..., Any]:
+    """``task``, raising :class:`NotStarted` instead of running once ``pressed`` is set (the
+    host then never started, for ``finished``)."""
     from nornir_bench.core.execution import is_async_task  # see sigterm_as_ctrl_c
 
     if is_async_task(task):
@@ -276,6 +305,7 @@ def _guarded(task: Callable[..., Any], pressed: Halt) -> Callable[..., Any]:
         @functools.wraps(task)
         async def guarded_async(nornir_task: Task, **kwargs: Any) -> Any:
             if pressed.is_set():
+                finished.never_started(nornir_task.host.name)
                 raise NotStarted
             return await task(nornir_task, **kwargs)
 
@@ -284,6 +314,7 @@ def _guarded(task: Callable[..., Any], pressed: Halt) -> Callable[..., Any]:
     @functools.wraps(task)
     def guarded(nornir_task: Task, **kwargs: Any) -> Any:
         if pressed.is_set():
+            finished.never_started(nornir_task.host.name)
             raise NotStarted
         return task(nornir_task, **kwargs)
 

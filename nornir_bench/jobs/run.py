@@ -25,13 +25,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirExecutionError
 
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
-from nornir_bench.core.exceptions import RunInterrupted
+from nornir_bench.core.exceptions import HostAbandoned, RunInterrupted
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.jobs._job_file import JobError
@@ -75,6 +75,10 @@ class StepRun:
         left_out: the hosts of its filter it did not run on: they had failed an earlier step.
         elapsed: seconds each host of ``result`` took.
         interrupted: Ctrl-C stopped it; ``result`` has the hosts that had finished.
+        abandoned: the hosts Ctrl-C stopped in flight (cancelled on an event loop, or left by
+            a second press): in ``result`` as failed with what
+            their task may have done (:class:`~nornir_bench.core.exceptions.HostAbandoned`, or
+            the task's own ``abandoned_failure``: a change's backup), not finished.
         not_run: why it did not run at all (an earlier step was interrupted, or
             ``core.raise_on_error`` ended the job), if it did not.
     """
@@ -86,7 +90,13 @@ class StepRun:
     left_out: tuple[str, ...] = ()
     elapsed: Mapping[str, float] = field(default_factory=dict)
     interrupted: bool = False
+    abandoned: tuple[str, ...] = ()
     not_run: str | None = None
+
+    @property
+    def unfinished(self) -> int:
+        """How many of its hosts did not finish it."""
+        return self.hosts - len(self.result) + len(self.abandoned)
 
 
 @dataclass(frozen=True)
@@ -135,7 +145,7 @@ def run_job(
         job: from :func:`nornir_bench.jobs.load.load_job`.
         output: the JSON Lines file; else the job's ``output.path``; else :func:`default_output`.
         progress: draw a progress bar on standard error; ``None``: when it is a terminal.
-        on_stopping: called at the first Ctrl-C on a runner that does not stop by itself (see
+        on_stopping: called at the first Ctrl-C, on any runner (see
             :func:`~nornir_bench.core.stopping.stoppable`), to say that the hosts in flight
             are being waited for.
         check: a dry run (``--check``): every step's task must honour nornir's ``dry_run`` or
@@ -274,6 +284,7 @@ def _run_step(
     result: AggregatedResult | None = None
     interrupted = abandoned = raised = False
     bar = ProgressBar(enabled=progress)
+    since = time.time()  # the backups a change abandoned in flight wrote are newer
     with stoppable(nr.runner, step.task, on_first_press=on_stopping) as stop:
         started = time.perf_counter()
         try:
@@ -296,11 +307,38 @@ def _run_step(
         if result is None:
             name = getattr(stop.task, "__name__", step.task_name)
             result = stop.finished.aggregated(name, selected)
+    left: tuple[str, ...] = ()
+    if interrupted:  # hosts cancelled in flight (async runners), or abandoned (a second press)
+        left = tuple(stop.finished.in_flight(selected))
+        _fail_abandoned(step, nr, params, since, left, records, result)
     summary = summarize(result, elapsed=records.elapsed, wall=wall)
     run = StepRun(
-        step, result, summary, len(selected), left_out, dict(records.elapsed), interrupted
+        step, result, summary, len(selected), left_out, dict(records.elapsed), interrupted, left
     )
     return run, abandoned, raised
+
+
+def _fail_abandoned(
+    step: Step, nr: Nornir, params: Mapping[str, Any], since: float, hosts: tuple[str, ...],
+    records: JsonLinesWriter, result: AggregatedResult,
+) -> None:
+    """Each host of ``hosts``, stopped in flight by Ctrl-C (cancelled on an event loop, or
+    abandoned by a second press), failed in ``result`` and the records with what it may have
+    done: a change task says it from its backups (``abandoned_failure``); others are not
+    known. A host of them ending later (its thread went on) is not written again."""
+    from nornir.core.task import MultiResult, Result
+
+    records.seal()
+    said = getattr(step.task, "abandoned_failure", None)
+    for name in hosts:
+        exc = said(name, params, since) if callable(said) else HostAbandoned(
+            "stopped in flight by Ctrl-C: what its task did is not known"
+        )
+        multi = MultiResult(step.task_name)
+        multi.append(Result(host=nr.inventory.hosts[name], name=step.task_name, failed=True,
+                            exception=exc))
+        result[name] = multi
+        records.write(name, multi)
 
 
 def _not_run(step: Step, why: str) -> StepRun:

@@ -67,8 +67,8 @@ def step_lines(run: JobRun) -> list[str]:
         if step_run.left_out:
             line += f"; left out: {hosts_text(len(step_run.left_out))} that failed an earlier step"
         if step_run.interrupted:
-            unfinished = step_run.hosts - len(step_run.result)
-            line += f"; interrupted: {unfinished} of {hosts_text(step_run.hosts)} did not finish"
+            line += (f"; interrupted: {step_run.unfinished} of {hosts_text(step_run.hosts)} "
+                     "did not finish")
         lines.append(run.redact(line))
     return lines
 
@@ -77,12 +77,13 @@ def interruption(run: JobRun) -> str:
     """What an interrupted run did not finish: ``7 of 400 hosts did not finish``, and in a job
     of several steps, at which step, and which steps did not run."""
     if not run.stepped:
-        return f"{run.hosts - len(run.result)} of {hosts_text(run.hosts)} did not finish"
+        unfinished = run.hosts - len(run.result) + sum(len(s.abandoned) for s in run.steps)
+        return f"{unfinished} of {hosts_text(run.hosts)} did not finish"
     ran = [s for s in run.steps if s.not_run is None]
     last = ran[-1] if ran else None
     text = "no step started" if last is None else (
         f"at step {last.step.number} of {len(run.steps)}, "
-        f"{last.hosts - len(last.result)} of {hosts_text(last.hosts)} did not finish it"
+        f"{last.unfinished} of {hosts_text(last.hosts)} did not finish it"
     )
     later = len(run.steps) - len(ran)
     if later:

@@ -22,7 +22,8 @@ each run before the one that counted (see :mod:`nornir_bench.core.attempts`: the
 ``retries``, or the process pool running a host again when another host crashed its worker).
 ``changed`` is nornir's; ``change`` is what a configuration change did (``state``: ``would
 change``, ``no change``, ``changed``, ``rolled back``, ``rollback failed``, ``not rolled
-back``, ``interrupted during change``; ``backup``: the file of the configuration before it),
+back``, ``interrupted during change``, ``not touched``; ``backup``: the file of the
+configuration before it),
 and ``diff`` its diff (:mod:`nornir_bench.core.changes`). Values that JSON cannot hold are
 written as their ``repr``; known secrets are masked in every
 value before it is encoded.
@@ -121,10 +122,22 @@ class JsonLinesWriter(HostTimer):
         self.fields = dict(fields or {})
         self.written = 0
         self._lock = threading.Lock()
+        self._sealed = False
 
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         super().task_instance_completed(task, host, result)
-        record = host_record(host.name, result, self.elapsed.get(host.name))
+        self.write(host.name, result, sealed_too=False)
+
+    def seal(self) -> None:
+        """Write no more hosts as they finish: a run that abandoned its hosts in flight writes
+        their records itself (:meth:`write`), and one of them ending later must not add a
+        second."""
+        with self._lock:
+            self._sealed = True
+
+    def write(self, name: str, result: MultiResult, *, sealed_too: bool = True) -> None:
+        """Write host ``name``'s record (also once sealed, unless ``sealed_too`` is false)."""
+        record = host_record(name, result, self.elapsed.get(name))
         if self.fields:
             record = {"host": record.pop("host"), **self.fields, **record}
         # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.
@@ -132,6 +145,8 @@ class JsonLinesWriter(HostTimer):
             self.redact.value(record), default=self.redact.json_default, ensure_ascii=False
         )
         with self._lock:
+            if self._sealed and not sealed_too:
+                return
             try:
                 self.file.write(line + "\n")
                 self.file.flush()

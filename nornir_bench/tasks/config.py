@@ -36,7 +36,9 @@ backup file holds them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -50,11 +52,13 @@ from nornir_bench.core.changes import (
     INTERRUPTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
+    NOT_TOUCHED,
     ROLLBACK_FAILED,
     ROLLED_BACK,
     WOULD_CHANGE,
 )
 from nornir_bench.core.checks import number
+from nornir_bench.core.exceptions import HostAbandoned
 from nornir_bench.core.files import records_folder
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
@@ -337,14 +341,45 @@ def _backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callabl
     return write
 
 
+_BACKUP_NAME = re.compile(r"(?P<host>.+)-\d{8}T\d{6}\.\d{6}Z\.cfg")
+
+
+def _abandoned_failure(host: str, params: Mapping[str, Any], since: float) -> Exception:
+    """What a change Ctrl-C stopped in flight on ``host`` (cancelled, or abandoned by a second
+    press; run with ``params`` since ``since``, a ``time.time()``) may have done, told by its
+    backup: written before the first line is sent, so without one in this run the device was
+    not touched."""
+    folder = params.get("backup_dir")
+    base = Path(folder) if folder is not None else records_folder() / "backups"
+    made = []
+    with contextlib.suppress(OSError):
+        for path in base.iterdir():
+            match = _BACKUP_NAME.fullmatch(path.name)
+            if match and match["host"] == host and path.stat().st_mtime >= since:
+                made.append(path)
+    if not made:
+        return HostAbandoned(
+            "stopped in flight by Ctrl-C before its change was sent: not touched",
+            change={"state": NOT_TOUCHED, "backup": None},
+        )
+    backup = str(max(made, key=lambda path: path.stat().st_mtime_ns))
+    return ConfigChangeFailed(
+        f"interrupted during change: state unknown, backup at {backup}", state=INTERRUPTED,
+        backup=backup,
+    )
+
+
 def _result(host: Host, change: Change) -> Result:
     result = Result(host=host, result=change.text(), changed=change.changed, diff=change.diff)
     result.change = {"state": change.state, "backup": change.backup}  # type: ignore[attr-defined]
     return result
 
 
-def _supports_dry_run(task: Callable[..., Any]) -> Callable[..., Any]:
+def _changing(task: Callable[..., Any]) -> Callable[..., Any]:
+    """Marks a change task: it honours ``dry_run``, and says what it may have done when
+    Ctrl-C stops it in flight (``abandoned_failure``, read by the jobs)."""
     task.supports_dry_run = True  # type: ignore[attr-defined]
+    task.abandoned_failure = _abandoned_failure  # type: ignore[attr-defined]
     return task
 
 
@@ -381,7 +416,7 @@ def _planned(
 
 
 
-@_supports_dry_run
+@_changing
 @read_only(when=_dry_run_only)
 @needs(libraries=["netmiko", "nornir_netmiko", "jinja2"], connections=["netmiko"],
        install=DEVICES_EXTRA)
@@ -459,7 +494,7 @@ def _netmiko_send(connection: Any, lines: Sequence[str], timeout: float) -> tupl
         connection.exit_config_mode()
 
 
-@_supports_dry_run
+@_changing
 @read_only(when=_dry_run_only)
 @needs(libraries=["scrapli", "asyncssh", "jinja2"], install=DEVICES_EXTRA)
 @check_params_with(_check_config_params)

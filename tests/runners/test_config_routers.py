@@ -253,9 +253,9 @@ router bgp {{ 65000 + host.name[1:] | int }}
 
 
 def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[str],
-               options: str = "") -> Path:
+               options: str = "", task: str | None = None) -> Path:
     """A job changing every router from a template; ``refuse``: hosts given a line FRR does
-    not know."""
+    not know; ``task``: the runner's own kind of change task unless given."""
     (folder / "change.j2").write_text(TEMPLATE)
     job = folder / "change.yaml"
     job.write_text(
@@ -267,7 +267,7 @@ def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[st
         f"    defaults_file: {lab.inventory / 'defaults.yaml'}\n"
         f"runner: {{plugin: {runner}, options: {{num_workers: 10{options}}}}}\n"
         "task:\n"
-        f"  name: {'asend_config' if runner != 'threadpool' else 'send_config'}\n"
+        f"  name: {task or ('asend_config' if runner != 'threadpool' else 'send_config')}\n"
         "  params:\n"
         "    template_file: change.j2\n"
         f"    variables: {{refuse: {refuse}}}\n"
@@ -353,15 +353,20 @@ def change_routes(lab: RouterLabProcess, router: str) -> int:
     return sum(line.startswith(prefix) for line in running(lab, router).splitlines())
 
 
-@pytest.mark.parametrize("runner", JOB_RUNNERS)
+@pytest.mark.parametrize(
+    ("runner", "task"), [*((r, None) for r in JOB_RUNNERS), ("asyncio", "send_config")]
+)
 def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str | None,
+    tmp_path: Path,
 ) -> None:
     """Ctrl-C once a router holds part of a 150-line change (the async runners cancel their
     hosts in flight): each change ends whole, and its record says so; no router is left with
-    part of it."""
+    part of it. The blocking send_config on the asyncio runner is a thread its cancel cannot
+    stop, and the command does not wait for: a router may hold part of it, and its record
+    then says so (interrupted during change, state unknown, the backup)."""
     (tmp_path / "many.j2").write_text(MANY)
-    job = change_job(frr_lab, tmp_path, runner, refuse=[])
+    job = change_job(frr_lab, tmp_path, runner, refuse=[], task=task)
     job.write_text(job.read_text().replace("change.j2", "many.j2"))
     status, stdout, stderr = interrupted_when(
         [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"], tmp_path,
@@ -372,9 +377,45 @@ def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
     rows = records(tmp_path / "out.jsonl") if (tmp_path / "out.jsonl").exists() else {}
     for host, router in frr_lab.hosts().items():
         held = change_routes(frr_lab, router)
-        assert held in (0, 150), (router, held, rows.get(host))
-        if held:
-            assert rows[host]["change"]["state"] == "changed", rows.get(host)
+        said = rows[host]["change"]["state"] if held else None
+        if said == "interrupted during change" and task == "send_config":
+            assert f"backup at {rows[host]['change']['backup']}" in rows[host]["message"]
+        else:
+            assert held in (0, 150), (router, held, rows.get(host))
+            assert said in (None, "changed"), rows.get(host)
+
+
+@pytest.mark.parametrize("runner", JOB_RUNNERS)
+def test_a_second_ctrl_c_abandons_the_changes_in_flight_and_their_records_say_so(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+) -> None:
+    """Ctrl-C once a router holds part of a 150-line change, and again, once the run said it
+    is stopping, while a router still does: the hosts in flight are abandoned. Each router
+    holding part of the change (or all of it) has a record saying so: interrupted during
+    change, state unknown, with its backup (the configuration before the change)."""
+    (tmp_path / "many.j2").write_text(MANY)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[])
+    job.write_text(job.read_text().replace("change.j2", "many.j2"))
+    partly = lambda: any(0 < change_routes(frr_lab, r) < 150 for r in restored)  # noqa: E731
+    status, stdout, stderr = interrupted_when(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"], tmp_path,
+        partly, again=partly, tries=600, pause=0.02,
+    )
+    assert status == 130, stdout + stderr
+    rows = records(tmp_path / "out.jsonl")
+    interrupted = {
+        h for h, r in rows.items() if r["change"]["state"] == "interrupted during change"
+    }
+    assert interrupted, rows  # a router held part of the change at the second press
+    assert "INTERRUPTED DURING CHANGE:" in stdout
+    for host, router in frr_lab.hosts().items():
+        held = change_routes(frr_lab, router)
+        if host in interrupted:
+            backup = Path(rows[host]["change"]["backup"])
+            assert f"state unknown, backup at {backup}" in rows[host]["message"]
+            assert same(parse_config(backup.read_text()), parse_config(restored[router]))
+        elif held:
+            assert held == 150 and rows[host]["change"]["state"] == "changed", rows.get(host)
 
 
 def test_a_secret_in_a_devices_configuration_is_masked_wherever_a_job_shows_or_keeps_it(
