@@ -31,9 +31,10 @@ from nornir.core.exceptions import NornirExecutionError
 
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
-from nornir_bench.core.exceptions import HostAbandoned, RunInterrupted
+from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupted
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
 from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
@@ -43,7 +44,7 @@ from nornir_bench.processors.records import JsonLinesWriter, RecordsWriteError
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
-    from nornir.core.task import AggregatedResult
+    from nornir.core.task import AggregatedResult, MultiResult
 
     from nornir_bench.jobs.load import Job, Step
 
@@ -281,6 +282,9 @@ def _run_step(
     params = step.params
     if nr.data.dry_run and honours_dry_run(step.task):
         params = {**params, "dry_run": True}  # --check
+    early = _prepared(step, nr, selected, params, records)
+    if early:
+        selected = [n for n in selected if n not in early]
     result: AggregatedResult | None = None
     interrupted = abandoned = raised = False
     bar = ProgressBar(enabled=progress)
@@ -307,15 +311,68 @@ def _run_step(
         if result is None:
             name = getattr(stop.task, "__name__", step.task_name)
             result = stop.finished.aggregated(name, selected)
+    for name, multi in early.items():
+        result[name] = multi
     left: tuple[str, ...] = ()
     if interrupted:  # hosts cancelled in flight (async runners), or abandoned (a second press)
         left = tuple(stop.finished.in_flight(selected))
         _fail_abandoned(step, nr, params, since, left, records, result)
     summary = summarize(result, elapsed=records.elapsed, wall=wall)
     run = StepRun(
-        step, result, summary, len(selected), left_out, dict(records.elapsed), interrupted, left
+        step, result, summary, len(selected) + len(early), left_out, dict(records.elapsed),
+        interrupted, left,
     )
     return run, abandoned, raised
+
+
+def _prepared(
+    step: Step, nr: Nornir, hosts: list[str], params: Mapping[str, Any],
+    records: JsonLinesWriter,
+) -> dict[str, MultiResult]:
+    """The hosts of ``hosts`` failed before the step touches any device, each with its
+    record: those whose input the task's ``prepare`` refuses (a change's template error).
+    When they are more than the runner's ``max_failures`` or ``max_fail_percentage`` allow,
+    every host is: the others as not run (``RunAborted``), as the limit would have."""
+    prepare = getattr(step.task, "prepare", None)
+    if not callable(prepare) or not hosts:
+        return {}
+    early: dict[str, MultiResult] = {}
+    for name in hosts:
+        try:
+            prepare(nr.inventory.hosts[name], params)
+        except ValueError as exc:  # the task's own words, naming the template
+            early[name] = _failed(step, nr, name, exc)
+    policy = getattr(nr.runner, "policy", None)
+    limit = None if not early else _limit_crossed(policy, len(early), len(hosts))
+    if limit is not None:
+        for name in hosts:
+            if name not in early:
+                early[name] = _failed(step, nr, name, RunAborted(*limit))
+    for name, multi in early.items():
+        records.write(name, multi)
+    return early
+
+
+def _limit_crossed(policy: Any, failed: int, hosts: int) -> tuple[str, str] | None:
+    """The run's failure limit (its name, and why) that ``failed`` of ``hosts`` cross."""
+    most = getattr(policy, "max_failures", None)
+    percentage = getattr(policy, "max_fail_percentage", None)
+    why = f"the lines of {hosts_text(failed)} could not be made, before any device was touched"
+    if most is not None and failed > most:
+        return "max_failures", f"{why}: more than {most}"
+    if percentage is not None and failed > percentage / 100 * hosts:
+        return "max_fail_percentage", f"{why}: more than {percentage:g} %"
+    return None
+
+
+def _failed(step: Step, nr: Nornir, name: str, exc: BaseException) -> MultiResult:
+    """Host ``name``'s results of ``step``, failed by the job with ``exc``."""
+    from nornir.core.task import MultiResult, Result
+
+    multi = MultiResult(step.task_name)
+    multi.append(Result(host=nr.inventory.hosts[name], name=step.task_name, failed=True,
+                        exception=exc))
+    return multi
 
 
 def _fail_abandoned(
@@ -326,18 +383,13 @@ def _fail_abandoned(
     abandoned by a second press), failed in ``result`` and the records with what it may have
     done: a change task says it from its backups (``abandoned_failure``); others are not
     known. A host of them ending later (its thread went on) is not written again."""
-    from nornir.core.task import MultiResult, Result
-
     records.seal()
     said = getattr(step.task, "abandoned_failure", None)
     for name in hosts:
         exc = said(name, params, since) if callable(said) else HostAbandoned(
             "stopped in flight by Ctrl-C: what its task did is not known"
         )
-        multi = MultiResult(step.task_name)
-        multi.append(Result(host=nr.inventory.hosts[name], name=step.task_name, failed=True,
-                            exception=exc))
-        result[name] = multi
+        result[name] = multi = _failed(step, nr, name, exc)
         records.write(name, multi)
 
 

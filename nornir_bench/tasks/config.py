@@ -375,10 +375,22 @@ def _result(host: Host, change: Change) -> Result:
     return result
 
 
+def _prepare(host: Host, params: Mapping[str, Any]) -> None:
+    """A host's lines made as the task will make them, before any device is touched: a
+    template's error (an undefined variable, its own exception, past the size cap) is a
+    ``ValueError`` naming the template. Lines and files are the same for every host, and
+    checked once when the job is loaded."""
+    if params.get("template_file") is not None:
+        config_lines(host, template_file=params["template_file"],
+                     variables=params.get("variables"))
+
+
 def _changing(task: Callable[..., Any]) -> Callable[..., Any]:
-    """Marks a change task: it honours ``dry_run``, and says what it may have done when
-    Ctrl-C stops it in flight (``abandoned_failure``, read by the jobs)."""
+    """Marks a change task: it honours ``dry_run``; a job makes every host's lines before the
+    step touches any device (``prepare``); and it says what it may have done when Ctrl-C stops
+    it in flight (``abandoned_failure``). The jobs read these."""
     task.supports_dry_run = True  # type: ignore[attr-defined]
+    task.prepare = _prepare  # type: ignore[attr-defined]
     task.abandoned_failure = _abandoned_failure  # type: ignore[attr-defined]
     return task
 

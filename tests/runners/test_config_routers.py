@@ -340,6 +340,38 @@ def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_n
     assert all(r["change"]["state"] == "changed" for r in rows.values())
 
 
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_a_template_error_fails_its_host_before_any_device_of_the_rollout_is_touched(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+) -> None:
+    """h3's lines name an undefined variable. Every host's lines are made before the step
+    touches a device: in a canary rollout allowing no failure, no router is touched (h1 and
+    h2 are not run); without a limit, h3 fails first and the others change."""
+    job = change_job(frr_lab, tmp_path, runner, refuse=[],
+                     options=", batches: [1], max_failures: 0")
+    (tmp_path / "change.j2").write_text(
+        TEMPLATE + "{% if host.name == 'h3' %}ip route 198.51.100.0/24 {{ missing }}{% endif %}\n"
+    )
+    canary = run_cli(job, "-o", "canary.jsonl")
+    assert canary.returncode == 1, canary.stdout + canary.stderr
+    rows = records(tmp_path / "canary.jsonl")
+    assert rows["h3"]["exception"] == "ValueError"
+    assert "'missing' is undefined" in rows["h3"]["message"]
+    for host in ("h1", "h2"):
+        assert rows[host]["exception"] == "RunAborted", rows[host]
+        assert "the lines of 1 host could not be made" in rows[host]["message"]
+    for router, text in restored.items():
+        assert running(frr_lab, router) == text  # untouched
+    job.write_text(job.read_text().replace(", batches: [1], max_failures: 0", ""))
+    free = run_cli(job, "-o", "free.jsonl")
+    assert free.returncode == 1, free.stdout + free.stderr
+    lines = (tmp_path / "free.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["host"] == "h3"  # recorded before any host ran
+    rows = records(tmp_path / "free.jsonl")
+    assert rows["h1"]["change"]["state"] == rows["h2"]["change"]["state"] == "changed"
+    assert running(frr_lab, "r3") == restored["r3"]
+
+
 MANY = """\
 {% set k = host.name[1:] | int %}
 {% for i in range(150) %}ip route 198.18.{{ 100 + k }}.{{ i }}/32 Null0
