@@ -19,6 +19,8 @@ import json
 import logging
 import os
 import re
+import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -34,7 +36,9 @@ __all__ = [
     "expand_env",
     "is_secret_key",
     "mask_config_secrets",
+    "masked_terminal",
     "secret_text",
+    "terminal_secrets",
 ]
 
 MASK = "********"
@@ -197,3 +201,90 @@ class Redactor(logging.Filter):
             yield self
         finally:
             self.uninstall()
+
+
+# -- the terminal -----------------------------------------------------------------------------
+
+
+class _MaskedStream:
+    """A text stream (``sys.stdout``, ``sys.stderr``) whose lines are masked before they reach
+    the stream under it: text is held until its line ends (``\n``, or ``\r`` as a progress bar
+    redraws), or is flushed, so a secret written in pieces (``print`` writes the text, then the
+    newline) is masked whole. Everything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        with _TERMINAL_LOCK:
+            self._pending += text
+            end = max(self._pending.rfind("\n"), self._pending.rfind("\r")) + 1
+            if end:
+                ready, self._pending = self._pending[:end], self._pending[end:]
+                self.stream.write(_terminal(ready))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        with _TERMINAL_LOCK:
+            ready, self._pending = self._pending, ""
+            if ready:
+                self.stream.write(_terminal(ready))
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding, buffer ...
+        return getattr(self.stream, name)
+
+
+_TERMINAL_LOCK = threading.RLock()
+_TERMINAL: list[frozenset[str]] = []  # the secrets of each masked_terminal block under way
+_terminal = Redactor()
+_unmasked: tuple[Any, Any] | None = None  # sys.stdout and sys.stderr as they were
+
+
+def terminal_secrets() -> tuple[str, ...]:
+    """The secrets the terminal masks now (those of every :func:`masked_terminal` block under
+    way): a runner's workers elsewhere mask their own output with them."""
+    with _TERMINAL_LOCK:
+        return tuple(sorted(set().union(*_TERMINAL)))
+
+
+@contextmanager
+def masked_terminal(secrets: Iterable[str]) -> Iterator[None]:
+    """For the block, what anything writes to ``sys.stdout`` and ``sys.stderr`` (a task's
+    ``print``, a warning, a traceback) is masked line by line: ``secrets`` and device
+    configuration secrets (:class:`Redactor`). A ``SystemExit`` leaving the block with a
+    message has it masked too (Python prints it only after the block). Blocks nest and may
+    overlap across threads; the streams are put back when the last ends, if nobody replaced
+    them meanwhile."""
+    global _terminal, _unmasked
+    mine = frozenset(s for s in secrets if s)
+    with _TERMINAL_LOCK:
+        if not _TERMINAL:
+            _unmasked = (sys.stdout, sys.stderr)
+            sys.stdout, sys.stderr = _MaskedStream(sys.stdout), _MaskedStream(sys.stderr)
+        _TERMINAL.append(mine)
+        _terminal = Redactor(set().union(*_TERMINAL))
+    try:
+        yield
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            exc.code = _terminal(exc.code)
+        raise
+    finally:
+        with _TERMINAL_LOCK:
+            _TERMINAL.remove(mine)
+            _terminal = Redactor(set().union(*_TERMINAL))
+            if not _TERMINAL and _unmasked is not None:
+                for stream in (sys.stdout, sys.stderr):
+                    if isinstance(stream, _MaskedStream):
+                        stream.flush()
+                if isinstance(sys.stdout, _MaskedStream):
+                    sys.stdout = _unmasked[0]
+                if isinstance(sys.stderr, _MaskedStream):
+                    sys.stderr = _unmasked[1]
+                _unmasked = None

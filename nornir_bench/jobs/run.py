@@ -32,7 +32,7 @@ from nornir.core.exceptions import NornirExecutionError
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupted
-from nornir_bench.core.secrets import Redactor
+from nornir_bench.core.secrets import Redactor, masked_terminal
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
@@ -174,7 +174,9 @@ def run_job(
     redact.install(nr.config.logging.loggers)
     run: JobRun | None = None
     try:
-        run = _run(job, nr, redact, output, progress, on_stopping)
+        # What tasks print, warn or exit with on the terminal is masked too (and on workers).
+        with masked_terminal(secrets):
+            run = _run(job, nr, redact, output, progress, on_stopping)
         return run
     finally:
         # Hosts abandoned by a second Ctrl-C may still log from their threads: keep masking.

@@ -22,6 +22,7 @@ coroutine, so 10,000 of them cost little more than one round trip.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -125,6 +126,15 @@ class AsyncioRunner(Policed):
 
         ctrl_c = CtrlC(halt)
         ended = False
+
+        def close() -> None:
+            if not kept:  # a loop of its own: the run's session closed its connections
+                _close(loop, wait_for_threads=not ctrl_c.abandoned)
+            elif ended:
+                self._loops.give_back(loop, hosts)  # kept while its connections live
+            else:  # Ctrl-C, an error: close what the loop holds, and the loop
+                self._loops.discard(loop, hosts, wait=not ctrl_c.abandoned)
+
         try:
             main = loop.create_task(run.main())
             with ctrl_c.handled():
@@ -132,13 +142,13 @@ class AsyncioRunner(Policed):
                 if ctrl_c.abandoned:
                     _cut_short(loop, main)
             ended = not ctrl_c.presses
-        finally:
-            if not kept:  # a loop of its own: the run's session closed its connections
-                _close(loop, wait_for_threads=not ctrl_c.abandoned)
-            elif ended:
-                self._loops.give_back(loop, hosts)  # kept while its connections live
-            else:  # Ctrl-C, an error: close what the loop holds, and the loop
-                self._loops.discard(loop, hosts, wait=not ctrl_c.abandoned)
+        except BaseException:
+            # A task's SystemExit stopped the loop mid-step: closing it may fail ("Event loop
+            # stopped before Future completed"), which must not hide what ended the run.
+            with contextlib.suppress(Exception):
+                close()
+            raise
+        close()
         if ctrl_c.presses:
             raise interrupted(run.result, abandoned=ctrl_c.abandoned)
         return run.result

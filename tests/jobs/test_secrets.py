@@ -83,6 +83,51 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
     assert "login failed with ********" in done.stdout
 
 
+# A task saying the password on the terminal: warned, printed (in two writes: text, newline),
+# to standard error, and as the exit message of the process (one host).
+LOUD_TASKS = """
+import sys
+import warnings
+
+
+def loud(task):
+    password = task.host.password
+    warnings.warn(f"warned {password}")
+    print(f"printed {password}")
+    print("error", password, file=sys.stderr)
+    if task.host.name == "dev1":
+        sys.exit(f"cannot log in with {password}")
+    return "ok"
+"""
+
+
+# Dask's workers write to their own standard output and error, which the run does not show.
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+def test_what_a_task_warns_prints_or_exits_with_is_masked_on_the_terminal(
+    tmp_path: Path, runner: str
+) -> None:
+    """Once, the terminal showed it as is: a warning through nornir-bench's own formatter, a
+    print, a worker's UserWarning, the exit message (which, on asyncio, also ended in a
+    traceback of the loop's closing)."""
+    (tmp_path / "loudtasks.py").write_text(LOUD_TASKS)
+    (tmp_path / "job.yaml").write_text(textwrap.dedent(f"""\
+        inventory: {{plugin: synthetic, options: {{hosts: 3, password: "Hunter2Secret"}}}}
+        runner: {{plugin: {runner}, options: {{num_workers: 2}}}}
+        task: {{name: "loudtasks:loud"}}
+        logging: {{enabled: false}}
+        """))
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", "job.yaml", "-o", "out.jsonl"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert "Hunter2Secret" not in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr or runner == "processpool"  # its worker's, masked
+    assert "cannot log in with ********" in done.stderr
+    assert "printed ********" in done.stdout
+    assert "error ********" in done.stderr
+    assert "warned ********" in done.stderr
+
+
 def test_nested_extras_and_numeric_passwords_are_masked(tmp_path: Path) -> None:
     from nornir import InitNornir
 

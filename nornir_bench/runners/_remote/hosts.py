@@ -34,6 +34,7 @@ from nornir_bench.core.execution import Offload, run_task
 from nornir_bench.core.one_host import RunContext, arun_one
 from nornir_bench.core.open_files import descriptors_of, open_files_for
 from nornir_bench.core.plugins import register_plugins
+from nornir_bench.core.secrets import masked_terminal
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.core.stopping import Halt
 from nornir_bench.runners._remote.results import FinishedHost, HookRecorder
@@ -124,6 +125,8 @@ class RemoteRun:
         # The open files this process's hosts in flight need: the soft limit raised for the
         # run, or fewer hosts in flight at once (a worker gets at most num_workers).
         self._files = ExitStack()
+        # What the task prints, warns or exits with here is masked as on the parent's terminal.
+        self._files.enter_context(masked_terminal(spec.secrets))
         fits = self._files.enter_context(
             open_files_for(
                 spec.num_workers, descriptors_of(spec.func), what="a worker"
@@ -209,7 +212,7 @@ class RemoteRun:
         await self.stop_hosts()
         self._context.run(self.session.leave)  # where the pool was set
         await self.session.aclose()
-        self._files.close()  # the run's open files are no longer needed: the soft limit back
+        self._files.close()  # the soft limit of open files back, the terminal as it was
 
 
 def left_a_call(multi: MultiResult) -> bool:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._pickling import cloud_dumps, dumps
 from nornir_bench.core.plugins import registered_plugins
+from nornir_bench.core.secrets import terminal_secrets
 
 if TYPE_CHECKING:
     from nornir.core.configuration import Config
@@ -45,6 +46,7 @@ class RunSpec:
     loop: str = "auto"
     plugins: dict[str, dict[str, Any]] = field(default_factory=dict)  # by kind, then name
     keep_connections: bool = False  # hosts' connections outlive the run, in their worker
+    secrets: tuple[str, ...] = ()  # what the worker's own output masks, as the terminal here
     deadline: float | None = field(default=None, compare=False)
 
 
@@ -80,6 +82,7 @@ def pack_run(
         loop=loop,
         plugins=registered_plugins(),
         keep_connections=keep_connections,
+        secrets=terminal_secrets(),
     )
     try:
         return cloud_dumps(spec)
