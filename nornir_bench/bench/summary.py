@@ -40,7 +40,9 @@ class RunSummary:
     """What happened in one run, in numbers.
 
     Attributes:
-        hosts, ok, failed, changed: host counts (``ok + failed == hosts``).
+        hosts, ok, failed, changed: host counts (``ok + failed + unfinished == hosts``).
+        unfinished: hosts that did not finish every step they were to run (a job of steps
+            interrupted): neither ok nor failed.
         wall: seconds the run took, when known.
         throughput: hosts finished per second of ``wall``, when known.
         p50, p95, max: per-host elapsed seconds, when per-host times were given.
@@ -84,6 +86,7 @@ class RunSummary:
     login_slowed: int = 0
     login_servers: tuple[str, ...] = ()
     changes: dict[str, list[str]] = field(default_factory=dict)
+    unfinished: int = 0
 
     def lines(self) -> list[str]:
         """The summary as short human-readable lines (no tracebacks); a failed rollback
@@ -101,6 +104,7 @@ class RunSummary:
             )
         out.append(
             f"hosts: {self.hosts}, ok: {self.ok}, failed: {self.failed}, changed: {self.changed}"
+            + (f", not finished: {self.unfinished}" if self.unfinished else "")
         )
         if self.changes:
             counts = ", ".join(

@@ -249,8 +249,12 @@ def _run_steps(
             only.result, summary, path, len(hosts), interrupted, redact, abandoned, tuple(steps)
         )
     result, elapsed = _combined(job.path.stem, hosts, steps)
+    whole = summarize(result, elapsed=elapsed, wall=wall)
+    unfinished = len(_unfinished(nr, result, steps)) if interrupted else 0
     summary = replace(
-        summarize(result, elapsed=elapsed, wall=wall),
+        whole,
+        ok=whole.ok - unfinished,
+        unfinished=unfinished,
         # Counted from each host's first result, so the first step's only: each step's own.
         rerun=sum(s.summary.rerun for s in steps),
         retried=sum(s.summary.retried for s in steps),
@@ -423,6 +427,20 @@ def _combined(
                 elapsed[host] = elapsed.get(host, 0.0) + s.elapsed[host]
         result[host] = multi
     return result, elapsed
+
+
+def _unfinished(nr: Nornir, result: AggregatedResult, steps: list[StepRun]) -> list[str]:
+    """The hosts of ``result`` not failed that did not finish every step they were to run:
+    one interrupted in flight, or whose later steps never ran."""
+    later = [s for s in steps if s.not_run is not None]
+    cut = [s for s in steps if s.not_run is None and s.interrupted]
+    missed: set[str] = set()
+    for step_run in later:
+        missed.update(step_run.step.filter.apply(nr).inventory.hosts)
+    for step_run in cut:
+        ran = step_run.result
+        missed.update(h for h in step_run.step.filter.apply(nr).inventory.hosts if h not in ran)
+    return [h for h, multi in result.items() if not multi.failed and h in missed]
 
 
 def close_run(nr: Nornir) -> None:

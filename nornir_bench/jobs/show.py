@@ -175,12 +175,19 @@ def _host_lines(
     for number, line in enumerate(body):
         if number >= max_lines or shown + len(line) > max_chars:
             rest = body[number:]
-            if number < max_lines:  # the characters ran out within this line: show its start
-                yield line[: max(0, max_chars - shown)]
+            cut = sum(map(len, rest))
+            part = max(0, max_chars - shown) if number < max_lines else 0
+            if part:  # the characters ran out within this line: its start is shown
+                yield line[:part]
+                cut -= part
+            what = ["the rest of this line"] if part else []
+            if len(rest) > bool(part):
+                more = len(rest) - bool(part)
+                what.append(f"{more} more line{'s' * (more != 1)}")
             yield (
-                f"{_INDENT}... cut: {len(rest)} more lines, {sum(map(len, rest)):,} characters "
-                f"(at most {max_lines} lines, {max_chars:,} characters a host); the task's "
-                f"full result is in {run.output}"
+                f"{_INDENT}... cut: {' and '.join(what)}, {cut:,} characters (at most "
+                f"{max_lines} lines, {max_chars:,} characters a host); the task's full result "
+                f"is in {run.output}"
             )
             return
         shown += len(line)

@@ -101,13 +101,19 @@ def test_ctrl_c_in_a_step_keeps_what_finished_and_runs_no_later_step(tmp_path: P
         hosts=400,
         runner="asyncio",
     )
-    finished, stdout, stderr = ctrl_c_after_the_first_record(job, tmp_path)
-    assert 0 < len(finished) < 400 and {r["step"] for r in finished} == {1}
+    kept, stdout, stderr = ctrl_c_after_the_first_record(job, tmp_path)
+    assert 0 < len(kept) < 400 and {r["step"] for r in kept} == {1}
+    # The asyncio runner cancels its hosts in flight: each has a record saying so.
+    finished = [r for r in kept if r["exception"] != "HostAbandoned"]
     assert (
         f"interrupted: at step 1 of 2, {400 - len(finished)} of 400 hosts did not finish it; "
         "1 later step not run"
     ) in stdout
     assert "step 2 jobtasks:slow (seconds: 0): not run: the job was interrupted at step 1" in stdout
+    # No host ran every step: none is ok. Once, the job's line read "ok: N", all is well.
+    ok = sum(not r["failed"] for r in kept)
+    assert f"hosts: {len(kept)}, ok: 0, failed: {len(kept) - ok}" in stdout
+    assert f"not finished: {ok}" in stdout
     assert "Traceback" not in stderr
 
 
@@ -166,6 +172,21 @@ def test_show_of_a_one_task_job_and_its_bound_per_host(tmp_path: Path) -> None:
         "host); the task's full result is in out.jsonl"
     )
     assert lines[203] == "hosts: 1, ok: 1, failed: 0, changed: 0"
+
+
+def test_shows_cut_line_counts_only_what_it_cut(tmp_path: Path) -> None:
+    """One line of 30,000 characters: 20,000 shown (with the indent). Once, the cut line said
+    ``1 more lines, 30,004 characters``, counting what was shown."""
+    (tmp_path / "wide.py").write_text("def wide(task):\n    return 'x' * 30_000 + '\\nlast'\n")
+    job = job_file(tmp_path, "task: {name: 'wide:wide'}\n", hosts=1)
+    done = nornir_bench("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[2] == "    " + "x" * 19_996
+    assert lines[3] == (
+        "    ... cut: the rest of this line and 1 more line, 10,012 characters (at most 200 "
+        "lines, 20,000 characters a host); the task's full result is in out.jsonl"
+    )
 
 
 def test_show_of_a_secret_given_through_the_environment_is_masked(tmp_path: Path) -> None:
