@@ -27,12 +27,15 @@ __all__ = ["FailedAttempt", "attempts_of", "record_attempts"]
 
 @dataclass(frozen=True)
 class FailedAttempt:
-    """A run of a host's task that did not count: the type name and message of why, and
-    whether it was a blocking call given up at its deadline that went on in its thread."""
+    """A run of a host's task that did not count: the type name and message of why, whether
+    it was a blocking call given up at its deadline that went on in its thread, and, when
+    known, how long it ran and how long the host waited after it (``seconds``, ``wait``)."""
 
     exception: str
     message: str
     abandoned: bool = False
+    seconds: float | None = None
+    wait: float | None = None
 
 
 def record_attempts(multi: MultiResult | Result, failed: Sequence[FailedAttempt]) -> None:

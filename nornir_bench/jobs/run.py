@@ -21,6 +21,7 @@ writing (:mod:`nornir_bench.jobs.output`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ from nornir.core.exceptions import NornirExecutionError
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupted
+from nornir_bench.core.policies.plan import batch_number
 from nornir_bench.core.secrets import Redactor, masked_terminal
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.core.wording import hosts_text
@@ -223,7 +225,7 @@ def _run_steps(
         try:
             for step in job.steps:
                 run, abandoned, raised = _run_step(
-                    job, step, nr, file, redact, progress, on_stopping
+                    job, step, nr, file, redact, progress, on_stopping, started
                 )
                 steps.append(run)
                 if run.interrupted:
@@ -273,9 +275,11 @@ def _run_step(
     redact: Redactor,
     progress: bool | None,
     on_stopping: Callable[[], None] | None,
+    origin: float,
 ) -> tuple[StepRun, bool, bool]:
-    """Run ``step`` on its hosts (of ``nr``'s): what it did, whether a second Ctrl-C abandoned
-    hosts in flight, and whether ``core.raise_on_error`` raised."""
+    """Run ``step`` on its hosts (of ``nr``'s; the job started at ``origin``, on
+    ``perf_counter``'s clock): what it did, whether a second Ctrl-C abandoned hosts in flight,
+    and whether ``core.raise_on_error`` raised."""
     step_nr = step.filter.apply(nr)
     names = list(step_nr.inventory.hosts)
     failed_before = nr.data.failed_hosts
@@ -284,6 +288,7 @@ def _run_step(
     records = JsonLinesWriter(
         file, redact=redact,
         fields={"job": str(job.path.resolve()), "step": step.number, "task": step.task_name},
+        origin=origin,
     )
     params = step.params
     if nr.data.dry_run and honours_dry_run(step.task):
@@ -291,6 +296,9 @@ def _run_step(
     early = _prepared(step, nr, selected, params, records)
     if early:
         selected = [n for n in selected if n not in early]
+    batches = getattr(getattr(nr.runner, "policy", None), "batches", ())
+    if batches:  # which canary batch each host runs in, as the runner's plan hands them out
+        records.batch_of = functools.partial(batch_number, batches, len(selected))
     result: AggregatedResult | None = None
     interrupted = abandoned = raised = False
     bar = ProgressBar(enabled=progress)

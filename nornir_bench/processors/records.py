@@ -4,6 +4,8 @@ One line per host, written and flushed in ``task_instance_completed``: a run tha
 stopped with Ctrl-C keeps every host that had finished. A line holds::
 
     {"host": "rtr1", "step": 1, "task": "send_command", "failed": false, "elapsed": 0.412,
+     "start": 0.013, "end": 0.425, "run_start": "2026-11-26T19:16:08.123456+00:00",
+     "batch": null, "worker": null,
      "result": "...", "exception": null, "message": null, "traceback": null,
      "abandoned": false, "attempts": 1, "failed_attempts": [],
      "changed": false, "change": null, "diff": null}
@@ -13,13 +15,22 @@ line its step's number (from 1; 1 in a job of one task) and task name, so that t
 job of several steps, all in one file, say which step each is of. Without ``fields`` a line
 has neither.
 
+``start`` and ``end`` are the seconds from the run's start (the job's, for every step) to
+the host's start and end, as this process saw them (a host sent to a worker starts as it is
+sent); ``run_start`` is that start on the wall clock (UTC), the same in every line of a run.
+``batch`` is the canary batch the host ran in (from 1), when the runner's ``batches`` made
+some; ``worker`` the process a remote runner's worker ran it in (``host:pid``), else null.
+Older records files lack these keys.
+
 ``exception`` is the type name of what made the host fail (a failed subtask's own exception is
 preferred to the ``NornirSubTaskError`` of its parent), ``message`` its text and ``traceback``
 the full traceback, which the terminal never shows; ``abandoned`` says the host failed at its
 deadline in a blocking call that went on in its thread. ``attempts`` counts the times the task
-started on the host, and ``failed_attempts`` holds ``{"exception", "message", "abandoned"}`` for
-each run before the one that counted (see :mod:`nornir_bench.core.attempts`: the run's
-``retries``, or the process pool running a host again when another host crashed its worker).
+started on the host, and ``failed_attempts`` holds ``{"exception", "message", "abandoned",
+"seconds", "wait"}`` for each run before the one that counted (``seconds`` it ran, the
+``wait`` after it before the next; null when not known). See
+:mod:`nornir_bench.core.attempts`: the run's ``retries``, or the process pool running a host
+again when another host crashed its worker.
 ``changed`` is nornir's; ``change`` is what a configuration change did (``state``: ``would
 change``, ``no change``, ``changed``, ``rolled back``, ``rollback failed``, ``not rolled
 back``, ``interrupted during change``, ``not touched``; ``backup``: the file of the
@@ -34,7 +45,9 @@ from __future__ import annotations
 import json
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta, timezone
+from time import perf_counter
 from typing import IO, TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirSubTaskError
@@ -52,8 +65,11 @@ if TYPE_CHECKING:
 __all__ = ["JsonLinesWriter", "RecordsWriteError", "host_record"]
 
 
-def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> dict[str, Any]:
-    """The record of one host's run (see the module's docstring for its keys)."""
+def host_record(
+    name: str, multi: MultiResult, elapsed: float | None = None, **when: Any
+) -> dict[str, Any]:
+    """The record of one host's run (see the module's docstring for its keys); ``when``: the
+    keys of its times (``start``, ``end``, ``run_start``, ``batch``), after ``elapsed``."""
     failure = failure_of(multi)
     exc = failure.exception if failure is not None else None
     first = multi[0]
@@ -63,6 +79,8 @@ def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> 
         "host": name,
         "failed": bool(multi.failed),
         "elapsed": elapsed,
+        **when,
+        "worker": getattr(first, "worker", None),
         # With an exception, nornir puts the traceback text in ``result``: it goes below.
         "result": None if first.exception is not None else first.result,
         "exception": None if exc is None else type(exc).__name__,
@@ -71,13 +89,18 @@ def host_record(name: str, multi: MultiResult, elapsed: float | None = None) -> 
         "abandoned": bool(getattr(exc, "abandoned", False)),
         "attempts": attempts,
         "failed_attempts": [
-            {"exception": f.exception, "message": f.message, "abandoned": f.abandoned}
+            {"exception": f.exception, "message": f.message, "abandoned": f.abandoned,
+             "seconds": f.seconds, "wait": f.wait}
             for f in failed_attempts
         ],
         "changed": bool(multi.changed),
         "change": None if change is None else change[0],
         "diff": None if change is None or not change[1] else change[1],
     }
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 6)
 
 
 def _traceback(text: object, exc: BaseException) -> str:
@@ -115,6 +138,8 @@ class JsonLinesWriter(HostTimer):
         *,
         redact: Redactor | None = None,
         fields: Mapping[str, Any] | None = None,
+        origin: float | None = None,
+        batch_of: Callable[[int], int | None] | None = None,
     ) -> None:
         super().__init__()
         self.file = file
@@ -123,6 +148,22 @@ class JsonLinesWriter(HostTimer):
         self.written = 0
         self._lock = threading.Lock()
         self._sealed = False
+        # The run's start: on perf_counter's clock (offsets), and the wall clock's, once.
+        self.origin = perf_counter() if origin is None else origin
+        self.run_start = datetime.now(timezone.utc) - timedelta(
+            seconds=perf_counter() - self.origin
+        )
+        self._run_start = self.run_start.isoformat(timespec="microseconds")
+        self.batch_of = batch_of
+        self._starts = 0
+        self._when: dict[str, tuple[float, int | None]] = {}
+
+    def task_instance_started(self, task: Task, host: Host) -> None:
+        super().task_instance_started(task, host)
+        with self._lock:
+            batch = None if self.batch_of is None else self.batch_of(self._starts)
+            self._starts += 1
+            self._when[host.name] = (perf_counter() - self.origin, batch)
 
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         super().task_instance_completed(task, host, result)
@@ -137,7 +178,11 @@ class JsonLinesWriter(HostTimer):
 
     def write(self, name: str, result: MultiResult, *, sealed_too: bool = True) -> None:
         """Write host ``name``'s record (also once sealed, unless ``sealed_too`` is false)."""
-        record = host_record(name, result, self.elapsed.get(name))
+        start, batch = self._when.pop(name, (None, None))
+        record = host_record(
+            name, result, self.elapsed.get(name), start=_rounded(start),
+            end=round(perf_counter() - self.origin, 6), run_start=self._run_start, batch=batch,
+        )
         if self.fields:
             record = {"host": record.pop("host"), **self.fields, **record}
         # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.

@@ -111,6 +111,11 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "task",
             "failed",
             "elapsed",
+            "start",
+            "end",
+            "run_start",
+            "batch",
+            "worker",
             "result",
             "exception",
             "message",
@@ -702,3 +707,34 @@ def test_a_config_change_with_bad_lines_exits_2_before_any_device(
     job = job_file(tmp_path, f"task: {{name: send_config, params: {params}}}\n")
     line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
     assert line.endswith(f": task send_config: {says.format(folder=tmp_path)}"), line
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "processpool"])
+def test_records_carry_each_hosts_times_batch_worker_and_attempts(
+    tmp_path: Path, runner: str
+) -> None:
+    """What a timeline needs: start and end from the run's start, the run's wall-clock start
+    (the same in every line), the canary batch, the worker process, each failed attempt's
+    seconds and wait."""
+    job = job_file(
+        tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 4}}\n", hosts=7,
+        runner=runner,
+        options="num_workers: 2, batches: [1, 2], retries: 1, retry_delay: 0.01, retry_jitter: 0,"
+        " retry_on: [Exception]",
+    )
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # dev0 and dev4 fail twice
+    rows = records(tmp_path / "out.jsonl")
+    assert len(rows) == 7 and len({r["run_start"] for r in rows}) == 1
+    for row in rows:
+        assert 0 <= row["start"] <= row["end"], row
+        assert row["end"] - row["start"] == pytest.approx(row["elapsed"], abs=0.01)
+        assert (row["worker"] is not None) is (runner == "processpool")
+    # Batches of 1, 2, 2, 2, by the order the hosts started in.
+    by_start = sorted(rows, key=lambda r: r["start"])
+    assert [r["batch"] for r in by_start] == [1, 2, 2, 3, 3, 4, 4]
+    retried = [r for r in rows if r["failed_attempts"]]
+    assert sorted(r["host"] for r in retried) == ["dev0", "dev4"]
+    for row in retried:
+        (attempt,) = row["failed_attempts"]
+        assert attempt["seconds"] >= 0 and attempt["wait"] == 0.01

@@ -97,6 +97,7 @@ class HostAttempts:
         "_paced",
         "_place",
         "_refusals",
+        "_began",
         "failed",
         "halt",
         "host",
@@ -133,6 +134,7 @@ class HostAttempts:
         self.rand = rand
         self.failed: list[FailedAttempt] = []
         self._by_run = False
+        self._began = time.monotonic()  # the attempt under way
         self._deadline: float | None = None
 
     def deadline(self) -> float | None:
@@ -172,6 +174,7 @@ class HostAttempts:
 
     def call(self) -> Outcome:
         """Run the task once, here (blocking)."""
+        self._began = time.monotonic()
         try:
             return Outcome(call_task(self.task))
         except Exception as exc:  # noqa: BLE001 - a task's error is the attempt's outcome
@@ -182,6 +185,7 @@ class HostAttempts:
         attempt's deadline."""
         deadline = self.deadline()
         bound = None if deadline is None else functools.partial(self._within, deadline)
+        self._began = time.monotonic()
         try:
             return Outcome(await acall_task(self.task, offload, bound))
         except Exception as exc:  # noqa: BLE001 - a task's error is the attempt's outcome
@@ -276,7 +280,10 @@ class HostAttempts:
             return None
         message = " ".join(str(error).split())[:_MESSAGE_LENGTH]
         abandoned = bool(getattr(error, "abandoned", False))
-        self.failed.append(FailedAttempt(type(error).__name__, message, abandoned))
+        ran = round(time.monotonic() - self._began, 6)
+        self.failed.append(
+            FailedAttempt(type(error).__name__, message, abandoned, ran, round(wait, 6))
+        )
         logger.warning(
             "Host %r: task %r attempt %d failed (%s: %s); trying again in %.2f s",
             self.host.name,

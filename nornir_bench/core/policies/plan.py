@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from nornir_bench.core.policies.options import GroupLimit, RunPolicy
 
-__all__ = ["HostPlan", "in_flight_cap"]
+__all__ = ["HostPlan", "batch_number", "batch_size", "in_flight_cap"]
 
 # Attributes read from the Host object itself; any other key is looked up in the host's data
 # (with its groups' and the defaults', as ``host.get`` does).
@@ -339,8 +339,7 @@ class HostPlan:
 
     def _next_batch_end(self) -> float:
         size = self._batches.pop(0) if len(self._batches) > 1 else self._batches[0]
-        count = size if isinstance(size, int) else max(1, math.ceil(size * len(self.hosts)))
-        return self.started + count
+        return self.started + batch_size(size, len(self.hosts))
 
     def _skipped(self, failures: _Failures) -> HostSkipped:
         return HostSkipped(
@@ -382,6 +381,27 @@ class HostPlan:
         left, self.left_out = self.left_out, {}
         for index in sorted(left):
             yield self.hosts[index], left[index]
+
+
+def batch_size(size: int | float, hosts: int) -> int:
+    """How many hosts a batch of ``size`` (a count, or a fraction of the run's ``hosts``)
+    holds."""
+    return size if isinstance(size, int) else max(1, math.ceil(size * hosts))
+
+
+def batch_number(batches: Sequence[int | float], hosts: int, started: int) -> int | None:
+    """The batch (from 1) of the host that started ``started``-th (from 0) in a run of
+    ``hosts`` with ``batches`` (the last size repeats), as :class:`HostPlan` hands them out;
+    ``None`` without batches."""
+    if not batches:
+        return None
+    end, number = 0, 0
+    for number, size in enumerate(batches, 1):
+        end += batch_size(size, hosts)
+        if started < end:
+            return number
+    last = batch_size(batches[-1], hosts)
+    return number + (started - end) // last + 1
 
 
 def in_flight_cap(hosts: Sequence[Host], limits: tuple[GroupLimit, ...]) -> int | None:

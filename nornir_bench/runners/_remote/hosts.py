@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
@@ -169,6 +171,8 @@ class RemoteRun:
     async def _run(self, index: int, host: Host) -> None:
         try:
             multi = await arun_one(self.task, host, self.context)
+            if len(multi):
+                multi[0].worker = _WORKER  # type: ignore[attr-defined]
             # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.
             kept = tuple(host.connections) if self.keep_connections else ()
             if kept or self.held:
@@ -213,6 +217,18 @@ class RemoteRun:
         self._context.run(self.session.leave)  # where the pool was set
         await self.session.aclose()
         self._files.close()  # the soft limit of open files back, the terminal as it was
+
+
+_WORKER = f"{socket.gethostname()}:{os.getpid()}"
+"""This worker process, as the records name it (set again in a forked child: see below)."""
+
+
+def _name_worker() -> None:
+    global _WORKER
+    _WORKER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+os.register_at_fork(after_in_child=_name_worker)
 
 
 def left_a_call(multi: MultiResult) -> bool:
