@@ -38,6 +38,11 @@ _COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
     ),
     "sweep": ("nornir_bench.cli.sweep", "HELP", "add_arguments", "command", None),
     "advise": ("nornir_bench.cli.advise", "HELP", "add_arguments", "command", None),
+    "report": (
+        "nornir_bench.cli.records", "REPORT_HELP", "add_report_arguments", "report_command",
+        None,
+    ),
+    "diff": ("nornir_bench.cli.records", "DIFF_HELP", "add_diff_arguments", "diff_command", None),
 }
 
 

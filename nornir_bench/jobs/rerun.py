@@ -9,21 +9,18 @@ was interrupted, or a limit stopped it) is run again too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nornir_bench.jobs._job_file import JobError
+from nornir_bench.processors.records import RecordsFileError, RecordsRead, each_record
 from nornir_bench.tasks import is_read_only
 
 if TYPE_CHECKING:
     from nornir_bench.jobs.load import Job
 
 __all__ = ["check_dry_run", "honours_dry_run", "hosts_to_rerun", "supports_dry_run"]
-
-_MAX_RECORDS = 10_000_000  # lines read at most from a records file
-
 
 def honours_dry_run(task: object) -> bool:
     """Whether ``task`` says it honours nornir's ``dry_run`` (``supports_dry_run``): ``--check``
@@ -52,31 +49,15 @@ def hosts_to_rerun(records: Path, job: Job, hosts: Iterable[str]) -> list[str]:
     """Which of ``hosts`` (the job's) to run again, from the records file of an earlier run
     of ``job``: those that failed there or have no record in it."""
     ok: dict[str, bool] = {}
-    where = f"--rerun-failed {records}"
+    read = RecordsRead(records)
     try:
-        with records.open(encoding="utf-8") as file:
-            for number, line in enumerate(file, 1):
-                if number > _MAX_RECORDS:
-                    raise JobError(f"{where}: more than {_MAX_RECORDS:,} lines: not a records "
-                                   "file")
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    raise JobError(f"{where}: line {number} is not JSON: not a records file "
-                                   "of nornir-bench run") from None
-                if not isinstance(record, dict) or not isinstance(record.get("host"), str):
-                    raise JobError(f"{where}: line {number} is not a host's record: not a "
-                                   "records file of nornir-bench run")
-                if record.get("job") != str(job.path.resolve()):
-                    raise JobError(
-                        f"{where}: line {number} is a record of job {record.get('job')!r}, "
-                        f"not of {job.path}: give a records file of this job"
-                    )
-                ok[record["host"]] = ok.get(record["host"], True) and record.get("failed") is False
-    except OSError as exc:
-        raise JobError(f"{where}: cannot read the records file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise JobError(f"{where}: not a records file (not UTF-8 text)") from None
-    if not ok:
-        raise JobError(f"{where}: no records in it: give the records file of a run of this job")
+        for record in each_record(records, strict=True, read=read):
+            if record.get("job") != str(job.path.resolve()):
+                raise JobError(
+                    f"--rerun-failed {records}: line {read.lines} is a record of job "
+                    f"{record.get('job')!r}, not of {job.path}: give a records file of this job"
+                )
+            ok[record["host"]] = ok.get(record["host"], True) and record.get("failed") is False
+    except RecordsFileError as exc:
+        raise JobError(f"--rerun-failed {exc}") from None
     return [host for host in hosts if not ok.get(host, False)]

@@ -45,8 +45,10 @@ from __future__ import annotations
 import json
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from time import perf_counter
 from typing import IO, TYPE_CHECKING, Any
 
@@ -54,6 +56,7 @@ from nornir.core.exceptions import NornirSubTaskError
 
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.changes import change_of
+from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.failures import failure_of
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.processors.timing import HostTimer
@@ -62,7 +65,15 @@ if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import MultiResult, Task
 
-__all__ = ["JsonLinesWriter", "RecordsWriteError", "host_record"]
+__all__ = [
+    "JsonLinesWriter",
+    "RecordsFileError",
+    "RecordsRead",
+    "RecordsWriteError",
+    "each_record",
+    "host_record",
+    "record_at",
+]
 
 
 def host_record(
@@ -198,3 +209,102 @@ class JsonLinesWriter(HostTimer):
             except OSError as exc:  # the file-size limit, a full disk: the job says which file
                 raise RecordsWriteError(*exc.args) from exc
             self.written += 1
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+class RecordsFileError(NornirBenchError):
+    """A records file that cannot be read, or is not one: one line, saying which and why."""
+
+
+MAX_RECORD_LINE = 256 * 1024 * 1024
+"""A line longer than this (bytes) is not read whole: it is skipped as corrupt."""
+
+
+@dataclass
+class RecordsRead:
+    """How reading a records file went: lines read, and those skipped (not JSON, cut short,
+    not a host's record), with the first few line numbers."""
+
+    path: Path
+    lines: int = 0
+    skipped: int = 0
+    first_skipped: list[int] = field(default_factory=list)
+
+    def skip(self, number: int) -> None:
+        self.skipped += 1
+        if len(self.first_skipped) < 5:
+            self.first_skipped.append(number)
+
+    def note(self) -> str | None:
+        """``skipped 2 of 1,000 lines (not a host's record: 17, 998)``, when some were."""
+        if not self.skipped:
+            return None
+        at = ", ".join(map(str, self.first_skipped)) + (", ..." if self.skipped > 5 else "")
+        return (f"{self.path}: skipped {self.skipped:,} of {self.lines:,} lines that are not a "
+                f"host's record (corrupt or cut short: line {at})")
+
+
+def each_record(
+    path: Path, *, strict: bool = False, read: RecordsRead | None = None,
+    offsets: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """The host records of ``path``, streamed, in order; a record's ``_offset`` (its line's
+    byte offset) when ``offsets``, to read it again with :func:`record_at`.
+
+    A line that is not a host's record is skipped and counted in ``read`` (a run killed while
+    writing cuts its last line short), or with ``strict`` is an error. Either way, a file whose
+    first line is not a host's record is not a records file.
+
+    Raises:
+        RecordsFileError: the file cannot be read, is not UTF-8 text, or is not a records file.
+    """
+    read = read if read is not None else RecordsRead(path)
+    try:
+        with path.open("rb") as file:
+            offset = 0
+            for number, raw in enumerate(iter(lambda: file.readline(MAX_RECORD_LINE), b""), 1):
+                read.lines = number
+                record = _record(raw)
+                if record is None:
+                    if strict or number == 1:
+                        raise RecordsFileError(
+                            f"{path}: line {number} is not a host's record: not a records file "
+                            "of nornir-bench run"
+                        )
+                    read.skip(number)
+                else:
+                    if offsets:
+                        record["_offset"] = offset
+                    yield record
+                offset += len(raw)
+    except OSError as exc:
+        raise RecordsFileError(
+            f"{path}: cannot read the records file: {exc.strerror or exc}"
+        ) from None
+    if read.lines == 0:
+        raise RecordsFileError(f"{path}: empty: not a records file of nornir-bench run")
+
+
+def record_at(path: Path, offset: int) -> dict[str, Any]:
+    """The record whose line starts at byte ``offset`` of ``path`` (see :func:`each_record`)."""
+    with path.open("rb") as file:
+        file.seek(offset)
+        record = _record(file.readline(MAX_RECORD_LINE))
+    if record is None:
+        raise RecordsFileError(f"{path}: changed while it was read: no record at byte {offset}")
+    return record
+
+
+def _record(raw: bytes) -> dict[str, Any] | None:
+    """A line's host record, or ``None``: not UTF-8 JSON, cut short, or not a host's."""
+    if not raw.endswith(b"\n"):
+        return None  # cut short (or longer than a line may be)
+    try:
+        record = json.loads(raw)
+    except ValueError:  # not JSON, or not UTF-8
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("host"), str):
+        return None
+    return record

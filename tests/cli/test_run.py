@@ -669,8 +669,8 @@ def test_rerun_failed_runs_only_the_hosts_that_failed_or_never_started(tmp_path:
     ("records_text", "says"),
     [
         (None, "cannot read the records file: No such file or directory"),
-        ("", "no records in it: give the records file of a run of this job"),
-        ("not json\n", "line 1 is not JSON: not a records file of nornir-bench run"),
+        ("", "empty: not a records file of nornir-bench run"),
+        ("not json\n", "line 1 is not a host's record: not a records file of nornir-bench run"),
         ('{"host": "dev0", "failed": true, "job": "/elsewhere/other.yaml"}\n',
          "line 1 is a record of job '/elsewhere/other.yaml', not of {job}: give a records "
          "file of this job"),

@@ -1,0 +1,59 @@
+"""``nornir-bench diff OLD.jsonl NEW.jsonl`` (two runs compared) and ``nornir-bench report
+RECORDS...`` (a page of what runs did), from the records files ``run`` writes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from nornir_bench.cli._common import EXIT_FAILED_HOSTS, EXIT_OK
+
+DIFF_HELP = "compare two runs from their records files: what failed, was fixed, or changed"
+REPORT_HELP = "a page of what runs did, from their records files: one HTML file, offline"
+
+
+def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("Exit status: 0 the runs are the same, 1 they differ, 2 bad input (a file "
+                     "that is not a records file), as diff's.")
+    parser.add_argument("old", metavar="OLD.jsonl", type=Path, help="the earlier run's records")
+    parser.add_argument("new", metavar="NEW.jsonl", type=Path, help="the later run's records")
+    parser.add_argument("--json", action="store_true",
+                        help="print the comparison as one JSON document, for programs")
+    parser.add_argument("--no-diffs", action="store_true",
+                        help="leave out the diffs of outputs that changed")
+
+
+def diff_command(args: argparse.Namespace, **_: object) -> int:
+    from nornir_bench.report.compare import compare_runs
+
+    comparison = compare_runs(args.old, args.new)
+    if args.json:
+        json.dump(comparison.as_json(), sys.stdout, ensure_ascii=False)
+        print()
+    else:
+        for line in comparison.lines(diffs=not args.no_diffs):
+            print(line)
+    return EXIT_FAILED_HOSTS if comparison.differ else EXIT_OK
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = ("Exit status: 0 the page is written, 2 bad input (a file that is not a "
+                     "records file, an output that cannot be written).")
+    parser.add_argument("records", metavar="RECORDS.jsonl", type=Path, nargs="+",
+                        help="records files of runs (each a section of the page)")
+    parser.add_argument("-o", "--output", metavar="PAGE.html", type=Path,
+                        default=Path("report.html"), help="the page (default: report.html)")
+    parser.add_argument("--compare", metavar="OLD.jsonl", type=Path,
+                        help="also compare the (first) run with this earlier one")
+
+
+def report_command(args: argparse.Namespace, **_: object) -> int:
+    from nornir_bench.report.page import write_report
+
+    written = write_report(args.records, args.output, compare=args.compare)
+    print(f"report: {written.path} ({written.hosts:,} hosts, {written.size / 1e6:.1f} MB)")
+    for note in written.notes:
+        print(note, file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,181 @@
+"""Two runs compared from their records files: ``nornir-bench diff OLD.jsonl NEW.jsonl``.
+
+Hosts (in a job of steps: host and step) are matched by name. Each is newly failed, fixed,
+still failing (with its cause, old and new), added, missing, or ok in both; and a host whose
+output (``result``) differs has a unified diff of it: configuration drift between two
+``show running-config`` runs. A host's last record in a file counts.
+
+The files are streamed: each record is kept as its outcome, cause and a digest of its output,
+with where its line is; the lines of the hosts whose output changed are read again for their
+diffs. So two files of 100,000 hosts of running configurations are compared in the memory of
+their digests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nornir_bench.processors.records import RecordsRead, each_record, record_at
+
+__all__ = ["Comparison", "HostChange", "compare_runs"]
+
+Key = tuple[str, Any]  # host, step
+
+
+@dataclass(frozen=True)
+class _Seen:
+    failed: bool
+    cause: str | None
+    digest: bytes
+    offset: int
+
+
+@dataclass
+class HostChange:
+    """A host whose outcome or output differs between the runs."""
+
+    host: str
+    step: Any
+    kind: str  # newly failed, fixed, still failing, added, missing, output changed
+    old_cause: str | None = None
+    new_cause: str | None = None
+    diff: str = ""
+
+    def label(self) -> str:
+        return self.host if self.step in (None, 1) else f"{self.host} (step {self.step})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"host": self.host, "step": self.step, "change": self.kind,
+                "old_cause": self.old_cause, "new_cause": self.new_cause, "diff": self.diff}
+
+
+KINDS = ("newly failed", "fixed", "still failing", "added", "missing", "output changed")
+
+
+@dataclass
+class Comparison:
+    """What differs between two runs (``changes``, in :data:`KINDS` order, then host order),
+    and how many hosts were the same."""
+
+    old: RecordsRead
+    new: RecordsRead
+    changes: list[HostChange] = field(default_factory=list)
+    same: int = 0
+
+    @property
+    def differ(self) -> bool:
+        return bool(self.changes)
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(KINDS, 0)
+        for change in self.changes:
+            counts[change.kind] += 1
+        return counts
+
+    def lines(self, *, diffs: bool = True) -> Iterator[str]:
+        """The comparison as text: a line of counts, then each host that differs."""
+        counts = self.counts()
+        yield (", ".join(f"{kind}: {n:,}" for kind, n in counts.items())
+               + f", same: {self.same:,}")
+        for change in self.changes:
+            line = f"{change.kind}: {change.label()}"
+            if change.kind in ("newly failed", "still failing") and change.new_cause:
+                line += f": {change.new_cause}"
+            if change.kind == "still failing" and change.old_cause != change.new_cause:
+                line += f" (was: {change.old_cause})"
+            if change.kind == "fixed" and change.old_cause:
+                line += f" (was: {change.old_cause})"
+            yield line
+            if diffs and change.diff:
+                yield from ("    " + row for row in change.diff.splitlines())
+        for read in (self.old, self.new):
+            note = read.note()
+            if note:
+                yield note
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "old": str(self.old.path), "new": str(self.new.path), "counts": self.counts(),
+            "same": self.same, "changes": [c.as_json() for c in self.changes],
+            "skipped_lines": {"old": self.old.skipped, "new": self.new.skipped},
+        }
+
+
+def compare_runs(old: Path, new: Path) -> Comparison:
+    """Compare the runs of records files ``old`` and ``new``.
+
+    Raises:
+        RecordsFileError: either file cannot be read or is not a records file.
+    """
+    comparison = Comparison(RecordsRead(old), RecordsRead(new))
+    before = _seen(old, comparison.old)
+    after = _seen(new, comparison.new)
+    changes: dict[str, list[HostChange]] = {kind: [] for kind in KINDS}
+    for key, now in after.items():
+        was = before.get(key)
+        if was is None:
+            changes["added"].append(HostChange(*key, "added", new_cause=now.cause))
+            continue
+        if now.failed and not was.failed:
+            kind = "newly failed"
+        elif was.failed and not now.failed:
+            kind = "fixed"
+        elif was.failed:
+            kind = "still failing"
+        elif was.digest != now.digest:
+            kind = "output changed"
+        else:
+            comparison.same += 1
+            continue
+        change = HostChange(*key, kind, was.cause, now.cause)
+        if kind == "output changed":
+            change.diff = _output_diff(old, was, new, now, key[0])
+        changes[kind].append(change)
+    changes["missing"] = [
+        HostChange(*key, "missing", old_cause=was.cause)
+        for key, was in before.items() if key not in after
+    ]
+    comparison.changes = [c for kind in KINDS for c in changes[kind]]
+    return comparison
+
+
+def _seen(path: Path, read: RecordsRead) -> dict[Key, _Seen]:
+    seen: dict[Key, _Seen] = {}
+    for record in each_record(path, read=read, offsets=True):
+        failed = record.get("failed") is not False
+        cause = None
+        if failed:
+            message = str(record.get("message") or "").strip().splitlines()
+            cause = str(record.get("exception") or "failed") + (
+                f": {message[0][:200]}" if message else "")
+        seen[(record["host"], record.get("step"))] = _Seen(
+            failed, cause, _digest(record.get("result")), record["_offset"]
+        )
+    return seen
+
+
+def _digest(value: object) -> bytes:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _output_diff(old: Path, was: _Seen, new: Path, now: _Seen, host: str) -> str:
+    """The unified diff of a host's output, old to new (its lines read again)."""
+    before = _text(record_at(old, was.offset).get("result"))
+    after = _text(record_at(new, now.offset).get("result"))
+    return "".join(difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        f"{old.name}:{host}", f"{new.name}:{host}", n=3,
+    )).rstrip("\n")
+
+
+def _text(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, sort_keys=True,
+                                                           default=str)
+    return text if text.endswith("\n") or not text else text + "\n"
