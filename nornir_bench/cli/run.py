@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rerun-failed", metavar="RECORDS", type=Path,
                         help="run only the hosts that failed or never started in RECORDS, the "
                         "records file of an earlier run of this job")
+    parser.add_argument("--session-logs", action="store_true", default=None,
+                        help="write each device's CLI session, masked, next to the records "
+                        "(RECORDS/sessions/HOST.log), as the job's output: {session_logs: "
+                        "true} does")
     parser.add_argument("--show", action="store_true",
                         help="after the run, print each host's result (device output), "
                         f"masked, at most {MAX_LINES} lines and {MAX_CHARS:,} characters a "
@@ -59,6 +63,7 @@ def command(args: argparse.Namespace) -> int:
     run = run_job(
         job, output=args.output, progress=False if args.quiet else None,
         on_stopping=_say_stopping, check=args.check, rerun_failed=args.rerun_failed,
+        session_logs=args.session_logs,
     )
     what = f"{len(job.steps)} steps" if job.stepped else f"task {job.task_name}"
     how = (", a dry run (--check): nothing changed" if args.check else "") + (

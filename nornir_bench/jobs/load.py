@@ -81,6 +81,8 @@ class Job:
         output: where the JSON Lines records go, if the job says.
         secrets: passwords and secrets the job holds, to be masked in all output.
         stepped: the job gave ``steps`` (rather than one ``task``).
+        session_logs: a session log per device (``output: {session_logs: true}``; see
+            :mod:`nornir_bench.jobs.sessions`).
     """
 
     path: Path
@@ -90,6 +92,7 @@ class Job:
     output: Path | None = None
     secrets: frozenset[str] = frozenset()
     stepped: bool = False
+    session_logs: bool = False
 
     @property
     def runner_plugin(self) -> str:
@@ -221,6 +224,7 @@ def load_job(path: str | Path) -> Job:
     }
     output = _output(job, root)
     return Job(
+        session_logs=_session_logs(job, root),
         path=job.path,
         settings=settings,
         steps=steps,
@@ -234,5 +238,15 @@ def load_job(path: str | Path) -> Job:
 def _output(job: JobFile, root: CommentedMap) -> Path | None:
     """Where the ``output`` section says the records go, if it does."""
     node = job.mapping(root, "output")
-    job.keys(node, ("path",), "output")
+    job.keys(node, ("path", "session_logs"), "output")
     return job.relative(job.string(node, "path", "output")) if "path" in node else None
+
+
+def _session_logs(job: JobFile, root: CommentedMap) -> bool:
+    """Whether the ``output`` section asks for a session log per device."""
+    node = job.mapping(root, "output")
+    value = node.get("session_logs", False)
+    if not isinstance(value, bool):
+        raise job.error(node, "session_logs", f"output: session_logs must be true or false, "
+                        f"got {value!r}")
+    return value

@@ -40,6 +40,7 @@ from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
 from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
+from nornir_bench.jobs.sessions import log_sessions, mask_session_logs, sessions_folder
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.records import JsonLinesWriter, RecordsWriteError
@@ -141,6 +142,7 @@ def run_job(
     on_stopping: Callable[[], None] | None = None,
     check: bool = False,
     rerun_failed: Path | None = None,
+    session_logs: bool | None = None,
 ) -> JobRun:
     """Run ``job`` on its hosts.
 
@@ -155,6 +157,8 @@ def run_job(
             be read-only; those that honour it are given ``dry_run=True``.
         rerun_failed: a records file of an earlier run of the job: run only the hosts that
             failed or never started in it (:mod:`nornir_bench.jobs.rerun`).
+        session_logs: a session log per device (:mod:`nornir_bench.jobs.sessions`); ``None``:
+            as the job says.
 
     Raises:
         JobError: when the inventory cannot be loaded or the filter matches no host.
@@ -177,8 +181,9 @@ def run_job(
     run: JobRun | None = None
     try:
         # What tasks print, warn or exit with on the terminal is masked too (and on workers).
+        logged = job.session_logs if session_logs is None else session_logs
         with masked_terminal(secrets):
-            run = _run(job, nr, redact, output, progress, on_stopping)
+            run = _run(job, nr, redact, output, progress, on_stopping, logged)
         return run
     finally:
         # Hosts abandoned by a second Ctrl-C may still log from their threads: keep masking.
@@ -193,17 +198,20 @@ def _run(
     output: Path | None,
     progress: bool | None,
     on_stopping: Callable[[], None] | None,
+    session_logs: bool,
 ) -> JobRun:
     no_last_resort_logging()
     path, file = open_records(output or job.output, job)
+    logs = log_sessions(nr, sessions_folder(path)) if session_logs else {}
     try:
-        run = _run_steps(job, nr, redact, path, file, progress, on_stopping)
+        run = _run_steps(job, nr, redact, path, file, progress, on_stopping, logs)
     except RecordsWriteError as exc:
         raise RecordsError(path, exc) from None
     finally:
         with contextlib.suppress(OSError):  # written to its end, or said above why not
             if not file.closed:
                 file.close()
+        mask_session_logs(logs, redact)  # the sessions were closed with the run
     return run
 
 
@@ -215,6 +223,7 @@ def _run_steps(
     file: IO[str],
     progress: bool | None,
     on_stopping: Callable[[], None] | None,
+    logs: Mapping[str, str],
 ) -> JobRun:
     hosts = list(nr.inventory.hosts)
     steps: list[StepRun] = []
@@ -225,7 +234,7 @@ def _run_steps(
         try:
             for step in job.steps:
                 run, abandoned, raised = _run_step(
-                    job, step, nr, file, redact, progress, on_stopping, started
+                    job, step, nr, file, redact, progress, on_stopping, started, logs
                 )
                 steps.append(run)
                 if run.interrupted:
@@ -276,6 +285,7 @@ def _run_step(
     progress: bool | None,
     on_stopping: Callable[[], None] | None,
     origin: float,
+    logs: Mapping[str, str],
 ) -> tuple[StepRun, bool, bool]:
     """Run ``step`` on its hosts (of ``nr``'s; the job started at ``origin``, on
     ``perf_counter``'s clock): what it did, whether a second Ctrl-C abandoned hosts in flight,
@@ -288,7 +298,7 @@ def _run_step(
     records = JsonLinesWriter(
         file, redact=redact,
         fields={"job": str(job.path.resolve()), "step": step.number, "task": step.task_name},
-        origin=origin,
+        origin=origin, session_logs=logs,
     )
     params = step.params
     if nr.data.dry_run and honours_dry_run(step.task):

@@ -8,7 +8,7 @@ stopped with Ctrl-C keeps every host that had finished. A line holds::
      "batch": null, "worker": null,
      "result": "...", "exception": null, "message": null, "traceback": null,
      "abandoned": false, "attempts": 1, "failed_attempts": [],
-     "changed": false, "change": null, "diff": null}
+     "changed": false, "change": null, "diff": null, "session_log": null}
 
 ``step`` and ``task`` are the fields the writer was given (``fields``): a job run gives every
 line its step's number (from 1; 1 in a job of one task) and task name, so that the lines of a
@@ -19,7 +19,9 @@ has neither.
 the host's start and end, as this process saw them (a host sent to a worker starts as it is
 sent); ``run_start`` is that start on the wall clock (UTC), the same in every line of a run.
 ``batch`` is the canary batch the host ran in (from 1), when the runner's ``batches`` made
-some; ``worker`` the process a remote runner's worker ran it in (``host:pid``), else null.
+some; ``worker`` the process a remote runner's worker ran it in (``host:pid``), else null;
+``session_log`` the host's session log, when the job keeps them and the host had a session
+(:mod:`nornir_bench.jobs.sessions`), else null.
 Older records files lack these keys.
 
 ``exception`` is the type name of what made the host fail (a failed subtask's own exception is
@@ -43,6 +45,7 @@ value before it is encoded.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -151,6 +154,7 @@ class JsonLinesWriter(HostTimer):
         fields: Mapping[str, Any] | None = None,
         origin: float | None = None,
         batch_of: Callable[[int], int | None] | None = None,
+        session_logs: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.file = file
@@ -166,6 +170,7 @@ class JsonLinesWriter(HostTimer):
         )
         self._run_start = self.run_start.isoformat(timespec="microseconds")
         self.batch_of = batch_of
+        self.session_logs = session_logs or {}
         self._starts = 0
         self._when: dict[str, tuple[float, int | None]] = {}
 
@@ -194,6 +199,8 @@ class JsonLinesWriter(HostTimer):
             name, result, self.elapsed.get(name), start=_rounded(start),
             end=round(perf_counter() - self.origin, 6), run_start=self._run_start, batch=batch,
         )
+        log = self.session_logs.get(name)
+        record["session_log"] = log if log is not None and os.path.exists(log) else None
         if self.fields:
             record = {"host": record.pop("host"), **self.fields, **record}
         # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.

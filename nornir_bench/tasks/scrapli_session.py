@@ -17,6 +17,7 @@ runs ``await aclose()`` on every connection that has it when they let the loop g
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import typing
@@ -298,6 +299,7 @@ class ScrapliSession:
         except Exception:  # a connection that broke is closed as well
             logger.debug("logging out of %s failed", self._where, exc_info=True)
         finally:
+            _close_channel_log(driver)
             if ssh is not None:  # also when the close was cancelled (its deadline passed)
                 ssh.abort()
         if ssh is not None:
@@ -313,6 +315,8 @@ class ScrapliSession:
         session's loop next runs (or with its transport).
         """
         ssh, loop = self._ssh(), self._loop
+        if self.connection is not None:
+            _close_channel_log(self.connection)
         self.connection = None
         if ssh is None or loop is None:
             return
@@ -370,3 +374,11 @@ def _shut_down(connection: asyncssh.SSHClientConnection) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _close_channel_log(driver: Any) -> None:
+    """Close the driver's channel log (``channel_log``), if it keeps one: written whole."""
+    log = getattr(getattr(driver, "channel", None), "channel_log", None)
+    if log is not None and hasattr(log, "close"):
+        with contextlib.suppress(Exception):
+            log.close()

@@ -126,6 +126,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "changed",
             "change",
             "diff",
+            "session_log",
         }
         assert row["job"] == str((tmp_path / "job.yaml").resolve())
         assert (row["changed"], row["change"], row["diff"]) == (False, None, None)

@@ -185,6 +185,10 @@ def test_inventory_credentials_may_name_environment_variables(
 
 
 BAD_JOBS = {
+    "session_logs not a boolean": (
+        SYNTHETIC + "task: {name: sim_rtt, params: {rtt: 0}}\noutput: {session_logs: sometimes}\n",
+        r"job.yaml:6:\d+: output: session_logs must be true or false, got 'sometimes'",
+    ),
     "yaml syntax": (
         "task:\n  name: sim_rtt\n   params: {}\n",
         r"job.yaml:3:\d+: YAML syntax error in the job file: mapping values are not allowed",

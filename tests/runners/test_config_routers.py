@@ -481,6 +481,46 @@ def test_a_secret_in_a_devices_configuration_is_masked_wherever_a_job_shows_or_k
         assert "n0t-2-b3-s33n" not in text
 
 
+@pytest.mark.parametrize(
+    ("runner", "task"),
+    [("threadpool", "send_command"), ("asyncio", "asend_command"),
+     ("processpool", "asend_command"), ("dask", "asend_command")],
+)
+def test_a_session_log_per_router_is_written_masked_and_named_in_its_record(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    tmp_path: Path,
+) -> None:
+    """--session-logs: each router's CLI session, as its driver logged it (netmiko's
+    session_log, scrapli's channel_log; in the workers of processpool and dask too), masked
+    (a BGP neighbour's password in the running configuration), readable by the user alone."""
+    peer = next(iter(frr_lab.bgp_at_ready["r1"]))
+    router = frr_lab.hosts()["h1"]
+    subprocess.run(["vtysh", "-N", f"nb-{frr_lab.name}-{router}", "-c", "configure terminal",
+                    "-c", f"router bgp {frr_lab.asn(router)}",
+                    "-c", f"neighbor {peer} password s3ss10n-s3cr3t"],
+                   capture_output=True, timeout=30, check=True)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[])
+    procs = "num_procs: 1, " if runner == "dask" else ""
+    show = tmp_path / "show.yaml"
+    show.write_text(job.read_text().split("runner:")[0] + (
+        f"runner: {{plugin: {runner}, options: {{{procs}num_workers: 3}}}}\n"
+        f"task: {{name: {task}, params: {{command: show running-config}}}}\n"
+    ))
+    done = run_cli(show, "--session-logs", "-o", "out.jsonl")
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = tmp_path / "out" / "sessions"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    rows = records(tmp_path / "out.jsonl")
+    for host in ("h1", "h2", "h3"):
+        log = Path(rows[host]["session_log"])
+        assert log == folder / f"{host}.log"
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+        text = log.read_text()
+        assert "show running-config" in text and f"hostname {frr_lab.hosts()[host]}" in text
+        assert "s3ss10n-s3cr3t" not in text
+    assert f"neighbor {peer} password ********" in (folder / "h1.log").read_text()
+
+
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backup_is(
     frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
