@@ -26,6 +26,7 @@ from nornir_bench import arun_subtask
 from nornir_bench.lab.routers import restore_config
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same
+from tests.report.test_page import CHROMIUM, in_browser
 from tests.routers import (
     RouterLabProcess,
     interrupted_when,
@@ -276,6 +277,11 @@ def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[st
     return job
 
 
+def run_cli_command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nornir_bench", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=180, check=False)
+
+
 def run_cli(job: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "nornir_bench", "run", str(job), *args],
@@ -331,6 +337,15 @@ def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_n
     assert same(parse_config(running(frr_lab, "r2")), parse_config(restored["r2"]))
     assert running(frr_lab, "r3") == restored["r3"]  # untouched
     assert "config: 1 host changed, 1 host rolled back" in first.stdout
+    # The run's page: in a browser, the change states as the records say, the refused line.
+    page = run_cli_command("report", "first.jsonl", "-o", "first.html", cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    if CHROMIUM is not None:  # .ci/run installs it; the page's own tests say when it lacks
+        dom, _ = in_browser(tmp_path / "first.html", tmp_path)
+        assert 'data-ready="1"' in dom and "data-errors" not in dom
+        assert "config: 1 changed, 1 rolled back" in dom
+        assert 'data-state="rolled back" data-host="h2"' in dom
+        assert "line 5 of 5 refused: 'ip routx 198.51.100.0/24'" in dom
     job = change_job(frr_lab, tmp_path, runner, refuse=[],
                      options=", batches: [1], max_failures: 0")
     again = run_cli(job, "--rerun-failed", "first.jsonl", "-o", "again.jsonl")

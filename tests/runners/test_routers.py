@@ -303,7 +303,8 @@ def test_ctrl_c_keeps_the_host_that_finished_and_ends_the_sessions(
     frr_lab: RouterLabProcess, tmp_path: Path
 ) -> None:
     """Ctrl-C with h1 done and the other hosts waiting, each on its open session (asyncio
-    runner: the hosts in flight are cancelled): exit 130, h1's record kept."""
+    runner: the hosts in flight are cancelled): exit 130, h1's record kept, and the others'
+    saying they were stopped in flight."""
     sessions = set(lab_pids(frr_lab.name, "vtysh"))
     job = lab_job(frr_lab, tmp_path, "task: {name: 'labtasks:show_then_wait'}\n", "asyncio")
     others = sorted(set(frr_lab.hosts()) - {"h1"})
@@ -316,8 +317,10 @@ def test_ctrl_c_keeps_the_host_that_finished_and_ends_the_sessions(
     )
     assert status == 130, stdout + stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["host"], r["failed"]) for r in rows] == [("h1", False)]
+    assert [(r["host"], r["failed"]) for r in rows] == [
+        ("h1", False), *((h, True) for h in others)]
     assert "local AS number 65001" in rows[0]["result"]
+    assert {r["exception"] for r in rows[1:]} == {"HostAbandoned"}
     assert f"interrupted: {len(others)} of {len(others) + 1} hosts did not finish" in stdout
     assert "Traceback" not in stderr
     assert not wait_for(lambda: set(lab_pids(frr_lab.name, "vtysh")) - sessions)
