@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
+from nornir_bench.bench.summary import percentile
 from nornir_bench.bench.sweep.grid import DEFAULT_WORKERS
 
 __all__ = [
@@ -107,7 +108,7 @@ class Sample:
 
     @property
     def p95(self) -> float:
-        return _percentile(self.latencies, 0.95)
+        return percentile(sorted(self.latencies), 95) or 0.0
 
     @property
     def max(self) -> float:
@@ -352,14 +353,6 @@ def _memory_available() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def _percentile(values: Sequence[float], fraction: float) -> float:
-    """The nearest-rank percentile: a latency some host really had."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
 def _mib(size: int) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -209,8 +209,8 @@ def summarize(
         changed=changed,
         wall=wall,
         throughput=len(ran) / wall if wall else None,
-        p50=_percentile(times, 50),
-        p95=_percentile(times, 95),
+        p50=percentile(times, 50),
+        p95=percentile(times, 95),
         max=times[-1] if times else None,
         failures=failures,
         rerun=policies.rerun,
@@ -276,8 +276,8 @@ class _PolicyCounts:
             self.timed_out += 1
 
 
-def _percentile(ordered: list[float], pct: float) -> float | None:
-    """Nearest-rank percentile of an ascending list."""
+def percentile(ordered: Sequence[float], pct: float) -> float | None:
+    """The nearest-rank percentile ``pct`` (0-100) of an ascending list: a value it holds."""
     if not ordered:
         return None
     rank = max(1, math.ceil(pct / 100 * len(ordered)))

@@ -8,7 +8,8 @@ stopped with Ctrl-C keeps every host that had finished. A line holds::
      "batch": null, "worker": null,
      "result": "...", "exception": null, "message": null, "traceback": null,
      "abandoned": false, "attempts": 1, "failed_attempts": [],
-     "changed": false, "change": null, "diff": null, "session_log": null}
+     "changed": false, "change": null, "diff": null, "session_log": null,
+     "platform": "ios", "groups": ["core"]}
 
 ``step`` and ``task`` are the fields the writer was given (``fields``): a job run gives every
 line its step's number (from 1; 1 in a job of one task) and task name, so that the lines of a
@@ -21,7 +22,8 @@ sent); ``run_start`` is that start on the wall clock (UTC), the same in every li
 ``batch`` is the canary batch the host ran in (from 1), when the runner's ``batches`` made
 some; ``worker`` the process a remote runner's worker ran it in (``host:pid``), else null;
 ``session_log`` the host's session log, when the job keeps them and the host had a session
-(:mod:`nornir_bench.jobs.sessions`), else null.
+(:mod:`nornir_bench.jobs.sessions`), else null; ``platform`` and ``groups`` the host's (null
+and empty for a host the run failed itself: stopped in flight, refused before it ran).
 Older records files lack these keys.
 
 ``exception`` is the type name of what made the host fail (a failed subtask's own exception is
@@ -183,7 +185,8 @@ class JsonLinesWriter(HostTimer):
 
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         super().task_instance_completed(task, host, result)
-        self.write(host.name, result, sealed_too=False)
+        kind = {"platform": host.platform, "groups": [group.name for group in host.groups]}
+        self.write(host.name, result, sealed_too=False, kind=kind)
 
     def seal(self) -> None:
         """Write no more hosts as they finish: a run that abandoned its hosts in flight writes
@@ -192,8 +195,12 @@ class JsonLinesWriter(HostTimer):
         with self._lock:
             self._sealed = True
 
-    def write(self, name: str, result: MultiResult, *, sealed_too: bool = True) -> None:
-        """Write host ``name``'s record (also once sealed, unless ``sealed_too`` is false)."""
+    def write(
+        self, name: str, result: MultiResult, *, sealed_too: bool = True,
+        kind: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Write host ``name``'s record (also once sealed, unless ``sealed_too`` is false);
+        ``kind``: its ``platform`` and ``groups``, when known."""
         start, batch = self._when.pop(name, (None, None))
         record = host_record(
             name, result, self.elapsed.get(name), start=_rounded(start),
@@ -201,6 +208,7 @@ class JsonLinesWriter(HostTimer):
         )
         log = self.session_logs.get(name)
         record["session_log"] = log if log is not None and os.path.exists(log) else None
+        record.update(kind or {"platform": None, "groups": []})
         if self.fields:
             record = {"host": record.pop("host"), **self.fields, **record}
         # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.

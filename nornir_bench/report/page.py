@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nornir_bench.bench.summary import percentile
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.processors.records import RecordsRead, each_record
 
@@ -47,6 +48,8 @@ MAX_DIFF_CHARS = 20_000
 """A diff's characters the page holds at most."""
 
 _HOSTS_NAMED = 20  # hosts named per failure cause
+_KINDS = 200  # platforms and groups whose times are kept, at most (the first seen)
+_KINDS_SHOWN = 30
 
 
 class ReportError(NornirBenchError):
@@ -81,6 +84,7 @@ class _Step:
     changes: list[dict[str, Any]] = field(default_factory=list)
     change_states: dict[str, int] = field(default_factory=dict)
     slowest: list[tuple[float, str]] = field(default_factory=list)
+    by_kind: dict[str, list[float]] = field(default_factory=dict)  # "platform ios" -> times
 
     def add(self, record: dict[str, Any]) -> None:
         self.hosts += 1
@@ -94,6 +98,12 @@ class _Step:
             self.slowest.append((elapsed, record["host"]))
             if len(self.slowest) > 200:
                 self.slowest = sorted(self.slowest, reverse=True)[:10]
+            kinds = [f"platform {record['platform']}"] if record.get("platform") else []
+            groups = record.get("groups")
+            kinds += [f"group {g}" for g in groups[:10]] if isinstance(groups, list) else []
+            for kind in kinds:
+                if kind in self.by_kind or len(self.by_kind) < _KINDS:
+                    self.by_kind.setdefault(kind, []).append(elapsed)
         start, end = _number(record.get("start")), _number(record.get("end"))
         if start is not None and end is not None:
             row = len(self.starts)
@@ -286,8 +296,7 @@ def _causes(step: _Step) -> str:
 
 def _latency(step: _Step) -> str:
     times = sorted(step.elapsed)
-    marks = {p: times[min(len(times) - 1, math.ceil(p / 100 * len(times)) - 1)]
-             for p in (50, 90, 95, 99, 100)}
+    marks = {p: percentile(times, p) or 0.0 for p in (50, 90, 95, 99, 100)}
     cells = "".join(f"<td>{'max' if p == 100 else f'p{p}'}: {_seconds(v)}</td>"
                     for p, v in marks.items())
     slowest = sorted(step.slowest, reverse=True)[:10]
@@ -296,7 +305,21 @@ def _latency(step: _Step) -> str:
     axes.set_xlabel("seconds")
     axes.set_ylabel("hosts")
     return (_svg(figure) + f"<table class='pct'><tr>{cells}</tr></table><p class='slowest'>"
-            "slowest: " + ", ".join(f"{_e(h)} ({_seconds(s)})" for s, h in slowest) + "</p>")
+            "slowest: " + ", ".join(f"{_e(h)} ({_seconds(s)})" for s, h in slowest) + "</p>"
+            + _by_kind(step))
+
+
+def _by_kind(step: _Step) -> str:
+    """Times per platform and per group, the largest first, when there is more than one."""
+    if len(step.by_kind) < 2:
+        return ""
+    rows = []
+    for kind, times in sorted(step.by_kind.items(), key=lambda kv: -len(kv[1]))[:_KINDS_SHOWN]:
+        times.sort()
+        cells = "".join(f"<td>{_seconds(percentile(times, p) or 0.0)}</td>" for p in (50, 95, 100))
+        rows.append(f"<tr><td>{_e(kind)}</td><td class='n'>{len(times):,}</td>{cells}</tr>")
+    return ("<table class='kinds'><tr><th>platform / group</th><th>hosts</th><th>p50</th>"
+            "<th>p95</th><th>max</th></tr>" + "".join(rows) + "</table>")
 
 
 def _seconds(value: float) -> str:

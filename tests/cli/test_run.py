@@ -127,6 +127,8 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "change",
             "diff",
             "session_log",
+            "platform",
+            "groups",
         }
         assert row["job"] == str((tmp_path / "job.yaml").resolve())
         assert (row["changed"], row["change"], row["diff"]) == (False, None, None)
