@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Real routers: the FRR router lab's start and stop, logins, memory per session, and a fleet.
 
-    python scripts/bench_routers.py [--lab-times] [--logins] [--memory] [--fleet] [--quick]
+    python scripts/bench_routers.py [--lab-times] [--logins] [--memory] [--fleet] [--changes]
+                                    [--session-logs] [--quick]
                                     [--routers 10] [--repeat 3] [--logins-count 120]
                                     [--at-once 8] [--sessions 40] [--hosts 1000]
                                     [--runners threadpool asyncio processpool dask]
@@ -68,6 +69,11 @@ and those never started (through ``nornir-bench run``). Then, per runner, ``--ho
 (``send_command``/``asend_command``), the dry run's wall over the read's (target <= 1.2). The
 routers are put back as they were (root's vtysh) at the end.
 
+**--session-logs**: per runner, ``nornir-bench run`` of ``show running-config`` on the
+``--hosts`` hosts (``--fleet``'s inventory), without and with ``--session-logs``, alternately,
+``--repeat`` times each; the best wall of each, from outside the process, and their ratio
+(target <= 1.1).
+
 **--quick**: everything small (3 routers, 24 logins, 8 sessions, 60 hosts, 1 repeat), for a
 test: about 10 s each for lab-times, logins and memory, 40 s for the fleet on four runners
 (dask's own cluster about half of it; ``--runners threadpool asyncio``: about 15 s), on 2
@@ -104,7 +110,7 @@ from typing import Any
 
 from nornir_bench.lab.ports import free_port_range
 
-PARTS = ("lab-times", "logins", "memory", "fleet", "changes")
+PARTS = ("lab-times", "logins", "memory", "fleet", "changes", "session-logs")
 RUNNERS = ("threadpool", "asyncio", "processpool", "dask")
 PROCESS_RUNNERS = ("processpool", "dask")  # num_workers is per process there
 COMMAND = "show ip bgp summary"
@@ -185,7 +191,7 @@ def main() -> int:
     if shared:
         with tempfile.TemporaryDirectory(prefix="bench-routers-") as folder:
             inventory = Path(folder) / "inventory"
-            lab_hosts = hosts if {"fleet", "changes"} & set(shared) else None
+            lab_hosts = hosts if {"fleet", "changes", "session-logs"} & set(shared) else None
             with RouterLab(routers, _lab_name(), inventory, hosts=lab_hosts) as lab:
                 print(f"\nlab {lab.name}: {routers} routers on 127.0.0.1:{lab.base}-"
                       f"{lab.base + routers - 1}, ready in {lab.ready_after:.1f} s")
@@ -199,6 +205,9 @@ def main() -> int:
                 if "changes" in shared:
                     changes_part(lab, Path(folder), inventory, hosts,
                                  args.runners or list(RUNNERS), args.num_workers, child_seconds)
+                if "session-logs" in shared:
+                    session_logs_part(lab, Path(folder), inventory, hosts,
+                                      args.runners or list(RUNNERS), args.num_workers, repeat)
     now = _git_commit()
     moved = "" if now == commit else f" at the start, {now} at the end (the code moved meanwhile)"
     print(f"\nmeasured on commit {commit}{moved}; load at the end {_load()}")
@@ -860,6 +869,50 @@ router bgp {{ 65000 + k }}
 {% if host.name in refuse %}ip routx 198.51.100.0/24
 {% endif %}"""
 CONVERGE_SECONDS = 30.0  # at most, for the announced prefixes to reach the neighbours
+
+
+def session_logs_part(lab: RouterLab, folder: Path, fleet: Path, hosts: int,
+                      runners: list[str], in_flight: int, repeat: int) -> None:
+    """The same job (``show running-config`` on every host) run by ``nornir-bench run``
+    without and with ``--session-logs``, alternately, ``repeat`` times each; the best wall
+    of each (from outside the process), and their ratio against the target (<= 1.1)."""
+    print(f"\n### Session logs: {hosts} hosts, {in_flight} in flight, `show running-config`, "
+          f"best of {repeat} (load {_load()})\n")
+    print("| runner | without: ok, wall s | with: ok, logs, wall s | with / without |")
+    print("|---|---|---|---:|")
+    for runner in runners:
+        job = folder / f"show-{runner}.yaml"
+        job.write_text(json.dumps({
+            "inventory": {"plugin": "SimpleInventory", "options": {
+                "host_file": str(fleet / "hosts.yaml"),
+                "group_file": str(fleet / "groups.yaml"),
+                "defaults_file": str(fleet / "defaults.yaml")}},
+            "runner": {"plugin": runner, "options": _workers(runner, in_flight)},
+            "task": {"name": "send_command" if runner == "threadpool" else "asend_command",
+                     "params": {"command": "show running-config"}},
+            "logging": {"enabled": False},
+        }))
+        walls: dict[bool, list[float]] = {False: [], True: []}
+        said: dict[bool, str] = {}
+        for k in range(repeat * 2):
+            logged = bool(k % 2)
+            out = folder / f"{runner}-{k}.jsonl"
+            args = [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", str(out),
+                    "--quiet", *(["--session-logs"] if logged else [])]
+            began = time.perf_counter()
+            done = subprocess.run(args, capture_output=True, text=True, timeout=900,
+                                  check=False)
+            walls[logged].append(time.perf_counter() - began)
+            rows = [json.loads(line) for line in out.read_text().splitlines()]
+            ok = sum(not r["failed"] for r in rows)
+            logs = sum(bool(r.get("session_log")) for r in rows)
+            said[logged] = f"{ok}/{hosts}" + (f", {logs}" if logged else "") + (
+                f" (exit {done.returncode})" if done.returncode else "")
+            _sessions_gone(lab)
+        without, with_logs = min(walls[False]), min(walls[True])
+        ratio = with_logs / without
+        print(f"| {runner} | {said[False]}, {without:.2f} | {said[True]}, {with_logs:.2f} | "
+              f"{ratio:.2f} ({'met' if ratio <= 1.1 else 'MISSED'}) |")
 
 
 def changes_part(lab: RouterLab, folder: Path, fleet: Path, hosts: int,
