@@ -266,7 +266,11 @@ def masked_terminal(secrets: Iterable[str]) -> Iterator[None]:
     with _TERMINAL_LOCK:
         if not _TERMINAL:
             _unmasked = (sys.stdout, sys.stderr)
-            sys.stdout, sys.stderr = _MaskedStream(sys.stdout), _MaskedStream(sys.stderr)
+            # None where there is no terminal at all (pythonw, a closed stream): nothing to mask.
+            if sys.stdout is not None:
+                sys.stdout = _MaskedStream(sys.stdout)
+            if sys.stderr is not None:
+                sys.stderr = _MaskedStream(sys.stderr)
         _TERMINAL.append(mine)
         _terminal = Redactor(set().union(*_TERMINAL))
     try:

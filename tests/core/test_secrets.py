@@ -120,3 +120,28 @@ def test_a_quote_escaped_inside_a_longer_repr_is_masked() -> None:
 def test_secrets_in_configuration_text_are_masked(line: str, masked: str) -> None:
     assert mask_config_secrets(line) == masked
     assert Redactor()(line) == masked  # whatever a job shows, records or logs
+
+
+def test_the_terminal_is_masked_line_by_line_and_put_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A secret written in pieces (``print(..., end="")``), a progress bar's ``\\r`` line, a
+    line left open, nested blocks; the streams as they were after."""
+    import io
+    import sys
+
+    from nornir_bench.core.secrets import masked_terminal, terminal_secrets
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    with masked_terminal(["Hunter2"]):
+        print("a Hunt", end="")
+        print("er2 b")
+        sys.stdout.write("bar Hunter2\r")
+        sys.stdout.write("open Hunter2")
+        with masked_terminal(["other"]):
+            assert terminal_secrets() == ("Hunter2", "other")
+            print(" other")
+        assert terminal_secrets() == ("Hunter2",)
+    assert sys.stdout is out and terminal_secrets() == ()
+    assert out.getvalue() == "a ******** b\nbar ********\ropen ******** ********\n"

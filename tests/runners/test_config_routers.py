@@ -258,6 +258,7 @@ def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[st
     """A job changing every router from a template; ``refuse``: hosts given a line FRR does
     not know; ``task``: the runner's own kind of change task unless given."""
     (folder / "change.j2").write_text(TEMPLATE)
+    procs = "num_procs: 1, " if runner == "dask" else ""  # a cluster of its own: one worker
     job = folder / "change.yaml"
     job.write_text(
         "inventory:\n"
@@ -266,7 +267,7 @@ def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[st
         f"    host_file: {lab.inventory / 'hosts.yaml'}\n"
         f"    group_file: {lab.inventory / 'groups.yaml'}\n"
         f"    defaults_file: {lab.inventory / 'defaults.yaml'}\n"
-        f"runner: {{plugin: {runner}, options: {{num_workers: 10{options}}}}}\n"
+        f"runner: {{plugin: {runner}, options: {{{procs}num_workers: 10{options}}}}}\n"
         "task:\n"
         f"  name: {task or ('asend_config' if runner != 'threadpool' else 'send_config')}\n"
         "  params:\n"
@@ -293,12 +294,12 @@ def records(path: Path) -> dict[str, dict[str, Any]]:
     return {r["host"]: r for r in map(json.loads, path.read_text().splitlines())}
 
 
-# The job runs in a process of its own: dask there starts a cluster of its own (10 s a run);
-# dask's dry runs on the session's cluster are above.
+# The job runs in a process of its own: dask there starts a cluster of its own (10 s a run),
+# so it runs the --check and canary jobs only; its changes on the session's cluster are above.
 JOB_RUNNERS = ["threadpool", "asyncio", "processpool"]
 
 
-@pytest.mark.parametrize("runner", JOB_RUNNERS)
+@pytest.mark.parametrize("runner", [*JOB_RUNNERS, "dask"])
 def test_check_shows_each_hosts_diff_and_changes_nothing(
     frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
@@ -319,7 +320,7 @@ def test_check_shows_each_hosts_diff_and_changes_nothing(
     assert not (tmp_path / "backups").exists()
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "dask"])
 def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_not_end_ok(
     frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
