@@ -275,6 +275,9 @@ def _step_section(step: _Step) -> str:
         parts.append(_causes(step))
     if step.starts:
         parts.append("<h4>Timeline</h4>" + _timeline(step))
+    else:
+        parts.append("<h4>Timeline</h4><p class='missing'>missing: these records hold no start "
+                     "and end times (written before they were recorded, or by hand)</p>")
     if step.elapsed:
         parts.append("<h4>Time per host</h4>" + _latency(step))
     if step.changes:

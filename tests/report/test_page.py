@@ -105,3 +105,20 @@ def test_causes_fold_what_differs_from_host_to_host() -> None:
         "worker process <n> exited with status <n>"
     )
     assert fold_cause("no route to 2001:db8::1", "x") == "no route to <address>"
+
+
+def test_records_written_before_times_were_kept_still_make_a_page(tmp_path: Path) -> None:
+    """The keys of records of the last stop's format only: the page says what is missing."""
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps({
+        "host": f"dev{i}", "step": 1, "task": "sim_rtt", "failed": i == 1, "elapsed": 0.05,
+        "result": "ok", "exception": "SimulatedFailure" if i == 1 else None,
+        "message": "simulated failure on dev1 after 50.0 ms" if i == 1 else None,
+        "traceback": None, "abandoned": False, "attempts": 1, "failed_attempts": [],
+        "changed": False, "change": None, "diff": None}) + "\n" for i in range(3)))
+    done = nornir_bench("report", "old.jsonl", "-o", "page.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "page.html").read_text()
+    assert "data-hosts='3' data-ok='2' data-failed='1'" in page
+    assert "missing: these records hold no start and end times" in page
+    assert "simulated failure on &lt;host&gt; after &lt;n&gt; ms" in page
