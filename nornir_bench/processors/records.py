@@ -318,8 +318,11 @@ def _record(raw: bytes) -> dict[str, Any] | None:
         return None  # cut short (or longer than a line may be)
     try:
         record = json.loads(raw)
-    except ValueError:  # not JSON, or not UTF-8
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past the stack
         return None
     if not isinstance(record, dict) or not isinstance(record.get("host"), str):
         return None
+    step = record.get("step")
+    if not isinstance(step, (int, str, type(None))) or isinstance(step, bool):
+        record["step"] = repr(step)  # a key readers group by: hashable, as it was written
     return record

@@ -106,3 +106,28 @@ def test_a_file_that_is_not_records_exits_2_in_one_line(
     assert done.returncode == 2
     assert done.stderr == f"nornir-bench: error: old.jsonl: {says}\n"
     assert done.stdout == ""
+
+
+def test_hostile_records_are_skipped_or_shown_as_they_are_never_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """Nesting past the stack, a step that is a list, values of the wrong types."""
+    hostile = [
+        "[" * 100_000 + "]" * 100_000 + "\n",
+        json.dumps({"host": "r1", "step": [1], "failed": "yes", "result": {"a": [1]},
+                    "elapsed": "slow", "start": 1e308,
+                    "end": None, "batch": True, "failed_attempts": "many",
+                    "groups": [{"x": 1}], "platform": {"p": 1},
+                    "change": {"state": ["odd"]}, "message": ["m"]}) + "\n",
+    ]
+    write(tmp_path / "old.jsonl", row("r0"), tail="".join(hostile))
+    write(tmp_path / "new.jsonl", row("r0"), tail="".join(hostile))
+    done = diff("old.jsonl", "new.jsonl", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # "failed": "yes" is not ok
+    assert "still failing: r1 (step [1]): failed: ['m']" in done.stdout
+    assert "skipped 1 of 3 lines" in done.stdout and "Traceback" not in done.stderr
+    page = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "report", "new.jsonl", "-o", "page.html"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert page.returncode == 0, page.stderr
+    assert "Traceback" not in page.stderr
