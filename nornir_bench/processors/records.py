@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -278,6 +279,8 @@ def each_record(
     read = read if read is not None else RecordsRead(path)
     try:
         with path.open("rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero, a pipe: endless
+                raise RecordsFileError(f"{path}: not a regular file: not a records file")
             offset = 0
             for number, raw in enumerate(iter(lambda: file.readline(MAX_RECORD_LINE), b""), 1):
                 read.lines = number

@@ -93,14 +93,17 @@ def test_a_line_cut_short_or_corrupt_is_skipped_and_said(tmp_path: Path) -> None
         ("", "empty: not a records file of nornir-bench run"),
         ("hello\n", "line 1 is not a host's record: not a records file of nornir-bench run"),
         ('["host"]\n', "line 1 is not a host's record: not a records file of nornir-bench run"),
+        ("/dev/zero", "not a regular file: not a records file"),
     ],
-    ids=["missing", "empty", "text", "json-not-a-record"],
+    ids=["missing", "empty", "text", "json-not-a-record", "endless"],
 )
 def test_a_file_that_is_not_records_exits_2_in_one_line(
     tmp_path: Path, content: str | None, says: str
 ) -> None:
     write(tmp_path / "new.jsonl", row("r1"))
-    if content is not None:
+    if content == "/dev/zero":
+        (tmp_path / "old.jsonl").symlink_to(content)
+    elif content is not None:
         (tmp_path / "old.jsonl").write_text(content)
     done = diff("old.jsonl", "new.jsonl", cwd=tmp_path)
     assert done.returncode == 2
