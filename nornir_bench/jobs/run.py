@@ -80,9 +80,9 @@ class StepRun:
         elapsed: seconds each host of ``result`` took.
         interrupted: Ctrl-C stopped it; ``result`` has the hosts that had finished.
         abandoned: the hosts Ctrl-C stopped in flight (cancelled on an event loop, or left by
-            a second press): in ``result`` as failed with what
-            their task may have done (:class:`~nornir_bench.core.exceptions.HostAbandoned`, or
-            the task's own ``abandoned_failure``: a change's backup), not finished.
+            a second press): in ``result`` as failed with what their task may have done
+            (:class:`~nornir_bench.core.exceptions.HostAbandoned`, or the task's own
+            ``abandoned_failure``: a change's backup), not finished.
         not_run: why it did not run at all (an earlier step was interrupted, or
             ``core.raise_on_error`` ended the job), if it did not.
     """

@@ -16,9 +16,12 @@ until then the folder's mode keeps the raw text from others. A host's record nam
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +43,7 @@ LOGGED_BY = {
 (``None``: the log's path)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+logger = logging.getLogger(__name__)
 
 
 def sessions_folder(records: Path) -> Path:
@@ -67,16 +71,27 @@ def log_sessions(nr: Nornir, folder: Path) -> dict[str, str]:
     return logs
 
 
-def mask_session_logs(logs: dict[str, str], redact: Redactor) -> None:
+def mask_session_logs(logs: Mapping[str, str], redact: Redactor) -> None:
     """Mask each log that was written, line by line, into a file readable by the user alone
-    that replaces it."""
+    that replaces it. A log that cannot be (a full disk) is left as it is, readable by the user
+    alone, and said in a warning; the others are masked all the same."""
     for path in map(Path, logs.values()):
         if not path.exists():
             continue
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
-        ) as masked, path.open(encoding="utf-8", errors="replace", newline="") as raw:
-            os.chmod(masked.name, 0o600)
-            for line in raw:
-                masked.write(redact(line))
-        os.replace(masked.name, path)
+        written: str | None = None
+        try:
+            with tempfile.NamedTemporaryFile(
+                "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
+            ) as masked, path.open(encoding="utf-8", errors="replace", newline="") as raw:
+                written = masked.name
+                os.chmod(written, 0o600)
+                for line in raw:
+                    masked.write(redact(line))
+            os.replace(written, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o600)
+            if written is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(written)
+            logger.warning("session log %s not masked: %s", path, exc.strerror or exc)
