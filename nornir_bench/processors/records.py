@@ -116,10 +116,6 @@ def host_record(
     }
 
 
-def _rounded(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds, 6)
-
-
 def _traceback(text: object, exc: BaseException) -> str:
     if (
         isinstance(text, str)
@@ -175,19 +171,20 @@ class JsonLinesWriter(HostTimer):
         self.batch_of = batch_of
         self.session_logs = session_logs or {}
         self._starts = 0
-        self._when: dict[str, tuple[float, int | None]] = {}
+        self._batch: dict[str, int | None] = {}
 
     def task_instance_started(self, task: Task, host: Host) -> None:
-        super().task_instance_started(task, host)
-        with self._lock:
-            batch = None if self.batch_of is None else self.batch_of(self._starts)
-            self._starts += 1
-            self._when[host.name] = (perf_counter() - self.origin, batch)
+        super().task_instance_started(task, host)  # its start, on HostTimer's clock
+        if self.batch_of is not None:  # counted in start order: only then a lock per host
+            with self._lock:
+                self._batch[host.name] = self.batch_of(self._starts)
+                self._starts += 1
 
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        started = self._started.get(host.name)  # HostTimer forgets it as the host completes
         super().task_instance_completed(task, host, result)
         kind = {"platform": host.platform, "groups": [group.name for group in host.groups]}
-        self.write(host.name, result, sealed_too=False, kind=kind)
+        self.write(host.name, result, sealed_too=False, kind=kind, started=started)
 
     def seal(self) -> None:
         """Write no more hosts as they finish: a run that abandoned its hosts in flight writes
@@ -198,14 +195,18 @@ class JsonLinesWriter(HostTimer):
 
     def write(
         self, name: str, result: MultiResult, *, sealed_too: bool = True,
-        kind: Mapping[str, Any] | None = None,
+        kind: Mapping[str, Any] | None = None, started: float | None = None,
     ) -> None:
         """Write host ``name``'s record (also once sealed, unless ``sealed_too`` is false);
-        ``kind``: its ``platform`` and ``groups``, when known."""
-        start, batch = self._when.pop(name, (None, None))
+        ``kind``: its ``platform`` and ``groups``, when known; ``started``: its start on
+        ``perf_counter``'s clock (else as HostTimer still holds it: a host not completed)."""
+        if started is None:
+            started = self._started.get(name)
         record = host_record(
-            name, result, self.elapsed.get(name), start=_rounded(start),
-            end=round(perf_counter() - self.origin, 6), run_start=self._run_start, batch=batch,
+            name, result, self.elapsed.get(name),
+            start=None if started is None else round(started - self.origin, 6),
+            end=round(perf_counter() - self.origin, 6), run_start=self._run_start,
+            batch=self._batch.pop(name, None),
         )
         log = self.session_logs.get(name)
         record["session_log"] = log if log is not None and os.path.exists(log) else None
