@@ -67,7 +67,11 @@ async def waits_for_go(
     from distributed import get_worker
 
     if task.host.name not in quick:
-        Path(folder, f"started-{task.host.name}-{os.getpid()}").write_text(get_worker().address)
+        # Written whole, then renamed: a worker killed between creating and writing the file
+        # would leave an empty address for the watcher and the test to read.
+        name = f"started-{task.host.name}-{os.getpid()}"
+        Path(folder, f".{name}").write_text(get_worker().address)
+        os.replace(Path(folder, f".{name}"), Path(folder, name))
         go = Path(folder, "go")
         ends = time.monotonic() + patience
         while not go.exists():
