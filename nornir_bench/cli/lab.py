@@ -204,7 +204,18 @@ def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``rtt-server`` command."""
     from nornir_bench.lab.rtt_server import DEFAULT_RTT_PORT
 
-    parser.add_argument("--address", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    parser.add_argument(
+        "--address",
+        default="127.0.0.1",
+        help="listen address (default 127.0.0.1): loopback only (127.x.x.x, localhost, ::1) "
+        "unless --any-address",
+    )
+    parser.add_argument(
+        "--any-address",
+        action="store_true",
+        help="let --address be any address, 0.0.0.0 included: anyone on the network can then "
+        "reach the server",
+    )
     parser.add_argument(
         "--port",
         type=int,
@@ -238,5 +249,12 @@ def rtt_server_command(args: argparse.Namespace) -> int:
     """Serve until signalled; the exit status (0)."""
     from nornir_bench.lab.rtt_server import run_rtt_server
 
-    run_rtt_server(args.address, args.port, args.delay, args.jitter, ports=args.ports)
+    run_rtt_server(
+        args.address,
+        args.port,
+        args.delay,
+        args.jitter,
+        ports=args.ports,
+        any_address=args.any_address,
+    )
     return 0

@@ -16,6 +16,7 @@ handle per connection with replies pending. Replies on one connection leave in o
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import random
 import signal
 import sys
@@ -68,7 +69,10 @@ class RttServer:
     it listens on, also when asked for port 0.
 
     Args:
-        address: the address to listen on.
+        address: the address to listen on: a loopback one (127.x.x.x, ``localhost``, ``::1``)
+            unless ``any_address``.
+        any_address: let ``address`` be any address, ``0.0.0.0`` included (every interface:
+            anyone on the network can then reach the server).
         port: the port; 0 lets the system pick a free one.
         ports: listen on this many consecutive ports from ``port``, all one server. Emulating
             thousands of devices on one address:port makes every run's connections share
@@ -91,10 +95,16 @@ class RttServer:
         delay: float = 0.05,
         jitter: float = 0.0,
         backlog: int = _BACKLOG,
+        any_address: bool = False,
     ) -> None:
         if not isinstance(address, str) or not address:
             raise LabError(
                 f"rtt server: address must be a host name or IP address, got {address!r}"
+            )
+        if not any_address and not _is_loopback(address):
+            raise LabError(
+                f"rtt server: address {address!r} is not a loopback address: it listens on "
+                "127.x.x.x, localhost or ::1 unless told to listen elsewhere (--any-address)"
             )
         whole_number("rtt server: port", port, minimum=0, maximum=65535, error=LabError)
         whole_number("rtt server: ports", ports, minimum=1, error=LabError)
@@ -315,6 +325,17 @@ def raise_open_file_limit() -> int | None:
     return soft
 
 
+def _is_loopback(address: str) -> bool:
+    """Whether ``address`` is a loopback IP address or ``localhost`` (no name is resolved: a
+    name's addresses may change between this check and listening)."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 def run_rtt_server(
     address: str = "127.0.0.1",
     port: int = DEFAULT_RTT_PORT,
@@ -323,6 +344,7 @@ def run_rtt_server(
     *,
     ports: int = 1,
     out: TextIO | None = None,
+    any_address: bool = False,
 ) -> None:
     """Serve an :class:`RttServer` until SIGINT (Ctrl-C) or SIGTERM: ``nornir-bench rtt-server``.
 
@@ -334,7 +356,9 @@ def run_rtt_server(
     Raises:
         LabError: for a bad option or an address it cannot listen on.
     """
-    server = RttServer(address, port, ports=ports, delay=delay, jitter=jitter)  # checks options
+    server = RttServer(  # checks options
+        address, port, ports=ports, delay=delay, jitter=jitter, any_address=any_address
+    )
     limit = raise_open_file_limit()
     loop = new_event_loop()
     try:

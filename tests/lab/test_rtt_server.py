@@ -155,3 +155,23 @@ def test_run_rtt_server_bad_input_exits_2() -> None:
         "nornir-bench: error: "
         f"rtt server: delay {SECONDS}, got -1.0"
     )
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "::", "192.0.2.1", "example.com"])
+def test_a_non_loopback_address_is_refused_unless_told(address: str) -> None:
+    # 0.0.0.0 would listen on every interface, though the lab listens on loopback only.
+    done = subprocess.run(
+        [*LAB, "rtt-server", "--address", address],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"nornir-bench: error: rtt server: address {address!r} is not a loopback address: it "
+        "listens on 127.x.x.x, localhost or ::1 unless told to listen elsewhere (--any-address)"
+    )
+    RttServer(address, any_address=True)  # told: taken (not started: tests stay on loopback)
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.3.2.1", "localhost", "::1"])
+def test_a_loopback_address_is_taken(address: str) -> None:
+    assert RttServer(address).address == address
