@@ -142,11 +142,14 @@ def test_ctrl_c_keeps_what_finished_and_exits_130(runner: str) -> None:
     assert f"interrupted: {2000 - ok} hosts did not run" in out
 
 
-def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process() -> None:
+@pytest.mark.parametrize("to", ["process", "group"])
+def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process(to: str) -> None:
     # 2 Dask workers x 2 hosts x 0.05 s over 4,000 hosts would take 50 s: Ctrl-C lands mid-run.
+    # "group": as a terminal sends it, to the whole foreground process group; the embedded
+    # cluster's processes got it too, and every host in flight failed, the scheduler lost.
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "4000", "--runner", "dask"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     cluster: list[psutil.Process] = []
     try:
@@ -156,7 +159,10 @@ def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process() -> N
             time.sleep(0.2)
             cluster = psutil.Process(proc.pid).children(recursive=True)
         time.sleep(8.0)  # the client connected, hosts finishing, even on a loaded machine
-        os.kill(proc.pid, signal.SIGINT)
+        if to == "group":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()

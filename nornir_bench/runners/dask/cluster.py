@@ -2,8 +2,10 @@
 the user names; and what the runner checks before sending anything there.
 
 The embedded cluster is Dask's own command-line tools (``dask scheduler``, ``dask worker``),
-started as processes listening on loopback only, with TLS by default (a temporary self-signed
-certificate, in a private folder removed when the cluster closes). Dask's ``LocalCluster``
+started as processes listening on loopback only (Dask's HTTP servers too), in a session of their
+own (a terminal's Ctrl-C reaches the runner's process alone), with TLS by default (a temporary
+self-signed certificate, in a private folder removed when the cluster closes, or when its
+process was killed). Dask's ``LocalCluster``
 would start its worker processes with multiprocessing's ``spawn``, which re-runs the user's
 script in every worker unless it has an ``if __name__ == "__main__":`` guard; processes started
 from Dask's command line never import the user's script. They import what the runner's process
@@ -44,25 +46,30 @@ class DaskClusterError(NornirBenchError, RuntimeError):
 
 
 # Run first in each process of the embedded cluster: once the process that started it is gone
-# (killed, out of memory: it could not close the cluster), the process stops as when asked
-# (SIGTERM: Dask's tools close gracefully, a worker's nannies with it), and exits if that takes
-# more than STOP_WAIT_SECONDS. Processpool's workers end with their parent in the same way.
+# (killed, out of memory: it could not close the cluster), the process removes the cluster's
+# folder if asked to (the scheduler is: the private key is in it), stops as when asked (SIGTERM:
+# Dask's tools close gracefully, a worker's nannies with it), and exits if that takes more than
+# STOP_WAIT_SECONDS. Processpool's workers end with their parent in the same way.
 _END_WITH_PARENT = """
-import os, signal, threading, time
-def _watch(parent=os.getppid()):
+import os, shutil, signal, threading, time
+def _watch(parent=os.getppid(), folder={folder!r}):
     while os.getppid() == parent:
         time.sleep(0.5)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep({wait})
     os._exit(1)
 threading.Thread(target=_watch, name="nornir-bench-parent-watch", daemon=True).start()
 """
 
+_FOLDER_PREFIX = "nornir-bench-dask-"
 
-def _python(module: str) -> list[str]:
+
+def _python(module: str, remove: Path | None = None) -> list[str]:
     # Not ``-m``, which puts the current directory first on the import path (a checkout of
     # another version there would be imported); ``-c`` puts it first as "": dropped.
-    watch = _END_WITH_PARENT.format(wait=STOP_WAIT_SECONDS)
+    watch = _END_WITH_PARENT.format(wait=STOP_WAIT_SECONDS, folder=str(remove or ""))
     return [
         sys.executable,
         "-c",
@@ -99,7 +106,9 @@ class EmbeddedCluster:
         self.address = ""
         self.security: Security | None = None
         self.processes: list[subprocess.Popen[bytes]] = []
-        self.folder = Path(tempfile.mkdtemp(prefix="nornir-bench-dask-"))  # mode 0700
+        remove_stale_folders()
+        # Mode 0700; named after this process, so that a later cluster knows it is stale.
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-"))
 
     def start(self) -> None:
         """Start the scheduler and the workers (together: the workers wait for the scheduler's
@@ -115,10 +124,13 @@ class EmbeddedCluster:
             **_env(),
             "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(self.allowed_failures),
         }
-        dashboard = ["--dashboard-address", "127.0.0.1:0"] if self.dashboard else ["--no-dashboard"]
+        # The scheduler and each worker serve HTTP (/health, /metrics, /info: logs and call
+        # stacks) with or without the dashboard, on every interface unless told: loopback here.
+        http = ["--dashboard-address", "127.0.0.1:0"]
+        dashboard = [*http, "--dashboard" if self.dashboard else "--no-dashboard"]
         self._spawn(
             [
-                *_python("distributed.cli.dask_scheduler"),
+                *_python("distributed.cli.dask_scheduler", remove=self.folder),
                 "--host", "127.0.0.1", "--port", "0", "--protocol", protocol,
                 "--scheduler-file", str(scheduler_file), *dashboard, *tls,
             ],
@@ -129,7 +141,7 @@ class EmbeddedCluster:
                 *_python("distributed.cli.dask_worker"),
                 "--scheduler-file", str(scheduler_file),
                 "--host", "127.0.0.1", "--nworkers", str(self.workers), "--nthreads", "1",
-                "--no-dashboard", "--local-directory", str(self.folder),
+                *http, "--no-dashboard", "--local-directory", str(self.folder),
                 "--death-timeout", "30", *tls,
             ],
             env,
@@ -172,6 +184,10 @@ class EmbeddedCluster:
                 # This process's: a task's relative paths mean what they mean here, as in the
                 # process pool's workers (Dask's own files go to --local-directory).
                 cwd=os.getcwd(),
+                # A session of its own: a Ctrl-C in the terminal (SIGINT to the foreground
+                # process group) reaches the runner's process alone, whose rule decides what
+                # it does to the hosts; the cluster ends with that process all the same.
+                start_new_session=True,
             )
         )
 
@@ -216,6 +232,34 @@ class EmbeddedCluster:
                 process.wait()
         self.processes.clear()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def remove_stale_folders() -> None:
+    """Remove the folders of embedded clusters whose process is gone (killed before it could
+    remove its own, and before its scheduler's watcher could), this user's only."""
+    base = Path(tempfile.gettempdir())
+    try:
+        candidates = list(base.glob(f"{_FOLDER_PREFIX}*-*"))
+    except OSError:
+        return
+    for folder in candidates:
+        pid = folder.name.removeprefix(_FOLDER_PREFIX).split("-", 1)[0]
+        try:
+            if not pid.isdigit() or folder.lstat().st_uid != os.getuid() or _alive(int(pid)):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return True
 
 
 def _what(process: subprocess.Popen[bytes]) -> str:
