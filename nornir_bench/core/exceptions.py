@@ -17,6 +17,7 @@ __all__ = [
     "RunInterrupted",
     "RunTimeout",
     "SimulatedFailure",
+    "TaskExited",
     "TaskTimeout",
     "WorkerCrashed",
     "WorkerUnavailable",
@@ -82,6 +83,23 @@ class HostAbandoned(Exception):
 
     def __reduce__(self) -> tuple[type[HostAbandoned], tuple[str, dict[str, object] | None]]:
         return (type(self), (str(self), self.change))
+
+
+class TaskExited(Exception):
+    """A job's task raised ``SystemExit`` (``sys.exit(...)``): in a job that is its host's
+    failure, not the end of the whole job (``nornir-bench run``; ``nr.run`` itself raises it
+    once the run has stopped, as nornir's runners do).
+
+    Attributes:
+        code: the ``SystemExit``'s code.
+    """
+
+    def __init__(self, code: object) -> None:
+        super().__init__(f"the task exited: sys.exit({code!r})")
+        self.code = code
+
+    def __reduce__(self) -> tuple[type[TaskExited], tuple[object]]:
+        return (type(self), (self.code,))
 
 
 class TaskTimeout(TimeoutError):

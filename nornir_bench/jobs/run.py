@@ -38,6 +38,7 @@ from nornir_bench.core.secrets import Redactor, masked_terminal
 from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
+from nornir_bench.jobs.exits import exit_fails_the_host
 from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
 from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
 from nornir_bench.jobs.sessions import log_sessions, mask_session_logs, sessions_folder
@@ -313,7 +314,8 @@ def _run_step(
     interrupted = abandoned = raised = False
     bar = ProgressBar(enabled=progress)
     since = time.time()  # the backups a change abandoned in flight wrote are newer
-    with stoppable(nr.runner, step.task, on_first_press=on_stopping) as stop:
+    task = exit_fails_the_host(step.task)
+    with stoppable(nr.runner, task, on_first_press=on_stopping) as stop:
         started = time.perf_counter()
         try:
             if selected:  # else nothing to run: no empty progress bar, no runner started

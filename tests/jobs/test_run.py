@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -57,3 +60,49 @@ def test_the_records_file_and_the_text_are_still_importable_from_jobs_run() -> N
     assert run.default_output is output.default_output
     assert (run.failure_lines, run.step_lines) == (show.failure_lines, show.step_lines)
     assert run.interruption is show.interruption
+
+
+EXITING_TASKS = """
+import sys
+
+
+def exits(task):
+    if task.host.name == "dev2":
+        sys.exit(3)
+    return "ok"
+
+
+async def aexits(task):
+    return exits(task)
+"""
+
+
+@pytest.mark.parametrize(
+    ("runner", "task"),
+    [("threadpool", "exits"), ("asyncio", "aexits"), ("processpool", "exits"), ("dask", "exits")],
+)
+def test_a_task_that_exits_fails_its_host_and_the_job_goes_on(
+    tmp_path: Path, runner: str, task: str
+) -> None:
+    # It ended the job with exit status 3 and no summary or records (threadpool, asyncio);
+    # on processpool it killed its worker, whose traceback reached the terminal twice.
+    (tmp_path / "exiting.py").write_text(EXITING_TASKS)
+    procs = "num_procs: 2, " if runner in ("dask", "processpool") else ""
+    (tmp_path / "job.yaml").write_text(textwrap.dedent(f"""\
+        inventory: {{plugin: synthetic, options: {{hosts: 6}}}}
+        runner: {{plugin: {runner}, options: {{{procs}num_workers: 2}}}}
+        task: {{name: "exiting:{task}"}}
+        logging: {{enabled: false}}
+        """))
+    done = subprocess.run(
+        [sys.executable, "-m", "nornir_bench", "run", "job.yaml", "-o", "out.jsonl"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ""
+    assert "hosts: 6, ok: 5, failed: 1" in done.stdout
+    assert "dev2: TaskExited: the task exited: sys.exit(3)" in done.stdout
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    records = {line["host"]: line for line in map(json.loads, lines)}
+    assert sorted(records) == [f"dev{i}" for i in range(6)]
+    assert records["dev2"]["exception"] == "TaskExited"

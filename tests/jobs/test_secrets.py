@@ -124,8 +124,10 @@ def test_what_a_task_warns_prints_or_exits_with_is_masked_on_the_terminal(
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )
     assert "Hunter2Secret" not in done.stdout + done.stderr
-    assert "Traceback" not in done.stderr or runner == "processpool"  # its worker's, masked
-    assert "cannot log in with ********" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "dev1: TaskExited: the task exited: sys.exit('cannot log in with ********')" in (
+        done.stdout
+    )
     assert "printed ********" in done.stdout
     assert "error ********" in done.stderr
     assert "warned ********" in done.stderr

@@ -187,8 +187,6 @@ RUNNERS = [
             ({"loop": "trio"}, "loop must be one of auto, asyncio, uvloop; got 'trio'"),
         ],
         lacks={
-            SYSTEM_EXIT: "a SystemExit in a task ends the worker process running it: its host "
-            "fails with WorkerCrashed and the run goes on (tests/runners/test_processpool.py)",
             COUNTED_IN_PROCESS: "its hosts run in worker processes, where a counter in the "
             "test's process cannot see them",
         },

@@ -378,7 +378,9 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
             if len(finished) == 4:
                 all_done.set()
 
-        run = RemoteRun(unpack_run(payload), HeldConnections(), done, limit=2)
+        run = RemoteRun(
+            unpack_run(payload), HeldConnections(), done, lambda i, exc: None, limit=2
+        )
         try:
             run.start(0, hosts[0])
             run.start(1, hosts[1])

@@ -55,6 +55,11 @@ Finished = Callable[[FinishedHost, bool], None]
 WrapHost = Callable[[Coroutine[Any, Any, None], int], Coroutine[Any, Any, None]]
 """Wraps a host's coroutine before it is scheduled (its index given)."""
 
+Escaped = Callable[[int, BaseException], None]
+"""Told a host's index and the ``SystemExit`` or ``KeyboardInterrupt`` its task raised: not a
+task error, so the host has no result; the sender raises it from ``run()`` once the run has
+stopped, as nornir's runners do."""
+
 
 class RemoteRun:
     """One run inside a worker: the task, the hosts received, the pool for blocking calls.
@@ -63,6 +68,7 @@ class RemoteRun:
         spec: the run, as it arrived (:func:`~nornir_bench.runners._remote.spec.unpack_run`).
         held: the hosts whose connections the worker keeps, across runs.
         finished: told each host that finished.
+        escaped: told each host whose task raised ``SystemExit`` or ``KeyboardInterrupt``.
         wrap_offload: wraps the run's thread pool (a processpool worker counts the blocking
             calls in flight, to know which host a crash came from).
         wrap_host: wraps each host's coroutine (a processpool worker marks the host it runs).
@@ -78,6 +84,7 @@ class RemoteRun:
         spec: RunSpec,
         held: HeldConnections[Host],
         finished: Finished,
+        escaped: Escaped,
         *,
         wrap_offload: Callable[[Offload], Offload] | None = None,
         wrap_host: WrapHost | None = None,
@@ -88,6 +95,7 @@ class RemoteRun:
         self.spec = spec
         self.held = held
         self.finished = finished
+        self.escaped = escaped
         self.wrap_host = wrap_host
         self.hooks = HookRecorder()
         inventory = Inventory(hosts=Hosts(), groups=Groups(), defaults=Defaults())
@@ -170,7 +178,11 @@ class RemoteRun:
 
     async def _run(self, index: int, host: Host) -> None:
         try:
-            multi = await arun_one(self.task, host, self.context)
+            try:
+                multi = await arun_one(self.task, host, self.context)
+            except (SystemExit, KeyboardInterrupt) as exc:  # not a task error: the sender's
+                self.escaped(index, exc)
+                return
             if len(multi):
                 multi[0].worker = _WORKER  # type: ignore[attr-defined]
             # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.

@@ -105,21 +105,14 @@ class _RunHere:
     def __init__(self, payload: bytes, held: HeldConnections[Host]) -> None:
         spec = unpack_run(payload)
         self.chunk_of: dict[int, _Chunk] = {}
-        self.run = RemoteRun(
-            spec, held, self._finished, limit=spec.num_workers, wrap_host=self._contained
-        )
+        self.run = RemoteRun(spec, held, self._finished, self._escaped, limit=spec.num_workers)
 
-    async def _contained(self, host: Coroutine[Any, Any, None], index: int) -> None:
-        """A host's run, whatever its task raises kept from ending the worker's loop."""
-        try:
-            await host
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - SystemExit & co.: the parent raises it
-            chunk = self.chunk_of.pop(index, None)
-            if chunk is not None:
-                chunk.escaped = exc
-                chunk.settle()
+    def _escaped(self, index: int, exc: BaseException) -> None:
+        """A host's task raised ``SystemExit`` & co.: the parent raises it."""
+        chunk = self.chunk_of.pop(index, None)
+        if chunk is not None:
+            chunk.escaped = exc
+            chunk.settle()
 
     def _finished(self, done: FinishedHost, left_a_call: bool) -> None:
         chunk = self.chunk_of.pop(done.position)

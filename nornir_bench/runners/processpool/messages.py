@@ -34,6 +34,7 @@ __all__ = [
     "Closed",
     "Done",
     "EndRun",
+    "Escaped",
     "Fork",
     "Kill",
     "LoadFailed",
@@ -93,6 +94,15 @@ class Done(NamedTuple):
     batch: FinishedBatch
 
 
+class Escaped(NamedTuple):
+    """Worker -> parent: the task of host ``position`` raised ``SystemExit`` or
+    ``KeyboardInterrupt`` (pickled): the host has no result, and the parent raises it from
+    ``run()`` once the run has stopped."""
+
+    position: int
+    exception: bytes
+
+
 class Tainted(NamedTuple):
     """A blocking task overran its deadline: retire this worker when its hosts are done."""
 
@@ -131,7 +141,7 @@ class WorkerExited(NamedTuple):
 
 
 Message = (
-    LoadRun | RunHosts | HaltRun | EndRun | Stop | Ready | LoadFailed | Done | Tainted
+    LoadRun | RunHosts | HaltRun | EndRun | Stop | Ready | LoadFailed | Done | Escaped | Tainted
     | CloseConnections | Closed | Fork | Kill | WorkerForked | WorkerExited
 )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import pickle
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
     Done,
     EndRun,
+    Escaped,
     HaltRun,
     LoadFailed,
     LoadRun,
@@ -114,6 +116,8 @@ class Pool:
         )
         self.halt = Halt()
         self.sending = True  # False once halted: no more hosts go out
+        # SystemExit & co. a task raised in a worker: the run stops, and run() raises it.
+        self.escaped: list[BaseException] = []
         self.loaded = False
         self.size = options.num_procs  # the workers it keeps busy: more after a crash
 
@@ -126,7 +130,7 @@ class Pool:
         if not self.loaded and self.sending:
             self._load()
         while self.settle.remaining if self.sending else any(w.in_flight for w in self.workers):
-            if self.halt.is_set() and self.sending:
+            if (self.halt.is_set() or self.escaped) and self.sending:
                 self._halt_now()
                 continue
             self._settle_not_run()
@@ -259,6 +263,9 @@ class Pool:
                 if isinstance(message, Ready):
                     worker.loaded = True
                     self.crashes.start_failures_in_a_row = 0
+                elif isinstance(message, Escaped):
+                    worker.in_flight.pop(message.position, None)
+                    self.escaped.append(pickle.loads(message.exception))
                 elif isinstance(message, Tainted):
                     worker.retiring = True
                     self.dispatch.release(worker)

@@ -197,6 +197,8 @@ class ProcessPoolRunner(Policed):
             if ctrl_c.presses:
                 raise interrupted(result, abandoned=ctrl_c.abandoned)
             ended = True
+            if pool.escaped:  # as nornir's runners: once the run has stopped
+                raise pool.escaped[0]
         finally:
             if procs is not self._procs or not (ended and self.keep_workers):
                 procs.close()

@@ -47,6 +47,7 @@ from nornir_bench.runners.processpool.messages import (
     Closed,
     Done,
     EndRun,
+    Escaped,
     HaltRun,
     LoadFailed,
     LoadRun,
@@ -171,6 +172,7 @@ class _WorkerRun(RemoteRun):
             spec,
             held,
             self._finished,
+            self._escaped,
             # Counted: while a blocking call runs in a thread, a crash may come from that
             # thread, so the host running on the loop is not necessarily the cause (crashes).
             wrap_offload=lambda threads: counted(threads, running),
@@ -192,6 +194,16 @@ class _WorkerRun(RemoteRun):
             self.flush()
         elif self.flush_timer is None:
             self.flush_timer = asyncio.get_running_loop().call_later(_BATCH_SECONDS, self.flush)
+
+    def _escaped(self, index: int, exc: BaseException) -> None:
+        """A host's task raised ``SystemExit`` & co.: the hosts finished before it go first,
+        then it, for the parent to raise (this worker's loop goes on)."""
+        self.flush()
+        try:
+            pickled = dumps(exc)
+        except Exception:  # noqa: BLE001 - its arguments do not pickle: as words
+            pickled = dumps(type(exc)(str(exc)))
+        self.conn.send_bytes(dumps(Escaped(index, pickled)))
 
     def _left_behind(self) -> None:
         """A blocking call given up at its deadline still goes on in its thread (the package's
