@@ -270,6 +270,44 @@ def test_a_tls_scheduler_is_reached_with_security_as_paths_or_a_security_object(
     assert {multi.result for multi in result.values()} == set(tls_cluster.worker_pids().values())
 
 
+# -- a place comes free when its host ends --------------------------------------------------
+
+
+async def waits_for_hosts_after_it(
+    task: Task, folder: str, slow: tuple[str, ...], after: tuple[str, ...], patience: float = 60
+) -> str:
+    """Says it started; a host of ``slow`` then waits until every host of ``after`` has
+    started (``patience`` seconds at most)."""
+    name = task.host.name
+    Path(folder, f"started-{name}").touch()
+    if name in slow:
+        ends = time.monotonic() + patience
+        while not all(Path(folder, f"started-{other}").exists() for other in after):
+            if time.monotonic() > ends:
+                raise TimeoutError(f"{name}: {after} never started while it ran")
+            await asyncio.sleep(0.01)
+    return name
+
+
+def test_a_hosts_place_is_free_when_it_ends_not_when_its_chunk_does(tmp_path: Path) -> None:
+    # Two workers, two places each, chunks of two: dev0 and dev2, the slow host of each first
+    # chunk, wait until dev4 and dev5 have started. Once, a worker's places came back only
+    # with its whole chunk, so dev4 and dev5 waited for dev0 or dev2 to end (the run's slowest
+    # host held every other place of its chunk idle): both timed out.
+    nr = make_nornir(
+        "dask", hosts=6, address=shared_address(), num_workers=2, chunk_size=2
+    )
+    try:
+        result = nr.run(
+            task=waits_for_hosts_after_it, folder=str(tmp_path), slow=("dev0", "dev2"),
+            after=("dev4", "dev5"),
+        )
+    finally:
+        nr.runner.close()
+    assert not result.failed, {h: m[0].exception for h, m in result.items() if m.failed}
+    assert sorted(result) == [f"dev{i}" for i in range(6)]
+
+
 # -- a worker killed mid-run ----------------------------------------------------------------
 
 

@@ -29,7 +29,7 @@ from nornir_bench.runners._remote import watchdog
 from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
 from nornir_bench.runners._remote.spec import pack_hosts, pack_run
 from nornir_bench.runners.dask.reruns import chunk_key
-from nornir_bench.runners.dask.worker import end_run, halt_run, run_chunk
+from nornir_bench.runners.dask.worker import FREED_TOPIC, end_run, halt_run, run_chunk
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -68,13 +68,26 @@ class RunOptions:
 
 
 class _Chunk:
-    __slots__ = ("future", "positions", "sent", "worker")
+    __slots__ = ("freed", "future", "positions", "sent", "worker")
 
     def __init__(self, positions: list[int], future: Future[Any], sent: float, worker: str) -> None:
         self.positions = positions
         self.future = future
         self.sent = sent
         self.worker = worker  # where it was sent
+        self.freed: set[int] = set()  # its hosts ended on the worker, their places given back
+
+
+# The queue of each run in progress, by run id: the workers' word that hosts have ended comes
+# on one Dask topic for every run (FREED_TOPIC), through the client's own thread.
+_FREED: dict[str, queue.SimpleQueue[Any]] = {}
+
+
+def _route_freed(event: tuple[float, Any]) -> None:
+    run_id, freed = event[1]
+    to = _FREED.get(run_id)
+    if to is not None:
+        to.put(list(freed))  # msgpack may give a tuple: a list is what the run tells apart
 
 
 class DaskRun:
@@ -141,7 +154,15 @@ class DaskRun:
         )
         self.payload = client.scatter(payload, broadcast=True, hash=False)
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
-        self.done: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+        self.chunk_of: dict[int, _Chunk] = {}  # the chunk out holding each host
+        # Chunks back (futures), and the hosts the workers said have ended (lists of indices).
+        self.done: queue.SimpleQueue[Future[Any] | list[int]] = queue.SimpleQueue()
+        # A worker's ended hosts leave room for at least this many before a chunk is sent to
+        # it while it is still busy: a place comes free when its host ends, yet each chunk is
+        # a Dask task of the scheduler's.
+        self.refill = max(1, self.chunk_size // 4)
+        _FREED[self.run_id] = self.done
+        client.subscribe_topic(FREED_TOPIC, _route_freed)
         self.halt = Halt()
         self.sending = True
         self.sent: dict[int, float] = {}  # host index -> when its chunk went out
@@ -171,18 +192,22 @@ class DaskRun:
             except queue.Empty:
                 self._watch()
                 continue
-            finished = [first]
+            came = [first]
             while True:
                 try:
-                    finished.append(self.done.get_nowait())
+                    came.append(self.done.get_nowait())
                 except queue.Empty:
                     break
-            self._settle_chunks(finished)
+            for freed in came:
+                if isinstance(freed, list):
+                    self._free(freed)
+            self._settle_chunks([future for future in came if not isinstance(future, list)])
             self._watch()
 
     def end(self, *, abandon: bool = False) -> None:
         """The run is over on the workers: their sessions close (``abandon``: its chunks still
         out are cancelled, their hosts in flight stopped)."""
+        _FREED.pop(self.run_id, None)
         if abandon and self.chunks:
             self.client.cancel([chunk.future for chunk in self.chunks.values()])
         self._tell_workers(end_run)
@@ -203,8 +228,8 @@ class DaskRun:
         while room:
             worker = max(room, key=room.__getitem__)
             count = min(self.chunk_size, room[worker])
-            if count <= 0:
-                return
+            if count <= 0 or (count < self.refill and room[worker] < self.options.num_workers):
+                return  # no room, or too little yet for a chunk to a busy worker
             waiting = self.held_for.get(worker)
             chunk = [waiting.popleft() for _ in range(min(count, len(waiting)))] if waiting else []
             while len(chunk) < count and (index := self._next()) is not None:
@@ -250,7 +275,9 @@ class DaskRun:
             allow_other_workers=True,  # elsewhere if it is gone
         )
         self.room[worker] -= len(chunk)
-        self.chunks[future.key] = _Chunk(chunk, future, now, worker)
+        self.chunks[future.key] = out = _Chunk(chunk, future, now, worker)
+        for index in chunk:
+            self.chunk_of[index] = out
         future.add_done_callback(self.done.put)
 
     # -- back --------------------------------------------------------------------------------
@@ -335,10 +362,25 @@ class DaskRun:
         their chunk was out or not."""
         return f"the connection to the dask scheduler at {self.where} was lost"
 
+    def _free(self, indices: list[int]) -> None:
+        """These hosts have ended on their worker: their places there are free (their results
+        come with their chunk)."""
+        for index in indices:
+            chunk = self.chunk_of.get(index)
+            if chunk is None or index in chunk.freed:  # its chunk is back already
+                continue
+            chunk.freed.add(index)
+            if chunk.worker in self.room:
+                self.room[chunk.worker] += 1
+
     def _back(self, chunk: _Chunk) -> None:
-        """``chunk``'s worker has room for its hosts again (if it is still there)."""
+        """``chunk``'s worker has room for its hosts again (if it is still there), for those
+        whose places were not given back as they ended."""
+        for index in chunk.positions:
+            if self.chunk_of.get(index) is chunk:
+                del self.chunk_of[index]
         if chunk.worker in self.room:
-            self.room[chunk.worker] += len(chunk.positions)
+            self.room[chunk.worker] += len(chunk.positions) - len(chunk.freed)
 
     # -- stopping ----------------------------------------------------------------------------
 
@@ -361,6 +403,7 @@ class DaskRun:
         for chunk in list(self.chunks.values()):
             waiting += chunk.positions
         self.chunks.clear()
+        self.chunk_of.clear()
         for index in waiting:
             self.settle.failed(index, WorkerUnavailable(reason))
         self.plan.give_up(lambda: WorkerUnavailable(reason), f"dask gave up: {reason}")

@@ -20,10 +20,11 @@ and, through ``Client.run``, :func:`halt_run`, :func:`end_run`, :func:`close_hel
 from __future__ import annotations
 
 import asyncio
+import functools
 import pickle
 import threading
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ __all__ = [
     "PLUGIN_NAME",
     "NornirBenchWorker",
     "close_held",
+    "FREED_TOPIC",
     "end_run",
     "halt_run",
     "run_chunk",
@@ -53,6 +55,9 @@ __all__ = [
 ]
 
 PLUGIN_NAME = "nornir-bench"
+
+_Tell = Callable[[list[int]], None]
+"""Tells the parent which hosts of a run ended (through the worker's ``log_event``)."""
 
 # How long Client.run's calls (halt, end, close connections) may wait for the worker's loop.
 _LOOP_CALL_SECONDS = 60.0
@@ -69,7 +74,7 @@ class NornirBenchWorker(WorkerPlugin):
         self.state: _WorkerState | None = None
 
     def setup(self, worker: Worker) -> None:
-        self.state = _WorkerState(self.loop_implementation)
+        self.state = _WorkerState(self.loop_implementation, worker)
 
     def teardown(self, worker: Worker) -> None:
         if self.state is not None:
@@ -99,12 +104,21 @@ class _Chunk:
             self.done.set_result(None)
 
 
-class _RunHere:
-    """One run on this worker: its :class:`RemoteRun`, and which chunk each host is in."""
+FREED_TOPIC = "nornir-bench-freed"
+"""The Dask event topic on which workers say which hosts of a run have ended, as they end
+(``[run_id, [index, ...]]``): the parent gives each ended host's place to another at once, not
+when its chunk is back. One topic for every run: the scheduler keeps each topic it ever saw."""
 
-    def __init__(self, payload: bytes, held: HeldConnections[Host]) -> None:
+
+class _RunHere:
+    """One run on this worker: its :class:`RemoteRun`, which chunk each host is in, and the
+    hosts ended since the parent was last told."""
+
+    def __init__(self, payload: bytes, held: HeldConnections[Host], tell: _Tell) -> None:
         spec = unpack_run(payload)
         self.chunk_of: dict[int, _Chunk] = {}
+        self.tell = tell
+        self.freed: list[int] = []
         self.run = RemoteRun(spec, held, self._finished, self._escaped, limit=spec.num_workers)
 
     def _escaped(self, index: int, exc: BaseException) -> None:
@@ -113,11 +127,24 @@ class _RunHere:
         if chunk is not None:
             chunk.escaped = exc
             chunk.settle()
+        self._free(index)
 
     def _finished(self, done: FinishedHost, left_a_call: bool) -> None:
         chunk = self.chunk_of.pop(done.position)
         chunk.finished.append(done)
         chunk.settle()
+        self._free(done.position)
+
+    def _free(self, index: int) -> None:
+        """Tell the parent that host ``index`` has ended: once per turn of the loop, for every
+        host that ended in it (after this one's place is counted free here too)."""
+        if not self.freed:
+            asyncio.get_running_loop().call_soon(self._tell_freed)
+        self.freed.append(index)
+
+    def _tell_freed(self) -> None:
+        freed, self.freed = self.freed, []
+        self.tell(freed)
 
     def halt(self) -> None:
         """No host waiting for room starts; chunks waiting for them are done without them."""
@@ -130,7 +157,8 @@ class _RunHere:
 class _WorkerState:
     """The worker's event loop, in a thread of its own, and the runs and connections on it."""
 
-    def __init__(self, loop: str) -> None:
+    def __init__(self, loop: str, worker: Worker) -> None:
+        self.worker = worker
         self.loop = new_event_loop(loop)
         self.held: HeldConnections[Host] = HeldConnections()
         self.runs: dict[str, _RunHere] = {}
@@ -160,7 +188,8 @@ class _WorkerState:
             return dumps(FinishedBatch.of([])), None
         here = self.runs.get(run_id)
         if here is None:
-            here = self.runs[run_id] = _RunHere(payload, self.held)
+            tell = functools.partial(_tell_freed, self.worker, run_id)
+            here = self.runs[run_id] = _RunHere(payload, self.held, tell)
             if run_id in self.halted:  # halted before this chunk came
                 here.halt()
         here.run.keep_deadline(seconds_left)
@@ -197,6 +226,10 @@ class _WorkerState:
             self.thread.join(_LOOP_CALL_SECONDS)
             if not self.loop.is_running():
                 self.loop.close()
+
+
+def _tell_freed(worker: Worker, run_id: str, freed: list[int]) -> None:
+    worker.log_event(FREED_TOPIC, [run_id, freed])  # sent from Dask's own loop
 
 
 def _state(worker: Worker | None = None) -> _WorkerState:
