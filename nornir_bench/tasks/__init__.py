@@ -21,6 +21,12 @@ from typing import TYPE_CHECKING
 from nornir_bench._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from nornir_bench.core.read_only import (
+        READ_ONLY_COMMANDS,
+        is_read_only,
+        read_only,
+        reads_only_commands,
+    )
     from nornir_bench.tasks._builtin import BUILTIN_TASKS
     from nornir_bench.tasks._needs import (
         MissingLibrary,
@@ -34,12 +40,6 @@ if TYPE_CHECKING:
         ParamsCheck,
         check_params_with,
         params_check_of,
-    )
-    from nornir_bench.tasks._read_only import (
-        READ_ONLY_COMMANDS,
-        is_read_only,
-        read_only,
-        reads_only_commands,
     )
     from nornir_bench.tasks.commands import asend_command, send_command
     from nornir_bench.tasks.config import ConfigChangeFailed, asend_config, send_config
@@ -67,7 +67,7 @@ __getattr__, __dir__ = lazy_exports(
             "require_libraries",
         ),
         "nornir_bench.tasks._params": ("ParamsCheck", "check_params_with", "params_check_of"),
-        "nornir_bench.tasks._read_only": (
+        "nornir_bench.core.read_only": (
             "READ_ONLY_COMMANDS",
             "is_read_only",
             "read_only",

@@ -24,9 +24,9 @@ from nornir.core.task import Result
 
 from nornir_bench.core.checks import number
 from nornir_bench.core.deadlines import bounded, time_left
+from nornir_bench.core.read_only import read_only, reads_only_commands
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks._read_only import read_only, reads_only_commands
 from nornir_bench.tasks.scrapli_session import session_of
 
 if TYPE_CHECKING:

@@ -60,10 +60,10 @@ from nornir_bench.core.changes import (
 from nornir_bench.core.checks import number
 from nornir_bench.core.exceptions import HostAbandoned
 from nornir_bench.core.files import records_folder
+from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks._read_only import read_only
 from nornir_bench.tasks.config_text import (
     Section,
     applied,

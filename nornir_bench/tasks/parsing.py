@@ -11,8 +11,8 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.read_only import read_only
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
-from nornir_bench.tasks._read_only import read_only
 
 if TYPE_CHECKING:
     from nornir.core.task import Task

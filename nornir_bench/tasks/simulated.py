@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir_bench.core.deadlines import time_left
 from nornir_bench.core.exceptions import SimulatedFailure
+from nornir_bench.core.read_only import read_only
 from nornir_bench.tasks._needs import needs
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks._read_only import read_only
 
 if TYPE_CHECKING:
     from nornir.core.task import Task

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from nornir_bench.core.checks import number, whole_number
 from nornir_bench.core.deadlines import bounded
+from nornir_bench.core.read_only import read_only
 from nornir_bench.core.timeouts import within
 from nornir_bench.tasks._needs import needs
-from nornir_bench.tasks._read_only import read_only
 
 if TYPE_CHECKING:
     from nornir.core.task import Task

@@ -201,7 +201,7 @@ RUNNERS = [
             "address": None,
             "num_procs": os.cpu_count() or 1,
             "chunk_size": None,
-            "crash_reruns": 0,
+            "crash_reruns": None,
             "task_timeout": None,
             "loop": "auto",
         },

@@ -37,6 +37,7 @@ from nornir.core.task import MultiResult, Task
 from nornir_bench import RemoteException, WorkerCrashed, WorkerUnavailable
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.runners.dask import DaskClusterError, DaskRunner
+from nornir_bench.tasks import read_only
 from tests import async_tasksets, tasksets
 from tests.conftest import descendant_pids, make_nornir
 from tests.dask_cluster import DaskCluster, dask_cluster, shared_address
@@ -311,13 +312,20 @@ def test_a_hosts_place_is_free_when_it_ends_not_when_its_chunk_does(tmp_path: Pa
 # -- a worker killed mid-run ----------------------------------------------------------------
 
 
+@read_only
+async def reads_and_waits_for_go(task: Task, folder: str) -> int:
+    """:func:`waits_for_go`, marked read-only: safe to run again."""
+    return await waits_for_go(task, folder)
+
+
 def _kill_a_worker_mid_run(
-    tmp_path: Path, crash_reruns: int
+    tmp_path: Path, crash_reruns: int | None, task: Callable[..., Any] = waits_for_go
 ) -> tuple[Nornir, dict[str, MultiResult], int, dict[str, list[tuple[int, str]]]]:
     """8 hosts in chunks of 2 on two workers, each running 2 at once; once a worker has its
     chunk's 2 hosts started, SIGKILL to it. The run's results, the victim's pid, and where
-    each host started."""
-    nr = embedded(hosts=8, num_workers=2, chunk_size=2, crash_reruns=crash_reruns)
+    each host started. ``crash_reruns`` ``None``: not given."""
+    given = {} if crash_reruns is None else {"crash_reruns": crash_reruns}
+    nr = embedded(hosts=8, num_workers=2, chunk_size=2, **given)
     victims: list[int] = []
 
     def kill(pid: int) -> None:
@@ -329,7 +337,7 @@ def _kill_a_worker_mid_run(
 
     try:
         with watching(tmp_path, with_a_chunk_started, kill):
-            result = nr.run(task=waits_for_go, folder=str(tmp_path))
+            result = nr.run(task=task, folder=str(tmp_path))
     except BaseException:
         nr.runner.close()
         raise
@@ -337,8 +345,12 @@ def _kill_a_worker_mid_run(
     return nr, dict(result), victim, started(tmp_path)
 
 
-def test_a_killed_workers_hosts_fail_naming_it_and_the_run_goes_on(tmp_path: Path) -> None:
-    nr, result, victim, starts = _kill_a_worker_mid_run(tmp_path, crash_reruns=0)
+@pytest.mark.parametrize("given", [0, None])
+def test_a_killed_workers_hosts_fail_naming_it_and_the_run_goes_on(
+    tmp_path: Path, given: int | None
+) -> None:
+    # None: not given, and the task is not read-only: not run again all the same.
+    nr, result, victim, starts = _kill_a_worker_mid_run(tmp_path, crash_reruns=given)
     try:
         assert sorted(result) == [f"dev{i}" for i in range(8)]  # every host present
         on_victim = {host for host, where in starts.items() if where[0][0] == victim}
@@ -348,9 +360,13 @@ def test_a_killed_workers_hosts_fail_naming_it_and_the_run_goes_on(tmp_path: Pat
         for host in on_victim:
             exc = result[host][0].exception
             assert isinstance(exc, WorkerCrashed)
+            why = (
+                "crash_reruns is 0" if given == 0 else
+                "the task is not read_only (it may change a device), and crash_reruns is not set"
+            )
             assert str(exc) == (
                 f"dask worker {address} died while running this host's chunk; not run again: "
-                "crash_reruns is 0"
+                f"{why}"
             )
             assert len(starts[host]) == 1  # not run again
         assert all(
@@ -372,8 +388,14 @@ def test_a_killed_workers_hosts_fail_naming_it_and_the_run_goes_on(tmp_path: Pat
         nr.runner.close()
 
 
-def test_with_crash_reruns_a_killed_workers_hosts_run_again_elsewhere(tmp_path: Path) -> None:
-    nr, result, victim, starts = _kill_a_worker_mid_run(tmp_path, crash_reruns=1)
+@pytest.mark.parametrize("given", [1, None])
+def test_with_crash_reruns_a_killed_workers_hosts_run_again_elsewhere(
+    tmp_path: Path, given: int | None
+) -> None:
+    # None: not given, and the task is read-only: run again once by default (it failed its
+    # chunk's innocent hosts once, whatever the task).
+    task = waits_for_go if given is not None else reads_and_waits_for_go
+    nr, result, victim, starts = _kill_a_worker_mid_run(tmp_path, crash_reruns=given, task=task)
     nr.runner.close()
     assert sorted(result) == [f"dev{i}" for i in range(8)]
     assert not any(multi.failed for multi in result.values())

@@ -63,6 +63,7 @@ class RunOptions:
     num_workers: int
     chunk_size: int | None
     crash_reruns: int
+    reruns_given: bool  # crash_reruns given by the user (else: from the task's read_only)
     loop: str
     policy: RunPolicy
 
@@ -351,6 +352,9 @@ class DaskRun:
             f"; run again {times} time{'s' * (times != 1)} before (crash_reruns)"
             if times
             else "; not run again: crash_reruns is 0"
+            if self.options.reruns_given
+            else "; not run again: the task is not read_only (it may change a device), and "
+            "crash_reruns is not set"
         )
         logger.warning("dask: %s died running a chunk of %d hosts; they failed", dead, hosts)
         return lambda: WorkerCrashed(

@@ -17,9 +17,10 @@ run policies as every runner of the package.
 - The run goes to each worker once; hosts go in chunks (``chunk_size``), results come back per
   chunk as chunks finish (:mod:`~nornir_bench.runners.dask.run`), so processor hooks fire and
   the progress bar moves during the run; host data changes merge back.
-- A worker that dies fails the hosts of the chunks it had with ``WorkerCrashed`` naming it; with
-  ``crash_reruns`` > 0 those chunks run again on another worker, at most that many times
-  (:mod:`~nornir_bench.runners.dask.reruns`). A lost scheduler fails the hosts not back with
+- A worker that dies: the chunks it had run again on another worker, once for a read-only task
+  and never for another (``crash_reruns`` sets how many times for any task;
+  :mod:`~nornir_bench.runners.dask.reruns`); past that their hosts fail with
+  ``WorkerCrashed`` naming it. A lost scheduler fails the hosts not back with
   ``WorkerUnavailable``. Ctrl-C sends no more chunks and tells the workers to start no more
   hosts; the hosts that finished are kept; a second Ctrl-C abandons the rest.
 - A host's connections stay in the worker that opened them until ``nr.close_connections()``;
@@ -49,6 +50,7 @@ from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
+from nornir_bench.core.read_only import is_read_only
 from nornir_bench.core.stopping import CtrlC
 from nornir_bench.runners._remote.connections import HeldInWorkers
 from nornir_bench.runners._results import interrupted, placeholders
@@ -74,6 +76,9 @@ MAX_PROCS_PER_CPU = 4
 
 _MAX_ADDRESS_LENGTH = 2_000
 
+DEFAULT_READ_ONLY_RERUNS = 1
+"""How many times a read-only task's hosts run again after their worker died, by default."""
+
 
 class DaskRunner(Policed):
     """Runs the task over the hosts on the workers of a Dask distributed cluster.
@@ -87,7 +92,8 @@ class DaskRunner(Policed):
         chunk_size: hosts sent to a worker in one Dask task; default a quarter of a worker's
             share of the run, at most ``num_workers`` (see docs/runners.md).
         crash_reruns: how many times the hosts of a worker that died run again on another
-            (>= 0; default 0: a task that must not run twice on a device is safe).
+            (0-100); default: once for a task marked read-only (``read_only``: safe to repeat),
+            never for any other (a task that may change a device must not run twice on it).
         security: for ``tls://`` addresses: a ``distributed.security.Security``, or a mapping
             of ``tls_ca_file``, ``tls_client_cert``, ``tls_client_key`` to PEM files.
         allow_unencrypted: let the hosts' credentials go to a ``tcp://`` address that is not
@@ -114,7 +120,7 @@ class DaskRunner(Policed):
         address: str | None = None,
         num_procs: int | None = None,
         chunk_size: int | None = None,
-        crash_reruns: int = 0,
+        crash_reruns: int | None = None,
         security: Any = None,
         allow_unencrypted: bool = False,
         tls: bool = True,
@@ -151,7 +157,7 @@ class DaskRunner(Policed):
             if chunk_size is None
             else whole_number(f"{what}: chunk_size", chunk_size, minimum=1)
         )
-        self.crash_reruns = whole_number(
+        self.crash_reruns = None if crash_reruns is None else whole_number(
             f"{what}: crash_reruns", crash_reruns, minimum=0, maximum=100
         )
         self.security = security_from(security)
@@ -193,7 +199,8 @@ class DaskRunner(Policed):
                 RunOptions(
                     num_workers=self._per_worker(task),
                     chunk_size=self.chunk_size,
-                    crash_reruns=self.crash_reruns,
+                    crash_reruns=self._reruns(task),
+                    reruns_given=self.crash_reruns is not None,
                     loop=self.loop_implementation,
                     policy=self.policy,
                 ),
@@ -216,6 +223,13 @@ class DaskRunner(Policed):
             if run.escaped:  # as nornir's runners: once the run has stopped
                 raise run.escaped[0]
         return result
+
+    def _reruns(self, task: Task) -> int:
+        """How many times the hosts of a worker that died run again: ``crash_reruns``, else
+        once for a read-only task, never for another."""
+        if self.crash_reruns is not None:
+            return self.crash_reruns
+        return DEFAULT_READ_ONLY_RERUNS if is_read_only(task.task, task.params) else 0
 
     def _per_worker(self, task: Task) -> int:
         """Hosts in flight on each worker: ``num_workers``, or fewer where the embedded
@@ -336,7 +350,7 @@ class _Cluster:
                 workers=self.num_procs,
                 tls=self.tls,
                 dashboard=self.dashboard,
-                allowed_failures=max(3, self.crash_reruns),
+                allowed_failures=max(3, self.crash_reruns or DEFAULT_READ_ONLY_RERUNS),
                 start_timeout=self.timeout,
             )
             embedded.start()
