@@ -37,7 +37,6 @@ from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
-from nornir_bench.core.exceptions import TaskTimeout
 from nornir_bench.core.host_task import host_task
 from nornir_bench.core.liveness import drop_dead_connections
 
@@ -167,7 +166,6 @@ async def arun_host(
     host: Host,
     *,
     offload: Offload | None = None,
-    timeout: float | None = None,
     rescue: ARescue | None = None,
 ) -> MultiResult:
     """The event-loop twin of :func:`run_host`: same hooks, same results, same error capture.
@@ -177,9 +175,6 @@ async def arun_host(
         host: the host to run it on.
         offload: ``None`` to await the task function (``async def``); for a blocking task, a
             function that runs the call in a thread and awaits it.
-        timeout: seconds the task may take on this host; past them it is cancelled (a blocking
-            call in a thread cannot be stopped: the host fails at the deadline and the thread's
-            late return is dropped) and the host fails with ``TaskTimeout``.
         rescue: as :func:`run_host`'s.
 
     Returns:
@@ -188,11 +183,7 @@ async def arun_host(
     """
     instance = start_host(task, host)
     try:
-        outcome = await acall_task(
-            instance,
-            offload,
-            None if timeout is None else functools.partial(_within, timeout, instance, host),
-        )
+        outcome = await acall_task(instance, offload)
     except Exception as exc:  # noqa: BLE001 - a task's error is its host's failed Result
         rescued = None if rescue is None else rescue(instance, host, exc)
         if rescued is not None:
@@ -326,14 +317,6 @@ async def to_thread(call: Callable[[], Any]) -> Any:
     import asyncio  # only on an event loop, which imported it already: blocking runs never do
 
     return await asyncio.to_thread(call)
-
-
-def _within(
-    seconds: float, task: Task, host: Host, call: Awaitable[Any], blocking: bool
-) -> Awaitable[Any]:
-    from nornir_bench.core.timeouts import within  # imports asyncio: only on an event loop
-
-    return within(call, seconds, lambda: TaskTimeout(task.name, host.name, seconds))
 
 
 def start_host(template: Task, host: Host) -> Task:

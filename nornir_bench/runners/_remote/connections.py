@@ -15,9 +15,11 @@ from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar
 
 from nornir_bench.core.connections import HeldConnections
+from nornir_bench.core.execution import run_host
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
+    from nornir.core.task import AggregatedResult, Task
 
 __all__ = ["HeldElsewhere", "HeldInWorkers", "hide_held", "show_held"]
 
@@ -153,6 +155,17 @@ class HeldInWorkers(Generic[Worker]):
         )
         for host in hosts:
             hide_held(host)
+
+    def close_connections_task(
+        self, task: Task, hosts: list[Host], result: AggregatedResult
+    ) -> AggregatedResult:
+        """``nr.close_connections()`` on a runner whose hosts run elsewhere: the connections
+        workers keep for ``hosts`` are closed there (one request a worker), then the task runs
+        here, as nornir's runners run it, for this process's own."""
+        self.close_hosts(hosts)
+        for host in hosts:
+            result[host.name] = run_host(task, host)
+        return result
 
     def close_all(self) -> None:
         """Close every connection workers keep (the runner closes)."""

@@ -46,7 +46,6 @@ from nornir.core.task import AggregatedResult, Task
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import flag, number, whole_number
 from nornir_bench.core.connections import is_close_connections_task
-from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
@@ -191,7 +190,7 @@ class DaskRunner(Policed):
         if not hosts:
             return result
         if is_close_connections_task(task.task):
-            return self._close_connections(task, hosts, result)
+            return self._cluster.held.close_connections_task(task, hosts, result)
         self._refuse_cleartext(hosts)
         cluster = self._cluster
         with cluster.using() as client:
@@ -255,16 +254,6 @@ class DaskRunner(Policed):
                 "(tcp://, not loopback): use a tls:// address with security, or set "
                 "allow_unencrypted: true"
             )
-
-    def _close_connections(
-        self, task: Task, hosts: list[Host], result: AggregatedResult
-    ) -> AggregatedResult:
-        """``nr.close_connections()``: connections workers keep for ``hosts`` are closed there,
-        then the task runs here for this process's own, as nornir's runners run it."""
-        self._cluster.held.close_hosts(hosts)
-        for host in hosts:
-            result[host.name] = run_host(task, host)
-        return result
 
     def close(self) -> None:
         """Close the connections the workers keep, the client, and the embedded cluster.

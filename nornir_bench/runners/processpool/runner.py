@@ -54,7 +54,6 @@ from nornir.core.task import AggregatedResult, Task
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
-from nornir_bench.core.execution import run_host
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
@@ -209,14 +208,11 @@ class ProcessPoolRunner(Policed):
     def _close_connections(
         self, task: Task, hosts: list[Host], result: AggregatedResult
     ) -> AggregatedResult:
-        """``nr.close_connections()``: the connections workers hold for ``hosts`` are closed
-        there (one message a worker), then the task runs here, as nornir's runners run it,
-        for the connections of this process; workers holding none any more stop."""
-        self._procs.held.close_hosts(hosts)
+        """``nr.close_connections()``, as on every runner whose hosts run elsewhere; then the
+        workers, holding none any more, stop."""
+        self._procs.held.close_connections_task(task, hosts, result)
         if not self._procs.held.holders:
             self._procs.close()
-        for host in hosts:
-            result[host.name] = run_host(task, host)
         return result
 
     @property
