@@ -184,7 +184,7 @@ class RemoteRun:
                 self.escaped(index, exc)
                 return
             if len(multi):
-                multi[0].worker = _WORKER  # type: ignore[attr-defined]
+                multi[0].worker = _worker_name()  # type: ignore[attr-defined]
             # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.
             kept = tuple(host.connections) if self.keep_connections else ()
             if kept or self.held:
@@ -231,16 +231,17 @@ class RemoteRun:
         self._files.close()  # the soft limit of open files back, the terminal as it was
 
 
-_WORKER = f"{socket.gethostname()}:{os.getpid()}"
-"""This worker process, as the records name it (set again in a forked child: see below)."""
+_named: tuple[int, str] = (0, "")
 
 
-def _name_worker() -> None:
-    global _WORKER
-    _WORKER = f"{socket.gethostname()}:{os.getpid()}"
-
-
-os.register_at_fork(after_in_child=_name_worker)
+def _worker_name() -> str:
+    """This worker process, as the records name it (``host:pid``): read again in a process
+    forked since (no fork hook: importing the package changes nothing process-wide)."""
+    global _named
+    pid = os.getpid()
+    if _named[0] != pid:
+        _named = (pid, f"{socket.gethostname()}:{pid}")
+    return _named[1]
 
 
 def left_a_call(multi: MultiResult) -> bool:

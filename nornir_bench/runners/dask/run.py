@@ -156,12 +156,14 @@ class DaskRun:
         self.payload = client.scatter(payload, broadcast=True, hash=False)
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
         self.chunk_of: dict[int, _Chunk] = {}  # the chunk out holding each host
-        # Chunks back (futures), and the hosts the workers said have ended (lists of indices).
-        self.done: queue.SimpleQueue[Future[Any] | list[int]] = queue.SimpleQueue()
+        # Chunks back (futures), and the hosts the workers said have ended (lists of
+        # [index, failed] pairs).
+        self.done: queue.SimpleQueue[Future[Any] | list[Any]] = queue.SimpleQueue()
         # A worker's ended hosts leave room for at least this many before a chunk is sent to
         # it while it is still busy: a place comes free when its host ends, yet each chunk is
         # a Dask task of the scheduler's.
         self.refill = max(1, self.chunk_size // 4)
+        self.frees_early = frees_early(options.policy)
         _FREED[self.run_id] = self.done
         client.subscribe_topic(FREED_TOPIC, _route_freed)
         self.halt = Halt()
@@ -366,10 +368,13 @@ class DaskRun:
         their chunk was out or not."""
         return f"the connection to the dask scheduler at {self.where} was lost"
 
-    def _free(self, indices: list[int]) -> None:
-        """These hosts have ended on their worker: their places there are free (their results
-        come with their chunk)."""
-        for index in indices:
+    def _free(self, ended: list[Any]) -> None:
+        """These hosts have ended on their worker (``[index, failed]`` pairs): their places
+        there are free; their results come with their chunk. Not under a policy that decides
+        from hosts' ends (see :func:`frees_early`): their places come back with their chunk."""
+        if not self.frees_early:
+            return
+        for index, _ in ended:
             chunk = self.chunk_of.get(index)
             if chunk is None or index in chunk.freed:  # its chunk is back already
                 continue
@@ -446,6 +451,20 @@ class DaskRun:
             self.client.run(call, self.run_id, wait=False)
         except Exception:
             logger.debug("dask: telling the workers %s failed", call.__name__, exc_info=True)
+
+
+def frees_early(policy: RunPolicy) -> bool:
+    """Whether a host's place may go to another host as soon as the host ends on its worker,
+    before its result and hooks are back here: not when the run's plan decides from hosts'
+    ends (canary batches, failure limits, group limits): a host started in that place before
+    the plan knew would break the limit, as processor hooks see it."""
+    return not (
+        policy.batches
+        or policy.max_failures is not None
+        or policy.max_fail_percentage is not None
+        or policy.group_limits
+        or policy.group_max_failures
+    )
 
 
 def _settled(plan: HostPlan, taken: set[int], index: int, failed: bool) -> None:
