@@ -5,27 +5,24 @@ results, coroutines), which triggers a collection every 700 allocations; the fre
 and gen-2 collections walk the run's own objects and the whole pre-run heap (the inventory)
 while holding the GIL. For the run's duration it therefore (1) freezes the pre-run heap, which
 no collection then walks, and (2) raises the gen-0 threshold to 20,000, so collections still
-happen, each under ~1.5 ms, just less often. Measured on 10,000 hosts (scripts/bench_runners.py,
-scripts/bench_asyncio.py): asyncio runner at 50 ms, GC 56-58 ms of a 0.20 s run with the
-defaults, 12 ms at threshold 20,000 (5,000: 28 ms; 100,000: no better); threadpool at 1,000
-workers, 25-170 ms of collections per run, about 22 ms with the heap frozen. Garbage made
-during the run is still collected; both settings are restored when the last run ends.
+happen, just less often (measured: docs/benchmarks.md, "The costs behind the code's
+choices"). Garbage made during the run is still collected; both settings are restored when
+the last run ends.
 
 Freezing must not change what is eventually collected. Frozen objects are skipped by every
 collection, and unfreezing them does not count them towards the next full collection, which
 CPython starts when the objects in the oldest generation have grown by a quarter since the last
 one. A process running job after job, whose old results become garbage cycles (a failed
 host's exception, traceback and frames), would then freeze that garbage at each run's start and
-never collect it: 8.5 MiB more per run on 10,000 hosts with 10 % failing. So each run's start
-applies CPython's own rule to the heap it is about to freeze: grown by a quarter since the last
-full collection (or since the first run), collect it first (about 17 ms for a 10,000-host
-inventory, once every few runs at most). The heap is measured by the memory blocks Python has
-allocated (``sys.getallocatedblocks``, 10 µs), not by the objects the collector tracks
-(``gc.get_freeze_count`` walks them all: 3.4 ms, a third of a microsecond per host).
+never collect it, and grow by every run. So each run's start applies CPython's own rule to
+the heap it is about to freeze: grown by a quarter since the last full collection (or since
+the first run), collect it first (once every few runs at most). The heap is measured by the
+memory blocks Python has allocated (``sys.getallocatedblocks``, a constant-time read), not by
+the objects the collector tracks (``gc.get_freeze_count`` walks them all, a cost per host).
 
 ``collector_paused`` is for building large object graphs that are all kept (an inventory): the
 allocations trigger the collector again and again, and each time it walks a growing heap and
-finds nothing to free. 1,000,000 synthetic hosts: 4.5 s with it, 1.9 s without.
+finds nothing to free.
 """
 
 from __future__ import annotations

@@ -4,10 +4,7 @@ A thread that waits for the GIL longer than the switch interval (``sys.getswitch
 5 ms) asks its holder to drop it. With thousands of threads waking together (10,000 hosts
 whose round trips end at the same moment), every waiter asks every 5 ms: the GIL changes hands
 thousands of times a second, each hand-over a futex call, and system time grows past user
-time. Measured on 2 cores, 10,000 hosts (``scripts/bench_process.py``): threadpool at 5,000
-workers and 100 ms, 0.9-5.8 s a run with 5 ms (nornir's ``threaded``: 2.0-22 s), 0.62-0.64 s
-with 50 ms; 10,000 workers at 300 ms, 15-21 s and once 1.7 s with 5 ms, 0.96-1.4 s with 50 ms
-(``threaded``: 1.7-64 s); 20 ms still collapsed once in four.
+time (measured: docs/benchmarks.md, "The costs behind the code's choices").
 
 ``fewer_gil_switches(threads)`` raises the interval to :data:`MANY_THREADS_INTERVAL` for a run
 of at least :data:`MANY_THREADS` threads, and puts it back when the last such run ends (unless

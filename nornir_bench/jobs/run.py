@@ -24,13 +24,13 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from nornir.core.exceptions import NornirExecutionError
 
-from nornir_bench.bench.summary import RunSummary, summarize
+from nornir_bench.bench.summary import summarize
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupted
 from nornir_bench.core.policies.plan import batch_number
@@ -39,6 +39,14 @@ from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.exits import exit_fails_the_host
+from nornir_bench.jobs.outcome import (
+    JobRun,
+    StepRun,
+    combined,
+    failed_result,
+    not_run,
+    unfinished,
+)
 from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
 from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
 from nornir_bench.jobs.sessions import log_sessions, mask_session_logs, sessions_folder
@@ -66,73 +74,6 @@ __all__ = [
     "run_job",
     "step_lines",
 ]
-
-
-@dataclass(frozen=True)
-class StepRun:
-    """What one step of a job run did.
-
-    Attributes:
-        step: the step.
-        result: the hosts that ran it and finished.
-        summary: counts, per-host times, failures by type, of those hosts.
-        hosts: how many hosts it was to run on.
-        left_out: the hosts of its filter it did not run on: they had failed an earlier step.
-        elapsed: seconds each host of ``result`` took.
-        interrupted: Ctrl-C stopped it; ``result`` has the hosts that had finished.
-        abandoned: the hosts Ctrl-C stopped in flight (cancelled on an event loop, or left by
-            a second press): in ``result`` as failed with what their task may have done
-            (:class:`~nornir_bench.core.exceptions.HostAbandoned`, or the task's own
-            ``abandoned_failure``: a change's backup), not finished.
-        not_run: why it did not run at all (an earlier step was interrupted, or
-            ``core.raise_on_error`` ended the job), if it did not.
-    """
-
-    step: Step
-    result: AggregatedResult
-    summary: RunSummary
-    hosts: int
-    left_out: tuple[str, ...] = ()
-    elapsed: Mapping[str, float] = field(default_factory=dict)
-    interrupted: bool = False
-    abandoned: tuple[str, ...] = ()
-    not_run: str | None = None
-
-    @property
-    def unfinished(self) -> int:
-        """How many of its hosts did not finish it."""
-        return self.hosts - len(self.result) + len(self.abandoned)
-
-
-@dataclass(frozen=True)
-class JobRun:
-    """What a job run did.
-
-    Attributes:
-        result: the hosts that finished (all of them unless ``interrupted``); in a job of
-            several steps, each host's results of every step it ran, in order, so that a host
-            is failed if it failed any step.
-        summary: counts, per-host times, failures by type, over the whole job.
-        output: the JSON Lines file holding one record per finished host and step.
-        hosts: how many hosts the run was to cover.
-        interrupted: stopped by Ctrl-C; ``result`` has the hosts that had finished.
-        redact: masks the run's secrets in any text shown from it.
-        abandoned: a second Ctrl-C left hosts in flight unfinished; their threads may still
-            be running (a blocking call cannot be stopped), so the caller should exit without
-            waiting for them.
-        steps: what each step did, in order (one for a job of one task).
-        stepped: the job gave ``steps`` (rather than one ``task``).
-    """
-
-    result: AggregatedResult
-    summary: RunSummary
-    output: Path
-    hosts: int
-    interrupted: bool
-    redact: Redactor
-    abandoned: bool = False
-    steps: tuple[StepRun, ...] = ()
-    stepped: bool = False
 
 
 def run_job(
@@ -253,20 +194,20 @@ def _run_steps(
             wall = time.perf_counter() - started
             if not abandoned:  # else a thread may still be using a connection
                 close_run(nr)
-    steps += [_not_run(step, stopped or "") for step in job.steps[len(steps):]]
+    steps += [not_run(step, stopped or "") for step in job.steps[len(steps):]]
     if not job.stepped:
         (only,) = steps
         summary = summarize(only.result, elapsed=only.elapsed, wall=wall)
         return JobRun(
             only.result, summary, path, len(hosts), interrupted, redact, abandoned, tuple(steps)
         )
-    result, elapsed = _combined(job.path.stem, hosts, steps)
+    result, elapsed = combined(job.path.stem, hosts, steps)
     whole = summarize(result, elapsed=elapsed, wall=wall)
-    unfinished = len(_unfinished(nr, result, steps)) if interrupted else 0
+    cut = len(unfinished(nr, result, steps)) if interrupted else 0
     summary = replace(
         whole,
-        ok=whole.ok - unfinished,
-        unfinished=unfinished,
+        ok=whole.ok - cut,
+        unfinished=cut,
         # Counted from each host's first result, so the first step's only: each step's own.
         rerun=sum(s.summary.rerun for s in steps),
         retried=sum(s.summary.retried for s in steps),
@@ -367,13 +308,13 @@ def _prepared(
         try:
             prepare(nr.inventory.hosts[name], params)
         except ValueError as exc:  # the task's own words, naming the template
-            early[name] = _failed(step, nr, name, exc)
+            early[name] = failed_result(step, nr, name, exc)
     policy = getattr(nr.runner, "policy", None)
     limit = None if not early else _limit_crossed(policy, len(early), len(hosts))
     if limit is not None:
         for name in hosts:
             if name not in early:
-                early[name] = _failed(step, nr, name, RunAborted(*limit))
+                early[name] = failed_result(step, nr, name, RunAborted(*limit))
     for name, multi in early.items():
         records.write(name, multi)
     return early
@@ -391,16 +332,6 @@ def _limit_crossed(policy: Any, failed: int, hosts: int) -> tuple[str, str] | No
     return None
 
 
-def _failed(step: Step, nr: Nornir, name: str, exc: BaseException) -> MultiResult:
-    """Host ``name``'s results of ``step``, failed by the job with ``exc``."""
-    from nornir.core.task import MultiResult, Result
-
-    multi = MultiResult(step.task_name)
-    multi.append(Result(host=nr.inventory.hosts[name], name=step.task_name, failed=True,
-                        exception=exc))
-    return multi
-
-
 def _fail_abandoned(
     step: Step, nr: Nornir, params: Mapping[str, Any], since: float, hosts: tuple[str, ...],
     records: JsonLinesWriter, result: AggregatedResult,
@@ -415,52 +346,8 @@ def _fail_abandoned(
         exc = said(name, params, since) if callable(said) else HostAbandoned(
             "stopped in flight by Ctrl-C: what its task did is not known"
         )
-        result[name] = multi = _failed(step, nr, name, exc)
+        result[name] = multi = failed_result(step, nr, name, exc)
         records.write(name, multi)
-
-
-def _not_run(step: Step, why: str) -> StepRun:
-    """A step the job did not get to."""
-    from nornir.core.task import AggregatedResult
-
-    empty = AggregatedResult(step.task_name)
-    return StepRun(step, empty, summarize(empty), 0, not_run=why)
-
-
-def _combined(
-    name: str, hosts: list[str], steps: list[StepRun]
-) -> tuple[AggregatedResult, dict[str, float]]:
-    """Each host's results of every step it ran, in order, and its seconds over all of them:
-    a host is failed if any step failed on it, and its failure is the first."""
-    from nornir.core.task import AggregatedResult, MultiResult
-
-    result = AggregatedResult(name)
-    elapsed: dict[str, float] = {}
-    for host in hosts:
-        ran = [s for s in steps if host in s.result]
-        if not ran:
-            continue
-        multi = MultiResult(host)
-        for s in ran:
-            multi.extend(s.result[host])
-            if host in s.elapsed:
-                elapsed[host] = elapsed.get(host, 0.0) + s.elapsed[host]
-        result[host] = multi
-    return result, elapsed
-
-
-def _unfinished(nr: Nornir, result: AggregatedResult, steps: list[StepRun]) -> list[str]:
-    """The hosts of ``result`` not failed that did not finish every step they were to run:
-    one interrupted in flight, or whose later steps never ran."""
-    later = [s for s in steps if s.not_run is not None]
-    cut = [s for s in steps if s.not_run is None and s.interrupted]
-    missed: set[str] = set()
-    for step_run in later:
-        missed.update(step_run.step.filter.apply(nr).inventory.hosts)
-    for step_run in cut:
-        ran = step_run.result
-        missed.update(h for h in step_run.step.filter.apply(nr).inventory.hosts if h not in ran)
-    return [h for h, multi in result.items() if not multi.failed and h in missed]
 
 
 def close_run(nr: Nornir) -> None:

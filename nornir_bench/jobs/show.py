@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from nornir.core.task import MultiResult, Result
 
     from nornir_bench.core.secrets import Redactor
-    from nornir_bench.jobs.run import JobRun
+    from nornir_bench.jobs.outcome import JobRun
 
 __all__ = [
     "MAX_CHARS",

@@ -215,7 +215,7 @@ class _Feed:
 
     Threads sharing the plan under a lock queued on it: a thread holding the lock when the
     interpreter switched threads made every other thread wait for it, which cost more than
-    the run itself (the no-op task on 10,000 hosts: 23 µs a host instead of 6). The queues
+    the run itself (docs/benchmarks.md, "The costs behind the code's choices"). The queues
     are ``queue.SimpleQueue``, whose lock is held only inside C code; the plan is the main
     thread's alone, and it keeps as many hosts out as there are threads.
     """

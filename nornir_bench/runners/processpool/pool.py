@@ -4,7 +4,7 @@ settled (the rule is :mod:`~nornir_bench.runners.processpool.crashes`'s), frozen
 Which host goes to which worker is :mod:`~nornir_bench.runners.processpool.dispatch`'s to say,
 how a host's result is made in the parent :class:`~nornir_bench.runners._remote.results.
 ResultSettler`'s, and when a worker counts as frozen
-:mod:`~nornir_bench.runners.processpool.watchdog`'s; the worker processes themselves are
+:mod:`~nornir_bench.runners._remote.watchdog`'s; the worker processes themselves are
 :mod:`~nornir_bench.runners.processpool.workers`', and may be kept from an earlier run.
 """
 
