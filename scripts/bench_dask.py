@@ -454,7 +454,7 @@ def per_host_costs(repeat: int, procs: int, hosts: int = 10_000) -> dict[str, fl
     back: list[int] = []
     payloads: list[int] = []
     pack_hosts, pack_run = dask_run.pack_hosts, dask_run.pack_run
-    settle = dask_run.DaskRun._settle_batch
+    settle = dask_run.DaskChunks._settle_batch
 
     def counted_hosts(*args: Any, **kwargs: Any) -> Any:
         chunk, pickled, unsendable = pack_hosts(*args, **kwargs)
@@ -475,7 +475,7 @@ def per_host_costs(repeat: int, procs: int, hosts: int = 10_000) -> dict[str, fl
              ("parse_interfaces", parse_interfaces, {}, hosts // 10))
     figures: dict[str, dict[str, list[float]]] = {}
     dask_run.pack_hosts, dask_run.pack_run = counted_hosts, counted_run  # type: ignore[assignment]
-    dask_run.DaskRun._settle_batch = counted_settle  # type: ignore[method-assign]
+    dask_run.DaskChunks._settle_batch = counted_settle  # type: ignore[method-assign]
     try:
         for label, task, kwargs, count in tasks:
             nr = build("dask", count, num_workers=max(20, count // procs), num_procs=procs)
@@ -498,7 +498,7 @@ def per_host_costs(repeat: int, procs: int, hosts: int = 10_000) -> dict[str, fl
             figures[f"{label}, {count:,} hosts"] = got
     finally:
         dask_run.pack_hosts, dask_run.pack_run = pack_hosts, pack_run  # type: ignore[assignment]
-        dask_run.DaskRun._settle_batch = settle  # type: ignore[method-assign]
+        dask_run.DaskChunks._settle_batch = settle  # type: ignore[method-assign]
     print(f"per host, all in flight, default chunks (median of {repeat}):\n")
     table(["task", "run", "chunks", "parent CPU / host", "workers' CPU / host",
            "scheduler CPU / chunk", "bytes out / host", "bytes back / host", "run payload"],

@@ -113,7 +113,7 @@ LONG_MODULES = {
 }
 LONG_CLASSES = {
     "nornir_bench/runners/processpool/pool.py:Pool": SCHEDULING_LOOP,
-    "nornir_bench/runners/dask/run.py:DaskRun": SCHEDULING_LOOP,
+    "nornir_bench/runners/dask/run.py:DaskChunks": SCHEDULING_LOOP,
 }
 
 

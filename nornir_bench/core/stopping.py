@@ -43,7 +43,7 @@ __all__ = [
     "Halt",
     "NotStarted",
     "StoppableRun",
-    "ctrl_c_held",
+    "ctrl_c_deferred",
     "sigterm_as_ctrl_c",
     "stoppable",
     "stops_on_ctrl_c",
@@ -352,7 +352,7 @@ def sigterm_as_ctrl_c() -> Iterator[threading.Event]:
 
 
 @contextmanager
-def ctrl_c_held() -> Iterator[None]:
+def ctrl_c_deferred() -> Iterator[None]:
     """Ctrl-C (SIGINT) comes when the block has ended, not inside it.
 
     For steps a ``KeyboardInterrupt`` must not cut in half: a processpool batch of results

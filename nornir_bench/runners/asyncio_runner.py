@@ -53,7 +53,7 @@ __all__ = ["LOOPS", "AsyncioRunner", "arun"]
 
 logger = logging.getLogger(__name__)
 
-# Workers started before the loop runs their first steps (see _LoopRun._main).
+# Workers started before the loop runs their first steps (see _LoopHosts._main).
 _START_BATCH = 1000
 
 
@@ -117,7 +117,7 @@ class AsyncioRunner(Policed):
                 "a Jupyter cell); use `await nornir_bench.arun(nr, task, ...)` there instead"
             )
         loop, kept = self._loops.take()
-        run = _LoopRun(self, task, hosts, keep_connections=kept)
+        run = _LoopHosts(self, task, hosts, keep_connections=kept)
         # The first Ctrl-C halts the run on its loop, between two steps of its coroutines: a
         # KeyboardInterrupt raised wherever the loop happens to be could cut a host's hooks or
         # result in half.
@@ -166,7 +166,7 @@ class AsyncioRunner(Policed):
 
         Cancelling it cancels the hosts in flight and propagates ``CancelledError``.
         """
-        run = _LoopRun(self, task, hosts, keep_connections=False)
+        run = _LoopHosts(self, task, hosts, keep_connections=False)
         await run.main()
         return run.result
 
@@ -177,7 +177,7 @@ class AsyncioRunner(Policed):
         )
 
 
-class _LoopRun:
+class _LoopHosts:
     """One run's hosts on the event loop: ``min(num_workers, hosts)`` worker coroutines taking
     hosts in order (or as the run's plan allows), each writing its host's result as it
     finishes; the hosts' async connections are closed at the end unless ``keep_connections``.

@@ -45,7 +45,7 @@ from nornir_bench.core.stopping import (
     POLL_SECONDS,
     CtrlC,
     Halt,
-    ctrl_c_held,
+    ctrl_c_deferred,
 )
 from nornir_bench.runners._queue import HostQueue
 from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
@@ -95,16 +95,16 @@ class ThreadPoolRunner(Policed):
             in_flight, descriptors_of(task.task), what="threadpool runner"
         ) as fits:  # the open files the threads' hosts need (fewer threads if they cannot)
             policy = self.policy.for_task(task.task)
-            return self._run(_ThreadRun(task, hosts, policy, min(in_flight, fits)))
+            return self._run(_ThreadHosts(task, hosts, policy, min(in_flight, fits)))
 
-    def _run(self, run: _ThreadRun) -> AggregatedResult:
+    def _run(self, run: _ThreadHosts) -> AggregatedResult:
         task = run.task
         ctrl_c = CtrlC(run.halt.set)
         try:
             with tuned_for_run(), fewer_gil_switches(run.threads), ctrl_c.handled():
                 # Held once for all the starts (not per thread: 1,000 starts would pay for it
                 # 1,000 times): interrupted, a start would leave the count of threads wrong.
-                with ctrl_c_held():
+                with ctrl_c_deferred():
                     for i in range(run.threads):
                         if not run.pending:
                             break
@@ -125,7 +125,7 @@ class ThreadPoolRunner(Policed):
         return f"ThreadPoolRunner(num_workers={self.num_workers}{self._policy_repr()})"
 
 
-class _ThreadRun:
+class _ThreadHosts:
     """One run's threads, its hosts waiting, its result, and its watch over deadlines."""
 
     def __init__(self, task: Task, hosts: list[Host], policy: RunPolicy, threads: int) -> None:
@@ -188,9 +188,9 @@ class _ThreadRun:
             self.escaped.append(exc)
         self.running.ended()
 
-    def _take_over(self, run: HostAttempts) -> None:
+    def _take_over(self, attempts: HostAttempts) -> None:
         """The main thread, for a call past its deadline: a new thread goes on with its host."""
-        self.start(lambda: self.work(run), "threadpool-takeover")
+        self.start(lambda: self.work(attempts), "threadpool-takeover")
         self.running.ended()  # the thread left in the call no longer counts
 
     def wait(self) -> None:
@@ -249,7 +249,7 @@ class _Feed:
                 break
             self.out -= 1
 
-    def run(self, run: _ThreadRun) -> None:
+    def run(self, run: _ThreadHosts) -> None:
         """The main thread: hand hosts out and take them back until none is out or will be;
         watch deadlines meanwhile; then let every thread go."""
         watch, plan = run.watch, self.plan
@@ -305,14 +305,14 @@ class _Deadlines:
         self._calls: dict[int, tuple[float, HostAttempts, threading.Thread]] = {}
         self.abandoned: set[threading.Thread] = set()  # threads left in such a call
 
-    def call(self, run: HostAttempts) -> Outcome | None:
-        deadline = run.deadline()
+    def call(self, attempts: HostAttempts) -> Outcome | None:
+        deadline = attempts.deadline()
         if deadline is None:
-            return run.call()
-        key = id(run)
+            return attempts.call()
+        key = id(attempts)
         with self._lock:
-            self._calls[key] = (deadline, run, threading.current_thread())
-        outcome = run.call()
+            self._calls[key] = (deadline, attempts, threading.current_thread())
+        outcome = attempts.call()
         with self._lock:
             if self._calls.pop(key, None) is None:  # the deadline won: drop this return
                 return None
@@ -360,7 +360,7 @@ class _Running:
             if self.count == 0:
                 self._none_left.set()
 
-    def wait(self, run: _ThreadRun) -> None:
+    def wait(self, run: _ThreadHosts) -> None:
         """Return once every thread has ended; meanwhile hand each call past its deadline to
         a new thread, and apply the run's halt to the hosts waiting."""
         watch, halt = run.watch, run.halt

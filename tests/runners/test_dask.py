@@ -14,6 +14,7 @@ import errno
 import ipaddress
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -221,7 +222,10 @@ def test_the_embedded_cluster_ends_with_the_interpreter(
 ) -> None:
     done, _ = script_without_main_guard
     assert done.returncode == 0, done.stderr
-    assert done.stderr == ""  # no warning, no "Exception ignored", no Dask log line
+    # No warning, no "Exception ignored", no Dask log line. Development mode also logs each
+    # event-loop callback slower than 0.1 s, which a loaded machine makes: not what is checked.
+    slow = re.compile(r"Executing <.*> took [\d.]+ seconds")
+    assert [line for line in done.stderr.splitlines() if not slow.fullmatch(line)] == []
     cluster = json.loads(done.stdout)["cluster"]
     assert len(cluster) >= 3  # a scheduler, the workers' command, two workers
     for pid in cluster:
@@ -413,7 +417,7 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
     queued behind them, and nothing started them: the run waited for ever."""
     from nornir_bench.core.connections import HeldConnections
     from nornir_bench.core.policies.options import RunPolicy
-    from nornir_bench.runners._remote.hosts import RemoteRun
+    from nornir_bench.runners._remote.hosts import WorkerHosts
     from nornir_bench.runners._remote.results import FinishedHost
     from nornir_bench.runners._remote.spec import pack_run, unpack_run
 
@@ -438,7 +442,7 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
             if len(finished) == 4:
                 all_done.set()
 
-        run = RemoteRun(
+        run = WorkerHosts(
             unpack_run(payload), HeldConnections(), done, lambda i, exc: None, limit=2
         )
         try:

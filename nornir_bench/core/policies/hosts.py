@@ -340,12 +340,12 @@ class HostAttempts:
 
 
 def run_policed(
-    run: HostAttempts,
+    attempts: HostAttempts,
     outcome: Outcome | None = None,
     *,
     call: Callable[[HostAttempts], Outcome | None] = HostAttempts.call,
 ) -> MultiResult | None:
-    """Run ``run``'s attempts here (blocking) to the one that counts; its ``MultiResult``.
+    """Run ``attempts`` here (blocking) to the one that counts; its ``MultiResult``.
 
     Deadlines of blocking calls are the runner's to watch (a call cannot be stopped from
     inside), through ``call``: it makes one attempt, or returns ``None`` when the runner gave
@@ -355,25 +355,25 @@ def run_policed(
     last: Outcome | None = None
     while True:
         if outcome is None:
-            while turn := run.login_wait():
-                if not run.pause(turn):  # halted: a host that ran once keeps its outcome
+            while turn := attempts.login_wait():
+                if not attempts.pause(turn):  # halted: a host that ran once keeps its outcome
                     if last is not None:
-                        return run.finish(last)
+                        return attempts.finish(last)
                     break
-            outcome = call(run)
+            outcome = call(attempts)
             if outcome is None:
                 return None
-        wait = run.retry_after(outcome)
+        wait = attempts.retry_after(outcome)
         if wait is None:
-            return run.finish(outcome)
-        run.reconnect()
-        if not run.pause(wait):
-            return run.finish(outcome)
+            return attempts.finish(outcome)
+        attempts.reconnect()
+        if not attempts.pause(wait):
+            return attempts.finish(outcome)
         last, outcome = outcome, None
 
 
 async def arun_policed(
-    run: HostAttempts, offload: Offload | None, outcome: Outcome | None = None
+    attempts: HostAttempts, offload: Offload | None, outcome: Outcome | None = None
 ) -> MultiResult:
     """The awaitable twin of :func:`run_policed`; each attempt within its deadline.
 
@@ -384,16 +384,16 @@ async def arun_policed(
     last: Outcome | None = None
     while True:
         if outcome is None:
-            while turn := run.login_wait():
-                if not await run.apause(turn):
+            while turn := attempts.login_wait():
+                if not await attempts.apause(turn):
                     if last is not None:
-                        return run.finish(last)
+                        return attempts.finish(last)
                     break
-            outcome = await run.acall(offload)
-        wait = run.retry_after(outcome)
+            outcome = await attempts.acall(offload)
+        wait = attempts.retry_after(outcome)
         if wait is None:
-            return run.finish(outcome)
-        await run.areconnect(offload)
-        if not await run.apause(wait):
-            return run.finish(outcome)
+            return attempts.finish(outcome)
+        await attempts.areconnect(offload)
+        if not await attempts.apause(wait):
+            return attempts.finish(outcome)
         last, outcome = outcome, None

@@ -9,7 +9,7 @@ bytes travel:
 - :mod:`~nornir_bench.runners._remote.spec`: the run as sent (:class:`RunSpec`): the task,
   its options and policies, the deadline as seconds left (no clock is shared between
   machines), the plugins registered at run time;
-- :mod:`~nornir_bench.runners._remote.hosts`: the worker's side (:class:`RemoteRun`): the
+- :mod:`~nornir_bench.runners._remote.hosts`: the worker's side (:class:`WorkerHosts`): the
   task loaded, hosts run through the core, the connections kept for the next run;
 - :mod:`~nornir_bench.runners._remote.results`: what comes back for a host
   (:class:`FinishedHost`), made portable where it does not pickle, and settled in the parent:

@@ -2,7 +2,7 @@
 arrive, each finished host handed back, connections kept for the next run.
 
 The worker (a forked process, a Dask worker) owns the event loop and the transport; a
-:class:`RemoteRun` owns the run on that loop. Every host goes through ``arun_one``: ``async
+:class:`WorkerHosts` owns the run on that loop. Every host goes through ``arun_one``: ``async
 def`` tasks on the loop, blocking tasks in the run's thread pool. The connections a host opens
 stay open in the worker when the run keeps them, as nornir keeps them in the user's process:
 the next run's copy of the host takes them over (:class:`HeldConnections`), and the parent
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from nornir_bench.runners._remote.spec import RunSpec
 
-__all__ = ["RemoteRun", "close_held", "left_a_call"]
+__all__ = ["WorkerHosts", "close_held", "left_a_call"]
 
 Finished = Callable[[FinishedHost, bool], None]
 """Told each finished host, and whether it left a blocking call running past its deadline."""
@@ -61,7 +61,7 @@ task error, so the host has no result; the sender raises it from ``run()`` once 
 stopped, as nornir's runners do."""
 
 
-class RemoteRun:
+class WorkerHosts:
     """One run inside a worker: the task, the hosts received, the pool for blocking calls.
 
     Args:

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.exceptions import WorkerCrashed, WorkerUnavailable
 from nornir_bench.core.policies.plan import HostPlan
-from nornir_bench.core.stopping import POLL_SECONDS, Halt
 from nornir_bench.runners._remote import watchdog
 from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
+from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts, pack_run
 from nornir_bench.runners.dask.reruns import chunk_key
 from nornir_bench.runners.dask.worker import FREED_TOPIC, end_run, halt_run, run_chunk
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from nornir_bench.core.policies.options import RunPolicy
     from nornir_bench.runners._remote.connections import HeldInWorkers
 
-__all__ = ["DaskRun", "RunOptions", "default_chunk_size"]
+__all__ = ["DaskChunks", "RunOptions", "default_chunk_size"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def _route_freed(event: tuple[float, Any]) -> None:
         to.put(list(freed))  # msgpack may give a tuple: a list is what the run tells apart
 
 
-class DaskRun:
+class DaskChunks(RemoteScheduling):
     """A run over the Dask workers of ``client``.
 
     Args:
@@ -120,13 +120,11 @@ class DaskRun:
         workers: list[str],
         where: str,
     ) -> None:
+        super().__init__(task, hosts, options.policy, "dask")
         self.options = options
         self.client = client
-        self.task = task
-        self.hosts = hosts
         self.held = held
         self.where = where
-        self.plan = HostPlan(hosts, options.policy)
         self.taken: set[int] = set()  # handed out by the plan, not settled yet
         # Not a method of this run: the settler would hold the run, and the run its results, in
         # a cycle that only a full collection frees once the user has dropped them.
@@ -166,46 +164,54 @@ class DaskRun:
         self.frees_early = frees_early(options.policy)
         _FREED[self.run_id] = self.done
         client.subscribe_topic(FREED_TOPIC, _route_freed)
-        self.halt = Halt()
-        self.sending = True
         self.sent: dict[int, float] = {}  # host index -> when its chunk went out
-        # SystemExit & co. a task raised on a worker: the run stops, and run() raises it.
-        self.escaped: list[BaseException] = []
 
-    def run(self) -> None:
-        """Run the hosts to their end; once halted, only the chunks out."""
-        while self.settle.remaining if self.sending else self.chunks:
-            if (self.halt.is_set() or self.escaped) and self.sending:
-                self._halt_now()
-                continue
-            for host, error in self.plan.not_run():
-                self.settle.failed(self.plan.index[host.name], error)
-            if self.sending and not self.settle.remaining:
-                break
-            if self.sending:
-                if self.client.status != "running":
-                    self._give_up(self._scheduler_lost())
-                    continue
-                if not self.room and not self.chunks:
-                    self._give_up(f"no dask worker of the scheduler at {self.where} is left")
-                    continue
-                self._send()
+    # -- the loop's transport (RemoteScheduling) ----------------------------------------------
+
+    def _out(self) -> bool:
+        return bool(self.chunks)
+
+    def _cannot_go_on(self) -> str | None:
+        if self.client.status != "running":
+            return self._scheduler_lost()
+        if not self.room and not self.chunks:
+            return f"no dask worker of the scheduler at {self.where} is left"
+        return None
+
+    def _receive(self, timeout: float) -> None:
+        """Chunks back, and the hosts the workers said have ended, settled."""
+        try:
+            first = self.done.get(timeout=timeout)
+        except queue.Empty:
+            return
+        came = [first]
+        while True:
             try:
-                first = self.done.get(timeout=self._wait_time())
+                came.append(self.done.get_nowait())
             except queue.Empty:
-                self._watch()
-                continue
-            came = [first]
-            while True:
-                try:
-                    came.append(self.done.get_nowait())
-                except queue.Empty:
-                    break
-            for freed in came:
-                if isinstance(freed, list):
-                    self._free(freed)
-            self._settle_chunks([future for future in came if not isinstance(future, list)])
-            self._watch()
+                break
+        for freed in came:
+            if isinstance(freed, list):
+                self._free(freed)
+        self._settle_chunks([future for future in came if not isinstance(future, list)])
+
+    def _halt_workers(self) -> None:
+        """Ctrl-C: chunks out start no more hosts, and come back with the hosts that
+        finished."""
+        self.plan.halt()
+        self.held_for.clear()
+        self.any_worker.clear()
+        self._tell_workers(halt_run)
+
+    def _abandon_all(self) -> list[int]:
+        waiting = [*self.any_worker, *(i for queue in self.held_for.values() for i in queue)]
+        self.any_worker.clear()
+        self.held_for.clear()
+        for chunk in list(self.chunks.values()):
+            waiting += chunk.positions
+        self.chunks.clear()
+        self.chunk_of.clear()
+        return waiting
 
     def end(self, *, abandon: bool = False) -> None:
         """The run is over on the workers: their sessions close (``abandon``: its chunks still
@@ -214,13 +220,6 @@ class DaskRun:
         if abandon and self.chunks:
             self.client.cancel([chunk.future for chunk in self.chunks.values()])
         self._tell_workers(end_run)
-
-    def _wait_time(self) -> float:
-        waits = [POLL_SECONDS]
-        plan_wait = self.plan.wait_time() if self.sending else None
-        if plan_wait is not None and plan_wait != math.inf:
-            waits.append(plan_wait)
-        return min(waits)
 
     # -- out ---------------------------------------------------------------------------------
 
@@ -392,32 +391,6 @@ class DaskRun:
             self.room[chunk.worker] += len(chunk.positions) - len(chunk.freed)
 
     # -- stopping ----------------------------------------------------------------------------
-
-    def _halt_now(self) -> None:
-        """Ctrl-C: send no more chunks; chunks out start no more hosts, and come back with the
-        hosts that finished."""
-        self.sending = False
-        self.plan.halt()
-        self.held_for.clear()
-        self.any_worker.clear()
-        self._tell_workers(halt_run)
-
-    def _give_up(self, reason: str) -> None:
-        """The cluster cannot go on: every host not back fails with ``reason``."""
-        logger.error("dask: giving up: %s", reason)
-        self.sending = False
-        waiting = [*self.any_worker, *(i for queue in self.held_for.values() for i in queue)]
-        self.any_worker.clear()
-        self.held_for.clear()
-        for chunk in list(self.chunks.values()):
-            waiting += chunk.positions
-        self.chunks.clear()
-        self.chunk_of.clear()
-        for index in waiting:
-            self.settle.failed(index, WorkerUnavailable(reason))
-        self.plan.give_up(lambda: WorkerUnavailable(reason), f"dask gave up: {reason}")
-        for host, error in self.plan.not_run():
-            self.settle.failed(self.plan.index[host.name], error)
 
     def _watch(self) -> None:
         """Stop waiting for hosts well past their deadline (their worker cannot answer)."""

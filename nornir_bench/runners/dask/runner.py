@@ -184,7 +184,7 @@ class DaskRunner(Policed):
                 hosts, and the exception's ``result`` holds every host that had finished. A
                 second Ctrl-C does not wait for the hosts in flight (``abandoned`` set).
         """
-        from nornir_bench.runners.dask.run import DaskRun, RunOptions
+        from nornir_bench.runners.dask.run import DaskChunks, RunOptions
 
         result = placeholders(task, hosts)
         if not hosts:
@@ -194,7 +194,7 @@ class DaskRunner(Policed):
         self._refuse_cleartext(hosts)
         cluster = self._cluster
         with cluster.using() as client:
-            run = DaskRun(
+            run = DaskChunks(
                 RunOptions(
                     num_workers=self._per_worker(task),
                     chunk_size=self.chunk_size,

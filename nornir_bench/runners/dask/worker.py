@@ -5,7 +5,7 @@ Dask runs a task in a worker thread; a host's async connection (an asyncssh sess
 be used on the loop that opened it. So each worker process gets one long-lived event loop, in
 a thread of its own (:class:`NornirBenchWorker`, a Dask worker plugin the runner registers): a
 chunk of hosts is handed to that loop, run there by a
-:class:`~nornir_bench.runners._remote.hosts.RemoteRun` (one per run and worker, at most
+:class:`~nornir_bench.runners._remote.hosts.WorkerHosts` (one per run and worker, at most
 ``num_workers`` hosts in flight), and the task waits for the chunk, seceded from Dask's thread
 pool so that it takes no slot. The run itself (the task, the options, the plugins registered
 in the parent) comes once per run and worker, as a scattered payload; hosts come in chunks;
@@ -34,7 +34,7 @@ from distributed import WorkerPlugin, get_worker, secede
 from nornir_bench.core._pickling import dumps
 from nornir_bench.core.connections import HeldConnections, aclose_every_connection
 from nornir_bench.core.loops import new_event_loop
-from nornir_bench.runners._remote.hosts import RemoteRun
+from nornir_bench.runners._remote.hosts import WorkerHosts
 from nornir_bench.runners._remote.hosts import close_held as close_held_here
 from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost, packed
 from nornir_bench.runners._remote.spec import unpack_run
@@ -112,8 +112,8 @@ gives its place to another host at once, not when its chunk is back. One topic f
 run: the scheduler keeps each topic it ever saw."""
 
 
-class _RunHere:
-    """One run on this worker: its :class:`RemoteRun`, which chunk each host is in, and the
+class _DaskWorkerHosts:
+    """One run on this worker: its :class:`WorkerHosts`, which chunk each host is in, and the
     hosts ended since the parent was last told."""
 
     def __init__(self, payload: bytes, held: HeldConnections[Host], tell: _Tell) -> None:
@@ -121,7 +121,7 @@ class _RunHere:
         self.chunk_of: dict[int, _Chunk] = {}
         self.tell = tell
         self.freed: list[tuple[int, bool]] = []
-        self.run = RemoteRun(spec, held, self._finished, self._escaped, limit=spec.num_workers)
+        self.run = WorkerHosts(spec, held, self._finished, self._escaped, limit=spec.num_workers)
 
     def _escaped(self, index: int, exc: BaseException) -> None:
         """A host's task raised ``SystemExit`` & co.: the parent raises it."""
@@ -164,7 +164,7 @@ class _WorkerState:
         self.worker = worker
         self.loop = new_event_loop(loop)
         self.held: HeldConnections[Host] = HeldConnections()
-        self.runs: dict[str, _RunHere] = {}
+        self.runs: dict[str, _DaskWorkerHosts] = {}
         # Runs halted or ended before a chunk of theirs came here: Dask delivers Client.run's
         # calls and the chunks by different paths, so a chunk may come after them. The last
         # few run ids, in order: a worker lives for many runs.
@@ -192,7 +192,7 @@ class _WorkerState:
         here = self.runs.get(run_id)
         if here is None:
             tell = functools.partial(_tell_freed, self.worker, run_id)
-            here = self.runs[run_id] = _RunHere(payload, self.held, tell)
+            here = self.runs[run_id] = _DaskWorkerHosts(payload, self.held, tell)
             if run_id in self.halted:  # halted before this chunk came
                 here.halt()
         here.run.keep_deadline(seconds_left)

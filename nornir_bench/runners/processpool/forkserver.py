@@ -43,7 +43,7 @@ from nornir_bench.runners.processpool.messages import (
     LoadFailed,
     LoadRun,
     Message,
-    Stop,
+    Quit,
     WorkerExited,
     WorkerForked,
     receive,
@@ -191,7 +191,7 @@ class ForkServer:
     def close(self) -> None:
         """Stop the fork server; it kills any worker still running and reaps them all."""
         try:
-            send(self.control, Stop())
+            send(self.control, Quit())
         except OSError:
             pass
         try:
@@ -290,7 +290,7 @@ def serve_forks(control: Connection, fds: socket.socket) -> None:
                     send(control, reply)
                 elif isinstance(message, Kill) and message.pid in children:
                     _kill(message.pid)
-                elif isinstance(message, Stop):
+                elif isinstance(message, Quit):
                     return
     finally:
         for pid in children:

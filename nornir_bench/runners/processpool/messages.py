@@ -6,14 +6,14 @@ so a message costs a few bytes more than a bare tuple, once per batch of hosts, 
 
 - pool -> worker: :class:`LoadRun` (another run, after the one it was forked holding),
   :class:`RunHosts`, :class:`HaltRun`, :class:`EndRun`, :class:`CloseConnections`,
-  :class:`Stop`;
+  :class:`Quit`;
 - worker -> pool: :class:`Ready` once it holds the run, :class:`LoadFailed` when it cannot load
   it (a module the task needs does not import there: every worker would fail alike),
   :class:`Done` with finished hosts, :class:`Tainted` when a blocking task overran
   ``task_timeout`` (its thread cannot be stopped, so the pool retires the worker once its other
   hosts are done), :class:`Closed` once it closed the connections it was asked to;
 - pool -> fork server: :class:`LoadRun`, :class:`Fork` (the new worker's descriptors are sent
-  first, on the other socket), :class:`Kill`, :class:`Stop`;
+  first, on the other socket), :class:`Kill`, :class:`Quit`;
 - fork server -> pool: :class:`WorkerForked` or :class:`LoadFailed` for each fork, and
   :class:`WorkerExited` whenever a worker ends.
 """
@@ -42,7 +42,7 @@ __all__ = [
     "Message",
     "Ready",
     "RunHosts",
-    "Stop",
+    "Quit",
     "Tainted",
     "WorkerExited",
     "WorkerForked",
@@ -74,7 +74,7 @@ class EndRun(NamedTuple):
     """The run is over: end it here (its thread pool stops; the connections stay kept)."""
 
 
-class Stop(NamedTuple):
+class Quit(NamedTuple):
     """Finish and exit (a worker ends its run first; a fork server kills its workers)."""
 
 
@@ -141,7 +141,7 @@ class WorkerExited(NamedTuple):
 
 
 Message = (
-    LoadRun | RunHosts | HaltRun | EndRun | Stop | Ready | LoadFailed | Done | Escaped | Tainted
+    LoadRun | RunHosts | HaltRun | EndRun | Quit | Ready | LoadFailed | Done | Escaped | Tainted
     | CloseConnections | Closed | Fork | Kill | WorkerForked | WorkerExited
 )
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING
 
-from nornir_bench.core.exceptions import WorkerUnavailable, describe_exit
-from nornir_bench.core.policies.plan import HostPlan
-from nornir_bench.core.stopping import POLL_SECONDS, Halt, ctrl_c_held
+from nornir_bench.core.exceptions import describe_exit
+from nornir_bench.core.stopping import ctrl_c_deferred
 from nornir_bench.runners._remote import watchdog
 from nornir_bench.runners._remote.results import ResultSettler
+from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts
 from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
@@ -72,7 +72,7 @@ class PoolOptions:
 
 # One concern, the run's loop over its worker processes (events in, hosts out, a worker's end);
 # what decides is elsewhere: dispatch, the crash rule, the watchdog, the settling of results.
-class Pool:
+class Pool(RemoteScheduling):
     """One run over the worker processes.
 
     Args:
@@ -99,11 +99,9 @@ class Pool:
         procs: WorkerSet,
         pack: Callable[[float | None], bytes],
     ) -> None:
+        super().__init__(task, hosts, options.policy, "processpool")
         self.options = options
-        self.task = task
-        self.hosts = hosts
         self.procs = procs
-        self.plan = HostPlan(hosts, options.policy)
         self.payload = pack(self.plan.deadline)
         self.dispatch = HostDispatch(self.plan, procs.held.holders, options.num_workers)
         self.crashes = CrashLedger(options.crash_reruns)
@@ -114,10 +112,6 @@ class Pool:
             earlier_runs=self.crashes.earlier_runs,
             settled=self.dispatch.settled,
         )
-        self.halt = Halt()
-        self.sending = True  # False once halted: no more hosts go out
-        # SystemExit & co. a task raised in a worker: the run stops, and run() raises it.
-        self.escaped: list[BaseException] = []
         self.loaded = False
         self.size = options.num_procs  # the workers it keeps busy: more after a crash
 
@@ -125,37 +119,56 @@ class Pool:
     def workers(self) -> list[Worker]:
         return self.procs.workers
 
-    def run(self) -> None:
-        """Run the hosts to their end; once halted, only those in flight."""
+    # -- the loop's transport (RemoteScheduling) ----------------------------------------------
+
+    def _begin(self) -> None:
         if not self.loaded and self.sending:
             self._load()
-        while self.settle.remaining if self.sending else any(w.in_flight for w in self.workers):
-            if (self.halt.is_set() or self.escaped) and self.sending:
-                self._halt_now()
-                continue
-            self._settle_not_run()
-            if not self.settle.remaining:
-                break
-            ready = set(wait([w.conn for w in self.workers], timeout=self._wait_timeout()))
-            for worker in list(self.workers):
-                if worker.conn in ready:
-                    self._receive(worker)
-            self._watch()
-            if self.sending:  # a host the plan held back (a rate limit) may start now
-                for worker in list(self.workers):
-                    if not worker.retiring and worker.loaded:
-                        self._feed(worker)
-        self._end_run()
-        self._shrink()
 
-    def _end_run(self) -> None:
+    def _out(self) -> bool:
+        return any(w.in_flight for w in self.workers)
+
+    def _send(self) -> None:
+        for worker in list(self.workers):  # a host the plan held back (a rate limit) may start
+            if not worker.retiring and worker.loaded:
+                self._feed(worker)
+
+    def _receive(self, timeout: float) -> None:
+        ready = set(wait([w.conn for w in self.workers], timeout=timeout))
+        for worker in list(self.workers):
+            if worker.conn in ready:
+                self._from(worker)
+
+    def _waits(self) -> list[float]:
+        watched = watchdog.watched(self.options.policy, self.plan.deadline)
+        return [watchdog.WATCH_SECONDS] if watched else []
+
+    def _halt_workers(self) -> None:
+        self.dispatch.halt()
+        for worker in self.workers:  # hosts waiting to retry end with their last failure
+            try:
+                send(worker.conn, HaltRun())
+            except OSError:  # gone: its end of file settles its hosts
+                pass
+
+    def _abandon_all(self) -> list[int]:
+        for worker in list(self.workers):
+            self.dispatch.give_back(worker.kind, sorted(worker.in_flight))
+            worker.in_flight.clear()
+            self.dispatch.release(worker)
+        self.procs.stop(list(self.workers), kill=True)
+        return self.dispatch.drain()
+
+    def _end(self) -> None:
         """Tell each worker the run is over: a kept worker would otherwise hold the run's
-        threads (up to ``num_workers`` for a blocking task) until the next run."""
+        threads (up to ``num_workers`` for a blocking task) until the next run; then the
+        workers a crash added stop."""
         for worker in self.workers:
             try:
                 send(worker.conn, EndRun())
             except OSError:  # gone: nothing to end
                 pass
+        self._shrink()
 
     def stop(self, *, kill: bool = False) -> None:
         """Stop every worker (ask them, or kill them after a second Ctrl-C), then the fork
@@ -180,21 +193,6 @@ class Pool:
         # No more workers than the run can keep busy.
         self.size = min(self.size, math.ceil(len(self.hosts) / self.options.chunk_size))
         self._replace()
-
-    def _settle_not_run(self) -> None:
-        """Fail the hosts the run's policies will not start (a limit, the deadline)."""
-        for host, error in self.plan.not_run():
-            self.settle.failed(self.plan.index[host.name], error)
-
-    def _halt_now(self) -> None:
-        """Send no more hosts; those not sent yet (or waiting to run again) do not run."""
-        self.sending = False
-        self.dispatch.halt()
-        for worker in self.workers:  # hosts waiting to retry end with their last failure
-            try:
-                send(worker.conn, HaltRun())
-            except OSError:  # gone: its end of file settles its hosts
-                pass
 
     # -- workers -----------------------------------------------------------------------------
 
@@ -240,7 +238,8 @@ class Pool:
         self.procs.stop([worker], kill=True)
         self.dispatch.release(worker)
 
-    def _receive(self, worker: Worker) -> None:
+    def _from(self, worker: Worker) -> None:
+        """What ``worker`` sent, settled; more hosts for it, or its end."""
         if not self._drain(worker):
             # outside the except clause: the hosts' failures should not chain an EOFError
             self._lost(worker)
@@ -256,7 +255,7 @@ class Pool:
         """Take every message waiting from ``worker``; False if its end of the socket closed."""
         try:
             while worker.conn.poll():
-                with ctrl_c_held():  # a batch is stored whole: its hosts' hooks have fired
+                with ctrl_c_deferred():  # a batch is stored whole: its hosts' hooks have fired
                     message = receive(worker.conn)
                     if isinstance(message, Done):
                         self._finished(worker, message)
@@ -342,19 +341,6 @@ class Pool:
         elif not self.workers:  # else the others carry on with what is pending
             self._give_up(f"{reason} ({failures} in a row)")
 
-    def _give_up(self, reason: str) -> None:
-        """Workers cannot run this run at all: every host not finished fails with ``reason``."""
-        logger.error("processpool: giving up: %s", reason)
-        for worker in list(self.workers):
-            self.dispatch.give_back(worker.kind, sorted(worker.in_flight))
-            worker.in_flight.clear()
-            self.dispatch.release(worker)
-        self.procs.stop(list(self.workers), kill=True)
-        for index in self.dispatch.drain():
-            self.settle.failed(index, WorkerUnavailable(reason))
-        self.plan.give_up(lambda: WorkerUnavailable(reason), f"processpool gave up: {reason}")
-        self._settle_not_run()
-
     def _replace(self) -> None:
         """Start workers while hosts are waiting for one, up to the pool's size."""
         while self.sending and self.dispatch.waiting() and len(self.workers) < self.size:
@@ -389,18 +375,7 @@ class Pool:
         self._kill(worker)
         self._replace()
 
-    # -- waiting -----------------------------------------------------------------------------
-
-    def _wait_timeout(self) -> float:
-        """How long to wait for workers: until the watchdog's next look, the plan's next start
-        (a rate limit, the run's deadline), or the next look for a halt."""
-        waits = [POLL_SECONDS]
-        if watchdog.watched(self.options.policy, self.plan.deadline):
-            waits.append(watchdog.WATCH_SECONDS)
-        plan_wait = self.plan.wait_time() if self.sending else None
-        if plan_wait is not None and plan_wait != math.inf:
-            waits.append(plan_wait)
-        return min(waits)
+    # -- watching ----------------------------------------------------------------------------
 
     def _watch(self) -> None:
         """Kill a worker so busy it missed a host's deadline by far: it cannot answer at all."""

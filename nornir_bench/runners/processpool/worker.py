@@ -10,7 +10,7 @@ parent over a socket, and shows which host runs on its loop in a cell of shared 
 A worker runs one event loop. For each run the parent sends the task once; then it sends
 hosts, in chunks, and the worker starts every host it receives at once (the parent keeps at
 most ``num_workers`` in flight per worker). The run itself is a
-:class:`~nornir_bench.runners._remote.hosts.RemoteRun`, as on any worker elsewhere; what is
+:class:`~nornir_bench.runners._remote.hosts.WorkerHosts`, as on any worker elsewhere; what is
 this worker's own is the socket, the batching of finished hosts (each a
 :class:`~nornir_bench.runners._remote.results.FinishedHost`), and the crash bookkeeping: the
 host each step of the loop and each thread runs, in memory the parent reads after a crash.
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from nornir_bench.core._pickling import dumps
 from nornir_bench.core.connections import HeldConnections
 from nornir_bench.core.loops import new_event_loop
-from nornir_bench.runners._remote.hosts import RemoteRun, close_held
+from nornir_bench.runners._remote.hosts import WorkerHosts, close_held
 from nornir_bench.runners._remote.results import FinishedHost, packed
 from nornir_bench.runners._remote.spec import RunSpec, unpack_run
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
@@ -52,9 +52,9 @@ from nornir_bench.runners.processpool.messages import (
     LoadFailed,
     LoadRun,
     Message,
+    Quit,
     Ready,
     RunHosts,
-    Stop,
     Tainted,
     receive,
     send,
@@ -110,9 +110,9 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
             try:
                 message = receive(conn)
             except (EOFError, OSError):
-                message = Stop()
+                message = Quit()
             loop.call_soon_threadsafe(inbox.put_nowait, message)
-            if isinstance(message, Stop):
+            if isinstance(message, Quit):
                 return
 
     threading.Thread(target=read, name="processpool-reader", daemon=True).start()
@@ -121,7 +121,7 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
     try:
         while True:
             message = await inbox.get()
-            if isinstance(message, Stop):
+            if isinstance(message, Quit):
                 break
             if isinstance(message, LoadRun):
                 if run is not None:
@@ -149,11 +149,11 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
 
 def _load(
     conn: Connection, body: bytes | RunSpec, cell: RunningHost, held: HeldConnections[Host]
-) -> _WorkerRun | None:
+) -> _PipedHosts | None:
     """The run (as sent, or already loaded), :class:`Ready` sent back; or :class:`LoadFailed`."""
     try:
         spec = unpack_run(body) if isinstance(body, bytes) else body
-        run = _WorkerRun(conn, spec, cell, held)
+        run = _PipedHosts(conn, spec, cell, held)
     except Exception as exc:  # noqa: BLE001 - any import or unpickling error: tell the parent
         send(conn, LoadFailed(f"{type(exc).__name__}: {' '.join(str(exc).split())}"))
         return None
@@ -161,7 +161,7 @@ def _load(
     return run
 
 
-class _WorkerRun(RemoteRun):
+class _PipedHosts(WorkerHosts):
     """A run in this worker: finished hosts go back to the parent in batches."""
 
     def __init__(

@@ -28,7 +28,7 @@ from nornir_bench.runners.processpool.forkserver import (
 from nornir_bench.runners.processpool.messages import (
     CloseConnections,
     Closed,
-    Stop,
+    Quit,
     Tainted,
     receive,
     send,
@@ -173,7 +173,7 @@ class WorkerSet:
                 self.kill(worker)
                 continue
             try:
-                send(worker.conn, Stop())
+                send(worker.conn, Quit())
             except OSError:
                 pass
         # A worker closes its socket as it exits: wait on that rather than polling each process.
