@@ -41,7 +41,7 @@ from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.core.stopping import CtrlC, Halt
 from nornir_bench.runners._kept_loop import LoopKeeper
 from nornir_bench.runners._queue import HostQueue
-from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
+from nornir_bench.runners._results import fill_not_run, placeholders, raise_if_stopped
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -149,8 +149,7 @@ class AsyncioRunner(Policed):
                 close()
             raise
         close()
-        if ctrl_c.presses:
-            raise interrupted(run.result, abandoned=ctrl_c.abandoned)
+        raise_if_stopped(ctrl_c, run.result)
         return run.result
 
     def close(self) -> None:

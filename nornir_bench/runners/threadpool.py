@@ -48,7 +48,7 @@ from nornir_bench.core.stopping import (
     ctrl_c_deferred,
 )
 from nornir_bench.runners._queue import HostQueue
-from nornir_bench.runners._results import fill_not_run, interrupted, placeholders
+from nornir_bench.runners._results import fill_not_run, placeholders, raise_if_stopped
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -113,10 +113,7 @@ class ThreadPoolRunner(Policed):
         finally:
             if run.running.count == 0:  # each thread is past its last host: this takes no time
                 run.join()
-        if ctrl_c.presses:
-            raise interrupted(run.result, abandoned=ctrl_c.abandoned)
-        if run.escaped:
-            raise run.escaped[0]
+        raise_if_stopped(ctrl_c, run.result, run.escaped)
         if run.plan is not None:
             fill_not_run(task, run.plan, run.result)
         return run.result

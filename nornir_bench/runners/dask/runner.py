@@ -52,7 +52,7 @@ from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.read_only import is_read_only
 from nornir_bench.core.stopping import CtrlC
 from nornir_bench.runners._remote.connections import HeldInWorkers
-from nornir_bench.runners._results import interrupted, placeholders
+from nornir_bench.runners._results import placeholders, raise_if_stopped
 from nornir_bench.runners.dask.cluster import (
     DaskClusterError,
     EmbeddedCluster,
@@ -217,10 +217,7 @@ class DaskRunner(Policed):
                     ctrl_c.wait(run.run)
             finally:
                 run.end(abandon=ctrl_c.abandoned)
-            if ctrl_c.presses:
-                raise interrupted(result, abandoned=ctrl_c.abandoned)
-            if run.escaped:  # as nornir's runners: once the run has stopped
-                raise run.escaped[0]
+            raise_if_stopped(ctrl_c, result, run.escaped)
         return result
 
     def _reruns(self, task: Task) -> int:

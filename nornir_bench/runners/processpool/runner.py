@@ -59,7 +59,7 @@ from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import CtrlC
 from nornir_bench.runners._remote.spec import pack_run
-from nornir_bench.runners._results import interrupted, placeholders
+from nornir_bench.runners._results import placeholders, raise_if_stopped
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
 from nornir_bench.runners.processpool.pool import Pool, PoolOptions
 from nornir_bench.runners.processpool.workers import WorkerSet
@@ -193,11 +193,8 @@ class ProcessPoolRunner(Policed):
                 ctrl_c.wait(pool.run)
             if ctrl_c.abandoned:  # do not wait for the hosts in flight
                 pool.stop(kill=True)
-            if ctrl_c.presses:
-                raise interrupted(result, abandoned=ctrl_c.abandoned)
-            ended = True
-            if pool.escaped:  # as nornir's runners: once the run has stopped
-                raise pool.escaped[0]
+            ended = not ctrl_c.presses  # the workers are kept (a task's SystemExit too)
+            raise_if_stopped(ctrl_c, result, pool.escaped)
         finally:
             if procs is not self._procs or not (ended and self.keep_workers):
                 procs.close()
