@@ -150,6 +150,7 @@ class WorkerHosts:
         self.limit = limit
         self.waiting: deque[tuple[int, Host]] = deque()  # over the limit: not started yet
         self.keep_connections = spec.keep_connections
+        self.worker = _worker_name()  # this process, as records name it: once a run
         self.offloads = self.context.offload is not None
 
     def start(self, index: int, host: Host) -> None:
@@ -184,7 +185,7 @@ class WorkerHosts:
                 self.escaped(index, exc)
                 return
             if len(multi):
-                multi[0].worker = _worker_name()  # type: ignore[attr-defined]
+                multi[0].worker = self.worker  # type: ignore[attr-defined]
             # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.
             kept = tuple(host.connections) if self.keep_connections else ()
             if kept or self.held:

@@ -154,8 +154,7 @@ class DaskChunks(RemoteScheduling):
         self.payload = client.scatter(payload, broadcast=True, hash=False)
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
         self.chunk_of: dict[int, _Chunk] = {}  # the chunk out holding each host
-        # Chunks back (futures), and the hosts the workers said have ended (lists of
-        # [index, failed] pairs).
+        # Chunks back (futures), and the hosts the workers said have ended (lists of indices).
         self.done: queue.SimpleQueue[Future[Any] | list[Any]] = queue.SimpleQueue()
         # A worker's ended hosts leave room for at least this many before a chunk is sent to
         # it while it is still busy: a place comes free when its host ends, yet each chunk is
@@ -367,13 +366,13 @@ class DaskChunks(RemoteScheduling):
         their chunk was out or not."""
         return f"the connection to the dask scheduler at {self.where} was lost"
 
-    def _free(self, ended: list[Any]) -> None:
-        """These hosts have ended on their worker (``[index, failed]`` pairs): their places
+    def _free(self, ended: list[int]) -> None:
+        """These hosts have ended on their worker: their places
         there are free; their results come with their chunk. Not under a policy that decides
         from hosts' ends (see :func:`frees_early`): their places come back with their chunk."""
         if not self.frees_early:
             return
-        for index, _ in ended:
+        for index in ended:
             chunk = self.chunk_of.get(index)
             if chunk is None or index in chunk.freed:  # its chunk is back already
                 continue

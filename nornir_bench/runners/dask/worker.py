@@ -56,9 +56,8 @@ __all__ = [
 
 PLUGIN_NAME = "nornir-bench"
 
-_Tell = Callable[[list[tuple[int, bool]]], None]
-"""Tells the parent which hosts of a run ended, and whether each failed (through the worker's
-``log_event``)."""
+_Tell = Callable[[list[int]], None]
+"""Tells the parent which hosts of a run ended (through the worker's ``log_event``)."""
 
 # How long Client.run's calls (halt, end, close connections) may wait for the worker's loop.
 _LOOP_CALL_SECONDS = 60.0
@@ -107,8 +106,8 @@ class _Chunk:
 
 FREED_TOPIC = "nornir-bench-freed"
 """The Dask event topic on which workers say which hosts of a run have ended, as they end
-(``[run_id, [[index, failed], ...]]``): the parent counts each against the run's limits and
-gives its place to another host at once, not when its chunk is back. One topic for every
+(``[run_id, [index, ...]]``): the parent gives each one's place to another host at once, not
+when its chunk is back (unless a policy decides from hosts' ends). One topic for every
 run: the scheduler keeps each topic it ever saw."""
 
 
@@ -120,7 +119,7 @@ class _DaskWorkerHosts:
         spec = unpack_run(payload)
         self.chunk_of: dict[int, _Chunk] = {}
         self.tell = tell
-        self.freed: list[tuple[int, bool]] = []
+        self.freed: list[int] = []
         self.run = WorkerHosts(spec, held, self._finished, self._escaped, limit=spec.num_workers)
 
     def _escaped(self, index: int, exc: BaseException) -> None:
@@ -129,21 +128,20 @@ class _DaskWorkerHosts:
         if chunk is not None:
             chunk.escaped = exc
             chunk.settle()
-        self._free(index, True)
+        self._free(index)
 
     def _finished(self, done: FinishedHost, left_a_call: bool) -> None:
         chunk = self.chunk_of.pop(done.position)
         chunk.finished.append(done)
         chunk.settle()
-        self._free(done.position, done.result.failed)
+        self._free(done.position)
 
-    def _free(self, index: int, failed: bool) -> None:
-        """Tell the parent that host ``index`` has ended, and whether it failed (the run's
-        limits count it before its place goes to another host): once per turn of the loop,
-        for every host that ended in it (after this one's place is counted free here too)."""
+    def _free(self, index: int) -> None:
+        """Tell the parent that host ``index`` has ended: once per turn of the loop, for every
+        host that ended in it (after this one's place is counted free here too)."""
         if not self.freed:
             asyncio.get_running_loop().call_soon(self._tell_freed)
-        self.freed.append((index, failed))
+        self.freed.append(index)
 
     def _tell_freed(self) -> None:
         freed, self.freed = self.freed, []
@@ -231,7 +229,7 @@ class _WorkerState:
                 self.loop.close()
 
 
-def _tell_freed(worker: Worker, run_id: str, freed: list[tuple[int, bool]]) -> None:
+def _tell_freed(worker: Worker, run_id: str, freed: list[int]) -> None:
     worker.log_event(FREED_TOPIC, [run_id, freed])  # sent from Dask's own loop
 
 
