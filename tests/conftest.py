@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,42 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 pytest_plugins = ["tests.devices", "tests.routers"]
 
 
+# The modules of the ``test`` extra the tests import, by the extra's names for them: a missing
+# one fails the run at once, where tests would otherwise skip or drop cases and pass.
+TEST_DEPENDENCIES = {
+    "uvloop": "uvloop",
+    "nornir_netmiko": "nornir-netmiko",
+    "scrapli": "scrapli",
+    "matplotlib": "matplotlib",
+    "distributed": "dask[distributed]",
+    "fakenos": "fakenos",
+    "textfsm": "textfsm",
+    "ntc_templates": "ntc-templates",
+    "mypy": "mypy",
+    "importlinter": "import-linter",
+}
+
+
+def missing_test_dependencies() -> list[str]:
+    """The ``test`` extra's packages this interpreter cannot import."""
+    return [name for module, name in TEST_DEPENDENCIES.items() if find_spec(module) is None]
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Deliver Ctrl-C to the tests and the processes they start.
+    """Refuse to run without the ``test`` extra; deliver Ctrl-C to the tests and the processes
+    they start.
 
     A shell starts a background job (``bash .ci/run &``, ``nohup``) with SIGINT ignored, and an
     ignored signal stays ignored across ``exec``: the tests that press Ctrl-C would press it
     for nothing. A handler (unlike an ignored signal) is reset to the default at ``exec``.
     """
+    missing = missing_test_dependencies()
+    if missing:
+        pytest.exit(
+            f"missing test dependencies: {', '.join(missing)}; install them with "
+            'python3 -m pip install -e ".[test]"',
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -256,13 +256,18 @@ class Started:
 
 
 def started(
-    args: Sequence[str], ready: str, workdir: Path, timeout: float = READY_TIMEOUT
+    args: Sequence[str],
+    ready: str,
+    workdir: Path,
+    timeout: float = READY_TIMEOUT,
+    cwd: Path = ROOT,
 ) -> Started:
-    """Start ``args`` and wait for a stdout line beginning ``ready``; kill it if none comes."""
+    """Start ``args`` in ``cwd`` and wait for a stdout line beginning ``ready``; kill it if
+    none comes."""
     stderr_path = workdir / f"stderr-{len(list(workdir.glob('stderr-*')))}.txt"
     with open(stderr_path, "w", encoding="utf-8") as err:
         process = subprocess.Popen(
-            list(args), cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1
+            list(args), cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1
         )
     lines: queue.Queue[str | None] = queue.Queue()
     assert process.stdout is not None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import importlib.util
 import json
 import os
 import platform
@@ -40,7 +39,6 @@ from nornir_bench.bench.sweep import (
 from nornir_bench.bench.sweep import run as sweep_run
 from nornir_bench.cli import main
 
-HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 PNG = b"\x89PNG\r\n\x1a\n"
 COLUMNS = ["runner", "workers", "rtt", "hosts", "repeats", "wall", "wall_min", "wall_max", "user",
            "sys", "cpu_percent", "max_rss_mib", "ok", "failed"]
@@ -137,12 +135,9 @@ def test_small_grid_end_to_end(tmp_path: Path) -> None:
     assert len(lines) == 6 and lines[0].startswith("threadpool, rtt 0 s: recommended ")
     assert (out / "tables.md").read_text().strip() in done.stdout
 
-    if HAS_MATPLOTLIB:
-        for name in ("wall.png", "cpu.png"):
-            assert (out / name).read_bytes().startswith(PNG)
-        assert PLOT_HINT not in done.stdout
-    else:
-        assert PLOT_HINT in done.stdout and not (out / "wall.png").exists()
+    for name in ("wall.png", "cpu.png"):
+        assert (out / name).read_bytes().startswith(PNG)
+    assert PLOT_HINT not in done.stdout
 
 
 def test_dask_sweeps_as_any_runner_each_run_paying_its_own_cluster(tmp_path: Path) -> None:
@@ -444,7 +439,7 @@ def test_report_of_a_partial_sweep(tmp_path: Path, no_leaked_threads: None) -> N
         ["1000", "failed", "-"],
     ]
     assert json.loads((tmp_path / "results.json").read_text())["complete"] is False
-    assert report.plots_skipped is not HAS_MATPLOTLIB
+    assert not report.plots_skipped
 
 
 def test_plots_are_skipped_without_matplotlib(

@@ -159,7 +159,6 @@ def test_the_budget_bounds_the_sample_run(tmp_path: Path) -> None:
 def test_plot_draws_the_predictions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("matplotlib")
     job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}", hosts=6)
     assert main(["advise", str(job), "--plot", str(tmp_path / "advice.png")]) == 0
     assert (tmp_path / "advice.png").read_bytes().startswith(b"\x89PNG")

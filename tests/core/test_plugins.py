@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -65,8 +64,6 @@ def test_only_the_plugins_named_are_imported() -> None:
     assert registered == "['serial', 'synthetic'] False"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nornir_netmiko") is None,
-                    reason="no connection plugin installed")
 def test_the_connections_named_are_registered_and_none_means_every_one() -> None:
     code = (
         "from nornir.core.plugins.connections import ConnectionPluginRegister as R\n"

@@ -24,7 +24,7 @@ from tests.async_tasksets import ASYNC_TASK_SET
 from tests.conftest import Recorder, make_nornir
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")
-LOOPS = ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["asyncio"]
+LOOPS = ["asyncio", "uvloop"]
 
 
 def test_uvloop_asked_for_but_missing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,10 +1,10 @@
 """What every runner does alike, one test per behaviour, nornir's ``threaded`` the reference.
 
 Each test is parametrized over ``RUNNERS``: a new runner is covered by one more entry there.
-Where a runner does not have a behaviour, its entry says so in ``lacks`` and the test is
-skipped with that reason; a known bug is in ``bugs``, as a strict ``xfail``. What belongs to
-one runner alone (processpool's crashes, the asyncio runner's loops and cancellation,
-threadpool's threads) is tested in that runner's own file.
+Where a runner does not have a behaviour, its entry says so in ``lacks`` and the test leaves
+it out (no case is generated to be skipped); a known bug is in ``bugs``, as a strict
+``xfail``. What belongs to one runner alone (processpool's crashes, the asyncio runner's
+loops and cancellation, threadpool's threads) is tested in that runner's own file.
 
 Runners that run ``async def`` tasks run each behaviour with both kinds of task: the ``sync``
 tasks of tests/tasksets.py and their ``async`` twins of tests/async_tasksets.py.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib.util
 import os
 import pickle
 import re
@@ -160,11 +159,6 @@ RUNNERS = [
         id="asyncio-uvloop",
         options={"loop": "uvloop"},
         given={**ASYNCIO.given, "loop": "uvloop"},
-        marks=[
-            pytest.mark.skipif(
-                importlib.util.find_spec("uvloop") is None, reason="uvloop is not installed"
-            )
-        ],
     ),
     Runner(
         "processpool",
@@ -229,16 +223,15 @@ def each_runner(
     *behaviours: str,
     cases: Callable[[Runner], Iterable[tuple[str, tuple[Any, ...]]]] = lambda runner: [("", ())],
 ) -> list[Any]:
-    """``RUNNERS`` as parameters, each with its ``cases`` (an id and more values each); skipped
-    with the runner's reason where it lacks one of ``behaviours``, marked where it has a known
-    bug in one."""
+    """``RUNNERS`` that have every one of ``behaviours``, as parameters, each with its
+    ``cases`` (an id and more values each), marked where it has a known bug in one. A runner
+    that lacks one is left out (``Runner.lacks`` says why), not generated to be skipped."""
     params = []
     for runner in RUNNERS:
+        if any(b in runner.lacks for b in behaviours):
+            continue
         marks = list(runner.marks)
         marks += [runner.bugs[b] for b in behaviours if b in runner.bugs]
-        lacks = [runner.lacks[b] for b in behaviours if b in runner.lacks]
-        if lacks:
-            marks.append(pytest.mark.skip(reason=f"{runner.id}: {lacks[0]}"))
         for case, values in cases(runner):
             case_id = f"{runner.id}-{case}" if case else runner.id
             params.append(pytest.param(runner, *values, id=case_id, marks=marks))

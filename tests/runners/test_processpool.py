@@ -4,7 +4,6 @@ nothing behind) is in test_conformance.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import random
@@ -63,9 +62,7 @@ async def _loop_module(task: Task) -> str:
     return type(asyncio.get_running_loop()).__module__
 
 
-@pytest.mark.parametrize(
-    "loop", ["asyncio", "uvloop"] if importlib.util.find_spec("uvloop") else ["asyncio"]
-)
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_workers_run_the_loop_chosen(loop: str) -> None:
     """Workers once always ran plain asyncio, whatever uvloop choice the run made."""
     result = pool(hosts=4, num_procs=2, loop=loop).run(task=_loop_module)

@@ -3,7 +3,6 @@ and a job registers only the connection plugins its task opens."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -27,7 +26,6 @@ from nornir_bench.tasks import (
 from tests.conftest import make_nornir
 
 EXTRA = "pip install 'nornir-bench[devices]'"
-HAS_NETMIKO = importlib.util.find_spec("nornir_netmiko") is not None
 
 
 def test_every_builtin_task_says_what_it_needs() -> None:
@@ -145,7 +143,6 @@ print(status, "netmiko" in sys.modules, "paramiko" in sys.modules)
 """
 
 
-@pytest.mark.skipif(not HAS_NETMIKO, reason="nornir-netmiko is not installed")
 @pytest.mark.parametrize(
     ("task", "imported"),
     [
