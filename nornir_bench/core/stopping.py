@@ -148,6 +148,15 @@ class CtrlC:
     def __init__(self, halt: Callable[[], None]) -> None:
         self.presses = 0
         self._halt = halt
+        self._handling = False
+
+    def raised_by_a_task(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised where a host's task runs in this thread (an event loop's
+        coroutine), is the task's own ``SystemExit`` or ``KeyboardInterrupt``, not Ctrl-C: while
+        :meth:`handled` takes SIGINT, only its second press raises one."""
+        if isinstance(exc, KeyboardInterrupt):
+            return self._handling and self.presses < 2
+        return isinstance(exc, SystemExit)
 
     @property
     def abandoned(self) -> bool:
@@ -177,9 +186,11 @@ class CtrlC:
             yield self
             return
         signal.signal(signal.SIGINT, lambda signum, frame: self.press())
+        self._handling = True
         try:
             yield self
         finally:
+            self._handling = False
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def wait(self, run: Callable[[], None]) -> None:

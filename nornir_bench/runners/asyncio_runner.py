@@ -117,7 +117,7 @@ class AsyncioRunner(Policed):
                 "a Jupyter cell); use `await nornir_bench.arun(nr, task, ...)` there instead"
             )
         loop, kept = self._loops.take()
-        run = _LoopHosts(self, task, hosts, keep_connections=kept)
+
         # The first Ctrl-C halts the run on its loop, between two steps of its coroutines: a
         # KeyboardInterrupt raised wherever the loop happens to be could cut a host's hooks or
         # result in half.
@@ -125,6 +125,7 @@ class AsyncioRunner(Policed):
             loop.call_soon_threadsafe(run.halt)
 
         ctrl_c = CtrlC(halt)
+        run = _LoopHosts(self, task, hosts, keep_connections=kept, ctrl_c=ctrl_c)
         ended = False
 
         def close() -> None:
@@ -143,13 +144,13 @@ class AsyncioRunner(Policed):
                     _cut_short(loop, main)
             ended = not ctrl_c.presses
         except BaseException:
-            # A task's SystemExit stopped the loop mid-step: closing it may fail ("Event loop
-            # stopped before Future completed"), which must not hide what ended the run.
+            # Something stopped the loop mid-step: closing it may fail ("Event loop stopped
+            # before Future completed"), which must not hide what ended the run.
             with contextlib.suppress(Exception):
                 close()
             raise
         close()
-        raise_if_stopped(ctrl_c, run.result)
+        raise_if_stopped(ctrl_c, run.result, run.escaped)
         return run.result
 
     def close(self) -> None:
@@ -165,8 +166,10 @@ class AsyncioRunner(Policed):
 
         Cancelling it cancels the hosts in flight and propagates ``CancelledError``.
         """
-        run = _LoopHosts(self, task, hosts, keep_connections=False)
+        run = _LoopHosts(self, task, hosts, keep_connections=False, ctrl_c=CtrlC(lambda: None))
         await run.main()
+        if run.escaped:
+            raise run.escaped[0]
         return run.result
 
     def __repr__(self) -> str:
@@ -183,9 +186,17 @@ class _LoopHosts:
     """
 
     def __init__(
-        self, runner: AsyncioRunner, task: Task, hosts: list[Host], *, keep_connections: bool
+        self,
+        runner: AsyncioRunner,
+        task: Task,
+        hosts: list[Host],
+        *,
+        keep_connections: bool,
+        ctrl_c: CtrlC,
     ) -> None:
         self.task = task
+        self.ctrl_c = ctrl_c
+        self.escaped: list[BaseException] = []  # a task's SystemExit & co., raised at the end
         self.result = placeholders(task, hosts)
         policy = runner.policy.for_task(task.task)
         self.count = min(runner.num_workers, len(hosts))
@@ -211,13 +222,22 @@ class _LoopHosts:
     def halt(self) -> None:
         """On the loop: no host starts any more, and those in flight are cancelled."""
         self.halted.set()
-        self.pending.halt()
-        if self.planned is not None:
-            self.planned.halt()
+        self._no_more_hosts()
         for worker in self.workers:
             worker.cancel()
         if self.all_done is not None and not self.all_done.done():
             self.all_done.set_result(None)
+
+    def _no_more_hosts(self) -> None:
+        self.pending.halt()
+        if self.planned is not None:
+            self.planned.halt()
+
+    def escape(self, exc: BaseException) -> None:
+        """A host's task raised ``exc`` (``SystemExit`` & co.): no host starts any more, those
+        in flight finish, and ``run`` raises it then, as on every runner."""
+        self.escaped.append(exc)
+        self._no_more_hosts()
 
     async def main(self) -> None:
         per_host = descriptors_of(self.task.task)
@@ -230,6 +250,7 @@ class _LoopHosts:
         all_done = self.all_done = loop.create_future()
         task, result, context, planned = self.task, self.result, self.context, self.planned
         take, workers, halted = self.pending.take, self.workers, self.halted
+        raised_by_a_task, escape = self.ctrl_c.raised_by_a_task, self.escape
         running = 1  # the workers, and the loop starting them below
 
         def ended() -> None:
@@ -255,8 +276,12 @@ class _LoopHosts:
                         result[host.name] = await arun_one(task, host, context)
                 else:
                     await hosts_planned(planned)
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise  # halted; or Ctrl-C without our handler, which the runner takes
+            except asyncio.CancelledError:
+                raise  # halted
+            except (SystemExit, KeyboardInterrupt) as exc:
+                if not raised_by_a_task(exc):
+                    raise  # Ctrl-C: the runner's rule takes it
+                escape(exc)
             except BaseException as exc:  # not a task error (the core captures those): fail the run
                 if not all_done.done():
                     all_done.set_exception(exc)

@@ -45,7 +45,7 @@ SYNC, ASYNC = "sync", "async"
 REFERENCE = "results compared with nornir's threaded runner"
 BAD_OPTIONS = "bad options rejected when the runner is built"
 CTRL_C = "Ctrl-C stops the run and keeps what finished"
-SYSTEM_EXIT = "SystemExit from a task re-raised by run()"
+SYSTEM_EXIT = "SystemExit or KeyboardInterrupt from a task re-raised by run() once it stopped"
 ASYNC_TASKS = "async def tasks run"
 IN_FLIGHT = "hosts in flight at Ctrl-C finish, or are cancelled"
 COUNTED_IN_PROCESS = "hosts in flight counted in the test's process"
@@ -536,25 +536,39 @@ def _threads_end(threads: set[threading.Thread], seconds: float = 5.0) -> bool:
     return False
 
 
-def exits_on_dev2(task: Task) -> str:
+def exits_on_dev2(task: Task, exit: type[BaseException]) -> str:
     if task.host.name == "dev2":
-        raise SystemExit(3)
+        raise exit(3)
     return "stayed"
 
 
-async def aexits_on_dev2(task: Task) -> str:
+async def aexits_on_dev2(task: Task, exit: type[BaseException]) -> str:
     await asyncio.sleep(0)
-    return exits_on_dev2(task)
+    return exits_on_dev2(task, exit)
 
 
-@pytest.mark.parametrize(("runner", "kind"), each_runner(SYSTEM_EXIT, cases=each_kind))
+def each_kind_and_exit(runner: Runner) -> list[tuple[str, tuple[str, type[BaseException]]]]:
+    return [
+        (f"{kind}-{exit.__name__}", (kind, exit))
+        for kind in runner.kinds
+        for exit in (SystemExit, KeyboardInterrupt)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("runner", "kind", "exit"), each_runner(SYSTEM_EXIT, cases=each_kind_and_exit)
+)
 def test_system_exit_from_a_task_propagates_once_the_run_has_stopped(
-    runner: Runner, kind: str
+    runner: Runner, kind: str, exit: type[BaseException]
 ) -> None:
+    """A task's ``SystemExit`` or ``KeyboardInterrupt`` (not an error: nornir's ``Task.start``
+    does not catch it) leaves ``run()`` as it was raised, on every runner: not as a Ctrl-C's
+    ``RunInterrupted``, not as a failed host."""
     nr = runner.nornir(hosts=10, num_workers=3)
-    with pytest.raises(SystemExit) as info:
-        nr.run(task=aexits_on_dev2 if kind == ASYNC else exits_on_dev2)
-    assert info.value.code == 3
+    with pytest.raises(exit) as info:
+        nr.run(task=aexits_on_dev2 if kind == ASYNC else exits_on_dev2, exit=exit)
+    assert type(info.value) is exit and info.value.args == (3,)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     # no_leaked_threads, no_leaked_processes: what the run started had stopped
 
 
