@@ -245,6 +245,16 @@ class _LoopHosts:
             self.count = min(self.count, fits)  # fewer hosts in flight if the files cannot
             await self._main()
 
+    async def _hosts_planned(self, planned: AsyncPlan) -> None:
+        """A worker's hosts as the run's plan allows them."""
+        task, result, context = self.task, self.result, self.context
+        while True:
+            host = planned.take()  # without a coroutine, when one may start now
+            if host is None and (host := await planned.next()) is None:
+                return
+            multi = result[host.name] = await arun_one(task, host, context)
+            planned.finished(host, multi.failed)
+
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         all_done = self.all_done = loop.create_future()
@@ -259,14 +269,6 @@ class _LoopHosts:
             if running == 0 and not all_done.done():
                 all_done.set_result(None)
 
-        async def hosts_planned(planned: AsyncPlan) -> None:
-            while True:
-                host = planned.take()  # without a coroutine, when one may start now
-                if host is None and (host := await planned.next()) is None:
-                    return
-                multi = result[host.name] = await arun_one(task, host, context)
-                planned.finished(host, multi.failed)
-
         async def work() -> None:
             # One coroutine per worker on the hot path: no generator or coroutine of ours
             # between the loop and the core.
@@ -275,7 +277,7 @@ class _LoopHosts:
                     while (host := take()) is not None:
                         result[host.name] = await arun_one(task, host, context)
                 else:
-                    await hosts_planned(planned)
+                    await self._hosts_planned(planned)
             except asyncio.CancelledError:
                 raise  # halted
             except (SystemExit, KeyboardInterrupt) as exc:
