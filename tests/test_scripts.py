@@ -237,6 +237,28 @@ def test_the_nornir_suite_tool_swaps_each_runner_in_and_counts(tmp_path: Path) -
     ], done.stdout + done.stderr
 
 
+def test_the_mutation_check_still_applies_to_the_code(tmp_path: Path) -> None:
+    """scripts/mutate.py (minutes: run by hand) names code to break and tests to run: a
+    mutation whose text changed, or a test renamed, would go unnoticed until the next run."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "mutate.py"), "--list"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr  # every old text found exactly once
+    lines = done.stdout.splitlines()
+    names = {line.split(":")[0] for line in lines if not line.startswith(" ")}
+    assert names >= {
+        "masking", "crash-isolation", "task-timeout", "retry-never", "retry-never-subtask",
+        "dask-credentials",
+    }
+    tests = sorted({line.strip() for line in lines if line.startswith("    tests/")})
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=SCRIPTS.parent, capture_output=True, text=True, timeout=120,
+    )
+    assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
+
+
 def test_the_router_benchmark_runs(tmp_path: Path) -> None:
     from tests.routers import skip_without_router_lab
 
