@@ -179,11 +179,12 @@ def run_tests(folder: Path, tests: list[str]) -> tuple[int, str]:
 
 
 def failed_tests(output: str) -> list[str]:
-    """The ids in pytest's summary lines: ``FAILED tests/x.py::test[id with spaces] - why``
-    (``ERROR`` for a failed setup or teardown)."""
+    """The ids in pytest's short summary: ``FAILED tests/x.py::test[id with spaces] - why``
+    (``ERROR`` for a failed setup or teardown; captured log lines above start so too)."""
+    summary = output.rpartition(" short test summary info ")[2]
     return [
         line.split(" ", 1)[1].split(" - ", 1)[0]
-        for line in output.splitlines()
+        for line in summary.splitlines()
         if line.startswith(("FAILED ", "ERROR "))
     ]
 
