@@ -1,8 +1,10 @@
-"""The measurement scripts of scripts/ still run, on a small fleet: docs/benchmarks.md tells
-users to re-run them, and a script reaching into a private name breaks silently otherwise."""
+"""The measurement scripts of scripts/ still run, on a small fleet, and print their figures:
+docs/benchmarks.md tells users to re-run them, and a script reaching into a private name, or
+printing nothing useful, breaks silently otherwise."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,32 +14,128 @@ import pytest
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
+N = r"[\d.,]+"  # a figure: these are benchmarks, only their shape is checked
+SPREAD = rf"{N} \({N}-{N}\)"  # median (min-max)
+
+# Each script's command on a small fleet, and the lines it must print (regexes, one line each).
+SCRIPT_RUNS = [
+    (
         ["bench_runners.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
          "--rtt-workers", "50"],
+        [
+            r"## per-host cost, no-op task, 200 hosts, median of 1 \(min-max\), µs/host",
+            *(
+                rf"workers={w}:  serial {SPREAD}  threaded {SPREAD}  threadpool {SPREAD}  "
+                rf"threadpool/threaded = {N}"
+                for w in (20, 1000)
+            ),
+            r"## sim_rtt 10 ms, 200 hosts, 50 workers; ideal ceil\(N/W\)\*RTT = 0\.040 s",
+            *(
+                rf" *{runner}: {N} s \(min {N}, max {N}\)  = {N} x ideal"
+                for runner in ("bare-threads", "threaded", "threadpool")
+            ),
+        ],
+    ),
+    (
         ["bench_asyncio.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
          "--loops", "asyncio"],
+        [
+            r"## 200 hosts, RTT 10 ms, median of 1 \(min-max\)",
+            rf" asyncio: floor {N} s \({N}-{N}\)  runner {N} s \({N}-{N}\)  runner/floor {N}",
+        ],
+    ),
+    (
         ["bench_processpool.py", "--hosts", "200", "--repeat", "1", "--skip-cpu"],
+        [
+            r"## asim_rtt 50 ms on 200 hosts, all in flight",
+            rf" +asyncio, 200 workers: +{N} s \({N}-{N}\)",
+            rf" +processpool, 2 procs x 100: +{N} s \({N}-{N}\)",
+            rf" +processpool / asyncio: {N} \(target <= 1\.5\)",
+            r"## no-op task on 200 hosts: per-host cost",
+            rf" +threadpool, 20 workers: +{N} s \({N}-{N}\) = {N} µs/host",
+            rf" +processpool, 2 procs x 20: +{N} s \({N}-{N}\) = {N} µs/host",
+        ],
+    ),
+    (
         ["bench_process.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
          "--points", "threadpool:50,asyncio:200"],
+        [
+            r"## whole process, 200 hosts, RTT 10 ms, median of 1 \(min-max\); .*python.*",
+            *(
+                rf" *{runner} +{workers} workers: wall {N} s \({N}-{N}\), user {N} s, "
+                rf"sys {N} s, cpu {N} %"
+                for runner, workers in (("threadpool", 50), ("asyncio", 200))
+            ),
+        ],
+    ),
+    (
         ["bench_memory.py", "--runs", "2", "--hosts", "200", "--runners", "threadpool,asyncio"],
+        [
+            r"2 runs in one process, 200 hosts, 10% failing, RTT 0; .*",
+            # the process stays flat: as many threads and open files after the last run
+            *(
+                rf" *{runner}: RSS {N} -> {N} MiB \(.*\); objects {N} -> {N} \(.*\); "
+                rf"threads (\d+) -> \1, fds (\d+) -> \2; run {N} s median"
+                for runner in ("threadpool", "asyncio")
+            ),
+        ],
+    ),
+    (
         ["bench_crashes.py", "--hosts", "200", "--rate", "0.02", "--how", "exit", "--rtt", "0.01",
          "--limit", "60"],
+        [
+            r"200 hosts, 2\.0% crash their worker at the start of their task, .*",
+            # every host in the result, and each of the 4 crashers failed
+            rf" *exit: ended, run {N} s \(process {N} s\); hosts present 200, finished 200; "
+            rf"failed: 4 of 4 crashers, \d+ of 196 innocent .*",
+        ],
+    ),
+    (
         ["bench_inventory.py", "--repeat", "1"],
+        [
+            rf"synthetic +10,000 hosts: +{N} ms \(min {N}, max {N}\)",
+            rf"SimpleInventory +1,000 hosts: +{N} ms \(min {N}, max {N}\)",
+            rf"synthetic 10k / SimpleInventory 1k = {N} \(target < 1\)",
+        ],
+    ),
+    (
         ["bench_policies.py", "--hosts", "300", "--repeats", "1", "--hung-hosts", "20",
          "--task-timeout", "0.3"],
-    ],
-    ids=lambda command: command[0],
+        [
+            r"## 1\. Untriggered policies: no-op task on 300 hosts in 100 groups, .*",
+            r"## 2\. max_starts_per_second: 2000 on 300 hosts, .*",
+            r"## 3\. group_limits: \{group: 5\} on 300 hosts in 100 groups, .*",
+            r"## 4\. 20 hosts on a loopback port that accepts and never answers, .*",
+            # limits that must hold, whatever the timings: no group above 5 hosts in flight,
+            # every hung host failed by its deadline and nothing left once the peer closed
+            *(
+                rf"\| {runner} \| \d+ \| {N} \| [0-5] \| \d+ of 100 \| 5 \| yes \|"
+                for runner in ("threadpool", "asyncio", "processpool")
+            ),
+            *(
+                rf"\| {runner} \| \d+ \| {N} \| {N} \| {N} \| .* \| 20 of 20 \(\d+\) \| .* \| "
+                r"0 thr, 0 proc \(0 thr\) \(.*\) \|"
+                for runner in ("threadpool", "asyncio", "processpool")
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "lines"), SCRIPT_RUNS, ids=[command[0] for command, _ in SCRIPT_RUNS]
 )
-def test_a_benchmark_script_runs(command: list[str], tmp_path: Path) -> None:
+def test_a_benchmark_script_prints_its_figures(
+    command: list[str], lines: list[str], tmp_path: Path
+) -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPTS / command[0]), *command[1:]],
         cwd=tmp_path, capture_output=True, text=True, timeout=110,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+    for line in lines:
+        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
 
 
 def test_the_connections_benchmark_counts_one_login_per_device_when_connections_are_kept(
@@ -137,6 +235,28 @@ def test_the_nornir_suite_tool_swaps_each_runner_in_and_counts(tmp_path: Path) -
         "  threadpool: test_miniature.py::test_on_a_runner_the_swap_misses failed: teardown: "
         "AssertionError: nr.run ran on ['SerialRunner'], not on the swapped-in threadpool runner",
     ], done.stdout + done.stderr
+
+
+def test_the_mutation_check_still_applies_to_the_code(tmp_path: Path) -> None:
+    """scripts/mutate.py (minutes: run by hand) names code to break and tests to run: a
+    mutation whose text changed, or a test renamed, would go unnoticed until the next run."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "mutate.py"), "--list"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr  # every old text found exactly once
+    lines = done.stdout.splitlines()
+    names = {line.split(":")[0] for line in lines if not line.startswith(" ")}
+    assert names >= {
+        "masking", "crash-isolation", "task-timeout", "retry-never", "retry-never-subtask",
+        "dask-credentials",
+    }
+    tests = sorted({line.strip() for line in lines if line.startswith("    tests/")})
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=SCRIPTS.parent, capture_output=True, text=True, timeout=120,
+    )
+    assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
 
 
 def test_the_router_benchmark_runs(tmp_path: Path) -> None:

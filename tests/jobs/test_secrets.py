@@ -86,6 +86,58 @@ def test_no_output_of_a_run_holds_the_password(tmp_path: Path, runner: str) -> N
     assert "login failed with ********" in done.stdout
 
 
+# A task whose result and error hold the password inside text that was already encoded once:
+# a list's str, a repr, bytes, and KeyError (whose message is the key's repr).
+ECHOING_TASKS = """
+def echoes(task):
+    password = task.host.password
+    if task.host.name == "dev1":
+        raise KeyError(password)
+    return {"as_list": str([password]), "as_repr": repr(password), "as_bytes": password.encode()}
+"""
+
+
+def secret_forms(secret: str) -> set[bytes]:
+    """``secret`` as bytes in a file, as is or escaped once or twice: by repr (of the text or
+    its UTF-8 bytes), then maybe by JSON (with or without escaping what is not ASCII)."""
+    once = {secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]}
+    twice = {json.dumps(form, ensure_ascii=only)[1:-1] for form in once for only in (True, False)}
+    return {form.encode() for form in once | twice}
+
+
+def test_records_hold_no_form_of_a_password_escaped_before_masking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Masked after JSON encoding, a password inside a repr (a list's str, KeyError's message)
+    reached the records file escaped twice, past recognition."""
+    from nornir_bench.jobs.load import load_job
+    from nornir_bench.jobs.run import run_job
+
+    secret = NASTY + "\nü€"
+    monkeypatch.setenv("NB_ECHOED", secret)
+    (tmp_path / "echoingtasks.py").write_text(ECHOING_TASKS)
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        textwrap.dedent("""\
+        inventory: {plugin: synthetic, options: {hosts: 2, password: "${NB_ECHOED}"}}
+        runner: {plugin: threadpool, options: {num_workers: 2}}
+        logging: {enabled: false}
+        task: {name: "echoingtasks:echoes"}
+        """)
+    )
+    run_job(load_job(job), output=tmp_path / "records.jsonl", progress=False)
+    raw = (tmp_path / "records.jsonl").read_bytes()
+    for form in secret_forms(secret):
+        assert form not in raw, form
+    records = {r["host"]: r for r in map(json.loads, raw.decode().splitlines())}
+    assert records["dev0"]["result"] == {
+        "as_list": "['********']",
+        "as_repr": "'********'",
+        "as_bytes": "b'********'",
+    }
+    assert (records["dev1"]["exception"], records["dev1"]["message"]) == ("KeyError", "'********'")
+
+
 # A task saying the password on the terminal: warned, printed (in two writes: text, newline),
 # to standard error, and as the exit message of the process (one host).
 LOUD_TASKS = """

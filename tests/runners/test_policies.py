@@ -22,6 +22,7 @@ import pytest
 from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
+from nornir_bench import arun_subtask
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout, TaskTimeout
@@ -90,6 +91,17 @@ async def aflaky(
 ) -> str:
     await asyncio.sleep(0)
     return _attempt(task, token, error, good_on)
+
+
+def logs_in(task: Task, token: str, error: str) -> str:
+    """Its login is a subtask: the task fails with the subtask's ``NornirSubTaskError``."""
+    task.run(task=_attempt, token=token, error=error, good_on=3)
+    return "logged in"
+
+
+async def alogs_in(task: Task, token: str, error: str) -> str:
+    await arun_subtask(task, _attempt, token=token, error=error, good_on=3)
+    return "logged in"
 
 
 def fails_on(task: Task, names: list[str], pause: float = 0.0) -> str:
@@ -198,6 +210,26 @@ def test_errors_not_to_retry_fail_at_once(
     result = nr.run(task=pick(kind, flaky, aflaky), token=uuid.uuid4().hex, error=error)
     assert errors(result) == {error: 4}
     assert {attempts_of(multi)[0] for multi in result.values()} == {1}
+
+
+@pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)
+@pytest.mark.parametrize(
+    ("error", "attempts"), [("PermissionError", 1), ("ConnectionResetError", 3)], ids=["auth", "io"]
+)
+def test_a_subtasks_error_decides_the_retry(
+    runner: Runner, kind: str, error: str, attempts: int
+) -> None:
+    """An authentication error is never retried, also when a subtask raised it (the task's own
+    error is then a NornirSubTaskError); a connection error in a subtask is."""
+    nr = runner.nornir(hosts=4, retries=5, **QUICK_RETRIES)
+    result = nr.run(task=pick(kind, logs_in, alogs_in), token=uuid.uuid4().hex, error=error)
+    assert {attempts_of(multi)[0] for multi in result.values()} == {attempts}
+    if attempts == 1:
+        assert errors(result) == {"NornirSubTaskError": 4}
+        assert {type(multi[1].exception).__name__ for multi in result.values()} == {error}
+    else:
+        assert not result.failed, result.failed_hosts
+        assert {multi[1].result for multi in result.values()} == {"ok on attempt 3"}
 
 
 @pytest.mark.parametrize(("runner", "kind"), EVERY_KIND)

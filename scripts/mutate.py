@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""A small mutation check: do the tests notice when a behaviour that matters breaks?
+
+    python scripts/mutate.py [--only NAME,...] [--list] [--no-baseline]
+
+Each mutant in :data:`MUTANTS` breaks one behaviour with one textual replacement in one file
+of a copy of the package and its tests, made in a temporary folder (the checkout is never
+edited), then runs the tests named for it there. A mutant is "caught" when one of them fails;
+"SURVIVED" when all pass: the tests would not notice that behaviour breaking. First the same
+tests run on an unmutated copy, and must pass, or a "caught" would mean nothing.
+
+A mutation whose old text is not found exactly once stops the check before anything runs:
+the table is kept up with the code, not left to rot. Exit status: 0 every mutant caught,
+1 some survived, or a run went wrong (the baseline failed, a test named is gone), 2 a
+mutation that no longer applies, or bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COPIED = ("nornir_bench", "tests", "pyproject.toml")  # pyproject.toml: pytest's settings
+MUTANT_SECONDS = 600  # a mutant that hangs its tests: pytest-timeout stops each at 120 s
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One behaviour broken: ``old`` replaced by ``new`` in ``file``; ``tests``: pytest node
+    ids, one of which must fail."""
+
+    name: str
+    behaviour: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+POLICIES = "tests/runners/test_policies.py"
+
+MUTANTS = [
+    Mutant(
+        "masking",
+        "records are masked before they are JSON-encoded",
+        "nornir_bench/processors/records.py",
+        "        line = json.dumps(\n"
+        "            self.redact.value(record), default=self.redact.json_default,"
+        " ensure_ascii=False\n"
+        "        )\n",
+        "        line = self.redact(\n"
+        "            json.dumps(record, default=self.redact.json_default, ensure_ascii=False)\n"
+        "        )\n",
+        (
+            "tests/jobs/test_secrets.py::"
+            "test_records_hold_no_form_of_a_password_escaped_before_masking",
+            "tests/processors/test_records.py::"
+            "test_values_json_cannot_hold_are_written_as_repr_and_secrets_masked",
+        ),
+    ),
+    Mutant(
+        "crash-isolation",
+        "the hosts in flight beside one that crashed its worker run again (crash_reruns)",
+        "nornir_bench/runners/processpool/pool.py",
+        "self.crashes = CrashLedger(options.crash_reruns)",
+        "self.crashes = CrashLedger(0)",
+        (
+            "tests/runners/test_processpool.py::"
+            "test_a_crashing_worker_fails_only_the_host_that_crashes_it",
+        ),
+    ),
+    Mutant(
+        "task-timeout",
+        "an attempt stops at task_timeout",
+        "nornir_bench/core/policies/hosts.py",
+        "deadline = None if limit is None else time.monotonic() + limit",
+        "deadline = None",
+        (f"{POLICIES}::test_what_a_call_given_up_adds_later_does_not_reach_the_result",),
+    ),
+    Mutant(
+        "retry-never",
+        "an authentication error is never retried (retry_never)",
+        "nornir_bench/core/policies/retry.py",
+        "    if any(policy.retry_never.matches(cause) for cause in found):\n        return False\n",
+        "",
+        tuple(
+            f"{POLICIES}::test_errors_not_to_retry_fail_at_once[auth-{runner}]"
+            for runner in ("threadpool-sync", "asyncio-async", "processpool-sync", "dask-async")
+        ),
+    ),
+    Mutant(
+        "retry-never-subtask",
+        "an authentication error is never retried, also when a subtask raised it",
+        "nornir_bench/core/policies/retry.py",
+        "if any(policy.retry_never.matches(cause) for cause in found):",
+        "if policy.retry_never.matches(exc):",
+        (f"{POLICIES}::test_a_subtasks_error_decides_the_retry",),
+    ),
+    Mutant(
+        "dask-credentials",
+        "dask refuses to send hosts' passwords to an unencrypted remote scheduler, if any host "
+        "has one",
+        "nornir_bench/runners/dask/runner.py",
+        "if any(_has_password(h) for h in hosts):",
+        "if all(_has_password(h) for h in hosts):",
+        (
+            "tests/runners/test_dask.py::"
+            "test_where_credentials_may_go_is_decided_from_the_address_alone",
+        ),
+    ),
+    Mutant(
+        "dask-credentials-no-scheme",
+        "dask refuses an unencrypted remote scheduler also when its address has no scheme",
+        "nornir_bench/runners/dask/cluster.py",
+        'scheme, rest = "tcp", address  # Dask\'s default protocol',
+        'scheme, rest = "", address',
+        (
+            "tests/runners/test_dask.py::"
+            "test_credentials_never_go_to_an_unencrypted_remote_scheduler",
+        ),
+    ),
+]
+
+
+class MutationRotted(Exception):
+    """A mutation's old text is not found exactly once in its file."""
+
+
+def mutated(mutant: Mutant, text: str) -> str:
+    found = text.count(mutant.old)
+    if found != 1:
+        raise MutationRotted(
+            f"{mutant.name}: its old text is found {found} times in {mutant.file}, not once: "
+            "update the mutation in scripts/mutate.py"
+        )
+    return text.replace(mutant.old, mutant.new)
+
+
+def copy_checkout(into: Path) -> None:
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, into / name)
+
+
+def run_tests(folder: Path, tests: list[str]) -> tuple[int, str]:
+    """pytest on ``tests`` in ``folder``, importing the package there; its status and output."""
+    env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    with subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as pytest:
+        try:
+            output, _ = pytest.communicate(timeout=MUTANT_SECONDS)
+        except subprocess.TimeoutExpired:
+            # As Ctrl-C: pytest then tears down, ending its runners' workers and clusters.
+            pytest.send_signal(signal.SIGINT)
+            try:
+                output, _ = pytest.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                pytest.kill()
+                output, _ = pytest.communicate()
+            return -1, output + f"\nstopped after {MUTANT_SECONDS} s"
+        except KeyboardInterrupt:  # Ctrl-C reached pytest too: let it clean up
+            pytest.communicate(timeout=60)
+            raise
+    return pytest.returncode, output
+
+
+def failed_tests(output: str) -> list[str]:
+    """The ids in pytest's short summary: ``FAILED tests/x.py::test[id with spaces] - why``
+    (``ERROR`` for a failed setup or teardown; captured log lines above start so too)."""
+    summary = output.rpartition(" short test summary info ")[2]
+    return [
+        line.split(" ", 1)[1].split(" - ", 1)[0]
+        for line in summary.splitlines()
+        if line.startswith(("FAILED ", "ERROR "))
+    ]
+
+
+def check(mutant: Mutant | None, tests: list[str]) -> tuple[int, str, float]:
+    """The tests' status and output on a fresh copy, mutated by ``mutant`` unless ``None``."""
+    with tempfile.TemporaryDirectory(prefix="nornir-bench-mutant-") as temporary:
+        folder = Path(temporary)
+        copy_checkout(folder)
+        if mutant is not None:
+            path = folder / mutant.file
+            path.write_text(mutated(mutant, path.read_text()))
+        started = time.monotonic()
+        status, output = run_tests(folder, tests)
+        return status, output, time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="mutants to run, by name, comma-separated")
+    parser.add_argument(
+        "--list", action="store_true", help="list the mutants and their tests, and stop"
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip running the tests unmutated first"
+    )
+    args = parser.parse_args()
+    mutants = MUTANTS
+    if args.only:
+        names = args.only.split(",")
+        unknown = sorted(set(names) - {m.name for m in MUTANTS})
+        if unknown:
+            parser.error(f"no mutant named {', '.join(unknown)}")
+        mutants = [m for m in MUTANTS if m.name in names]
+    try:  # every mutation applies to the checkout as it is, before any test runs
+        for mutant in mutants:
+            mutated(mutant, (ROOT / mutant.file).read_text())
+    except MutationRotted as exc:
+        print(f"mutate.py: {exc}", file=sys.stderr)
+        return 2
+    if args.list:
+        for mutant in mutants:
+            print(f"{mutant.name}: {mutant.behaviour} ({mutant.file})")
+            print("".join(f"    {test}\n" for test in mutant.tests), end="")
+        return 0
+
+    if not args.no_baseline:
+        tests = list(dict.fromkeys(test for mutant in mutants for test in mutant.tests))
+        status, output, seconds = check(None, tests)
+        if status != 0:
+            print(output[-4000:])
+            print(f"baseline: the tests fail unmutated (pytest status {status}): fix that first")
+            return 1
+        print(f"baseline  {len(tests)} test ids pass unmutated ({seconds:.0f} s)", flush=True)
+
+    survived, broken = [], []
+    for mutant in mutants:
+        status, output, seconds = check(mutant, list(mutant.tests))
+        if status == 1:
+            verdict = f"caught    {mutant.name}: {', '.join(failed_tests(output))} failed"
+        elif status == 0:
+            verdict = f"SURVIVED  {mutant.name}: {mutant.behaviour}; every test named passed"
+            survived.append(mutant.name)
+        else:  # 2 interrupted, 4 a test id not found, 5 none collected, -1 stopped
+            print(output[-2000:])
+            verdict = f"ERROR     {mutant.name}: pytest status {status}"
+            broken.append(mutant.name)
+        print(f"{verdict} ({seconds:.0f} s)", flush=True)
+    caught = len(mutants) - len(survived) - len(broken)
+    summary = f"{caught} of {len(mutants)} mutants caught"
+    if survived:
+        summary += f"; survived: {', '.join(survived)}"
+    if broken:
+        summary += f"; errors: {', '.join(broken)}"
+    print(summary)
+    return 1 if survived or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
