@@ -11,6 +11,7 @@ repeat data until it no longer fits in memory (the "billion laughs").
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,12 @@ def read_job_yaml(path: Path) -> Any:
         OSError: the file cannot be read.
     """
     text = _decoded(path, _read_bounded(path))
+    if _brackets_may_nest_past(text, MAX_DEPTH):
+        # ruamel's scanner slows with each open flow collection (2,000 took 10 s to refuse):
+        # the parser's events find the place first.
+        where = _too_deep_at(path, text)
+        if where != str(path):
+            raise YamlInputError(f"{where}: {too_deep()}")
     try:
         root = YAML(typ="rt").load(text)
     except MarkedYAMLError:
@@ -208,6 +215,19 @@ def _line_column(text: str, index: int) -> tuple[int, int]:
 def too_deep() -> str:
     """The message for nesting past :data:`MAX_DEPTH`."""
     return f"nesting deeper than {MAX_DEPTH} levels; a job holds settings, not deep data"
+
+
+def _brackets_may_nest_past(text: str, depth: int) -> bool:
+    """Whether the brackets of ``text`` (``[`` ``{`` against ``]`` ``}``, quotes not read)
+    open more than ``depth`` at once: never false when its flow collections nest that deep."""
+    open_now = deepest = 0
+    for bracket in _BRACKETS.findall(text):
+        open_now = open_now + 1 if bracket in "[{" else max(open_now - 1, 0)
+        deepest = max(deepest, open_now)
+    return deepest > depth
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def _too_deep_at(path: Path, text: str) -> str:

@@ -482,6 +482,22 @@ def test_nesting_too_deep_for_the_yaml_parser_is_one_line(tmp_path: Path) -> Non
     ), message
 
 
+def test_brackets_nested_too_deep_are_refused_before_the_document_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ruamel's scanner slows with each open flow collection: building 2,000 took 10 s before
+    its RecursionError. The parser's events refuse them without building anything."""
+    from ruamel.yaml import YAML
+
+    def built(*args: object) -> None:
+        raise AssertionError("the document was built")
+
+    monkeypatch.setattr(YAML, "load", built)
+    message = error_of(write(tmp_path, GOOD + "user_defined: " + "[" * 2000 + "\n"))
+    assert message.endswith(f"nesting deeper than {MAX_DEPTH} levels; a job holds settings, "
+                            "not deep data"), message
+
+
 @pytest.mark.timeout(20)
 def test_a_job_file_bigger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
     """Parsed, 50 MB of YAML would take minutes (the round-trip parser reads ~0.1 MB/s)."""
