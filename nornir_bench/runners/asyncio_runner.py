@@ -186,16 +186,10 @@ class _LoopHosts:
     """
 
     def __init__(
-        self,
-        runner: AsyncioRunner,
-        task: Task,
-        hosts: list[Host],
-        *,
-        keep_connections: bool,
+        self, runner: AsyncioRunner, task: Task, hosts: list[Host], *, keep_connections: bool,
         ctrl_c: CtrlC,
     ) -> None:
-        self.task = task
-        self.ctrl_c = ctrl_c
+        self.task, self.ctrl_c = task, ctrl_c
         self.escaped: list[BaseException] = []  # a task's SystemExit & co., raised at the end
         self.result = placeholders(task, hosts)
         policy = runner.policy.for_task(task.task)
