@@ -65,6 +65,53 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# What marks a test ``slow`` (``pytest -m "not slow"`` leaves it out of the inner loop): it
+# needs processes, clusters, labs or signals of its own. A module whose tests all do:
+SLOW_MODULES = {
+    "tests/bench/test_sweep.py",  # a benchmark process per point
+    "tests/cli/test_devices.py",  # a FakeNOS lab, jobs in processes
+    "tests/cli/test_script.py",  # script.py in processes, Ctrl-C to process groups
+    "tests/core/test_gc.py",  # many runs, measured in processes
+    "tests/core/test_open_files.py",  # processes under a lowered open-files limit
+    "tests/core/test_stopping.py",  # signals to commands
+    "tests/lab/test_emulator.py",  # FakeNOS labs
+    "tests/lab/test_routers.py",  # router labs
+    "tests/report/test_page.py",  # a headless browser
+    "tests/runners/test_config_routers.py",  # router labs
+    "tests/runners/test_dask.py",  # Dask clusters of its own
+    "tests/runners/test_dask_lifetime.py",  # Dask clusters of its own, killed
+    "tests/runners/test_processpool.py",  # worker processes, crashed on purpose
+    "tests/runners/test_routers.py",  # router labs
+    "tests/test_examples.py",  # the README's lab, in processes
+    "tests/test_scripts.py",  # the benchmark scripts
+    "tests/test_typing.py",  # mypy over the package
+}
+# Runners whose hosts run in processes of their own, in any test parametrized with them.
+SLOW_RUNNERS = {"processpool", "dask"}
+# Fixtures that start labs.
+SLOW_FIXTURES = {"fakenos_lab", "frr_lab"}
+
+
+def _runs_on_a_slow_runner(item: pytest.Item) -> bool:
+    params = getattr(item, "callspec", None)
+    values = params.params.values() if params is not None else ()
+    names = (getattr(value, "name", value) for value in values)
+    return any(isinstance(name, str) and name in SLOW_RUNNERS for name in names)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    for item in items:
+        module = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        if (
+            module in SLOW_MODULES
+            or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+            or _runs_on_a_slow_runner(item)
+            or item.get_closest_marker("slow") is not None
+        ):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def records_state_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's default records folder is its own: a run without ``--output`` writes into
