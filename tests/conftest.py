@@ -70,6 +70,8 @@ def pytest_configure(config: pytest.Config) -> None:
 SLOW_MODULES = {
     "tests/bench/test_sweep.py",  # a benchmark process per point
     "tests/cli/test_devices.py",  # a FakeNOS lab, jobs in processes
+    "tests/cli/test_run.py",  # the command in a process each
+    "tests/cli/test_run_steps.py",  # the command in a process each
     "tests/cli/test_script.py",  # script.py in processes, Ctrl-C to process groups
     "tests/core/test_gc.py",  # many runs, measured in processes
     "tests/core/test_open_files.py",  # processes under a lowered open-files limit
@@ -78,16 +80,20 @@ SLOW_MODULES = {
     "tests/lab/test_routers.py",  # router labs
     "tests/report/test_page.py",  # a headless browser
     "tests/runners/test_config_routers.py",  # router labs
+    "tests/runners/test_connections.py",  # worker processes killed between runs
     "tests/runners/test_dask.py",  # Dask clusters of its own
     "tests/runners/test_dask_lifetime.py",  # Dask clusters of its own, killed
     "tests/runners/test_processpool.py",  # worker processes, crashed on purpose
     "tests/runners/test_routers.py",  # router labs
+    "tests/tasks/test_commands.py",  # FakeNOS devices restarted
+    "tests/tasks/test_scrapli_session.py",  # FakeNOS devices restarted
     "tests/test_examples.py",  # the README's lab, in processes
     "tests/test_scripts.py",  # the benchmark scripts
     "tests/test_typing.py",  # mypy over the package
 }
-# Runners whose hosts run in processes of their own, in any test parametrized with them.
-SLOW_RUNNERS = {"processpool", "dask"}
+# Runners whose hosts run in processes of their own, in any test parametrized with them; and
+# the asyncio runner on uvloop, which doubles its cases (tests/runners/test_conformance.py ids).
+SLOW_RUNNERS = {"processpool", "dask", "asyncio-uvloop"}
 # Fixtures that start labs.
 SLOW_FIXTURES = {"fakenos_lab", "frr_lab"}
 
@@ -95,7 +101,7 @@ SLOW_FIXTURES = {"fakenos_lab", "frr_lab"}
 def _runs_on_a_slow_runner(item: pytest.Item) -> bool:
     params = getattr(item, "callspec", None)
     values = params.params.values() if params is not None else ()
-    names = (getattr(value, "name", value) for value in values)
+    names = (getattr(value, "id", getattr(value, "name", value)) for value in values)
     return any(isinstance(name, str) and name in SLOW_RUNNERS for name in names)
 
 

@@ -75,6 +75,7 @@ def test_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
     assert sorted(nr.inventory.hosts) == ["r1", "r2"]
 
 
+@pytest.mark.slow
 def test_a_dask_job_reaches_a_tls_cluster_with_certificates_relative_to_the_job(
     tmp_path: Path,
 ) -> None:
