@@ -264,7 +264,8 @@ def test_the_router_benchmark_runs(tmp_path: Path) -> None:
 
     skip_without_router_lab()
     done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_routers.py"), "--quick", "--runners", "asyncio"],
+        [sys.executable, str(SCRIPTS / "bench_routers.py"), "--quick", "--runners", "asyncio",
+         "--routers", "2", "--logins-count", "8", "--sessions", "4", "--hosts", "20"],
         cwd=tmp_path, capture_output=True, text=True, timeout=110,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -549,7 +549,8 @@ def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backu
     its backup, instead of the library's bare error; the other routers change whole."""
     (tmp_path / "many.j2").write_text(MANY)
     job = change_job(frr_lab, tmp_path, runner, refuse=[])
-    job.write_text(job.read_text().replace("change.j2", "many.j2"))
+    # Each exchange given 10 s, not the default 30: the killed session's read times out sooner.
+    job.write_text(job.read_text().replace("change.j2", "many.j2") + "    timeout: 10\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
