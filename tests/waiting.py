@@ -13,10 +13,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
-__all__ = ["HANG_GUARD", "still_alive", "wait_until"]
+__all__ = ["HANG_GUARD", "process_ended", "still_alive", "wait_until"]
 
-HANG_GUARD = 30.0
+HANG_GUARD = 60.0
 """Seconds after which a wait for something that should happen counts as a hang: a guard, not
 a measure."""
 
@@ -44,3 +45,12 @@ def still_alive(threads: Iterable[threading.Thread]) -> list[threading.Thread]:
         if thread.is_alive():
             alive.append(thread)
     return alive
+
+
+def process_ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended: gone, or a zombie not yet reaped (read from /proc)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
