@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from nornir_bench.bench.record import read_record
+from tests.waiting import HANG_GUARD
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "script.py"
 SUMMARY = re.compile(
@@ -175,7 +176,7 @@ def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process(to: st
     ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
     assert 0 < ok < 4000 and failed == 0
     assert f"interrupted: {4000 - ok} hosts did not run" in out
-    _, alive = psutil.wait_procs(cluster, timeout=10)
+    _, alive = psutil.wait_procs(cluster, timeout=HANG_GUARD)
     assert not alive, [process.cmdline()[:4] for process in alive]
 
 
