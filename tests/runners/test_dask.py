@@ -463,6 +463,16 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
 # -- the scheduler killed mid-run ------------------------------------------------------------
 
 
+class CompletedHere(NoOpProcessor):
+    """The hosts whose results this process has, as they come."""
+
+    def __init__(self) -> None:
+        self.completed: list[str] = []
+
+    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
+        self.completed.append(host.name)
+
+
 def test_a_lost_scheduler_fails_the_hosts_not_back_with_one_reason_at_once(
     tmp_path: Path,
 ) -> None:
@@ -472,18 +482,21 @@ def test_a_lost_scheduler_fails_the_hosts_not_back_with_one_reason_at_once(
     # timeout (the hang guard).
     nr = embedded(hosts=8, num_workers=1, chunk_size=1, connect_timeout=3600)
     quick = ("dev0", "dev1")  # back before the scheduler is killed
+    back = CompletedHere()
 
     def both_quick_hosts_back(by_pid: Counter[int]) -> int | None:
-        # Each worker runs one host at a time: two hosts started after the quick ones means
-        # both quick ones were back.
-        return 0 if sum(by_pid.values()) >= 2 else None
+        # Their results here (started elsewhere is not back: a result can still be on its
+        # way), and both workers on other hosts.
+        return 0 if set(back.completed) >= set(quick) and sum(by_pid.values()) >= 2 else None
 
     def kill_the_scheduler(_: int) -> None:
         os.kill(nr.runner._cluster.embedded.processes[0].pid, signal.SIGKILL)
 
     try:
         with watching(tmp_path, both_quick_hosts_back, kill_the_scheduler) as watcher:
-            result = nr.run(task=waits_for_go, folder=str(tmp_path), quick=quick)
+            result = nr.with_processors([back]).run(
+                task=waits_for_go, folder=str(tmp_path), quick=quick
+            )
         scheduler = nr.runner._cluster.embedded.address
     finally:
         nr.runner.close()
