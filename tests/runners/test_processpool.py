@@ -499,7 +499,7 @@ def _starts_a_program_then_crashes(task: Task, pid_file: str) -> str:
     return task.host.name
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_program_a_task_started_does_not_hide_its_workers_death(tmp_path: Path) -> None:
     """Once, a program started by a task held the worker's socket: when the worker died, the
     pool never saw it, and waited for ever."""
@@ -591,7 +591,7 @@ async def crashes_its_worker(task: Task, rtt: float = 0.02) -> str:
     return task.host.name
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_crash_storm_ends_and_fails_only_the_hosts_that_crash() -> None:
     """Once: 10,000 hosts with 1 % crashing ran for 10 minutes without ending, each failed
     host's result carrying the same exception, its traceback grown with every raise."""
