@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from nornir_bench.bench.record import read_record
-from tests.waiting import HANG_GUARD
+from tests.waiting import HANG_GUARD, wait_until
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "script.py"
 SUMMARY = re.compile(
@@ -156,12 +156,15 @@ def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process(to: st
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     cluster: list[psutil.Process] = []
-    try:
-        deadline = time.monotonic() + 60
+
+    def cluster_up() -> bool:
         # The scheduler, the workers' command and, per worker, its nanny and its process.
-        while len(cluster) < 4 and time.monotonic() < deadline:
-            time.sleep(0.2)
-            cluster = psutil.Process(proc.pid).children(recursive=True)
+        nonlocal cluster
+        cluster = psutil.Process(proc.pid).children(recursive=True)
+        return len(cluster) >= 4
+
+    try:
+        wait_until(cluster_up, "the embedded cluster's processes", every=0.2)
         time.sleep(8.0)  # the client connected, hosts finishing, even on a loaded machine
         if to == "group":
             os.killpg(proc.pid, signal.SIGINT)

@@ -45,7 +45,7 @@ from tests.conftest import descendant_pids, make_nornir
 from tests.dask_cluster import DaskCluster, dask_cluster, shared_address
 from tests.devices import closed_port, silent_port
 from tests.runners.test_connections import _wait_gone
-from tests.waiting import wait_until
+from tests.waiting import HANG_GUARD, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -64,7 +64,7 @@ async def naps_and_says_pid(task: Task, seconds: float = 0.05) -> int:
 
 
 async def waits_for_go(
-    task: Task, folder: str, quick: tuple[str, ...] = (), patience: float = 60
+    task: Task, folder: str, quick: tuple[str, ...] = (), patience: float = HANG_GUARD
 ) -> int:
     """Hosts in ``quick`` return at once; the others write ``started-HOST-PID`` (holding their
     Dask worker's address), then wait for the file ``go`` (``patience`` seconds at most)."""
@@ -103,7 +103,7 @@ def watching(
 
     def watch() -> None:
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + HANG_GUARD
             while time.monotonic() < deadline:
                 pid = ready(Counter(p for starts in started(folder).values() for p, _ in starts))
                 if pid is not None:
@@ -119,7 +119,7 @@ def watching(
         yield thread
     finally:
         (folder / "go").touch()
-        thread.join(60)
+        thread.join(HANG_GUARD)
 
 
 def dask_worker_pids(address: str, security: Any = None) -> set[int]:
@@ -281,7 +281,11 @@ def test_a_tls_scheduler_is_reached_with_security_as_paths_or_a_security_object(
 
 
 async def waits_for_hosts_after_it(
-    task: Task, folder: str, slow: tuple[str, ...], after: tuple[str, ...], patience: float = 60
+    task: Task,
+    folder: str,
+    slow: tuple[str, ...],
+    after: tuple[str, ...],
+    patience: float = HANG_GUARD,
 ) -> str:
     """Says it started; a host of ``slow`` then waits until every host of ``after`` has
     started (``patience`` seconds at most)."""
@@ -380,12 +384,13 @@ def test_a_killed_workers_hosts_fail_naming_it_and_the_run_goes_on(
         )
         # Its nanny starts a new worker in its place; the next run has two workers again.
         client = nr.runner._cluster.client
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            workers = client.run(os.getpid)
-            if len(workers) == 2 and victim not in workers.values():
-                break
-            time.sleep(0.05)
+
+        def replaced() -> bool:
+            now = client.run(os.getpid)
+            return len(now) == 2 and victim not in now.values()
+
+        wait_until(replaced, "a new worker in the victim's place", every=0.05)
+        workers = client.run(os.getpid)
         assert len(workers) == 2 and address not in workers, workers
         again = nr.run(task=naps_and_says_pid, seconds=0.05)
         assert not again.failed
