@@ -355,13 +355,13 @@ def test_time_process_measures_the_child_alone(
     child = time_process([sys.executable, "-c", code], timeout=30)
     after = os.times()
     assert child.status == 3 and child.stdout == "out\n" and child.stderr.endswith("last\n")
-    # Its own CPU (the spin: 0.2 s at least), not this process's: what this process's children
-    # used meanwhile, measured from outside (to the clock tick).
+    # Its own CPU (the spin: 0.2 s), not this process's: no more than this process's children
+    # used meanwhile, measured from outside (to the clock tick; any other child reaped then
+    # only adds to it).
     outside = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
     )
-    assert child.user + child.sys >= 0.15
-    assert child.user + child.sys == pytest.approx(outside, abs=0.03)
+    assert 0.15 <= child.user + child.sys <= outside + 0.03, outside
     assert child.max_rss_mib > 1
 
     killed = time_process([sys.executable, "-c", "import os; os.kill(os.getpid(), 15)"], timeout=30)
