@@ -20,6 +20,8 @@ from nornir.core import Nornir
 from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
+from tests.waiting import HANG_GUARD
+
 # Real device peers on loopback (FakeNOS lab, RTT server), shared by every test folder: one lab
 # per session; real FRR routers (as root), one lab per module that uses them.
 pytest_plugins = ["tests.devices", "tests.routers"]
@@ -241,8 +243,8 @@ def no_leaked_threads() -> Iterator[None]:
         ]
 
     if left():  # a runner the test no longer holds keeps them until it is collected
-        gc.collect()
-        ends = time.monotonic() + 5  # collected runners' threads end as they see their close
+        gc.collect()  # collected runners' threads end as they see their close
+        ends = time.monotonic() + HANG_GUARD
         while left() and time.monotonic() < ends:
             time.sleep(0.01)
     assert not left(), f"threads left running: {left()}"

@@ -36,6 +36,7 @@ from nornir.core import Nornir
 
 from nornir_bench.lab import LabDevice, RttServer, RttServerStats, write_inventory
 from nornir_bench.lab.ports import free_port_range
+from tests.waiting import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[1]
 LAB = [sys.executable, "-m", "nornir_bench"]
@@ -109,10 +110,10 @@ class CountingServer:
         assert self.control is not None
         self.control.send(b"r")
 
-    def wait_open(self, count: int, timeout: float = 10.0) -> int:
+    def wait_open(self, count: int) -> int:
         """The connections open once there are ``count`` and each open one has said hello (or
-        after ``timeout`` s): what a client does reaches the server a moment later."""
-        deadline = time.monotonic() + timeout
+        after the hang guard): what a client does reaches the server a moment later."""
+        deadline = time.monotonic() + HANG_GUARD
         while time.monotonic() < deadline:
             with self.lock:
                 if self.open == count and len(self.hellos) >= self.accepted:

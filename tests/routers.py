@@ -43,6 +43,7 @@ from nornir_bench.lab import LabDevice
 from nornir_bench.lab.routers import vtysh
 from nornir_bench.lab.topology import LabPlan, plan_lab
 from tests.devices import LAB, Started, free_port_range, nornir_on, started, stopped
+from tests.waiting import HANG_GUARD
 
 __all__ = [
     "NEEDS_ROUTER_LAB",
@@ -218,13 +219,11 @@ def frr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterLabProce
         yield lab
 
 
-def wait_for(check: Callable[[], Any], tries: int = 100, pause: float = 0.1) -> Any:
-    """Call ``check`` until it returns something falsy, at most ``tries`` times; what it
-    returned last (falsy once the condition holds)."""
-    for _ in range(tries):
-        found = check()
-        if not found:
-            return found
+def wait_for(check: Callable[[], Any], pause: float = 0.1) -> Any:
+    """Call ``check`` every ``pause`` seconds until it returns something falsy, or until the
+    hang guard; what it returned last (falsy once the condition holds)."""
+    deadline = time.monotonic() + HANG_GUARD
+    while (found := check()) and time.monotonic() < deadline:
         time.sleep(pause)
     return found
 
@@ -302,11 +301,11 @@ def session_lab_leftovers() -> list[str]:
 
 
 def interrupted_when(
-    args: Sequence[str], folder: Path, ready: Callable[[], bool], *, tries: int = 300,
-    pause: float = 0.1, timeout: float = 120, again: Callable[[], bool] | None = None,
+    args: Sequence[str], folder: Path, ready: Callable[[], bool], *, pause: float = 0.1,
+    timeout: float = 120, again: Callable[[], bool] | None = None,
 ) -> tuple[int, str, str]:
     """``args`` in a process (and session) of its own in ``folder``, sent SIGINT once
-    ``ready()`` holds while it runs (checked at most ``tries`` times); with ``again``, a second
+    ``ready()`` holds while it runs (checked every ``pause`` s); with ``again``, a second
     SIGINT once the command has said it is stopping (the first press taken: two signals at
     once are one press) and ``again()`` holds. Its exit status, standard output and error. It
     is killed if it outlives the test."""
@@ -320,8 +319,7 @@ def interrupted_when(
         reader.start()
 
     def running_until(condition: Callable[[], bool]) -> None:
-        waiting = wait_for(lambda: process.poll() is None and not condition(), tries=tries,
-                           pause=pause)
+        waiting = wait_for(lambda: process.poll() is None and not condition(), pause=pause)
         assert not waiting and process.poll() is None, said
 
     try:

@@ -12,11 +12,12 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.waiting import HANG_GUARD, wait_until
 
 SECRET = "Sw0rdf1sh-from-env"
 
@@ -298,9 +299,11 @@ def ctrl_c_after_the_first_record(
         text=True,
     )
     out_file = tmp_path / "out.jsonl"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not out_file.exists() or len(out_file.read_text()) == 0):
-        time.sleep(0.05)
+    wait_until(
+        lambda: process.poll() is not None or (out_file.exists() and out_file.read_text()),
+        "the first record",
+        every=0.05,
+    )
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
@@ -415,7 +418,7 @@ def alias_bomb(levels: int = 9, *, indent: str = "  ") -> str:
 GOOD = "task: {name: asim_rtt, params: {rtt: 0}}\n"
 
 
-@pytest.mark.timeout(30)
+@pytest.mark.timeout(HANG_GUARD)
 @pytest.mark.parametrize(
     ("text", "encoding", "says"),
     [
@@ -479,7 +482,7 @@ def test_a_misspelt_send_command_parameter_exits_2_before_connecting(tmp_path: P
     ), line
 
 
-@pytest.mark.timeout(30)
+@pytest.mark.timeout(HANG_GUARD)
 def test_an_alias_bomb_in_inventory_data_exits_2_instead_of_hanging(tmp_path: Path) -> None:
     """The processpool runner compares each host's data after the task, value by value:
     with 12 levels of aliases, for hours."""

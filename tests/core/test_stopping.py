@@ -15,10 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from nornir.core.task import Task
 
 from nornir_bench.core.stopping import stoppable
 from tests.conftest import make_nornir
 from tests.runners.test_conformance import RUNNERS
+from tests.waiting import HANG_GUARD, wait_until
 
 # Every runner of the conformance suite (its first entry of each plugin name, with its marks):
 # a new runner is stopped here too.
@@ -63,31 +65,29 @@ def spawned(args: list[str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
 
 
 def wait_for_lines(path: Path, count: int, process: subprocess.Popen[str]) -> None:
-    """Until ``path`` has ``count`` lines (hosts finished), or the process ended."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        if path.exists() and path.read_text().count("\n") >= count:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never reached {count} lines")
+    """Until ``path`` has ``count`` lines (hosts finished), while the process runs."""
+
+    def lines() -> bool:
+        return path.exists() and path.read_text().count("\n") >= count
+
+    wait_until(lambda: lines() or process.poll() is not None, f"{count} lines in {path}")
+    assert lines(), f"{path} never reached {count} lines: the process ended"
 
 
 def interrupted_run(
     tmp_path: Path, runner: str, *signals: signal.Signals, after: int = 20
-) -> tuple[subprocess.CompletedProcess[str], list[dict[str, object]], float]:
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, object]]]:
     """``nornir-bench run`` on 200 slow hosts, ``signals`` sent once ``after`` have finished."""
     out = tmp_path / "records.jsonl"
     args = [sys.executable, "-m", "nornir_bench", "run", str(slow_job(tmp_path, runner))]
     with spawned([*args, "-o", str(out)], tmp_path) as process:
         wait_for_lines(out, after, process)
-        sent = time.monotonic()
         for sig in signals:
             process.send_signal(sig)
             time.sleep(0.1)
         stdout, stderr = process.communicate(timeout=60)
-        took = time.monotonic() - sent
     done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-    return done, [json.loads(line) for line in out.read_text().splitlines()], took
+    return done, [json.loads(line) for line in out.read_text().splitlines()]
 
 
 def finished_in_summary(stdout: str) -> int:
@@ -111,7 +111,7 @@ def test_ctrl_c_stops_starting_hosts_and_reports_what_finished(
 ) -> None:
     """Once, with nornir's threaded runner (nornir-bench run's default then), Ctrl-C did
     nothing until every host had run, and the summary said that none had finished."""
-    done, records, _ = interrupted_run(tmp_path, runner, signal.SIGINT)
+    done, records = interrupted_run(tmp_path, runner, signal.SIGINT)
     assert done.returncode == 130, done.stderr
     finished = ended(records)
     assert 20 <= finished < HOSTS  # the hosts in flight finished (or were stopped); no more
@@ -131,7 +131,7 @@ from pathlib import Path
 def stuck(task):
     Path("started").touch()  # the run is under way: the runner handles Ctrl-C from now on
     Path(f"started-{task.host.name}").touch()
-    time.sleep(30)  # a blocking call that cannot be interrupted, as on a hung device
+    time.sleep(3600)  # a blocking call that cannot be interrupted, as on a hung device
     Path(f"finished-{task.host.name}").touch()
     return task.host.name
 """
@@ -152,13 +152,12 @@ def test_a_second_ctrl_c_abandons_the_hosts_in_flight(tmp_path: Path, runner: st
     )
     args = [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "records.jsonl"]
     with spawned(args, tmp_path) as process:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until((tmp_path / "started").exists, "a host started")
         process.send_signal(signal.SIGINT)
         time.sleep(0.5)
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
+        # A command that waited for the hosts in flight would hang: the hang guard stops it.
+        stdout, stderr = process.communicate(timeout=HANG_GUARD)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert not list(tmp_path.glob("finished-*"))  # the command did not wait for them
@@ -179,7 +178,7 @@ def test_a_second_ctrl_c_abandons_the_hosts_in_flight(tmp_path: Path, runner: st
 @pytest.mark.parametrize("runner", RUNNER_NAMES)
 def test_sigterm_is_ctrl_c_with_exit_status_143(tmp_path: Path, runner: str) -> None:
     """Once, SIGTERM ended the run at once: no summary, and hosts in flight had no record."""
-    done, records, _ = interrupted_run(tmp_path, runner, signal.SIGTERM)
+    done, records = interrupted_run(tmp_path, runner, signal.SIGTERM)
     assert done.returncode == 143, done.stderr
     finished = ended(records)
     assert 20 <= finished < HOSTS and len(records) == finished_in_summary(done.stdout)
@@ -204,24 +203,25 @@ async def arefused(task):
     "runner", [r for r in RUNNER_NAMES if r.values[0] != "threaded"]  # it has no retries
 )
 def test_ctrl_c_does_not_wait_for_hosts_waiting_to_retry(tmp_path: Path, runner: str) -> None:
-    """Once, processpool's workers went on retrying after Ctrl-C: a minute per host here."""
+    """Once, processpool's workers went on retrying after Ctrl-C: an hour per host here."""
     (tmp_path / "retrying.py").write_text(RETRYING_TASKS)
     task = "refused" if runner == "threadpool" else "arefused"
     job = tmp_path / "job.yaml"
     job.write_text(textwrap.dedent(f"""\
         inventory: {{plugin: synthetic, options: {{hosts: 40}}}}
-        runner: {{plugin: {runner}, options: {{num_workers: 4, retries: 3, retry_delay: 60}}}}
+        runner: {{plugin: {runner}, options: {{num_workers: 4, retries: 3,
+                                                retry_delay: 3600, retry_max_delay: 3600}}}}
         task: {{name: 'retrying:{task}'}}
         logging: {{enabled: false}}
         """))
     args = [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"]
     with spawned(args, tmp_path) as process:
-        deadline = time.monotonic() + 60
-        while not list(tmp_path.glob("tried-*")) and time.monotonic() < deadline:
-            time.sleep(0.02)  # until a host has failed once: it waits to retry now
+        # Until a host has failed once: it waits an hour to retry now.
+        wait_until(lambda: list(tmp_path.glob("tried-*")), "a host tried")
         time.sleep(0.2)
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=30)  # not the 60 s of a retry's wait
+        # A command that waited for the retries would hang: the hang guard stops it.
+        stdout, stderr = process.communicate(timeout=HANG_GUARD)
     assert process.returncode == 130, stderr
     assert "interrupted" in stdout
 
@@ -248,16 +248,16 @@ def test_stoppable_stops_nornirs_serial_runner_in_process() -> None:
     main = threading.main_thread().ident
     assert main is not None
 
-    def slow(task: object) -> str:
-        time.sleep(0.02)
+    def presses_ctrl_c_on_dev10(task: Task) -> str:
+        if task.host.name == "dev10":  # Ctrl-C while the eleventh host runs
+            signal.pthread_kill(main, signal.SIGINT)
         return "ok"
 
-    timer = threading.Timer(0.5, signal.pthread_kill, args=(main, signal.SIGINT))
-    with stoppable(nr.runner, slow) as stop:
-        timer.start()
+    with stoppable(nr.runner, presses_ctrl_c_on_dev10) as stop:
         with pytest.raises(BaseException) as caught:  # NotStarted, from the next host
             nr.with_processors([stop.finished]).run(task=stop.task)
     assert type(caught.value).__name__ == "NotStarted"
-    assert 5 <= len(stop.finished.results) < 100
+    # The ten before it and the one in flight finished and are kept; no other host started.
+    assert sorted(stop.finished.results) == sorted(f"dev{i}" for i in range(11))
     assert stop.pressed.is_set()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

@@ -14,6 +14,7 @@ from nornir_bench.jobs._yaml_input import MAX_DEPTH, MAX_JOB_BYTES, MAX_VALUES
 from nornir_bench.jobs.load import JobError, load_job
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.conftest import imported_by
+from tests.waiting import HANG_GUARD
 
 SYNTHETIC = """\
 inventory:
@@ -472,7 +473,7 @@ def test_utf8_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
     assert job.task is sim_rtt and job.params == {"rtt": 0}
 
 
-@pytest.mark.timeout(20)
+@pytest.mark.timeout(HANG_GUARD)
 def test_nesting_too_deep_for_the_yaml_parser_is_one_line(tmp_path: Path) -> None:
     """2,000 levels exhaust the parser's recursion; the error points at the first too many."""
     message = error_of(write(tmp_path, GOOD + "user_defined: " + "[" * 2000 + "\n"))
@@ -499,7 +500,7 @@ def test_brackets_nested_too_deep_are_refused_before_the_document_is_built(
                             "not deep data"), message
 
 
-@pytest.mark.timeout(20)
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_job_file_bigger_than_the_limit_is_refused_unread(tmp_path: Path) -> None:
     """Parsed, 50 MB of YAML would take minutes (the round-trip parser reads ~0.1 MB/s)."""
     path = tmp_path / "job.yaml"
@@ -535,7 +536,7 @@ def alias_bomb(indent: str, levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.timeout(20)
+@pytest.mark.timeout(HANG_GUARD)
 @pytest.mark.parametrize(
     ("section", "text"),
     [
@@ -592,7 +593,7 @@ def test_ctrl_c_while_a_task_module_is_imported_still_stops(tmp_path: Path) -> N
 INVENTORY_JOB = "inventory: {options: {host_file: hosts.yaml, group_file: groups.yaml}}\n" + GOOD
 
 
-@pytest.mark.timeout(20)
+@pytest.mark.timeout(HANG_GUARD)
 @pytest.mark.parametrize(
     ("hosts", "groups", "owner"),
     [

@@ -407,7 +407,7 @@ def test_a_lab_killed_with_sigkill_is_removed_by_its_guard(tmp_path: Path) -> No
         assert any(t.startswith("namespace ") for t in made) and lab_pids(lab.name, "bgpd")
     finally:
         kill_lab(lab)
-    left = wait_for(lambda: lab_leftovers(lab.name), tries=150)
+    left = wait_for(lambda: lab_leftovers(lab.name))
     assert not left
     assert not workdir.exists()
 
@@ -473,7 +473,7 @@ def test_sigterm_during_start_up_removes_everything_and_exits(tmp_path: Path, mo
     if moment == "state file written":
         assert not any(line.startswith("r1 ") for line in handle.stdout), handle.stdout
     assert "Traceback" not in handle.stderr()
-    assert not wait_for(lambda: lab_leftovers(name), tries=150), lab_leftovers(name)
+    assert not wait_for(lambda: lab_leftovers(name)), lab_leftovers(name)
 
 
 # Runs the lab as its child and says "state file" once the lab has written its state (it is

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from nornir_bench.lab import LabError, RttServer
+from nornir_bench.lab import LabError, RttServer, rtt_server
 from tests.devices import LAB, ROOT, free_port_range, started, stopped
+from tests.waiting import HANG_GUARD
 
 SECONDS = (
     "must be a number of seconds from 0 to 3600 (an hour: longer than any device takes to answer)"
@@ -53,14 +54,26 @@ def test_each_line_comes_back_after_the_delay_in_order() -> None:
     assert (requests, accepted) == (3, 1)
 
 
-def test_jittered_replies_stay_in_bounds_and_in_order() -> None:
+def test_jittered_replies_draw_within_the_jitter_and_stay_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The draws alternate between the extremes: 0.09 s, then 0.01 s (which must not overtake).
+    draws: list[tuple[float, float]] = []
+
+    def extreme(low: float, high: float) -> float:
+        draws.append((low, high))
+        return high if len(draws) % 2 else low
+
+    monkeypatch.setattr(rtt_server.random, "uniform", extreme)
+
     async def main() -> list[tuple[float, bytes]]:
         async with RttServer(delay=0.05, jitter=0.04) as server:
             return await timed_lines(server.port, [b"%d\n" % i for i in range(20)], 20)
 
     replies = asyncio.run(main())
+    assert draws == [(-0.04, 0.04)] * 20  # each line's own delay, from delay ± jitter
     assert [line for _, line in replies] == [b"%d\n" % i for i in range(20)]
-    assert all(0.01 <= seconds < 1.0 for seconds, _ in replies)
+    assert all(seconds >= 0.09 for seconds, _ in replies)  # none before the first's 0.09 s
 
 
 def test_counts_connections_at_once_and_drops_them_on_close() -> None:
@@ -79,7 +92,7 @@ def test_counts_connections_at_once_and_drops_them_on_close() -> None:
             writer.close()
         return peak, eofs, server.stats.connections
 
-    assert asyncio.run(asyncio.wait_for(main(), 10)) == (50, 50, 0)
+    assert asyncio.run(asyncio.wait_for(main(), HANG_GUARD)) == (50, 50, 0)
 
 
 def test_listens_on_consecutive_ports() -> None:

@@ -22,6 +22,7 @@ from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.async_tasksets import ASYNC_TASK_SET
 from tests.conftest import Recorder, make_nornir
+from tests.waiting import HANG_GUARD
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads")
 LOOPS = ["asyncio", "uvloop"]
@@ -39,7 +40,7 @@ def test_uvloop_asked_for_but_missing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_blocking_tasks_run_concurrently_in_a_bounded_pool() -> None:
     threads = 6
-    barrier = threading.Barrier(threads, timeout=10)
+    barrier = threading.Barrier(threads, timeout=HANG_GUARD)
     lock = threading.Lock()
     in_flight, most = 0, 0
     names: set[str] = set()

@@ -418,8 +418,7 @@ def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
     job.write_text(job.read_text().replace("change.j2", "many.j2"))
     status, stdout, stderr = interrupted_when(
         [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"], tmp_path,
-        lambda: any(0 < change_routes(frr_lab, r) < 150 for r in restored),
-        tries=600, pause=0.05,
+        lambda: any(0 < change_routes(frr_lab, r) < 150 for r in restored), pause=0.05,
     )
     assert status == 130, stdout + stderr
     rows = records(tmp_path / "out.jsonl") if (tmp_path / "out.jsonl").exists() else {}
@@ -451,7 +450,7 @@ def test_a_second_ctrl_c_abandons_the_changes_in_flight_and_their_records_say_so
     half = lambda: any(0 < change_routes(frr_lab, r) <= 75 for r in restored)  # noqa: E731
     status, stdout, stderr = interrupted_when(
         [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"], tmp_path,
-        early, again=half, tries=600, pause=0.02,
+        early, again=half, pause=0.02,
     )
     assert status == 130, stdout + stderr
     rows = records(tmp_path / "out.jsonl")
@@ -559,7 +558,7 @@ def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backu
     try:
         assert not wait_for(
             lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
-            tries=600, pause=0.05,
+            pause=0.05,
         ), process.communicate()
         send_signal_to(lab_pids(frr_lab.name, "vtysh", "r1"), signal.SIGKILL)
         stdout, stderr = process.communicate(timeout=120)

@@ -36,6 +36,7 @@ from nornir_bench.runners.dask import DaskRunner
 from tests import async_tasksets, tasksets
 from tests.conftest import Recorder, aggregated_view, descendant_pids, make_nornir
 from tests.dask_cluster import SharedClusterOptions
+from tests.waiting import HANG_GUARD
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -478,7 +479,7 @@ def test_no_hosts_gives_empty_result(runner: Runner, kind: str) -> None:
 @pytest.mark.parametrize(("runner", "kind"), each_runner(COUNTED_IN_PROCESS, cases=each_kind))
 def test_runs_num_workers_hosts_at_once_and_never_more(runner: Runner, kind: str) -> None:
     workers = 8
-    barrier = threading.Barrier(workers, timeout=10)
+    barrier = threading.Barrier(workers, timeout=HANG_GUARD)
     lock = threading.Lock()
     in_flight, most = 0, 0
 
@@ -524,10 +525,10 @@ def test_many_runs_leave_nothing_running(runner: Runner, kind: str) -> None:
     assert descendant_pids() == processes
 
 
-def _threads_end(threads: set[threading.Thread], seconds: float = 5.0) -> bool:
-    """Whether every thread but ``threads`` ends within ``seconds`` (a closed runner's I/O loop
-    thread ends as it sees the close; Dask's process-wide callback thread stays)."""
-    ends = time.monotonic() + seconds
+def _threads_end(threads: set[threading.Thread]) -> bool:
+    """Whether every thread but ``threads`` ends under the hang guard (a closed runner's I/O
+    loop thread ends as it sees the close; Dask's process-wide callback thread stays)."""
+    ends = time.monotonic() + HANG_GUARD
     while time.monotonic() < ends:
         left = set(threading.enumerate()) - threads  # enumerated, alive or not (gh-90882)
         if all(t.name.startswith("Dask-Callback-Thread") for t in left):

@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ from nornir_bench.core.liveness import socket_open
 from tests.conftest import descendant_pids
 from tests.devices import counting_server, nornir_on
 from tests.runners.test_conformance import ASYNC, STALE, Runner, each_kind, each_runner
+from tests.waiting import process_ended, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -299,10 +299,10 @@ def test_a_dask_worker_killed_between_runs_takes_only_its_own_connections(
             victim = min(on)
             os.kill(victim, signal.SIGKILL)
             _wait_gone(victim)
-            deadline = time.monotonic() + 30  # the scheduler sees it go (its nanny starts another)
-            while workers[victim] in client.scheduler_info(n_workers=-1)["workers"]:
-                assert time.monotonic() < deadline, "the scheduler never saw the worker go"
-                time.sleep(0.01)
+            wait_until(  # its nanny starts another
+                lambda: workers[victim] not in client.scheduler_info(n_workers=-1)["workers"],
+                "the scheduler seeing the worker go",
+            )
             second = nr.run(task=opens)
             assert not second.failed, {h: m.exception for h, m in second.failed_hosts.items()}
             assert server.wait_open(HOSTS) == HOSTS
@@ -400,15 +400,6 @@ def test_kept_loops_workers_and_connections_end_with_the_interpreter(tmp_path: P
             _wait_gone(pid)
 
 
-def _wait_gone(pid: int, timeout: float = 10.0) -> None:
+def _wait_gone(pid: int) -> None:
     """Until process ``pid`` is gone (reaped, or a zombie of a parent that is gone too)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return
-        if state == "Z":
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"process {pid} still running")
+    wait_until(lambda: process_ended(pid), f"process {pid} ending")

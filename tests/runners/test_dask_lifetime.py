@@ -21,22 +21,25 @@ import pytest
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.runners.dask.cluster import EmbeddedCluster, remove_stale_folders
 from nornir_bench.tasks import asim_rtt
+from tests.waiting import HANG_GUARD, wait_until
 
 # The scheduler, the workers' command and, per worker, its nanny's process.
 CLUSTER_PROCESSES = 3
 
 
-def _cluster_of(pid: int, timeout: float = 60) -> list[psutil.Process]:
+def _cluster_of(pid: int) -> list[psutil.Process]:
     """The processes of the embedded cluster ``pid`` started, once they are all there."""
-    deadline = time.monotonic() + timeout
     found: list[psutil.Process] = []
-    while len(found) < CLUSTER_PROCESSES and time.monotonic() < deadline:
-        time.sleep(0.2)
+
+    def all_there() -> bool:
+        nonlocal found
         found = [
             process for process in psutil.Process(pid).children(recursive=True)
             if "dask" in " ".join(process.cmdline()) or "spawn_main" in " ".join(process.cmdline())
         ]
-    assert len(found) >= CLUSTER_PROCESSES, found
+        return len(found) >= CLUSTER_PROCESSES
+
+    wait_until(all_there, "the embedded cluster's processes", every=0.2)
     return found
 
 
@@ -67,7 +70,7 @@ def test_the_embedded_cluster_ends_when_its_parent_is_killed(tmp_path: Path) -> 
         time.sleep(1.0)
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
-        _, alive = psutil.wait_procs(cluster, timeout=15)
+        _, alive = psutil.wait_procs(cluster, timeout=HANG_GUARD)
         assert not alive, [" ".join(process.cmdline())[:120] for process in alive]
         assert not folder.exists()  # the private key is not left behind
     finally:
@@ -126,15 +129,10 @@ def test_the_embedded_cluster_listens_on_loopback_only() -> None:
         cluster = EmbeddedCluster(2, dashboard=dashboard)
         try:
             cluster.start()
-            deadline = time.monotonic() + 60
             # Every listener up: the scheduler's Dask and HTTP ones, each nanny's, and each
             # worker's Dask and HTTP ones: 2 + 2 + 2 x 2.
-            while True:
-                listening = _listening(cluster)
-                if len(listening) >= 8 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.1)
-            assert len(listening) >= 8, listening
+            wait_until(lambda up=cluster: len(_listening(up)) >= 8, "every listener up", every=0.1)
+            listening = _listening(cluster)
             assert {address.ip for _, address in listening} == {"127.0.0.1"}, listening
         finally:
             cluster.close()

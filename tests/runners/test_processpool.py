@@ -41,6 +41,7 @@ from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.conftest import Recorder, make_nornir
+from tests.waiting import HANG_GUARD, process_ended, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_leaked_processes")
 
@@ -171,18 +172,37 @@ def test_task_timeout_for_async_tasks() -> None:
     assert isinstance(result["dev2"][0].exception, TaskTimeout)
 
 
-def test_task_timeout_for_a_blocking_task_replaces_its_worker() -> None:
+def test_task_timeout_for_a_blocking_task_replaces_its_worker(tmp_path: Path) -> None:
+    stuck_in = tmp_path / "stuck.pid"
+
     def stuck_on_dev1(task: Task) -> int:
         if task.host.name == "dev1":
-            time.sleep(60)  # cannot be interrupted in its thread
+            stuck_in.write_text(str(os.getpid()))
+            time.sleep(3600)  # cannot be interrupted in its thread: only a kill ends it
         return os.getpid()
 
-    start = time.monotonic()
-    result = pool(hosts=12, num_workers=2, chunk_size=1, task_timeout=0.3).run(task=stuck_on_dev1)
-    assert time.monotonic() - start < 30  # the stuck thread's worker was killed, not waited for
-    assert sorted(result.failed_hosts) == ["dev1"]
-    assert isinstance(result["dev1"][0].exception, TaskTimeout)
-    assert len(result) == 12
+    def pid_of(task: Task) -> int:
+        return os.getpid()
+
+    nr = pool(hosts=12, num_workers=2, chunk_size=1, task_timeout=0.3)
+    try:
+        # A pool that waited for the stuck thread would hang: the per-test timeout stops it.
+        result = nr.run(task=stuck_on_dev1)
+        assert sorted(result.failed_hosts) == ["dev1"]
+        assert isinstance(result["dev1"][0].exception, TaskTimeout)
+        assert len(result) == 12
+        stuck = int(stuck_in.read_text())
+
+        def retired() -> bool:
+            # The worker says it is stuck a second after the deadline; a run's start then
+            # kills it (nothing else ends the call) and starts another in its place.
+            again = nr.run(task=pid_of)
+            return process_ended(stuck) and stuck not in {m.result for m in again.values()}
+
+        wait_until(retired, "the stuck thread's worker killed", every=0.1)
+        assert stuck not in nr.runner.worker_pids and len(nr.runner.worker_pids) == 2
+    finally:
+        nr.runner.close()
 
 
 def _sleeps_to_its_deadline(task: Task, stuck: bool = False) -> int:
@@ -301,27 +321,34 @@ def test_unsendable_task_arguments_rejected_clearly() -> None:
             pool(hosts=2).run(task=tasksets.sets_data, key=sock)
 
 
-def test_a_second_ctrl_c_kills_the_workers_at_once() -> None:
+def test_a_second_ctrl_c_kills_the_workers_at_once(tmp_path: Path) -> None:
     def stuck(task: Task) -> str:
-        time.sleep(30)
+        (tmp_path / f"{os.getpid()}.pid").touch()  # this worker runs a host
+        time.sleep(3600)  # only a kill ends it
         return task.host.name
+
+    def running() -> list[int]:
+        return [int(path.stem) for path in tmp_path.glob("*.pid")]
 
     main = threading.main_thread().ident
     assert main is not None
-    presses = [
-        threading.Timer(t, signal.pthread_kill, args=(main, signal.SIGINT)) for t in (1, 1.3)
-    ]
-    for timer in presses:
-        timer.start()
-    started = time.monotonic()
+
+    def press_twice_once_both_workers_run_hosts() -> None:
+        wait_until(lambda: len(running()) == 2, "both workers running hosts")
+        signal.pthread_kill(main, signal.SIGINT)
+        time.sleep(0.3)  # two presses, not one: the first is handled before the second comes
+        signal.pthread_kill(main, signal.SIGINT)
+
+    presser = threading.Thread(target=press_twice_once_both_workers_run_hosts)
+    presser.start()
     try:
+        # A pool that waited for its hosts in flight would hang: the per-test timeout stops it.
         with pytest.raises(RunInterrupted) as info:
             pool(hosts=8, num_workers=2).run(task=stuck)
     finally:
-        for timer in presses:
-            timer.cancel()
-    assert time.monotonic() - started < 15  # not the 30 s of the hosts in flight
+        presser.join()
     assert info.value.abandoned and len(info.value.result) == 0
+    wait_until(lambda: all(map(process_ended, running())), "the workers killed")
 
 
 def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
@@ -476,7 +503,7 @@ def _starts_a_program_then_crashes(task: Task, pid_file: str) -> str:
     return task.host.name
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_program_a_task_started_does_not_hide_its_workers_death(tmp_path: Path) -> None:
     """Once, a program started by a task held the worker's socket: when the worker died, the
     pool never saw it, and waited for ever."""
@@ -568,7 +595,7 @@ async def crashes_its_worker(task: Task, rtt: float = 0.02) -> str:
     return task.host.name
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(HANG_GUARD)
 def test_a_crash_storm_ends_and_fails_only_the_hosts_that_crash() -> None:
     """Once: 10,000 hosts with 1 % crashing ran for 10 minutes without ending, each failed
     host's result carrying the same exception, its traceback grown with every raise."""
@@ -813,7 +840,7 @@ def _parent_of(pid: int) -> int | None:
 
 def _kill_the_fork_server_once_it_has_workers(parent: int) -> None:
     """SIGKILL this process's fork server, as the OOM killer might, once it has forked."""
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + HANG_GUARD
     while time.monotonic() < deadline:
         running = _fork_server_processes()
         servers = {pid for pid in running if _parent_of(pid) == parent}
@@ -839,7 +866,7 @@ def test_a_dead_fork_server_takes_its_workers_along_and_the_run_goes_on() -> Non
         )
         left = _fork_server_processes() - before
     finally:
-        timer.join(20)
+        timer.join(HANG_GUARD)
         for pid in _fork_server_processes() - before:
             os.kill(pid, signal.SIGKILL)
     assert left == set(), "processes of the pool left running after the run"
@@ -932,10 +959,7 @@ def test_a_kept_worker_stops_the_runs_threads_when_the_run_ends() -> None:
         result = nr.run(task=_sleeps)
         assert not result.failed and max(m.result for m in result.values()) > 20
         (pid,) = nr.runner.worker_pids
-        deadline = time.monotonic() + 10
-        while psutil.Process(pid).num_threads() > 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert psutil.Process(pid).num_threads() <= 5
+        wait_until(lambda: psutil.Process(pid).num_threads() <= 5, "the run's threads ending")
         assert not nr.run(task=_sleeps).failed  # the next run loads the run again
     finally:
         nr.runner.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nornir.core.inventory import ConnectionOptions
 from nornir.core.task import Task
 from scrapli.exceptions import ScrapliAuthenticationFailed, ScrapliCommandFailure
 
@@ -17,6 +18,7 @@ from nornir_bench import arun_subtask
 from nornir_bench.lab import LabDevice, write_inventory
 from nornir_bench.tasks import ScrapliSession, asend_command, params_check_of, send_command
 from tests.devices import LabProcess, closed_port, lab_process, nornir_on, silent_port
+from tests.waiting import wait_until
 
 # What each platform's "show version" says, as FakeNOS emulates it.
 VERSION = {"cisco_ios": "Cisco IOS XE Software", "arista_eos": "cEOSLab"}
@@ -160,13 +162,12 @@ def test_wrong_password_fails_without_showing_it(fakenos_lab: LabProcess, tmp_pa
     assert WRONG not in str(exc) and WRONG not in text
 
 
-def test_closed_port_fails_fast(tmp_path: Path) -> None:
+def test_closed_port_fails_by_the_refusal_not_the_timeout(tmp_path: Path) -> None:
     with closed_port() as port:
         nr = nornir_on(one_host(tmp_path, port), "asyncio")
-        start = time.monotonic()
         exc, _ = failure(nr.run(task=asend_command, command="show clock", timeout=20))
-    assert isinstance(exc, ConnectionRefusedError)
-    assert time.monotonic() - start < 5
+    # The refusal itself: a login that waited for the 20 s would end in a TimeoutError.
+    assert isinstance(exc, ConnectionRefusedError), repr(exc)
 
 
 def test_send_command_says_a_refused_port_was_refused(tmp_path: Path) -> None:
@@ -190,7 +191,7 @@ def test_silent_device_fails_by_the_timeout(tmp_path: Path) -> None:
     # a timeout, retried by default, not the authentication failure scrapli words it as
     assert isinstance(exc, TimeoutError) and not isinstance(exc, ScrapliAuthenticationFailed)
     assert str(exc) == f"127.0.0.1:{port}: no SSH login within 1 s of connecting"
-    assert 1 <= elapsed < 5
+    assert elapsed >= 1  # not before it
 
 
 @pytest.mark.parametrize("command", ["", "  ", "show\nclock", 42])
@@ -267,15 +268,18 @@ def test_send_command_to_a_silent_device_gives_its_thread_back_at_the_deadline(
     thread long after task_timeout gave the host up."""
     with silent_port() as port:
         nr = nornir_on(one_host(tmp_path, port), runner, task_timeout=1, retries=0)
+        # Login timeouts of an hour: only the deadline's bound ends the thread's wait before
+        # the hang guard.
+        nr.inventory.hosts["r1"].connection_options["netmiko"] = ConnectionOptions(
+            extras=dict.fromkeys(("conn_timeout", "auth_timeout", "banner_timeout"), 3600)
+        )
         before = threading.active_count()
-        start = time.monotonic()
         exc, _ = failure(nr.run(task=send_command, command="show clock"))
         assert isinstance(exc, TimeoutError), repr(exc)
-        deadline = time.monotonic() + 1.5  # the thread's wait was bounded by the 1 s left
-        while threading.active_count() > before and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert threading.active_count() <= before, [t.name for t in threading.enumerate()]
-        assert time.monotonic() - start < 4
+        wait_until(
+            lambda: threading.active_count() <= before,
+            f"the thread given back (threads: {[t.name for t in threading.enumerate()]})",
+        )
 
 
 @pytest.mark.parametrize(

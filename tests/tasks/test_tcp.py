@@ -37,12 +37,18 @@ def ping_task(runner: str) -> Any:
 
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_probe_reply_takes_the_servers_delay(rtt_server: ServerThread, runner: str) -> None:
-    result = nornir_at(rtt_server.port, 3, runner).run(task=ping_task(runner), probe="ping")
+    nr = nornir_at(rtt_server.port, 3, runner)
+    start = time.perf_counter()
+    result = nr.run(task=ping_task(runner), probe="ping")
+    run = time.perf_counter() - start
     assert not result.failed, result.failed_hosts
     for multi in result.values():
         ping = multi.result
         assert ping["address"] == f"127.0.0.1:{rtt_server.port}"
-        assert 0 < ping["connect"] < 1 and 0.05 <= ping["reply"] < 1
+        # In seconds, each a part of the run's own time (however slow the machine), and the
+        # reply at least the server's delay.
+        assert 0 < ping["connect"] and 0.05 <= ping["reply"]
+        assert ping["connect"] + ping["reply"] <= run
     assert rtt_server.stats.requests == 3
 
 
@@ -68,9 +74,10 @@ def test_silent_server_times_out_waiting_for_the_reply(runner: str) -> None:
         result = nornir_at(port, 1, runner).run(task=ping_task(runner), probe="ping", timeout=0.3)
         elapsed = time.monotonic() - start
     exc = result["dev0"].exception
+    # The wait ended by the timeout given (the message carries the one in force), not before.
     assert isinstance(exc, TimeoutError)
     assert str(exc) == f"127.0.0.1:{port}: no reply line within 0.3 s"
-    assert 0.3 <= elapsed < 3
+    assert elapsed >= 0.3
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
