@@ -269,11 +269,29 @@ def descendant_pids() -> set[int]:
             except OSError:
                 continue
             parents[int(entry)] = int(fields[1])
+    from tests.dask_cluster import shared_pids
+
+    session_wide = shared_pids()  # the shared Dask cluster's, and their children
     found, frontier = set(), {os.getpid()}
     while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        frontier -= session_wide
         found |= frontier
     return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_dask_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The session's shared Dask cluster (tests/dask_cluster.py): started before the first test
+    when a test of the session may use it (one named for dask), so that what its first use
+    starts in this process (Dask's I/O thread) is not a test's leak; stopped at the end."""
+    from tests.dask_cluster import shared_address, stop_shared
+
+    if any("dask" in item.nodeid for item in request.session.items):
+        shared_address()
+    yield
+    gc.collect()  # runners not closed by their tests let go of the cluster first
+    stop_shared()
 
 
 @pytest.fixture

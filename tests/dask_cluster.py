@@ -2,9 +2,10 @@
 command-line tools on 127.0.0.1, reached by address (``tcp://``, or ``tls://`` with a temporary
 certificate). "Ready" is the scheduler accepting a client and the workers registered with it.
 
-The runner tests share one (:func:`shared_address`, started by tests/runners/conftest.py for the
-session): the ``dask`` runner of the conformance and policy suites connects to it by address,
-which spares a cluster start per test. Tests of the runner's own embedded cluster start theirs.
+The tests share one (:func:`shared_address`, started by the first test that asks for it, stopped
+at the session's end by tests/conftest.py): the ``dask`` runner of the runner suites and of
+the tests whose subject is not the runner connects to it by address, which spares a cluster
+start per test. Tests of the runner's own embedded cluster start theirs.
 """
 
 from __future__ import annotations
@@ -141,6 +142,14 @@ def shared_address() -> str:
     if _shared is None:
         _shared = DaskCluster(2)
     return _shared.address
+
+
+def shared_pids() -> set[int]:
+    """The shared cluster's own processes (its scheduler, its workers' parent), if started:
+    the session's, not a test's, whichever test started them."""
+    if _shared is None:
+        return set()
+    return {_shared.scheduler.pid, _shared.workers.pid}
 
 
 def stop_shared() -> None:

@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.conftest import make_nornir
+from tests.dask_cluster import SharedClusterOptions
 
 RUNNERS = ["threadpool", "asyncio", "processpool", "dask", "threaded", "serial"]
+# Two worker processes; dask's on the session's shared cluster.
+RUNNER_OPTIONS: dict[str, Mapping[str, Any]] = {
+    "processpool": {"num_procs": 2},
+    "dask": SharedClusterOptions(),
+}
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_the_bar_counts_every_host_and_the_failed_ones(runner: str) -> None:
     out = io.StringIO()
     bar = ProgressBar(file=out, enabled=True)
-    options = {"num_procs": 2} if runner in ("processpool", "dask") else {}
+    options = RUNNER_OPTIONS.get(runner, {})
     nr = (
         make_nornir(runner, hosts=30, num_workers=4, **options)
         if runner != "serial"

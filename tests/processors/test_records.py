@@ -13,6 +13,7 @@ from nornir_bench.core.secrets import Redactor
 from nornir_bench.processors.records import JsonLinesWriter
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.conftest import make_nornir
+from tests.processors.test_progress import RUNNER_OPTIONS
 
 
 def lines(out: io.StringIO) -> list[dict[str, Any]]:
@@ -23,8 +24,7 @@ def lines(out: io.StringIO) -> list[dict[str, Any]]:
 def test_a_record_per_host_with_its_time_and_failure(runner: str) -> None:
     out = io.StringIO()
     writer = JsonLinesWriter(out)
-    options = {"num_procs": 2} if runner in ("processpool", "dask") else {}
-    nr = make_nornir(runner, hosts=20, num_workers=5, **options)
+    nr = make_nornir(runner, hosts=20, num_workers=5, **RUNNER_OPTIONS.get(runner, {}))
     task = asim_rtt if getattr(nr.runner, "prefers_async_tasks", False) else sim_rtt
     result = nr.with_processors([writer]).run(task=task, rtt=0.01, fail_rate=0.4, seed=1)
     getattr(nr.runner, "close", lambda: None)()
