@@ -168,7 +168,8 @@ def test_a_failed_subtask_is_reported_by_its_own_exception(tmp_path: Path) -> No
     assert {r["exception"] for r in records(tmp_path / "out.jsonl")} == {"DeviceRefused"}
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
+# In this process and in a worker process; every runner's records and log: tests/jobs/test_secrets.py
+@pytest.mark.parametrize("runner", ["threadpool", "processpool"])
 def test_the_password_never_reaches_the_terminal_the_records_or_the_log(
     tmp_path: Path, runner: str
 ) -> None:
@@ -509,7 +510,8 @@ def test_records_can_go_to_standard_output(tmp_path: Path) -> None:
     assert sorted(r["host"] for r in lines) == ["dev0", "dev1", "dev2"]
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
+# What the command says of it; each runner's abort: tests/runners/test_policies.py
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
     tmp_path: Path, runner: str
 ) -> None:
