@@ -168,7 +168,7 @@ def test_a_failed_subtask_is_reported_by_its_own_exception(tmp_path: Path) -> No
     assert {r["exception"] for r in records(tmp_path / "out.jsonl")} == {"DeviceRefused"}
 
 
-# In this process and in a worker process; every runner's records and log: tests/jobs/test_secrets.py
+# In this process and in a worker process; every runner: tests/jobs/test_secrets.py
 @pytest.mark.parametrize("runner", ["threadpool", "processpool"])
 def test_the_password_never_reaches_the_terminal_the_records_or_the_log(
     tmp_path: Path, runner: str
