@@ -40,6 +40,7 @@ TEST_DEPENDENCIES = {
     "ntc_templates": "ntc-templates",
     "mypy": "mypy",
     "importlinter": "import-linter",
+    "xdist": "pytest-xdist",
 }
 
 
