@@ -47,6 +47,11 @@ class Mutant:
 
 
 POLICIES = "tests/runners/test_policies.py"
+RETRIES = "tests/core/test_retries.py"
+NOT_RETRIED_ON_RUNNERS = tuple(
+    f"{POLICIES}::test_an_error_not_to_retry_fails_at_once_also_from_a_subtask[{runner}]"
+    for runner in ("threadpool-sync", "asyncio-async", "processpool-sync", "dask-async")
+)
 
 MUTANTS = [
     Mutant(
@@ -92,10 +97,7 @@ MUTANTS = [
         "nornir_bench/core/policies/retry.py",
         "    if any(policy.retry_never.matches(cause) for cause in found):\n        return False\n",
         "",
-        tuple(
-            f"{POLICIES}::test_errors_not_to_retry_fail_at_once[auth-{runner}]"
-            for runner in ("threadpool-sync", "asyncio-async", "processpool-sync", "dask-async")
-        ),
+        (f"{RETRIES}::test_errors_not_to_retry_fail_at_once[auth]", *NOT_RETRIED_ON_RUNNERS),
     ),
     Mutant(
         "retry-never-subtask",
@@ -103,7 +105,7 @@ MUTANTS = [
         "nornir_bench/core/policies/retry.py",
         "if any(policy.retry_never.matches(cause) for cause in found):",
         "if policy.retry_never.matches(exc):",
-        (f"{POLICIES}::test_a_subtasks_error_decides_the_retry",),
+        (f"{RETRIES}::test_a_subtasks_error_decides_the_retry", *NOT_RETRIED_ON_RUNNERS),
     ),
     Mutant(
         "dask-credentials",

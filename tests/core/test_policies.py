@@ -40,6 +40,35 @@ def test_the_defaults_are_the_same_built_or_not_and_within_their_own_bounds() ->
     assert RunPolicy.build("test runner", values) == default
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"retrys": 1}, "no option 'retrys'; run policy options: task_timeout, retries"),
+        ({"retries": -1}, "retries must be a whole number from 0 to 100, got -1"),
+        ({"retries": 1000}, "retries must be a whole number from 0 to 100, got 1000"),
+        ({"retry_backoff": 0.5}, "retry_backoff must be a number from 1 to 10, got 0.5"),
+        ({"retry_on": ["NoSuchError"]}, "retry_on: 'NoSuchError' is not a builtin exception"),
+        ({"retry_on": ["no.such.Error"]}, "retry_on: no exception type 'no.such.Error'"),
+        ({"max_fail_percentage": 150}, "max_fail_percentage must be a number from 0 to 100"),
+        ({"batches": []}, "batches must be a list of 1 to 1000 batch sizes"),
+        ({"batches": ["0%"]}, "batches must be a list of 1 to 1000 batch sizes"),
+        ({"group_limits": {"site": 0}}, "group_limits must be a mapping of a host attribute"),
+        ({"max_starts_per_second": 0}, "max_starts_per_second must be a number > 0 and <= 1000000"),
+        ({"run_timeout": -1}, "run_timeout must be a number of seconds > 0, or None"),
+        ({"task_timeout": float("nan")}, "task_timeout must be a number of seconds > 0, or None"),
+        ({"max_start_burst": 5}, "max_start_burst sizes the bucket of max_starts_per_second"),
+        ({"retries": 2, "retry_on": []}, "retry_on is empty, so retries 2 would retry nothing"),
+    ],
+)
+def test_bad_options_are_one_line_value_errors(options: dict[str, Any], message: str) -> None:
+    """Each runner passes its name and its policy options here (one bad option per runner:
+    tests/runners/test_policies.py)."""
+    with pytest.raises(ValueError) as caught:
+        policy(**options)
+    assert str(caught.value).startswith(f"test runner: {message}"), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
 def test_retry_waits_grow_exponentially_are_capped_and_spread_by_the_jitter() -> None:
     p = policy(retries=6, retry_delay=1, retry_backoff=3, retry_max_delay=20, retry_jitter=2)
     error = ConnectionResetError()
@@ -123,6 +152,20 @@ def test_a_failed_canary_aborts_every_host_not_started() -> None:
         "run aborted by max_fail_percentage: 1 of 1 host failed (the hosts run so far), "
         "more than 50 %"
     )
+
+
+def test_a_failure_limit_crossed_aborts_the_hosts_not_started() -> None:
+    plan = HostPlan(hosts(6), policy(max_failures=2))
+    for index in range(3):  # one at a time: dev0-dev2 fail, the third crossing the limit
+        assert plan.take() == index
+        assert plan.finished(index, failed=True) is (index == 2)  # the run stops: all look
+    assert plan.take() is None and plan.wait_time() is None
+    left = list(plan.not_run())
+    assert [h.name for h, _ in left] == ["dev3", "dev4", "dev5"]
+    assert {(type(e), e.limit, e.reason) for _, e in left} == {  # type: ignore[attr-defined]
+        (RunAborted, "max_failures", "3 hosts failed, more than 2")
+    }
+    assert plan.stopped_by == "run aborted by max_failures: 3 hosts failed, more than 2"
 
 
 def test_a_full_group_lets_the_hosts_after_it_go_first() -> None:
