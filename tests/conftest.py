@@ -240,7 +240,7 @@ def no_leaked_threads() -> Iterator[None]:
         return [
             t
             for t in threading.enumerate()
-            if t not in before and t.is_alive() and not t.name.startswith(_PROCESS_WIDE_THREADS)
+            if t not in before and t.is_alive() and not t.name.startswith(PROCESS_WIDE_THREADS)
         ]
 
     if left():  # a runner the test no longer holds keeps them until it is collected
@@ -253,7 +253,7 @@ def no_leaked_threads() -> Iterator[None]:
 
 # Threads a library keeps for the process's life, once started: Dask's client runs the
 # callbacks of its futures in one thread of a process-wide pool.
-_PROCESS_WIDE_THREADS = ("Dask-Callback-Thread",)
+PROCESS_WIDE_THREADS = ("Dask-Callback-Thread",)
 
 
 def descendant_pids() -> set[int]:

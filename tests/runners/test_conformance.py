@@ -13,6 +13,7 @@ tasks of tests/tasksets.py and their ``async`` twins of tests/async_tasksets.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import pickle
@@ -34,9 +35,15 @@ from nornir.plugins.runners import ThreadedRunner
 from nornir_bench import AsyncioRunner, ProcessPoolRunner, RunInterrupted, ThreadPoolRunner
 from nornir_bench.runners.dask import DaskRunner
 from tests import async_tasksets, tasksets
-from tests.conftest import Recorder, aggregated_view, descendant_pids, make_nornir
+from tests.conftest import (
+    PROCESS_WIDE_THREADS,
+    Recorder,
+    aggregated_view,
+    descendant_pids,
+    make_nornir,
+)
 from tests.dask_cluster import SharedClusterOptions
-from tests.waiting import HANG_GUARD
+from tests.waiting import HANG_GUARD, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -528,13 +535,14 @@ def test_many_runs_leave_nothing_running(runner: Runner, kind: str) -> None:
 def _threads_end(threads: set[threading.Thread]) -> bool:
     """Whether every thread but ``threads`` ends under the hang guard (a closed runner's I/O
     loop thread ends as it sees the close; Dask's process-wide callback thread stays)."""
-    ends = time.monotonic() + HANG_GUARD
-    while time.monotonic() < ends:
+
+    def ended() -> bool:
         left = set(threading.enumerate()) - threads  # enumerated, alive or not (gh-90882)
-        if all(t.name.startswith("Dask-Callback-Thread") for t in left):
-            return True
-        time.sleep(0.01)
-    return False
+        return all(t.name.startswith(PROCESS_WIDE_THREADS) for t in left)
+
+    with contextlib.suppress(AssertionError):
+        wait_until(ended, "the run's threads ending")
+    return ended()
 
 
 def exits_on_dev2(task: Task, exit: type[BaseException]) -> str:
