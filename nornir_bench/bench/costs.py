@@ -1,0 +1,33 @@
+"""What a runner costs beyond its hosts' own time, as the simulation of ``advise`` takes it.
+
+Measured on this machine (or the Dask cluster) by :mod:`nornir_bench.bench.calibrate`, or given
+by a notebook; the simulation (:mod:`nornir_bench.bench.simulate`) is a pure function of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RunnerCosts"]
+
+
+@dataclass(frozen=True)
+class RunnerCosts:
+    """A runner's own costs, seconds, and where its hosts run.
+
+    Attributes:
+        startup: from ``run()`` to its first host's start (a fork server, a cluster started or
+            reached), plus closing after the last host's end.
+        per_host: the parent's one core, per host: sending the host, taking its result back,
+            the processor hooks. 0 where the sample already measured it (the runner the sample
+            ran on).
+        processes: processes running hosts, ``num_workers`` hosts in flight in each: 1 for
+            threadpool and asyncio, the pool's for processpool, the cluster's workers for dask.
+        cores: cores the hosts' own CPU can use at once: 1 under one GIL, else the processes'
+            cores.
+    """
+
+    startup: float = 0.0
+    per_host: float = 0.0
+    processes: int = 1
+    cores: int = 1
