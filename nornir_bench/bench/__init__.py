@@ -5,5 +5,7 @@
 - :mod:`~nornir_bench.bench.usage`: the process's wall, user, sys and peak RSS, as ``time``;
 - :mod:`~nornir_bench.bench.sweep`: the grid of runners x workers x RTT, each a fresh process;
 - :mod:`~nornir_bench.bench.advise`: the advise model, a job predicted from a sample of its
-  hosts (measured by :mod:`~nornir_bench.bench.sampling`).
+  hosts (measured by :mod:`~nornir_bench.bench.sampling`);
+- :mod:`~nornir_bench.bench.calibrate`: :func:`measure_costs`, what a runner itself costs here
+  (:class:`~nornir_bench.bench.costs.RunnerCosts`), for the advise model.
 """

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
     from distributed import Client
     from distributed.security import Security
 
-__all__ = ["DaskClusterError", "EmbeddedCluster", "connect", "is_loopback", "scheme_and_host"]
+__all__ = [
+    "DaskClusterError",
+    "EmbeddedCluster",
+    "connect",
+    "is_loopback",
+    "scheme_and_host",
+    "workers_and_threads",
+]
 
 STOP_WAIT_SECONDS = 10.0
 """How long the cluster's processes may take to stop when asked, before they are killed."""
@@ -283,6 +290,21 @@ def connect(address: str, security: Security | None, timeout: float) -> Client:
             f"dask runner: cannot reach the scheduler at {address} within {timeout:g} s "
             f"({type(exc).__name__}: {reason[:300]})"
         ) from None
+
+
+def workers_and_threads(address: str, security: Security | None, timeout: float) -> tuple[int, int]:
+    """The workers of the scheduler at ``address`` and their threads in all, as it reports
+    them; nothing is run or registered there.
+
+    Raises:
+        DaskClusterError: it cannot be reached in time, or refuses the connection.
+    """
+    client = connect(address, security, timeout)
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    finally:
+        client.close()
+    return len(workers), sum(int(worker["nthreads"]) for worker in workers.values())
 
 
 def _greet(address: str, security: Security | None, timeout: float) -> None:

@@ -1,0 +1,182 @@
+"""What a runner costs beyond its hosts' own time, measured on this machine (or Dask cluster).
+
+``advise`` predicts a job on each runner by simulating it; the runner's part of the simulation,
+:class:`~nornir_bench.bench.costs.RunnerCosts`, is measured here rather than copied from a
+document: runs of a task that does nothing (``asim_rtt`` / ``sim_rtt`` with ``rtt`` 0) on
+synthetic hosts, all of them in flight at once, so that what each run takes is the runner's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Callable, Mapping
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.bench.costs import RunnerCosts
+from nornir_bench.core.checks import whole_number
+from nornir_bench.core.hooks import NoOpProcessor
+from nornir_bench.core.plugins import init_nornir
+from nornir_bench.runners.registry import runner_class
+from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
+
+if TYPE_CHECKING:
+    from nornir.core import Nornir
+
+__all__ = ["CALIBRATED_RUNNERS", "MAX_CALIBRATION_HOSTS", "cluster_shape", "measure_costs"]
+
+CALIBRATED_RUNNERS = ("asyncio", "dask", "processpool", "threadpool")
+"""The runners whose processes and cores :func:`measure_costs` knows how to read."""
+
+_ELSEWHERE = ("dask", "processpool")  # hosts in worker processes, started or warmed by a run
+
+MAX_CALIBRATION_HOSTS = 10_000
+"""The most hosts a calibration runs: every one is in flight at once (a thread each on the
+threadpool runner), and past it the figures grow no steadier."""
+
+
+def measure_costs(
+    runner: str,
+    *,
+    async_task: bool,
+    hosts: int = 2000,
+    address: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> RunnerCosts:
+    """Measure what ``runner`` costs beyond its hosts' own time, on this machine.
+
+    One fresh runner runs one host (its start), then one host and every host, timed; then it is
+    closed, timed too, and whatever happens, Ctrl-C included. A runner of worker processes runs
+    every host once before the timed runs: it starts the workers a run of one did not need,
+    which import the task on their first host. A no-op processor is attached, so the runner pays
+    for carrying the hooks to the parent as a job's run does; the job's processors' own time is
+    not counted.
+
+    Args:
+        runner: one of :data:`CALIBRATED_RUNNERS`.
+        async_task: time ``asim_rtt`` (the job's task is ``async def``), else ``sim_rtt``.
+        hosts: synthetic hosts in the timed run, 2 to :data:`MAX_CALIBRATION_HOSTS`: more
+            steady ``per_host`` figures, a longer calibration.
+        address: a Dask scheduler for the dask runner: its hosts run there, and its workers
+            and cores are read from it; ``None``: the runner's embedded cluster.
+        options: the runner's options as the job gives them (``num_procs``, ``security`` ...);
+            ``num_workers`` is the calibration's own: every host in flight at once, shared
+            out over the runner's processes.
+
+    Returns:
+        ``startup``: the fresh runner's run of one host plus its close (a process's first run
+        also pays for the runner's imports, as a job's process does). ``per_host``: the
+        parent's wall per host beyond one, ``(all - one) / (hosts - 1)``, on the runner once
+        started; measured on every runner, the caller decides where its sample holds it
+        already. ``processes`` and ``cores``: 1 and 1 in process; processpool's and the
+        embedded cluster's ``num_procs``, on this machine's cores; a scheduler's workers and
+        their threads.
+
+    Raises:
+        ValueError: an unknown runner, ``hosts`` out of range, or an option the runner
+            refuses, in one line.
+        RuntimeError: a host of the calibration failed (a worker died, say), in one line.
+        DaskClusterError: the dask runner's cluster cannot be used, in one line.
+    """
+    if runner not in CALIBRATED_RUNNERS:
+        raise ValueError(
+            f"calibrate: unknown runner {runner!r}; calibrated runners: "
+            f"{', '.join(CALIBRATED_RUNNERS)}"
+        )
+    whole_number("calibrate: hosts", hosts, minimum=2, maximum=MAX_CALIBRATION_HOSTS)
+    given = {**(options or {})}
+    if address is not None:
+        given["address"] = address
+    processes, cores = _shape(runner, given)
+    # Every host in flight at once (a scheduler with no worker fails the run, in one line).
+    given["num_workers"] = math.ceil(hosts / max(1, processes))
+    nr = init_nornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
+        runner={"plugin": runner, "options": given},
+        logging={"enabled": False},
+        connections=(),
+    ).with_processors([NoOpProcessor()])
+    one = nr.filter(filter_func=lambda host: host.name == "dev0")
+    task = asim_rtt if async_task else sim_rtt
+    try:
+        start = _wall(one, task)
+        if runner in _ELSEWHERE:
+            _wall(nr, task)
+        alone, together = _wall(one, task), _wall(nr, task)
+    except BaseException:
+        with contextlib.suppress(Exception):  # what stopped the calibration is the error
+            _close(nr.runner)
+        raise
+    closing = perf_counter()
+    _close(nr.runner)
+    closed = perf_counter() - closing
+    return RunnerCosts(
+        startup=start + closed,
+        per_host=max(0.0, together - alone) / (hosts - 1),
+        processes=processes,
+        cores=cores,
+    )
+
+
+def _wall(nr: Nornir, task: Callable[..., Any]) -> float:
+    """The wall of one run of ``task`` with ``rtt`` 0 on ``nr``'s hosts.
+
+    Raises:
+        RuntimeError: a host failed: the figure would not be the runner's.
+    """
+    started = perf_counter()
+    result = nr.run(task=task, rtt=0.0)
+    wall = perf_counter() - started
+    if result.failed:
+        name, multi = next((name, multi) for name, multi in result.items() if multi.failed)
+        raise RuntimeError(
+            f"calibrate: {len(result.failed_hosts)} of {len(result)} hosts failed, {name} "
+            f"first: {multi.exception!r:.300}"
+        )
+    return wall
+
+
+def _close(plugin: object) -> None:
+    """Close what the runner keeps after its runs (processes, a cluster, an event loop)."""
+    close = getattr(plugin, "close", None)
+    if callable(close):
+        close()
+
+
+def _shape(runner: str, given: dict[str, Any]) -> tuple[int, int]:
+    """The processes that run a job's hosts, and the cores their CPU can use at once.
+
+    One and one in process (one GIL). Processpool's ``num_procs`` (a job of enough hosts keeps
+    them all busy) and the dask runner's embedded cluster's (a thread each), on this machine's
+    cores: as the runner decides it, given back to it in ``given`` so that the run has them
+    too. A scheduler's workers and their threads, read from it.
+    """
+    if runner == "dask" and given.get("address") is not None:
+        return cluster_shape(given["address"], given)
+    if runner not in _ELSEWHERE:
+        return 1, 1
+    # A runner built only to read its rule (default, cap): it starts nothing before a run.
+    procs = given["num_procs"] = int(runner_class(runner)(**given).num_procs)
+    return procs, min(procs, os.cpu_count() or 1)
+
+
+def cluster_shape(address: str, options: Mapping[str, Any] | None = None) -> tuple[int, int]:
+    """The workers of the Dask scheduler at ``address``, and their threads in all, as the
+    scheduler reports them; nothing runs there.
+
+    Args:
+        address: the scheduler's (``tls://host:8786``).
+        options: the dask runner's options (``security``, ``connect_timeout`` ...), checked
+            as the runner checks them.
+
+    Raises:
+        ValueError: an option the dask runner refuses, in one line.
+        DaskClusterError: the scheduler cannot be reached in time, in one line.
+    """
+    from nornir_bench.runners.dask import DaskRunner
+    from nornir_bench.runners.dask.cluster import workers_and_threads
+
+    checked = DaskRunner(**{**(options or {}), "address": address})
+    return workers_and_threads(address, checked.security, checked.connect_timeout)
