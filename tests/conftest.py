@@ -72,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # needs processes, clusters, labs or signals of its own. A module whose tests all do:
 SLOW_MODULES = {
     "tests/bench/test_sweep.py",  # a benchmark process per point
+    "tests/cli/test_advise_routers.py",  # a router lab
     "tests/cli/test_devices.py",  # a FakeNOS lab, jobs in processes
     "tests/cli/test_run.py",  # the command in a process each
     "tests/cli/test_run_steps.py",  # the command in a process each

@@ -37,6 +37,16 @@ SCRIPT_RUNS = [
         ],
     ),
     (
+        ["bench_advise.py", "--jobs", "synthetic-50", "--quick", "--sample", "30"],
+        [
+            r"## synthetic-50",
+            rf"\| 1 \| {N} \(advise {N} s\) \| \w+, {N} on 2,000 \| {SPREAD} \| {N} \| "
+            rf"[+-]{N} % \| (yes|no) \|",
+            rf"median off [+-]{N} %, worst {N} % \(target 10 %: (met|MISSED)\); inside the "
+            r"range [01] of 1 \(target 4 of 5\)",
+        ],
+    ),
+    (
         ["bench_asyncio.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
          "--loops", "asyncio"],
         [

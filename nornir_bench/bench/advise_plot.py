@@ -1,5 +1,6 @@
 """The advise model's predictions as a picture: predicted wall against workers, a line per
-runner, the p50-p95 range shaded, the recommendation marked (matplotlib, optional)."""
+runner, the 5th-95th percentile of the simulated runs shaded, the recommendation marked
+(matplotlib, optional)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def write_advice_plot(advice: Advice, path: Path) -> bool:
         workers = [p.workers for p in points]
         (line,) = ax.plot(workers, [p.wall for p in points], marker="o", label=runner)
         ax.fill_between(
-            workers, [p.wall for p in points], [p.wall_high for p in points],
+            workers, [p.wall_low for p in points], [p.wall_high for p in points],
             color=line.get_color(), alpha=0.2,
         )
     best = advice.best
@@ -42,7 +43,7 @@ def write_advice_plot(advice: Advice, path: Path) -> bool:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("workers (log)")
-    ax.set_ylabel("predicted wall (s, log; shaded: p50 to p95 latency)")
+    ax.set_ylabel("predicted wall (s, log; shaded: 5th to 95th percentile)")
     ax.set_title(f"{advice.hosts:,} hosts, predicted from a sample")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")

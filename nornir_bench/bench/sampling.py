@@ -14,10 +14,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.bench.advise import Sample
+from nornir_bench.bench.advise import Level, Sample
+from nornir_bench.bench.summary import summarize
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.processors.timing import HostTimer
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Measured",
     "measure_run",
+    "latency_growth",
     "measure_sample",
     "open_descriptors",
     "resident_memory",
@@ -163,45 +166,96 @@ def measure_run(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) ->
 
 
 def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) -> Measured:
-    """Measure ``task`` on ``nr``'s hosts: one host to warm up, one alone, then all the others
-    at once.
+    """Measure ``task`` on ``nr``'s hosts: one host to warm up, one alone, then the others at
+    two loads: a fifth of them at once, then the rest at once.
 
     The warm-up takes what only a first run pays (imports, caches) out of the figures; the run
     of one host measures what any run pays once (the runner's event loop or threads,
-    collecting results). A host's CPU time, memory and open files are what the last run used
-    beyond that one, shared among the hosts it had in flight more; what the run of one took
-    beyond its host's latency is a run's fixed cost. Each host runs once. With fewer than
-    three hosts, one run of them all is the sample.
+    collecting results). A host's CPU time, memory and open files are what the largest run
+    used beyond that one, shared among the hosts it had in flight more; what the run of one
+    took beyond its host's latency is a run's fixed cost. The two loads show whether latency
+    grows with the hosts in flight (a shared server, SSH servers throttling logins), and where
+    logins were refused. Each host runs once. With fewer than three hosts, one run of them all
+    is the sample; with fewer than 12, one load.
     """
+    started = time.perf_counter()
     names = list(nr.inventory.hosts)
     if len(names) < 3:
-        return measure_run(nr, task, params)
-    warm, first = names[:2]
-    warm_up = _measure(nr.filter(filter_func=lambda host: host.name == warm), task, params)
-    one = _measure(nr.filter(filter_func=lambda host: host.name == first), task, params)
-    rest = _measure(
-        nr.filter(filter_func=lambda host: host.name not in (warm, first)), task, params
-    )
-    more = max(1, rest.in_flight - one.in_flight)
-    memory = rest.base_memory + rest.memory - (one.base_memory + one.memory)
-    descriptors = rest.base_descriptors + rest.descriptors - (
+        measured = measure_run(nr, task, params)
+        return Measured(_with_seconds(measured.sample, started), measured.result)
+    warm, first, *rest = names
+    low_hosts = rest[: len(rest) // 5] if len(rest) >= 10 else []
+    runs = [
+        _measure(_only(nr, [name]), task, params) for name in (warm, first)
+    ] + [_measure(_only(nr, hosts), task, params) for hosts in (low_hosts, rest[len(low_hosts):])
+         if hosts]
+    _warm_up, one, *loads = runs
+    high = loads[-1]
+    more = max(1, high.in_flight - one.in_flight)
+    memory = high.base_memory + high.memory - (one.base_memory + one.memory)
+    descriptors = high.base_descriptors + high.descriptors - (
         one.base_descriptors + one.descriptors
     )
-    result = rest.result
-    result.update(one.result)
-    result.update(warm_up.result)
+    levels = tuple(_level(run) for run in loads)  # before their results are merged
+    result = high.result
+    for run in runs[:-1]:
+        result.update(run.result)
+    cpu_per_host = max(0.0, high.cpu - one.cpu) / more
     sample = Sample(
-        latencies=rest.latencies,
-        cpu_per_host=max(0.0, rest.cpu - one.cpu) / more,
+        latencies=high.latencies,
+        cpu_per_host=cpu_per_host,
         memory_per_host=max(0, memory) / more,
         descriptors_per_host=max(0, descriptors) / more,
         base_memory=one.base_memory + max(0, one.memory),
         base_descriptors=one.base_descriptors + max(0, one.descriptors),
         overhead=max(0.0, one.wall - max(one.latencies, default=0.0)),
         failed=len(result.failed_hosts),
-        wall=rest.wall,
+        wall=high.wall,
+        in_flight=high.in_flight,
+        growth=latency_growth(levels),
+        levels=levels,
+        seconds=time.perf_counter() - started,
+        # Started together, a host waits on average for half the others' CPU, and its own.
+        cpu_waited=cpu_per_host * (high.in_flight + 1) / 2,
     )
     return Measured(sample, result)
+
+
+GROWTH_NOISE = 0.15
+"""Latency that grows less than this fraction between two loads is taken as not growing."""
+
+
+def latency_growth(levels: tuple[Level, ...]) -> float:
+    """How much latency grows per host in flight more, as a fraction of the highest load's,
+    from the lowest and highest ``levels``; 0 for one level, or growth within
+    :data:`GROWTH_NOISE`."""
+    if len(levels) < 2:
+        return 0.0
+    low, high = levels[0], levels[-1]
+    if high.in_flight <= low.in_flight or low.p50 <= 0 or high.p50 <= low.p50 * (
+        1 + GROWTH_NOISE
+    ):
+        return 0.0
+    return (high.p50 - low.p50) / (high.in_flight - low.in_flight) / high.p50
+
+
+def _level(run: _Usage) -> Level:
+    summary = summarize(run.result)
+    refused = summary.login_retried + len(summary.failures.get("LoginRefused", ()))
+    return Level(
+        in_flight=run.in_flight, hosts=len(run.result),
+        p50=median(run.latencies) if run.latencies else 0.0, refused=refused,
+        failed=summary.failed,
+    )
+
+
+def _only(nr: Nornir, names: list[str]) -> Nornir:
+    chosen = set(names)
+    return nr.filter(filter_func=lambda host: host.name in chosen)
+
+
+def _with_seconds(sample: Sample, started: float) -> Sample:
+    return replace(sample, seconds=time.perf_counter() - started)
 
 
 def _cpu_seconds() -> float:

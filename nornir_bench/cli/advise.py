@@ -20,20 +20,22 @@ from nornir_bench.core.wording import hosts_text
 
 if TYPE_CHECKING:
     from nornir_bench.bench.advise import Prediction, Sample
+    from nornir_bench.bench.costs import RunnerCosts
     from nornir_bench.jobs.advise import JobAdvice
 
 HELP = "predict how many workers a job needs, from a run on a sample of its hosts"
 
-_DEFAULT_SAMPLE = 24  # jobs.advise.DEFAULT_SAMPLE, not imported: --help loads no job layer
+_DEFAULT_SAMPLE = 100  # jobs.advise.DEFAULT_SAMPLE, not imported: --help loads no job layer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``advise``."""
     parser.description = (
-        "Run a job file's task on a random sample of its hosts, all at once, measure each "
-        "host's latency, CPU, memory and open files, and predict the whole job's wall time, "
-        "CPU, memory and open files for each runner and worker count, against this machine's "
-        "limits. Only a task known to be read-only runs, unless --allow-changes."
+        "Run a job file's steps on a random sample of its hosts, at two loads, measure each "
+        "host's latency, CPU, memory and open files, and each runner's own costs, then "
+        "simulate the whole job for each runner and worker count and predict its wall time "
+        "(median and 5th-95th percentile), CPU, memory and open files, against this "
+        "machine's limits. Only a task known to be read-only runs, unless --allow-changes."
     )
     parser.add_argument("job", metavar="JOB.yaml", type=Path, help="the job file")
     parser.add_argument("--sample", metavar="N", type=positive_int, default=_DEFAULT_SAMPLE,
@@ -43,17 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", metavar="SECONDS", type=seconds,
                         help="the sample's run_timeout: hosts not finished by then fail")
     parser.add_argument("--check", action="store_true",
-                        help="then run the recommendation on 10 x the sample's hosts and print "
-                        "predicted against measured")
+                        help="then run the recommendation on 2,000 of the job's hosts (all, if "
+                        "fewer) and print predicted against measured")
     parser.add_argument("--allow-changes", action="store_true",
                         help="run the task on the sample even if it is not known to be "
                         "read-only (it may change the devices)")
     parser.add_argument("--plot", metavar="FILE", type=Path,
                         help="also draw predicted wall against workers, a line per runner, "
                         "to this PNG file (needs matplotlib: the extra plot)")
+    parser.add_argument("--runners", metavar="NAME,...", type=_names,
+                        help="predict these runners only (default: asyncio, processpool and "
+                        "dask for an async def task, threadpool for a blocking one)")
     parser.add_argument("--address", metavar="ADDR",
-                        help="the Dask scheduler the dask runner would use: no cluster "
-                        "start-up is predicted")
+                        help="the Dask scheduler the dask runner would use: its workers, "
+                        "cores and the cost of a run on it are measured there")
 
 
 def command(args: argparse.Namespace) -> int:
@@ -72,6 +77,7 @@ def command(args: argparse.Namespace) -> int:
             allow_changes=args.allow_changes,
             address=args.address,
             check=args.check,
+            runners=args.runners,
         )
     except KeyboardInterrupt:  # the hosts in flight were waited for, or abandoned
         print(f"interrupted{by_signal(args.terminated)}: no advice", file=sys.stderr)
@@ -90,21 +96,33 @@ def command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"must name one runner or more, got {text!r}")
+    return names
+
+
 def report_lines(found: JobAdvice) -> list[str]:
     """The sample, the machine, the table of predictions, the recommendation and warnings."""
-    s, limits, advice = found.sample, found.limits, found.advice
+    limits, advice = found.limits, found.advice
     memory = "unknown" if limits.memory_available is None else _mib(limits.memory_available)
     lines = [
-        f"sample: {hosts_text(len(found.sampled))} on {found.sample_runner}, all in flight "
-        f"(after two alone: a warm-up, and the run's fixed cost), {s.failed} failed",
-        f"per host: latency p50 {_ms(s.p50)}, p95 {_ms(s.p95)}, max {_ms(s.max)}; CPU "
-        f"{s.cpu_per_host * 1e6:,.0f} µs; memory {s.memory_per_host / 1024:,.1f} KiB; open "
-        f"files {s.descriptors_per_host:.2f}",
+        f"sample: {hosts_text(len(found.sampled))} on {found.sample_runner} in "
+        f"{_s(sum(step.sample.seconds for step in found.steps))} s",
+    ]
+    for step in found.steps:
+        lines += _sample_lines(step.sample, f"step {step.number} ({step.task_name}) "
+                               if len(found.steps) > 1 else "")
+    lines += [
         f"machine: {limits.cpus} CPUs, ulimit -n {limits.open_files_soft:,} (hard "
         f"{limits.open_files_hard:,}), {memory} available",
+        f"runners' own costs (measured in {_s(found.calibration)} s): "
+        + "; ".join(_costs(runner, costs) for runner, costs in found.costs.items()),
         "",
-        f"predicted for {hosts_text(found.hosts)}:",
-        f"{'runner':<12} {'workers':>8} {'in flight':>9} {'wall s (p50-p95)':>18} "
+        f"predicted for {hosts_text(found.hosts)} ({len(found.steps)} steps, the start-up "
+        "once):" if len(found.steps) > 1 else f"predicted for {hosts_text(found.hosts)}:",
+        f"{'runner':<12} {'workers':>8} {'in flight':>9} {'wall s':>8} {'(p5-p95)':>17} "
         f"{'CPU %':>6} {'peak memory':>12} {'open files':>10}",
     ]
     for p in advice.predictions:
@@ -122,35 +140,62 @@ def report_lines(found: JobAdvice) -> list[str]:
             f"{found.as_written.workers}): {_wall(found.as_written)} predicted"
         )
         lines += [f"warning: as written: {line}" for line in found.as_written_warnings]
-    if s.failed:
+    failed = sum(step.sample.failed for step in found.steps)
+    if failed:
         lines.append(
-            f"warning: {s.failed} of the sample's {len(found.sampled)} hosts failed: their "
-            "time counts as a latency like the others'"
+            f"warning: {failed} of the sample's host runs failed: their time counts as a "
+            "latency like the others'"
         )
     if found.check is not None:
         lines.append(_check_line(found.check.prediction, found.check.measured))
     return lines
 
 
-def _row(p: Prediction, *, mark: str) -> str:
-    wall = f"{_s(p.wall)}-{_s(p.wall_high)}"
+def _sample_lines(s: Sample, step: str) -> list[str]:
+    loads = " and ".join(
+        f"{level.in_flight:,} in flight (p50 {_ms(level.p50)}"
+        + (f", {level.refused} logins refused" if level.refused else "") + ")"
+        for level in s.levels
+    )
+    return [
+        f"{step}loads: two alone (a warm-up, and the run's fixed cost), then "
+        f"{loads or 'the rest at once'}; {s.failed} failed",
+        f"{step}per host: latency p50 {_ms(s.p50)}, p95 {_ms(s.p95)}, max {_ms(s.max)}; CPU "
+        f"{s.cpu_per_host * 1e6:,.0f} µs; memory {s.memory_per_host / 1024:,.1f} KiB; open "
+        f"files {s.descriptors_per_host:.2f}",
+    ]
+
+
+def _costs(runner: str, costs: RunnerCosts) -> str:
+    where = f", {costs.processes} processes, {costs.cores} cores" if costs.processes > 1 else ""
     return (
-        f"{p.runner:<12} {p.workers:>8,} {p.in_flight:>9,} {wall:>18} {p.cpu_percent:>6.0f} "
-        f"{_mib(p.memory):>12} {p.open_files:>10,}{mark}"
+        f"{runner} start-up {_s(costs.startup)} s, {costs.per_host * 1e6:,.0f} µs a host"
+        f"{where}"
+    )
+
+
+def _row(p: Prediction, *, mark: str) -> str:
+    wall = f"({_s(p.wall_low)}-{_s(p.wall_high)})"
+    return (
+        f"{p.runner:<12} {p.workers:>8,} {p.in_flight:>9,} {_s(p.wall):>8} {wall:>17} "
+        f"{p.cpu_percent:>6.0f} {_mib(p.memory):>12} {p.open_files:>10,}{mark}"
     )
 
 
 def _check_line(predicted: Prediction, measured: Sample) -> str:
     failed = f", {measured.failed} failed" if measured.failed else ""
+    inside = predicted.wall_low <= measured.wall <= predicted.wall_high
+    off = (measured.wall - predicted.wall) / measured.wall * 100 if measured.wall else 0.0
     return (
         f"check: {predicted.runner}, num_workers {predicted.workers} on "
         f"{hosts_text(predicted.hosts)}: predicted {_wall(predicted)}, measured "
-        f"{_s(measured.wall)} s{failed}"
+        f"{_s(measured.wall)} s{failed}: {'inside' if inside else 'outside'} the range, "
+        f"the prediction {abs(off):.0f} % {'short' if off >= 0 else 'over'}"
     )
 
 
 def _wall(p: Prediction) -> str:
-    return f"{_s(p.wall)} s ({_s(p.wall)}-{_s(p.wall_high)} s)"
+    return f"{_s(p.wall)} s ({_s(p.wall_low)}-{_s(p.wall_high)} s)"
 
 
 def _s(seconds: float) -> str:

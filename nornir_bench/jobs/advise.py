@@ -1,10 +1,16 @@
-"""Advising a job: its task run on a random sample of its hosts, measured, and the model of
-:mod:`nornir_bench.bench.advise` applied to all of its hosts (``nornir-bench advise``).
+"""Advising a job: its task run on a random sample of its hosts, measured, and the run of all
+of its hosts simulated per runner and worker count (:mod:`nornir_bench.bench.advise`;
+``nornir-bench advise``).
 
-The sample runs with every host in flight at once, on the ``asyncio`` runner for an ``async
-def`` task and on ``threadpool`` for a blocking one, with the job's run policies (its timeouts,
-start rate and group limits protect its devices during the sample too). Only a task known to
-change nothing runs (:func:`~nornir_bench.tasks.is_read_only`) unless ``allow_changes``.
+The sample runs on the ``asyncio`` runner for an ``async def`` task and on ``threadpool`` for
+a blocking one, with the job's run policies (its timeouts, start rate and group limits protect
+its devices during the sample too), at two loads (:func:`~nornir_bench.bench.sampling.
+measure_sample`). A job of steps is sampled step by step on the same hosts, in order, its
+connections kept from one step to the next as a run keeps them, and predicted step by step,
+the runner's start-up paid once. Each runner's own costs are measured on this machine, or on
+the Dask cluster of ``address`` (:func:`~nornir_bench.bench.calibrate.measure_costs`). Only a
+task known to change nothing runs (:func:`~nornir_bench.tasks.is_read_only`) unless
+``allow_changes``.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +28,13 @@ from nornir_bench.bench.advise import (
     Limits,
     Prediction,
     Sample,
-    advise,
     limit_warnings,
-    machine_limits,
-    predict,
     runners_for,
 )
+from nornir_bench.bench.advise_steps import StepSample, advise_steps, predict_steps
+from nornir_bench.bench.calibrate import measure_costs
+from nornir_bench.bench.costs import RunnerCosts
+from nornir_bench.bench.machine import machine_limits
 from nornir_bench.bench.sampling import measure_run, measure_sample
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import NornirBenchError
@@ -44,12 +52,11 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SAMPLE", "AdviseError", "Check", "JobAdvice", "advise_job"]
 
-DEFAULT_SAMPLE = 24
-"""Hosts in the sample unless told: enough for a median and a 95th percentile of latency, few
-enough to be gentle with the devices."""
+DEFAULT_SAMPLE = 100
+"""Hosts in the sample unless told: enough for the tail of the latencies and two loads."""
 
-CHECK_FACTOR = 10
-"""The check's slice of hosts: this many times the sample (never more than the job has)."""
+CHECK_HOSTS = 2_000
+"""The check runs the recommendation on this many hosts (the job's all, if it has fewer)."""
 
 
 class AdviseError(NornirBenchError):
@@ -58,7 +65,9 @@ class AdviseError(NornirBenchError):
 
 @dataclass(frozen=True)
 class Check:
-    """The recommended configuration run on a larger slice: predicted against measured."""
+    """The recommended configuration run on a larger slice: predicted against measured.
+
+    ``measured`` is the slice's run, its ``wall`` from the runner's start to its close."""
 
     prediction: Prediction
     measured: Sample
@@ -71,9 +80,12 @@ class JobAdvice:
     Attributes:
         hosts: the job's hosts (its filter applied).
         sampled: the hosts of the sample.
-        sample: what their run measured.
+        sample: what their run measured (the first step's, for a job of steps).
+        steps: each step's sample and hosts, in order (one for a job of one task).
         sample_runner: the runner the sample ran on.
         limits: this machine's and the job's.
+        costs: each runner's own costs, as measured.
+        calibration: seconds measuring the runners' costs took.
         advice: every prediction, the recommendation and its warnings.
         as_written: the prediction for the job's own runner and worker count, if the model
             covers that runner.
@@ -84,8 +96,11 @@ class JobAdvice:
     hosts: int
     sampled: tuple[str, ...]
     sample: Sample
+    steps: tuple[StepSample, ...]
     sample_runner: str
     limits: Limits
+    costs: Mapping[str, RunnerCosts]
+    calibration: float
     advice: Advice
     as_written: Prediction | None = None
     as_written_warnings: tuple[str, ...] = ()
@@ -101,73 +116,91 @@ def advise_job(
     allow_changes: bool = False,
     address: str | None = None,
     check: bool = False,
+    runners: Sequence[str] | None = None,
 ) -> JobAdvice:
-    """Run ``job``'s task on a sample of its hosts and predict the whole job per runner.
+    """Run ``job``'s steps on a sample of its hosts and predict the whole job per runner.
 
     Args:
-        job: from :func:`~nornir_bench.jobs.load.load_job`, a job of one task.
+        job: from :func:`~nornir_bench.jobs.load.load_job`.
         sample: the most hosts in the sample (>= 1).
         seed: makes the draw of the sample (and of the check's slice) reproducible.
         budget: the sample run's ``run_timeout``, seconds: hosts not finished by then fail.
         allow_changes: run a task not known to be read-only.
-        address: a Dask scheduler the ``dask`` runner would use (no cluster start-up).
-        check: run the recommendation on ``CHECK_FACTOR`` times the sample's hosts.
+        address: a Dask scheduler the ``dask`` runner would use: its workers, cores and the
+            cost of a run on it are measured there.
+        check: run the recommendation on :data:`CHECK_HOSTS` hosts.
+        runners: predict these runners only (of those advise predicts for the task).
 
     Raises:
-        AdviseError: for a job of steps, a task not known to be read-only, a bad ``sample``.
+        AdviseError: for a task not known to be read-only, a bad ``sample``, a runner
+            ``runners`` names that advise does not predict for the job.
         JobError: when the inventory cannot be loaded.
     """
     if sample < 1:
         raise AdviseError(f"the sample must be a whole number of hosts >= 1, got {sample!r}")
-    if job.stepped:
-        raise AdviseError(
-            f"{job.path}: advise takes a job of one task; this one has {len(job.steps)} steps"
-        )
-    if not allow_changes and not is_read_only(job.task, job.params):
-        raise AdviseError(
-            f"{job.path}: task {job.task_name} is not known to be read-only, and advise runs "
-            "it on real hosts; pass --allow-changes to run it anyway"
-        )
+    for step in job.steps:
+        if not allow_changes and not is_read_only(step.task, step.params):
+            where = f" (step {step.number})" if job.stepped else ""
+            raise AdviseError(
+                f"{job.path}: task {step.task_name}{where} is not known to be read-only, and "
+                "advise runs it on real hosts; pass --allow-changes to run it anyway"
+            )
     options = _policy_options(job, budget)
     try:
         policy = RunPolicy.build("--budget" if budget is not None else "runner", options)
     except ValueError as exc:
         raise AdviseError(str(exc)) from None
-    async_task = is_async_task(job.task)
+    # A job with an async def step runs its blocking steps on an async runner too.
+    async_task = any(is_async_task(step.task) for step in job.steps)
     sample_runner = "asyncio" if async_task else "threadpool"
-    runners = runners_for(async_task, _usable_runners())
-    if not runners:
+    usable = runners_for(async_task, _usable_runners())
+    if not usable:
         raise AdviseError(f"no runner installed for this task (advise predicts {sample_runner})")
+    for name in runners or ():
+        if name not in usable:
+            raise AdviseError(
+                f"--runners: advise predicts {', '.join(usable)} for this task, got {name!r}"
+            )
+    runners = tuple(dict.fromkeys(runners)) if runners else usable
     nr, _secrets = job.nornir()
     no_last_resort_logging()  # after InitNornir's logging set-up, as run_job does
     names = list(nr.inventory.hosts)
     rng = random.Random(seed)
     sampled = tuple(rng.sample(names, min(sample, len(names))))
-    measured = _measured(nr, job, sampled, sample_runner, len(sampled), options, sample=True)
+    steps = _sampled_steps(nr, job, sampled, sample_runner, options)
     limits = machine_limits(
         max_starts_per_second=policy.max_starts_per_second,
+        max_start_burst=policy.max_start_burst,
         max_in_flight=in_flight_cap(list(nr.inventory.hosts.values()), policy.group_limits),
-        attached=address is not None,
+        batches=policy.batches,
     )
-    advice = advise(measured, hosts=len(names), runners=runners, limits=limits)
-    as_written = _as_written(job, measured, runners, len(names), limits)
+    started = time.perf_counter()
+    costs = _costs(runners, sample_runner, async_task, address)
+    calibration = time.perf_counter() - started
+    advice = advise_steps(steps, runners=runners, limits=limits, costs=costs)
+    as_written = _as_written(job, steps, runners, limits, costs)
     checked = None
     if check:
         best = advice.best
-        hosts = rng.sample(names, min(len(names), CHECK_FACTOR * len(sampled)))
+        hosts = rng.sample(names, min(len(names), max(CHECK_HOSTS, len(sampled))))
         if best.runner == "dask" and address is not None:
             options = {**options, "address": address}
         checked = Check(
-            predict(measured, runner=best.runner, workers=best.workers, hosts=len(hosts),
-                    limits=limits),
-            _measured(nr, job, hosts, best.runner, best.workers, options),
+            predict_steps(
+                _for_hosts(nr, job, steps, hosts), runner=best.runner, workers=best.workers,
+                limits=limits, costs=costs.get(best.runner),
+            ),
+            _measured_slice(nr, job, hosts, best.runner, best.workers, options),
         )
     return JobAdvice(
         hosts=len(names),
         sampled=sampled,
-        sample=measured,
+        sample=steps[0].sample,
+        steps=steps,
         sample_runner=sample_runner,
         limits=limits,
+        costs=costs,
+        calibration=calibration,
         advice=advice,
         as_written=as_written,
         as_written_warnings=tuple(limit_warnings(as_written, limits)) if as_written else (),
@@ -193,33 +226,97 @@ def _policy_options(job: Job, budget: float | None) -> dict[str, Any]:
     return options
 
 
-def _measured(
-    nr: Nornir,
-    job: Job,
-    hosts: Sequence[str],
-    runner: str,
-    workers: int,
-    options: dict[str, Any],
-    *,
-    sample: bool = False,
-) -> Sample:
-    """Run the job's task on ``hosts`` with ``runner`` and ``workers``, measured; its
-    connections and the runner closed after, whatever happens."""
-    chosen = set(hosts)
+def _costs(
+    runners: Sequence[str], sample_runner: str, async_task: bool, address: str | None
+) -> dict[str, RunnerCosts]:
+    """Each runner's own costs, measured; the sample's runner's cost per host is in the
+    sample's CPU already."""
+    costs = {}
+    for runner in runners:
+        given = {"address": address} if runner == "dask" and address is not None else None
+        try:
+            measured = measure_costs(runner, async_task=async_task, options=given)
+        except ValueError as exc:
+            raise AdviseError(str(exc)) from None
+        if runner == sample_runner:
+            measured = RunnerCosts(measured.startup, 0.0, measured.processes, measured.cores)
+        costs[runner] = measured
+    return costs
+
+
+def _runner(runner: str, workers: int, options: dict[str, Any]) -> Any:
     try:
-        plugin = runner_class(runner)(num_workers=workers, **options)
+        return runner_class(runner)(num_workers=workers, **options)
     except ValueError as exc:
         raise AdviseError(str(exc)) from None
-    on_hosts = nr.filter(filter_func=lambda host: host.name in chosen).with_runner(plugin)
+
+
+def _sampled_steps(
+    nr: Nornir, job: Job, hosts: Sequence[str], runner: str, options: dict[str, Any]
+) -> tuple[StepSample, ...]:
+    """Each step measured on ``hosts`` (those its filter keeps), in order, on one runner: the
+    connections a step opens are there for the next; all closed after, whatever happens."""
+    chosen = set(hosts)
+    on_hosts = nr.filter(filter_func=lambda host: host.name in chosen).with_runner(
+        _runner(runner, len(hosts), options)
+    )
+    steps = []
     try:
-        measure = measure_sample if sample else measure_run
-        return measure(on_hosts, job.task, job.params).sample
+        for step in job.steps:
+            step_nr = step.filter.apply(on_hosts)
+            ran = len(step_nr.inventory.hosts)
+            if not ran:
+                raise AdviseError(f"{job.path}: no sampled host is left for step {step.number}")
+            params = {**step.params, "on_failed": step.on_failed}
+            measured = measure_sample(step_nr, step.task, params).sample
+            hosts_of_job = len(step.filter.apply(nr).inventory.hosts)
+            steps.append(StepSample(step.number, step.task_name, hosts_of_job, measured))
+        return tuple(steps)
     finally:
         close_run(on_hosts)
 
 
+def _for_hosts(
+    nr: Nornir, job: Job, steps: Sequence[StepSample], hosts: Sequence[str]
+) -> tuple[StepSample, ...]:
+    """``steps`` with each one's hosts counted among ``hosts``."""
+    chosen = set(hosts)
+    on_hosts = nr.filter(filter_func=lambda host: host.name in chosen)
+    return tuple(
+        StepSample(s.number, s.task_name, len(step.filter.apply(on_hosts).inventory.hosts),
+                   s.sample)
+        for s, step in zip(steps, job.steps, strict=True)
+    )
+
+
+def _measured_slice(
+    nr: Nornir, job: Job, hosts: Sequence[str], runner: str, workers: int,
+    options: dict[str, Any],
+) -> Sample:
+    """The job's steps run on ``hosts`` with ``runner`` and ``workers``, as ``run`` would:
+    the wall from the runner's start to its close."""
+    chosen = set(hosts)
+    on_hosts = nr.filter(filter_func=lambda host: host.name in chosen).with_runner(
+        _runner(runner, workers, options)
+    )
+    started = time.perf_counter()
+    runs = []
+    try:
+        for step in job.steps:
+            params = {**step.params, "on_failed": step.on_failed}
+            runs.append(measure_run(step.filter.apply(on_hosts), step.task, params).sample)
+    finally:
+        close_run(on_hosts)
+    wall = time.perf_counter() - started
+    return Sample(
+        latencies=tuple(latency for run in runs for latency in run.latencies),
+        failed=sum(run.failed for run in runs), wall=wall,
+    )
+
+
 def _as_written(
-    job: Job, sample: Sample, runners: Sequence[str], hosts: int, limits: Limits
+    job: Job, steps: Sequence[StepSample], runners: Sequence[str], limits: Limits,
+    costs: Mapping[str, RunnerCosts],
 ) -> Prediction | None:
     """The prediction for the job's own runner and ``num_workers``, if the model covers it."""
     runner = job.runner_plugin
@@ -231,4 +328,5 @@ def _as_written(
         workers = default if isinstance(default, int) else None
     if not isinstance(workers, int):
         return None
-    return predict(sample, runner=runner, workers=workers, hosts=hosts, limits=limits)
+    return predict_steps(steps, runner=runner, workers=workers, limits=limits,
+                         costs=costs.get(runner))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from nornir_bench.bench.advise import predict
 from nornir_bench.cli.main import main
 from nornir_bench.jobs.advise import advise_job
 from nornir_bench.jobs.load import load_job
@@ -58,7 +59,7 @@ def test_the_sample_is_drawn_from_the_jobs_hosts_never_more_than_asked(tmp_path:
 def test_the_sample_keeps_to_the_jobs_filter(tmp_path: Path) -> None:
     path = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}")
     path.write_text(path.read_text() + "filter: {hosts: [dev3, dev5, dev8, dev13]}\n")
-    found = advise_job(load_job(path), sample=24)
+    found = advise_job(load_job(path), sample=24, runners=["asyncio"])
     assert sorted(found.sampled) == ["dev13", "dev3", "dev5", "dev8"]
     assert found.hosts == 4
 
@@ -119,23 +120,47 @@ def test_bad_jobs_are_one_line_exit_2(
     assert main(["advise", str(job), "--budget", "0"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--budget: run_timeout must be a number of seconds > 0" in err
-    stepped = tmp_path / "steps.yaml"
-    stepped.write_text(textwrap.dedent("""\
-        inventory: {plugin: synthetic, options: {hosts: 3}}
-        steps:
-          - {name: sim_rtt, params: {rtt: 0}}
-          - {name: sim_rtt, params: {rtt: 0}}
-        """))
-    assert main(["advise", str(stepped)]) == 2
+    assert main(["advise", str(job), "--runners", "asyncio,threadpool"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "advise takes a job of one task; this one has 2 steps" in err
+    assert err.count("\n") == 1
+    assert "--runners: advise predicts asyncio, processpool" in err and "'threadpool'" in err
+
+
+def test_a_job_of_steps_is_sampled_step_by_step_and_pays_its_start_up_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "steps.yaml"
+    path.write_text(textwrap.dedent("""\
+        inventory: {plugin: synthetic, options: {hosts: 40}}
+        runner: {plugin: asyncio, options: {num_workers: 10}}
+        logging: {enabled: false}
+        steps:
+          - {name: sim_rtt, params: {rtt: 0.01}}
+          - {name: asim_rtt, params: {rtt: 0.03}, filter: {hosts: [dev1, dev2, dev3]}}
+        """))
+    found = advise_job(load_job(path), sample=40, seed=2, runners=["asyncio", "processpool"])
+    assert found.sample_runner == "asyncio"  # a blocking step runs on an async runner too
+    first, second = found.steps
+    assert (first.hosts, second.hosts) == (40, 3)
+    assert first.sample.p50 < 0.02 < second.sample.p50
+    assert [level.hosts for level in first.sample.levels] == [7, 31]  # a fifth, the rest
+    assert second.sample.hosts == 1  # of 3 sampled: a warm-up and one alone ran first
+    for p in found.advice.predictions:
+        costs = found.costs[p.runner]
+        each = [
+            predict(step.sample, runner=p.runner, workers=p.workers, hosts=step.hosts,
+                    limits=found.limits, costs=costs)
+            for step in found.steps
+        ]
+        assert p.wall == pytest.approx(sum(q.wall for q in each) - costs.startup)
+    assert found.as_written is not None and found.as_written.workers == 10
 
 
 def test_advise_end_to_end_prints_a_recommendation_and_its_check(tmp_path: Path) -> None:
     job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0.01}}", hosts=50)
     done = subprocess.run(
         [sys.executable, "-m", "nornir_bench", "advise", str(job), "--sample", "5", "--seed",
-         "1", "--check", "--budget", "30"],
+         "1", "--check", "--budget", "30", "--runners", "asyncio,processpool"],
         capture_output=True, text=True, timeout=60, cwd=tmp_path, env=dict(os.environ),
     )
     assert done.returncode == 0, done.stderr
@@ -152,7 +177,7 @@ def test_advise_end_to_end_prints_a_recommendation_and_its_check(tmp_path: Path)
 
 def test_the_budget_bounds_the_sample_run(tmp_path: Path) -> None:
     job = load_job(job_file(tmp_path, "{name: asim_rtt, params: {rtt: 30}}", hosts=6))
-    found = advise_job(job, sample=6, budget=0.2)
+    found = advise_job(job, sample=6, budget=0.2, runners=["asyncio"])
     # Every host, the two that ran alone too: asim_rtt fails only by the budget's RunTimeout.
     assert found.sample.failed == 6
 
@@ -161,7 +186,8 @@ def test_plot_draws_the_predictions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}", hosts=6)
-    assert main(["advise", str(job), "--plot", str(tmp_path / "advice.png")]) == 0
+    plot = ["--runners", "asyncio", "--plot", str(tmp_path / "advice.png")]
+    assert main(["advise", str(job), *plot]) == 0
     assert (tmp_path / "advice.png").read_bytes().startswith(b"\x89PNG")
     assert f"plot: {tmp_path / 'advice.png'}" in capsys.readouterr().out
     assert main(["advise", str(job), "--plot", str(tmp_path / "no" / "advice.png")]) == 2

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""``nornir-bench advise --check``: predicted against measured, job by job, repeat by repeat.
+
+    python scripts/bench_advise.py [--jobs NAME ...] [--repeat 5] [--sample N] [--quick]
+
+Each job is advised ``--repeat`` times (``--seed`` 1, 2 ...), each time in a process of its own
+(``python -m nornir_bench advise JOB --check``, default options apart from what the job
+needs), and its ``check:`` line read: the recommendation run on 2,000 of the job's hosts (all,
+if fewer), its predicted wall (median, 5th-95th percentile of the simulated runs) against the
+measured one. Per job: each repeat's figures, how far the median prediction was off, and how
+many measured walls fell inside the predicted range, beside the issue's targets.
+
+The jobs (``--jobs``, default all):
+
+- ``synthetic-50``, ``synthetic-300``: ``asim_rtt`` with 50 ms ± 10 ms and 300 ms ± 100 ms on
+  10,000 synthetic hosts (no network);
+- ``rtt-50``, ``rtt-300``: ``atcp_ping`` against the emulated-RTT server (``nornir-bench
+  rtt-server``, started here on 16 free loopback ports, 50 ms and 300 ms a reply), 10,000
+  real sockets;
+- ``routers``: ``send_command show version`` (netmiko) on 10 FRR routers x 50 hosts each,
+  behind OpenSSH as it ships (its ``MaxStartups`` throttling logins), the lab started here
+  (root; ``apt-get install -y frr openssh-server``) and stopped at the end;
+- ``routers-3-steps``: three ``asend_command`` steps (scrapli) on the same routers.
+
+``--quick``: 1 repeat, 2,000 hosts for the synthetic and RTT jobs (a smoke run). Everything
+this script starts, it stops, on an error and on Ctrl-C too. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_routers import RouterLab, _lab_name
+
+from nornir_bench.lab.ports import free_port_range
+
+TARGETS = {  # job -> the most the median prediction may be off, as the issue sets it
+    "synthetic-50": 0.10,
+    "synthetic-300": 0.10,
+    "rtt-50": 0.15,
+    "rtt-300": 0.15,
+    "routers": 0.20,
+    "routers-3-steps": 0.20,
+}
+RTT_PORTS = 16
+ROUTERS, HOSTS_PER_ROUTER = 10, 50
+ADVISE_TIMEOUT = 900.0  # seconds, at most, for one advise process
+CHECK = re.compile(
+    r"check: (?P<runner>\S+), num_workers (?P<workers>\d+) on (?P<hosts>[\d,]+) hosts?: "
+    r"predicted (?P<p50>[\d.,]+) s \((?P<p5>[\d.,]+)-(?P<p95>[\d.,]+) s\), measured "
+    r"(?P<measured>[\d.,]+) s"
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", nargs="+", choices=list(TARGETS), default=list(TARGETS))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--sample", type=int, default=None, help="advise's --sample")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    repeat = 1 if args.quick else args.repeat
+    hosts = 2_000 if args.quick else 10_000
+    print(f"# advise --check, {repeat} repeats a job, {_cores()} cores\n")
+    with tempfile.TemporaryDirectory(prefix="bench-advise-") as temp:
+        folder = Path(temp)
+        for name in args.jobs:
+            with _job(name, folder, hosts) as job:
+                _advise_job(name, job, repeat, args.sample)
+    return 0
+
+
+def _advise_job(name: str, job: Path, repeat: int, sample: int | None) -> None:
+    print(f"\n## {name}\n")
+    print("| seed | sample s | recommended | predicted s (p5-p95) | measured s | off | inside |")
+    print("|---:|---:|---|---|---:|---:|---|")
+    offs, inside = [], 0
+    for seed in range(1, repeat + 1):
+        command = [sys.executable, "-m", "nornir_bench", "advise", str(job), "--check",
+                   "--seed", str(seed), *(["--sample", str(sample)] if sample else [])]
+        began = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, timeout=ADVISE_TIMEOUT,
+                              check=False)
+        took = time.perf_counter() - began
+        found = CHECK.search(done.stdout)
+        if done.returncode or not found:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            print(f"| {seed} | | advise failed (exit {done.returncode}): {' / '.join(tail)} "
+                  "| | | | |")
+            continue
+        figure = {key: _number(value) for key, value in found.groupdict().items()
+                  if key not in ("runner",)}
+        off = (figure["p50"] - figure["measured"]) / figure["measured"]
+        offs.append(off)
+        within = figure["p5"] <= figure["measured"] <= figure["p95"]
+        inside += within
+        said = _said(done.stdout)
+        print(f"| {seed} | {said.get('sample', '?')} (advise {took:.0f} s) | "
+              f"{found['runner']}, {int(figure['workers']):,} on {int(figure['hosts']):,} | "
+              f"{figure['p50']:.3f} ({figure['p5']:.3f}-{figure['p95']:.3f}) | "
+              f"{figure['measured']:.3f} | {100 * off:+.0f} % | {'yes' if within else 'no'} |")
+        for line in said.get("warnings", []):
+            print(f"|  | | warning: {line} | | | | |")
+    if offs:
+        worst = max(abs(off) for off in offs)
+        target = TARGETS[name]
+        print(f"\nmedian off {100 * statistics.median(offs):+.0f} %, worst {100 * worst:.0f} % "
+              f"(target {100 * target:.0f} %: {'met' if worst <= target else 'MISSED'}); "
+              f"inside the range {inside} of {len(offs)} (target 4 of 5)")
+
+
+def _said(out: str) -> dict[str, object]:
+    said: dict[str, object] = {"warnings": []}
+    for line in out.splitlines():
+        if line.startswith("sample: "):
+            said["sample"] = line.rsplit(" in ", 1)[-1].removesuffix(" s")
+        elif line.startswith("warning: ") and "as written" not in line:
+            said["warnings"].append(line.removeprefix("warning: "))  # type: ignore[attr-defined]
+    return said
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+# -- the jobs, and what they need running ------------------------------------------------------
+
+
+def _job(name: str, folder: Path, hosts: int) -> AbstractContextManager[Path]:
+    makers: dict[str, Callable[[str, Path, int], AbstractContextManager[Path]]] = {
+        "synthetic": _synthetic, "rtt": _rtt, "routers": _routers,
+    }
+    return makers[name.split("-")[0]](name, folder, hosts)
+
+
+def _write(folder: Path, name: str, job: dict[str, object]) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(json.dumps({"logging": {"enabled": False}, **job}, indent=1))
+    return path
+
+
+@contextmanager
+def _synthetic(name: str, folder: Path, hosts: int) -> Iterator[Path]:
+    rtt, jitter = (0.05, 0.01) if name.endswith("-50") else (0.3, 0.1)
+    yield _write(folder, name, {
+        "inventory": {"plugin": "synthetic", "options": {"hosts": hosts}},
+        "runner": {"plugin": "asyncio", "options": {"num_workers": hosts}},
+        "task": {"name": "asim_rtt", "params": {"rtt": rtt, "jitter": jitter}},
+    })
+
+
+@contextmanager
+def _rtt(name: str, folder: Path, hosts: int) -> Iterator[Path]:
+    delay = 0.05 if name.endswith("-50") else 0.3
+    base = free_port_range(RTT_PORTS)
+    inventory = folder / f"{name}-hosts.yaml"
+    inventory.write_text(json.dumps({
+        f"h{index:05d}": {"hostname": "127.0.0.1", "port": base + index % RTT_PORTS}
+        for index in range(hosts)
+    }))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "rtt-server", "--port", str(base), "--ports",
+         str(RTT_PORTS), "--delay", str(delay)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        ready = server.stdout.readline() if server.stdout else ""
+        if not ready.startswith("rtt server ready:"):
+            raise SystemExit(f"the RTT server did not start: {ready!r}")
+        yield _write(folder, name, {
+            "inventory": {"plugin": "SimpleInventory", "options": {
+                "host_file": str(inventory)}},
+            "runner": {"plugin": "asyncio", "options": {"num_workers": hosts,
+                                                       "task_timeout": 30}},
+            "task": {"name": "atcp_ping", "params": {"probe": "ping"}},
+        })
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+@contextmanager
+def _routers(name: str, folder: Path, hosts: int) -> Iterator[Path]:
+    inventory = folder / "routers"
+    with RouterLab(ROUTERS, _lab_name(), inventory, hosts=ROUTERS * HOSTS_PER_ROUTER):
+        files = {"host_file": str(inventory / "hosts.yaml"),
+                 "group_file": str(inventory / "groups.yaml"),
+                 "defaults_file": str(inventory / "defaults.yaml")}
+        if name == "routers":
+            job = {"runner": {"plugin": "threadpool", "options": {"num_workers": 20}},
+                   "task": {"name": "send_command", "params": {"command": "show version"}}}
+        else:
+            job = {"runner": {"plugin": "asyncio", "options": {"num_workers": 100}},
+                   "steps": [{"name": "asend_command", "params": {"command": command}}
+                             for command in ("show version", "show ip route",
+                                             "show interface")]}
+        yield _write(folder, name, {
+            "inventory": {"plugin": "SimpleInventory", "options": files}, **job,
+        })
+
+
+if __name__ == "__main__":
+    sys.exit(main())
