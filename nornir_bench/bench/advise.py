@@ -100,9 +100,12 @@ def predict(
         repeats=repeats,
     )
     wall = simulated.p50
-    cpu = hosts * sample.cpu_per_host + hosts * costs.per_host
-    # The CPU floor: the hosts' CPU on the cores they can use, or the parent's on its one.
-    cpu_floor = max(hosts * sample.cpu_per_host / costs.cores, hosts * costs.per_host)
+    cpu = hosts * workload.cpu_per_host + hosts * costs.per_host
+    # The CPU floor: the hosts' CPU on the cores they can use, or the parent's on its one
+    # (in process, one core takes both).
+    parent = hosts * costs.per_host
+    own = hosts * workload.cpu_per_host / costs.cores
+    cpu_floor = own + parent if costs.processes == 1 else max(own, parent)
     local = runner == "processpool" or runner == "dask" and costs.startup > 0
     extra = costs.processes if runner in ("processpool", "dask") and local else 0
     memory = sample.base_memory * (1 + extra) + round(in_flight * sample.memory_per_host)

@@ -59,6 +59,12 @@ class Sample:
         cpu_waited: seconds of each latency that were the client's CPU, not the device: its
             own and the other hosts' it waited for (the simulation gives the CPU its own
             place, and takes this out of the latencies).
+        cpu_runner: of ``cpu_per_host``, what the sample's runner took itself, its hosts
+            ending as the sample's did (:func:`~nornir_bench.bench.calibrate.replay_cpu`):
+            the rest is the task's own. A runner's cost where hosts end together is its
+            :class:`~nornir_bench.bench.costs.RunnerCosts` ``per_host``.
+        cpu_runner_measured: each measurement of ``cpu_runner`` (their median is it): the
+            task's own CPU as each gives it is a draw of the simulation.
     """
 
     latencies: tuple[float, ...]
@@ -75,6 +81,13 @@ class Sample:
     levels: tuple[Level, ...] = ()
     seconds: float = 0.0
     cpu_waited: float = 0.0
+    cpu_runner: float = 0.0
+    cpu_runner_measured: tuple[float, ...] = ()
+
+    @property
+    def cpu_task(self) -> float:
+        """The task's own client CPU seconds per host: ``cpu_per_host`` less ``cpu_runner``."""
+        return max(0.0, self.cpu_per_host - self.cpu_runner)
 
     @property
     def hosts(self) -> int:
@@ -99,7 +112,10 @@ class Sample:
         latencies = tuple(max(latency * 0.1, latency - waited) for latency in self.latencies)
         return Workload(
             latencies or (0.0,), in_flight=max(1, self.in_flight or self.hosts),
-            growth=self.growth, cpu_per_host=self.cpu_per_host, overhead=self.overhead,
+            growth=self.growth, cpu_per_host=self.cpu_task, overhead=self.overhead,
+            cpu_measured=tuple(
+                max(0.0, self.cpu_per_host - runner) for runner in self.cpu_runner_measured
+            ),
         )
 
 

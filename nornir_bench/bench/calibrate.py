@@ -8,10 +8,13 @@ synthetic hosts, all of them in flight at once, so that what each run takes is t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
 import os
-from collections.abc import Callable, Mapping
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +27,23 @@ from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
+    from nornir.core.task import Task
 
-__all__ = ["CALIBRATED_RUNNERS", "MAX_CALIBRATION_HOSTS", "cluster_shape", "measure_costs"]
+__all__ = [
+    "CALIBRATED_RUNNERS",
+    "MAX_CALIBRATION_HOSTS",
+    "cluster_shape",
+    "measure_costs",
+    "replay_cpu",
+]
 
 CALIBRATED_RUNNERS = ("asyncio", "dask", "processpool", "threadpool")
 """The runners whose processes and cores :func:`measure_costs` knows how to read."""
 
 _ELSEWHERE = ("dask", "processpool")  # hosts in worker processes, started or warmed by a run
+
+PER_HOST_REPEATS = 3
+"""Times ``per_host`` is measured: its median is the figure, each a simulated run may draw."""
 
 MAX_CALIBRATION_HOSTS = 10_000
 """The most hosts a calibration runs: every one is in flight at once (a thread each on the
@@ -69,7 +82,8 @@ def measure_costs(
         ``startup``: the fresh runner's run of one host plus its close (a process's first run
         also pays for the runner's imports, as a job's process does). ``per_host``: the
         parent's wall per host beyond one, ``(all - one) / (hosts - 1)``, on the runner once
-        started; measured on every runner, the caller decides where its sample holds it
+        started, the median of :data:`PER_HOST_REPEATS` (each in ``per_host_measured``);
+        measured on every runner, the caller decides where its sample holds it
         already. ``processes`` and ``cores``: 1 and 1 in process; processpool's and the
         embedded cluster's ``num_procs``, on this machine's cores; a scheduler's workers and
         their threads.
@@ -104,7 +118,10 @@ def measure_costs(
         start = _wall(one, task)
         if runner in _ELSEWHERE:
             _wall(nr, task)
-        alone, together = _wall(one, task), _wall(nr, task)
+        per_host = []
+        for _ in range(PER_HOST_REPEATS):
+            alone, together = _wall(one, task), _wall(nr, task)
+            per_host.append(max(0.0, together - alone) / (hosts - 1))
     except BaseException:
         with contextlib.suppress(Exception):  # what stopped the calibration is the error
             _close(nr.runner)
@@ -114,9 +131,10 @@ def measure_costs(
     closed = perf_counter() - closing
     return RunnerCosts(
         startup=start + closed,
-        per_host=max(0.0, together - alone) / (hosts - 1),
+        per_host=statistics.median(per_host),
         processes=processes,
         cores=cores,
+        per_host_measured=tuple(per_host),
     )
 
 
@@ -136,6 +154,54 @@ def _wall(nr: Nornir, task: Callable[..., Any]) -> float:
             f"first: {multi.exception!r:.300}"
         )
     return wall
+
+
+def replay_cpu(runner: str, *, async_task: bool, latencies: Sequence[float]) -> float:
+    """The CPU seconds per host ``runner`` itself takes for hosts that only wait
+    ``latencies`` (one a host, all in flight at once): what a sample of those latencies cost
+    the client beyond its task.
+
+    Hosts that end apart from one another each wake the client up, and a wake-up costs more
+    CPU than a host ending among many (a full run's hosts end close together). A sample's CPU
+    per host less this is its task's own; the runner's cost with hosts ending together is
+    :func:`measure_costs`'s ``per_host``. For the in-process runners (``asyncio``,
+    ``threadpool``), whose CPU is this process's; bounded by the sample's hosts and latencies.
+
+    Raises:
+        ValueError: a runner whose hosts run elsewhere, or fewer than two latencies.
+    """
+    if runner in _ELSEWHERE or runner not in CALIBRATED_RUNNERS:
+        raise ValueError(f"calibrate: replay_cpu measures an in-process runner, got {runner!r}")
+    if len(latencies) < 2:
+        raise ValueError("calibrate: replay_cpu needs two latencies or more")
+    delays = {f"dev{index}": max(0.0, latency) for index, latency in enumerate(latencies)}
+    nr = init_nornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": len(delays)}},
+        runner={"plugin": runner, "options": {"num_workers": len(delays)}},
+        logging={"enabled": False},
+        connections=(),
+    ).with_processors([NoOpProcessor()])
+    task = _await_delay if async_task else _sleep_delay
+    one = nr.filter(filter_func=lambda host: host.name == "dev0")
+    try:
+        one.run(task=task, delays=delays)  # a warm-up
+        before = time.process_time()
+        one.run(task=task, delays=delays)
+        alone = time.process_time() - before
+        before = time.process_time()
+        nr.run(task=task, delays=delays)
+        together = time.process_time() - before
+    finally:
+        _close(nr.runner)
+    return max(0.0, together - alone) / (len(delays) - 1)
+
+
+async def _await_delay(task: Task, delays: Mapping[str, float]) -> None:
+    await asyncio.sleep(delays[task.host.name])
+
+
+def _sleep_delay(task: Task, delays: Mapping[str, float]) -> None:
+    time.sleep(delays[task.host.name])
 
 
 def _close(plugin: object) -> None:

@@ -18,9 +18,11 @@ class RunnerCosts:
     Attributes:
         startup: from ``run()`` to its first host's start (a fork server, a cluster started or
             reached), plus closing after the last host's end.
-        per_host: the parent's one core, per host: sending the host, taking its result back,
-            the processor hooks. 0 where the sample already measured it (the runner the sample
-            ran on).
+        per_host: the parent's one core, per host, hosts ending together: sending the host,
+            taking its result back, the processor hooks; for an in-process runner (one
+            process), the runner's own CPU per host, on the hosts' one core.
+        per_host_measured: each measurement of ``per_host``, when it was measured more than
+            once: each simulated run draws one, so the range holds their spread.
         processes: processes running hosts, ``num_workers`` hosts in flight in each: 1 for
             threadpool and asyncio, the pool's for processpool, the cluster's workers for dask.
         cores: cores the hosts' own CPU can use at once: 1 under one GIL, else the processes'
@@ -31,3 +33,4 @@ class RunnerCosts:
     per_host: float = 0.0
     processes: int = 1
     cores: int = 1
+    per_host_measured: tuple[float, ...] = ()

@@ -88,6 +88,7 @@ class _InFlight(NoOpProcessor):
 class _Peak:
     memory: int
     descriptors: int
+    cpu: float = 0.0  # the watching thread's own CPU seconds, not the run's
 
 
 @contextmanager
@@ -98,9 +99,11 @@ def _peak_usage() -> Iterator[_Peak]:
     done = threading.Event()
 
     def watch() -> None:
+        began = time.thread_time()
         while not done.wait(_PERIOD):
             peak.memory = max(peak.memory, resident_memory())
             peak.descriptors = max(peak.descriptors, open_descriptors())
+        peak.cpu = time.thread_time() - began
 
     watcher = threading.Thread(target=watch, name="advise-peak", daemon=True)
     watcher.start()
@@ -137,6 +140,8 @@ def _measure(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) -> _U
         result = nr.with_processors([timer, in_flight]).run(task=task, **params)
         wall = time.perf_counter() - started
         cpu = _cpu_seconds() - cpu_before
+    # What the watching thread took itself grows with the run's length, not its hosts.
+    cpu = max(0.0, cpu - peak.cpu)
     return _Usage(
         tuple(timer.elapsed.values()), cpu, peak.memory - base_memory,
         peak.descriptors - base_descriptors, in_flight.peak, base_memory, base_descriptors,

@@ -6,7 +6,8 @@ batches) in, the wall of many simulated runs out (:class:`Simulated`: p5, p50, p
 
 One simulated run, host by host in the order the runner starts them:
 
-- each host's latency is drawn, with replacement, from the sample's (a bootstrap), scaled by
+- each host's latency is drawn, with replacement, from the sample's (a bootstrap: the sample
+  itself drawn again for each run, then its hosts from that draw), scaled by
   how latency grows with the hosts in flight when the sample saw it grow (a shared server, an
   SSH server throttling logins);
 - a host starts when a place in flight is free, when the start rate lets it
@@ -60,6 +61,8 @@ class Workload:
             fraction of itself (0.01: 1 % a host); 0 where the sample saw none.
         cpu_per_host: the task's client CPU seconds per host.
         overhead: seconds any run pays once beyond its hosts' (its event loop, its results).
+        cpu_measured: ``cpu_per_host`` as each of several measurements gave it: each
+            simulated run draws one, so the range holds their spread.
     """
 
     latencies: tuple[float, ...]
@@ -67,6 +70,7 @@ class Workload:
     growth: float = 0.0
     cpu_per_host: float = 0.0
     overhead: float = 0.0
+    cpu_measured: tuple[float, ...] = ()
 
     def scale(self, in_flight: int) -> float:
         """Latency at ``in_flight`` hosts in flight, as a multiple of the sampled one."""
@@ -92,6 +96,7 @@ class Setup:
     max_starts_per_second: float | None = None
     max_start_burst: int | None = None
     batches: tuple[int | float, ...] = ()
+    per_host_scale: float = 1.0  # simulated at scale: each host stands for this many
 
 
 @dataclass(frozen=True)
@@ -152,10 +157,13 @@ def _scaled(workload: Workload, setup: Setup, fraction: float) -> tuple[Workload
         size if isinstance(size, float) else max(1, round(size * kept)) for size in setup.batches
     )
     return (
-        replace(workload, cpu_per_host=workload.cpu_per_host / kept),
+        replace(
+            workload, cpu_per_host=workload.cpu_per_host / kept,
+            cpu_measured=tuple(cpu / kept for cpu in workload.cpu_measured),
+        ),
         replace(
             setup, hosts=hosts, in_flight=in_flight, costs=costs, batches=batches,
-            max_starts_per_second=rate * kept if rate else None,
+            max_starts_per_second=rate * kept if rate else None, per_host_scale=1 / kept,
         ),
     )
 
@@ -164,10 +172,18 @@ def _one_run(rng: random.Random, workload: Workload, setup: Setup) -> float:
     hosts = setup.hosts
     in_flight = min(setup.in_flight, hosts)
     scale = workload.scale(in_flight)
-    latencies = [latency * scale for latency in rng.choices(workload.latencies, k=hosts)]
-    t0 = setup.costs.startup + workload.overhead
-    ends = _ends(latencies, t0, in_flight, workload.cpu_per_host, setup)
-    per_host = setup.costs.per_host
+    # The sample drawn again first (a bootstrap of it), then the hosts from that draw: the
+    # range holds what another sample of as many hosts might have shown.
+    sample = rng.choices(workload.latencies, k=len(workload.latencies))
+    latencies = [latency * scale for latency in rng.choices(sample, k=hosts)]
+    costs = setup.costs
+    t0 = costs.startup + workload.overhead
+    measured = costs.per_host_measured
+    per_host = rng.choice(measured) * setup.per_host_scale if measured else costs.per_host
+    cpu = rng.choice(workload.cpu_measured) if workload.cpu_measured else workload.cpu_per_host
+    if costs.processes == 1:  # in process: the runner's cost per host takes the hosts' core
+        cpu, per_host = cpu + per_host, 0.0
+    ends = _ends(latencies, t0, in_flight, cpu, setup)
     if per_host <= 0:
         return max(ends)
     taken = t0  # the parent takes the results one at a time, as they end

@@ -18,9 +18,10 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import random
+import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.bench.advise import (
@@ -32,7 +33,7 @@ from nornir_bench.bench.advise import (
     runners_for,
 )
 from nornir_bench.bench.advise_steps import StepSample, advise_steps, predict_steps
-from nornir_bench.bench.calibrate import measure_costs
+from nornir_bench.bench.calibrate import measure_costs, replay_cpu
 from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.bench.machine import machine_limits
 from nornir_bench.bench.sampling import measure_run, measure_sample
@@ -54,6 +55,9 @@ __all__ = ["DEFAULT_SAMPLE", "AdviseError", "Check", "JobAdvice", "advise_job"]
 
 DEFAULT_SAMPLE = 100
 """Hosts in the sample unless told: enough for the tail of the latencies and two loads."""
+
+REPLAYS = 3
+"""Times the sample's latencies are replayed to tell the runner's CPU from the task's."""
 
 CHECK_HOSTS = 2_000
 """The check runs the recommendation on this many hosts (the job's all, if it has fewer)."""
@@ -229,8 +233,7 @@ def _policy_options(job: Job, budget: float | None) -> dict[str, Any]:
 def _costs(
     runners: Sequence[str], sample_runner: str, async_task: bool, address: str | None
 ) -> dict[str, RunnerCosts]:
-    """Each runner's own costs, measured; the sample's runner's cost per host is in the
-    sample's CPU already."""
+    """Each runner's own costs, measured here (or on the cluster of ``address``)."""
     costs = {}
     for runner in runners:
         given = {"address": address} if runner == "dask" and address is not None else None
@@ -238,8 +241,6 @@ def _costs(
             measured = measure_costs(runner, async_task=async_task, options=given)
         except ValueError as exc:
             raise AdviseError(str(exc)) from None
-        if runner == sample_runner:
-            measured = RunnerCosts(measured.startup, 0.0, measured.processes, measured.cores)
         costs[runner] = measured
     return costs
 
@@ -268,12 +269,26 @@ def _sampled_steps(
             if not ran:
                 raise AdviseError(f"{job.path}: no sampled host is left for step {step.number}")
             params = {**step.params, "on_failed": step.on_failed}
-            measured = measure_sample(step_nr, step.task, params).sample
+            measured = _task_cpu(measure_sample(step_nr, step.task, params).sample, runner)
             hosts_of_job = len(step.filter.apply(nr).inventory.hosts)
             steps.append(StepSample(step.number, step.task_name, hosts_of_job, measured))
         return tuple(steps)
     finally:
         close_run(on_hosts)
+
+
+def _task_cpu(sample: Sample, runner: str) -> Sample:
+    """``sample`` with the CPU its runner took itself, its hosts ending as they did, told apart
+    from its task's (:func:`~nornir_bench.bench.calibrate.replay_cpu`, :data:`REPLAYS`
+    times: their spread is how far a measurement of CPU per host goes astray)."""
+    if sample.hosts < 2:
+        return sample
+    measured = tuple(
+        min(sample.cpu_per_host,
+            replay_cpu(runner, async_task=runner == "asyncio", latencies=sample.latencies))
+        for _ in range(REPLAYS)
+    )
+    return replace(sample, cpu_runner=statistics.median(measured), cpu_runner_measured=measured)
 
 
 def _for_hosts(

@@ -36,12 +36,16 @@ def test_waves_of_a_known_latency_predict_the_wall_exactly() -> None:
 def test_a_wave_is_predicted_by_its_slowest_hosts_not_by_its_median_one() -> None:
     sample = Sample(latencies=(0.1,) * 18 + (0.3, 0.3))
     assert (sample.p50, sample.p95, sample.max) == (0.1, 0.3, 0.3)
-    # 10 waves of 10: most hold one of the slow tenth, so 10 x the median (1.0 s) is short.
+    # 10 waves of 10: most hold one of the slow tenth, so 10 x the median (1.0 s) is short
+    # (another sample of 20 might hold no slow host: the range starts there).
     p = predict(sample, runner="threadpool", workers=10, hosts=100, limits=ROOMY)
-    assert 1.0 < p.wall_low <= p.wall <= p.wall_high <= 3.0
+    assert p.wall_low == pytest.approx(1.0)
+    assert p.wall_low < p.wall <= p.wall_high <= 3.0
+    assert p.wall > 1.0
     # One wave of 100: its slowest host almost surely a slow one.
     p = predict(sample, runner="threadpool", workers=100, hosts=100, limits=ROOMY)
-    assert (p.wall_low, p.wall, p.wall_high) == pytest.approx((0.3, 0.3, 0.3))
+    assert (p.wall, p.wall_high) == pytest.approx((0.3, 0.3))
+    assert p.wall_low == pytest.approx(0.1)  # another sample of 20 may hold no slow host
 
 
 def test_cpu_bound_hosts_are_floored_by_the_cores_the_runner_can_use() -> None:
