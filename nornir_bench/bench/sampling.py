@@ -217,7 +217,7 @@ def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any])
         failed=len(result.failed_hosts),
         wall=high.wall,
         in_flight=high.in_flight,
-        growth=latency_growth(levels),
+        growth=latency_growth(levels, cpu_per_host),
         levels=levels,
         seconds=time.perf_counter() - started,
         # Started together, a host waits on average for half the others' CPU, and its own.
@@ -230,18 +230,21 @@ GROWTH_NOISE = 0.15
 """Latency that grows less than this fraction between two loads is taken as not growing."""
 
 
-def latency_growth(levels: tuple[Level, ...]) -> float:
+def latency_growth(levels: tuple[Level, ...], cpu_per_host: float = 0.0) -> float:
     """How much latency grows per host in flight more, as a fraction of the highest load's,
-    from the lowest and highest ``levels``; 0 for one level, or growth within
-    :data:`GROWTH_NOISE`."""
+    from the lowest and highest ``levels``, each median less the client CPU its hosts waited
+    for (``cpu_per_host`` each, half the others' on average, started together: the simulation
+    gives the CPU its own place); 0 for one level, or growth within :data:`GROWTH_NOISE`."""
     if len(levels) < 2:
         return 0.0
     low, high = levels[0], levels[-1]
-    if high.in_flight <= low.in_flight or low.p50 <= 0 or high.p50 <= low.p50 * (
-        1 + GROWTH_NOISE
-    ):
+    at_low, at_high = (
+        max(level.p50 * 0.1, level.p50 - cpu_per_host * (level.in_flight + 1) / 2)
+        for level in (low, high)
+    )
+    if high.in_flight <= low.in_flight or at_low <= 0 or at_high <= at_low * (1 + GROWTH_NOISE):
         return 0.0
-    return (high.p50 - low.p50) / (high.in_flight - low.in_flight) / high.p50
+    return (at_high - at_low) / (high.in_flight - low.in_flight) / at_high
 
 
 def _level(run: _Usage) -> Level:

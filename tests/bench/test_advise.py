@@ -17,6 +17,7 @@ from nornir_bench.bench.advise import (
     worker_grid,
 )
 from nornir_bench.bench.costs import RunnerCosts
+from nornir_bench.bench.sampling import latency_growth
 
 ROOMY = Limits(cpus=2, open_files_soft=1_000_000, open_files_hard=1_000_000)
 POOL = RunnerCosts(startup=0.3, processes=2, cores=2)
@@ -156,3 +157,17 @@ def test_logins_refused_and_latency_growing_with_load_are_warned_with_what_to_se
     assert walls[78] == pytest.approx(7 * 1.2)
     calm = Sample(latencies=(0.4,) * 20, levels=levels[:1])
     assert load_warnings(calm, found.best) == []
+
+
+def test_latency_growth_is_fitted_from_two_loads_less_the_cpu_their_hosts_waited_for() -> None:
+    low, high = Level(in_flight=20, hosts=20, p50=0.4), Level(in_flight=78, hosts=78, p50=1.2)
+    assert latency_growth((low, high)) == pytest.approx(0.8 / 58 / 1.2)
+    assert latency_growth((high,)) == 0.0
+    within_noise = Level(in_flight=78, hosts=78, p50=0.4 * 1.1)
+    assert latency_growth((low, within_noise)) == 0.0
+    # 100 ms of CPU a host: at 78 in flight a host waited 3.95 s for the others' and its own,
+    # at 20 about 1.05 s. Less that, the devices answered as fast at both loads.
+    cpu_only = (Level(in_flight=20, hosts=20, p50=0.5 + 1.05),
+                Level(in_flight=78, hosts=78, p50=0.5 + 3.95))
+    assert latency_growth(cpu_only, cpu_per_host=0.1) == 0.0
+    assert latency_growth(cpu_only) > 0

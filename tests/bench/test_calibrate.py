@@ -11,7 +11,12 @@ from nornir.core import Nornir
 
 from nornir_bench import ProcessPoolRunner
 from nornir_bench.bench import calibrate
-from nornir_bench.bench.calibrate import MAX_CALIBRATION_HOSTS, cluster_shape, measure_costs
+from nornir_bench.bench.calibrate import (
+    MAX_CALIBRATION_HOSTS,
+    cluster_shape,
+    measure_costs,
+    replay_cpu,
+)
 from nornir_bench.tasks import asim_rtt, sim_rtt
 from tests.dask_cluster import shared_address
 
@@ -185,3 +190,12 @@ def test_dask_embedded_costs_its_cluster_and_stops_it() -> None:
     assert (costs.processes, costs.cores) == (1, 1)
     assert costs.startup > 0 and costs.per_host >= 0
     # no_leaked_processes: the scheduler and its worker were stopped
+
+
+def test_replaying_latencies_measures_the_in_process_runners_own_cpu_and_refuses_the_rest() -> None:
+    assert replay_cpu("asyncio", async_task=True, latencies=[0.001, 0.002, 0.003]) >= 0
+    assert replay_cpu("threadpool", async_task=False, latencies=[0.001, 0.002]) >= 0
+    with pytest.raises(ValueError, match="replay_cpu measures an in-process runner, got 'dask'"):
+        replay_cpu("dask", async_task=True, latencies=[0.1, 0.1])
+    with pytest.raises(ValueError, match="two latencies or more"):
+        replay_cpu("asyncio", async_task=True, latencies=[0.1])

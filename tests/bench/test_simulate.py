@@ -113,3 +113,17 @@ def test_the_same_seed_gives_the_same_walls() -> None:
 def test_bad_input_is_one_line(workload: Workload, setup: Setup, words: str) -> None:
     with pytest.raises(ValueError, match=words):
         simulate(workload, setup)
+
+
+def test_figures_measured_several_times_are_drawn_so_the_range_holds_their_spread() -> None:
+    cpu = Workload(latencies=(0.01,) * 10, cpu_per_host=0.001, cpu_measured=(0.0005, 0.0015))
+    simulated = simulate(cpu, Setup(hosts=1_000, in_flight=1_000))
+    assert simulated.p5 == pytest.approx(0.5 + 0.01)  # 1,000 hosts x 0.5 ms on one core
+    assert simulated.p95 == pytest.approx(1.5 + 0.01)
+    costs = RunnerCosts(per_host=0.001, processes=2, cores=2, per_host_measured=(0.001, 0.002))
+    parent = simulate(steady(0.1), Setup(hosts=1_000, in_flight=1_000, costs=costs))
+    assert (parent.p5, parent.p95) == pytest.approx((0.1 + 1.0, 0.1 + 2.0))
+    # In process, the runner's own cost per host takes the hosts' one core.
+    one = RunnerCosts(per_host=0.001)
+    assert wall(steady(0.01, cpu_per_host=0.001), Setup(hosts=1_000, in_flight=1_000,
+                                                        costs=one)) == pytest.approx(2.0 + 0.01)
