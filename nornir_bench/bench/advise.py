@@ -246,13 +246,15 @@ def load_warnings(sample: Sample, best: Prediction) -> list[str]:
 
 
 def accepted_start_rate(sample: Sample) -> float:
-    """Starts a second the devices took without refusing a login: the highest load level
-    with no refusal, its hosts over its median latency (at least 1)."""
-    calm = [level for level in sample.levels if not level.refused and level.p50 > 0]
-    if not calm:
+    """Starts a second the devices took: of the load levels with the fewest refused logins
+    (the highest such), the hosts whose login was not refused over its median latency (at
+    least 1)."""
+    levels = [level for level in sample.levels if level.p50 > 0 and level.hosts]
+    if not levels:
         return 1.0
-    level = max(calm, key=lambda level: level.in_flight)
-    return float(max(1, math.floor(level.in_flight / level.p50)))
+    level = min(levels, key=lambda level: (level.refused / level.hosts, -level.in_flight))
+    let_in = level.in_flight * (1 - level.refused / level.hosts)
+    return float(max(1, math.floor(let_in / level.p50)))
 
 
 def _past_limits(p: Prediction, limits: Limits) -> bool:

@@ -171,3 +171,13 @@ def test_latency_growth_is_fitted_from_two_loads_less_the_cpu_their_hosts_waited
                 Level(in_flight=78, hosts=78, p50=0.5 + 3.95))
     assert latency_growth(cpu_only, cpu_per_host=0.1) == 0.0
     assert latency_growth(cpu_only) > 0
+
+
+def test_where_every_load_saw_refusals_the_rate_is_the_logins_let_in() -> None:
+    levels = (
+        Level(in_flight=19, hosts=19, p50=1.5, refused=4),
+        Level(in_flight=79, hosts=79, p50=5.5, refused=27),
+    )
+    # 15 of 19 let in at once, 1.5 s each: 10 a second.
+    assert accepted_start_rate(Sample(latencies=(5.5,) * 79, levels=levels)) == 10
+    assert accepted_start_rate(Sample(latencies=(1.0,))) == 1

@@ -8,13 +8,16 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nornir_bench.bench.advise import predict
 from nornir_bench.cli.main import main
+from nornir_bench.jobs import advise as jobs_advise
 from nornir_bench.jobs.advise import advise_job
 from nornir_bench.jobs.load import load_job
+from tests.dask_cluster import shared_address
 
 TASKS = '''
 from nornir_bench.tasks import read_only
@@ -193,3 +196,25 @@ def test_plot_draws_the_predictions(
     assert main(["advise", str(job), "--plot", str(tmp_path / "no" / "advice.png")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--plot: no such folder" in err
+
+
+def test_with_address_the_clusters_workers_and_a_run_there_are_measured_and_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[dict[str, Any]] = []
+    measure = jobs_advise.measure_costs
+
+    def measure_costs(runner: str, **given: Any) -> Any:
+        asked.append(given["options"] or {})
+        return measure(runner, **given)
+
+    monkeypatch.setattr(jobs_advise, "measure_costs", measure_costs)
+    job = load_job(job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0.01}}", hosts=40))
+    found = advise_job(job, sample=20, seed=3, runners=["dask"], address=shared_address(),
+                       check=True)
+    assert asked == [{"address": shared_address()}]  # measured there, not on a cluster of its own
+    dask = found.costs["dask"]
+    assert (dask.processes, dask.cores) == (2, 2)  # the shared cluster's two workers
+    assert all(p.in_flight == min(40, 2 * p.workers) for p in found.advice.predictions)
+    assert found.check is not None and found.check.measured.failed == 0
+    assert found.check.prediction.runner == "dask"
