@@ -27,6 +27,7 @@ from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
+    from nornir.core.processor import Processor
     from nornir.core.task import Task
 
 __all__ = [
@@ -57,15 +58,15 @@ def measure_costs(
     hosts: int = 2000,
     address: str | None = None,
     options: Mapping[str, Any] | None = None,
+    processors: Sequence[Processor] = (),
 ) -> RunnerCosts:
     """Measure what ``runner`` costs beyond its hosts' own time, on this machine.
 
     One fresh runner runs one host (its start), then one host and every host, timed; then it is
     closed, timed too, and whatever happens, Ctrl-C included. A runner of worker processes runs
     every host once before the timed runs: it starts the workers a run of one did not need,
-    which import the task on their first host. A no-op processor is attached, so the runner pays
-    for carrying the hooks to the parent as a job's run does; the job's processors' own time is
-    not counted.
+    which import the task on their first host. ``processors`` (or a no-op one) are attached, so
+    the runner pays for carrying the hooks to the parent as a job's run does.
 
     Args:
         runner: one of :data:`CALIBRATED_RUNNERS`.
@@ -74,6 +75,8 @@ def measure_costs(
             steady ``per_host`` figures, a longer calibration.
         address: a Dask scheduler for the dask runner: its hosts run there, and its workers
             and cores are read from it; ``None``: the runner's embedded cluster.
+        processors: the job's own (its records writer), attached to every run instead of
+            a no-op one: what they cost a host in the parent is in ``per_host``.
         options: the runner's options as the job gives them (``num_procs``, ``security`` ...);
             ``num_workers`` is the calibration's own: every host in flight at once, shared
             out over the runner's processes.
@@ -111,7 +114,7 @@ def measure_costs(
         runner={"plugin": runner, "options": given},
         logging={"enabled": False},
         connections=(),
-    ).with_processors([NoOpProcessor()])
+    ).with_processors(list(processors) or [NoOpProcessor()])
     one = nr.filter(filter_func=lambda host: host.name == "dev0")
     task = asim_rtt if async_task else sim_rtt
     try:
@@ -156,7 +159,10 @@ def _wall(nr: Nornir, task: Callable[..., Any]) -> float:
     return wall
 
 
-def replay_cpu(runner: str, *, async_task: bool, latencies: Sequence[float]) -> float:
+def replay_cpu(
+    runner: str, *, async_task: bool, latencies: Sequence[float],
+    processors: Sequence[Processor] = (),
+) -> float:
     """The CPU seconds per host ``runner`` itself takes for hosts that only wait
     ``latencies`` (one a host, all in flight at once): what a sample of those latencies cost
     the client beyond its task.
@@ -166,6 +172,8 @@ def replay_cpu(runner: str, *, async_task: bool, latencies: Sequence[float]) -> 
     per host less this is its task's own; the runner's cost with hosts ending together is
     :func:`measure_costs`'s ``per_host``. For the in-process runners (``asyncio``,
     ``threadpool``), whose CPU is this process's; bounded by the sample's hosts and latencies.
+    ``processors``: the sample's own (a job's records writer), so that theirs is told apart
+    from the task's too.
 
     Raises:
         ValueError: a runner whose hosts run elsewhere, or fewer than two latencies.
@@ -180,7 +188,7 @@ def replay_cpu(runner: str, *, async_task: bool, latencies: Sequence[float]) -> 
         runner={"plugin": runner, "options": {"num_workers": len(delays)}},
         logging={"enabled": False},
         connections=(),
-    ).with_processors([NoOpProcessor()])
+    ).with_processors(list(processors) or [NoOpProcessor()])
     task = _await_delay if async_task else _sleep_delay
     one = nr.filter(filter_func=lambda host: host.name == "dev0")
     try:

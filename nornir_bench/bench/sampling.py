@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from statistics import median
@@ -26,6 +26,7 @@ from nornir_bench.processors.timing import HostTimer
 if TYPE_CHECKING:
     from nornir.core import Nornir
     from nornir.core.inventory import Host
+    from nornir.core.processor import Processor
     from nornir.core.task import AggregatedResult, MultiResult, Task
 
 __all__ = [
@@ -131,13 +132,16 @@ class _Usage:
     result: AggregatedResult
 
 
-def _measure(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) -> _Usage:
+def _measure(
+    nr: Nornir, task: Callable[..., Any], params: dict[str, Any],
+    processors: Sequence[Processor] = (),
+) -> _Usage:
     timer, in_flight = HostTimer(), _InFlight()
     with _peak_usage() as peak:
         base_memory, base_descriptors = peak.memory, peak.descriptors
         cpu_before = _cpu_seconds()
         started = time.perf_counter()
-        result = nr.with_processors([timer, in_flight]).run(task=task, **params)
+        result = nr.with_processors([timer, in_flight, *processors]).run(task=task, **params)
         wall = time.perf_counter() - started
         cpu = _cpu_seconds() - cpu_before
     # What the watching thread took itself grows with the run's length, not its hosts.
@@ -149,13 +153,16 @@ def _measure(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) -> _U
     )
 
 
-def measure_run(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) -> Measured:
+def measure_run(
+    nr: Nornir, task: Callable[..., Any], params: dict[str, Any],
+    processors: Sequence[Processor] = (),
+) -> Measured:
     """Run ``task`` once on ``nr``'s hosts with ``nr``'s runner, and measure it.
 
     Each host's memory and open files are the peak's growth shared among the hosts in flight,
     the runner's own (an event loop, a thread pool) included.
     """
-    run = _measure(nr, task, params)
+    run = _measure(nr, task, params, processors)
     hosts = max(1, run.in_flight)
     sample = Sample(
         latencies=run.latencies,
@@ -170,7 +177,10 @@ def measure_run(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) ->
     return Measured(sample, run.result)
 
 
-def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any]) -> Measured:
+def measure_sample(
+    nr: Nornir, task: Callable[..., Any], params: dict[str, Any],
+    processors: Sequence[Processor] = (),
+) -> Measured:
     """Measure ``task`` on ``nr``'s hosts: one host to warm up, one alone, then the others at
     two loads: a fifth of them at once, then the rest at once.
 
@@ -181,19 +191,21 @@ def measure_sample(nr: Nornir, task: Callable[..., Any], params: dict[str, Any])
     took beyond its host's latency is a run's fixed cost. The two loads show whether latency
     grows with the hosts in flight (a shared server, SSH servers throttling logins), and where
     logins were refused. Each host runs once. With fewer than three hosts, one run of them all
-    is the sample; with fewer than 12, one load.
+    is the sample; with fewer than 12, one load. ``processors`` (a job's records writer, say)
+    are attached to every run, so that what they cost is in the figures.
     """
     started = time.perf_counter()
     names = list(nr.inventory.hosts)
     if len(names) < 3:
-        measured = measure_run(nr, task, params)
+        measured = measure_run(nr, task, params, processors)
         return Measured(_with_seconds(measured.sample, started), measured.result)
     warm, first, *rest = names
     low_hosts = rest[: len(rest) // 5] if len(rest) >= 10 else []
     runs = [
-        _measure(_only(nr, [name]), task, params) for name in (warm, first)
-    ] + [_measure(_only(nr, hosts), task, params) for hosts in (low_hosts, rest[len(low_hosts):])
-         if hosts]
+        _measure(_only(nr, hosts), task, params, processors)
+        for hosts in ([warm], [first], low_hosts, rest[len(low_hosts):])
+        if hosts
+    ]
     _warm_up, one, *loads = runs
     high = loads[-1]
     more = max(1, high.in_flight - one.in_flight)

@@ -15,8 +15,10 @@ task known to change nothing runs (:func:`~nornir_bench.tasks.is_read_only`) unl
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
+import os
 import random
 import statistics
 import time
@@ -42,13 +44,17 @@ from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.execution import is_async_task
 from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
 from nornir_bench.core.policies.plan import in_flight_cap
+from nornir_bench.core.secrets import Redactor
 from nornir_bench.jobs.run import close_run
+from nornir_bench.processors.records import JsonLinesWriter
 from nornir_bench.runners.registry import available_runners, runner_class
 from nornir_bench.tasks import is_read_only
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
+    from nornir.core.processor import Processor
 
+    from nornir_bench.jobs._steps import Step
     from nornir_bench.jobs.load import Job
 
 __all__ = ["DEFAULT_SAMPLE", "AdviseError", "Check", "JobAdvice", "advise_job"]
@@ -166,36 +172,37 @@ def advise_job(
                 f"--runners: advise predicts {', '.join(usable)} for this task, got {name!r}"
             )
     runners = tuple(dict.fromkeys(runners)) if runners else usable
-    nr, _secrets = job.nornir()
+    nr, secrets = job.nornir()
     no_last_resort_logging()  # after InitNornir's logging set-up, as run_job does
     names = list(nr.inventory.hosts)
     rng = random.Random(seed)
     sampled = tuple(rng.sample(names, min(sample, len(names))))
-    steps = _sampled_steps(nr, job, sampled, sample_runner, options)
-    limits = machine_limits(
-        max_starts_per_second=policy.max_starts_per_second,
-        max_start_burst=policy.max_start_burst,
-        max_in_flight=in_flight_cap(list(nr.inventory.hosts.values()), policy.group_limits),
-        batches=policy.batches,
-    )
-    started = time.perf_counter()
-    costs = _costs(runners, sample_runner, async_task, address)
-    calibration = time.perf_counter() - started
-    advice = advise_steps(steps, runners=runners, limits=limits, costs=costs)
-    as_written = _as_written(job, steps, runners, limits, costs)
-    checked = None
-    if check:
-        best = advice.best
-        hosts = rng.sample(names, min(len(names), max(CHECK_HOSTS, len(sampled))))
-        if best.runner == "dask" and address is not None:
-            options = {**options, "address": address}
-        checked = Check(
-            predict_steps(
-                _for_hosts(nr, job, steps, hosts), runner=best.runner, workers=best.workers,
-                limits=limits, costs=costs.get(best.runner),
-            ),
-            _measured_slice(nr, job, hosts, best.runner, best.workers, options),
+    with contextlib.closing(_Records(job, Redactor(secrets))) as records:
+        steps = _sampled_steps(nr, job, sampled, sample_runner, options, records)
+        limits = machine_limits(
+            max_starts_per_second=policy.max_starts_per_second,
+            max_start_burst=policy.max_start_burst,
+            max_in_flight=in_flight_cap(list(nr.inventory.hosts.values()), policy.group_limits),
+            batches=policy.batches,
         )
+        started = time.perf_counter()
+        costs = _costs(runners, async_task, address, records.writer(job.steps[0]))
+        calibration = time.perf_counter() - started
+        advice = advise_steps(steps, runners=runners, limits=limits, costs=costs)
+        as_written = _as_written(job, steps, runners, limits, costs)
+        checked = None
+        if check:
+            best = advice.best
+            hosts = rng.sample(names, min(len(names), max(CHECK_HOSTS, len(sampled))))
+            if best.runner == "dask" and address is not None:
+                options = {**options, "address": address}
+            checked = Check(
+                predict_steps(
+                    _for_hosts(nr, job, steps, hosts), runner=best.runner, workers=best.workers,
+                    limits=limits, costs=costs.get(best.runner),
+                ),
+                _measured_slice(nr, job, hosts, best.runner, best.workers, options, records),
+            )
     return JobAdvice(
         hosts=len(names),
         sampled=sampled,
@@ -231,17 +238,19 @@ def _policy_options(job: Job, budget: float | None) -> dict[str, Any]:
 
 
 def _costs(
-    runners: Sequence[str], sample_runner: str, async_task: bool, address: str | None
+    runners: Sequence[str], async_task: bool, address: str | None, records: Processor
 ) -> dict[str, RunnerCosts]:
-    """Each runner's own costs, measured here (or on the cluster of ``address``)."""
+    """Each runner's own costs, measured here (or on the cluster of ``address``), the job's
+    records writer attached as a run attaches it."""
     costs = {}
     for runner in runners:
         given = {"address": address} if runner == "dask" and address is not None else None
         try:
-            measured = measure_costs(runner, async_task=async_task, options=given)
+            costs[runner] = measure_costs(
+                runner, async_task=async_task, options=given, processors=[records]
+            )
         except ValueError as exc:
             raise AdviseError(str(exc)) from None
-        costs[runner] = measured
     return costs
 
 
@@ -253,7 +262,8 @@ def _runner(runner: str, workers: int, options: dict[str, Any]) -> Any:
 
 
 def _sampled_steps(
-    nr: Nornir, job: Job, hosts: Sequence[str], runner: str, options: dict[str, Any]
+    nr: Nornir, job: Job, hosts: Sequence[str], runner: str, options: dict[str, Any],
+    records: _Records,
 ) -> tuple[StepSample, ...]:
     """Each step measured on ``hosts`` (those its filter keeps), in order, on one runner: the
     connections a step opens are there for the next; all closed after, whatever happens."""
@@ -269,7 +279,8 @@ def _sampled_steps(
             if not ran:
                 raise AdviseError(f"{job.path}: no sampled host is left for step {step.number}")
             params = {**step.params, "on_failed": step.on_failed}
-            measured = _task_cpu(measure_sample(step_nr, step.task, params).sample, runner)
+            ran_step = measure_sample(step_nr, step.task, params, [records.writer(step)])
+            measured = _task_cpu(ran_step.sample, runner, records.writer(step))
             hosts_of_job = len(step.filter.apply(nr).inventory.hosts)
             steps.append(StepSample(step.number, step.task_name, hosts_of_job, measured))
         return tuple(steps)
@@ -277,18 +288,38 @@ def _sampled_steps(
         close_run(on_hosts)
 
 
-def _task_cpu(sample: Sample, runner: str) -> Sample:
-    """``sample`` with the CPU its runner took itself, its hosts ending as they did, told apart
-    from its task's (:func:`~nornir_bench.bench.calibrate.replay_cpu`, :data:`REPLAYS`
-    times: their spread is how far a measurement of CPU per host goes astray)."""
+def _task_cpu(sample: Sample, runner: str, records: Processor) -> Sample:
+    """``sample`` with the CPU its runner (and records writer) took, its hosts ending as they
+    did, told apart from its task's (:func:`~nornir_bench.bench.calibrate.replay_cpu`,
+    :data:`REPLAYS` times: their spread is how far a measurement of CPU per host goes
+    astray)."""
     if sample.hosts < 2:
         return sample
     measured = tuple(
-        min(sample.cpu_per_host,
-            replay_cpu(runner, async_task=runner == "asyncio", latencies=sample.latencies))
+        min(sample.cpu_per_host, replay_cpu(
+            runner, async_task=runner == "asyncio", latencies=sample.latencies,
+            processors=[records],
+        ))
         for _ in range(REPLAYS)
     )
     return replace(sample, cpu_runner=statistics.median(measured), cpu_runner_measured=measured)
+
+
+class _Records:
+    """The job's records writer, as ``run`` attaches it to each step, writing to the null
+    device: what it costs a host (encoding, masking) is in the figures, nothing is kept."""
+
+    def __init__(self, job: Job, redact: Redactor) -> None:
+        self.job, self.redact = job, redact
+        self.null = open(os.devnull, "w", encoding="utf-8")  # closed by close()
+
+    def writer(self, step: Step) -> JsonLinesWriter:
+        fields = {"job": str(self.job.path.resolve()), "step": step.number,
+                  "task": step.task_name}
+        return JsonLinesWriter(self.null, redact=self.redact, fields=fields)
+
+    def close(self) -> None:
+        self.null.close()
 
 
 def _for_hosts(
@@ -306,7 +337,7 @@ def _for_hosts(
 
 def _measured_slice(
     nr: Nornir, job: Job, hosts: Sequence[str], runner: str, workers: int,
-    options: dict[str, Any],
+    options: dict[str, Any], records: _Records,
 ) -> Sample:
     """The job's steps run on ``hosts`` with ``runner`` and ``workers``, as ``run`` would:
     the wall from the runner's start to its close."""
@@ -319,7 +350,8 @@ def _measured_slice(
     try:
         for step in job.steps:
             params = {**step.params, "on_failed": step.on_failed}
-            runs.append(measure_run(step.filter.apply(on_hosts), step.task, params).sample)
+            step_nr = step.filter.apply(on_hosts)
+            runs.append(measure_run(step_nr, step.task, params, [records.writer(step)]).sample)
     finally:
         close_run(on_hosts)
     wall = time.perf_counter() - started
