@@ -168,7 +168,6 @@ def limit_warnings(prediction: Prediction, limits: Limits) -> list[str]:
         lines.append(
             f"{p.runner} is CPU-bound here ({p.cpu_percent:.0f} % CPU): the client's CPU, not "
             "the devices, sets the wall"
-            + ("; processpool runs the hosts on every core" if p.runner == "asyncio" else "")
         )
     return lines
 
