@@ -12,7 +12,7 @@ from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.bench.simulate import Workload
 from nornir_bench.bench.summary import percentile
 
-__all__ = ["Advice", "Level", "Limits", "Prediction", "Sample"]
+__all__ = ["Advice", "Level", "Limits", "Prediction", "Sample", "cpu_waited", "less_cpu_waited"]
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,7 @@ class Sample:
     def workload(self) -> Workload:
         """The sample as the simulation draws from it: each latency less ``cpu_waited``, never
         below a tenth of itself."""
-        waited = self.cpu_waited
-        latencies = tuple(max(latency * 0.1, latency - waited) for latency in self.latencies)
+        latencies = tuple(less_cpu_waited(latency, self.cpu_waited) for latency in self.latencies)
         return Workload(
             latencies or (0.0,), in_flight=max(1, self.in_flight or self.hosts),
             growth=self.growth, cpu_per_host=self.cpu_task, overhead=self.overhead,
@@ -185,3 +184,14 @@ class Advice:
     predictions: tuple[Prediction, ...]
     best: Prediction
     warnings: tuple[str, ...]
+
+
+def cpu_waited(cpu_per_host: float, in_flight: int) -> float:
+    """Seconds of a host's latency that were the client's CPU when ``in_flight`` hosts started
+    together: on average half the others', and its own."""
+    return cpu_per_host * (in_flight + 1) / 2
+
+
+def less_cpu_waited(latency: float, waited: float) -> float:
+    """``latency`` less the client CPU ``waited``, never below a tenth of itself."""
+    return max(latency * 0.1, latency - waited)

@@ -109,12 +109,7 @@ def measure_costs(
     processes, cores = _shape(runner, given)
     # Every host in flight at once (a scheduler with no worker fails the run, in one line).
     given["num_workers"] = math.ceil(hosts / max(1, processes))
-    nr = init_nornir(
-        inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
-        runner={"plugin": runner, "options": given},
-        logging={"enabled": False},
-        connections=(),
-    ).with_processors(list(processors) or [NoOpProcessor()])
+    nr = _synthetic(runner, hosts, given, processors)
     one = nr.filter(filter_func=lambda host: host.name == "dev0")
     task = asim_rtt if async_task else sim_rtt
     try:
@@ -183,12 +178,7 @@ def replay_cpu(
     if len(latencies) < 2:
         raise ValueError("calibrate: replay_cpu needs two latencies or more")
     delays = {f"dev{index}": max(0.0, latency) for index, latency in enumerate(latencies)}
-    nr = init_nornir(
-        inventory={"plugin": "synthetic", "options": {"hosts": len(delays)}},
-        runner={"plugin": runner, "options": {"num_workers": len(delays)}},
-        logging={"enabled": False},
-        connections=(),
-    ).with_processors(list(processors) or [NoOpProcessor()])
+    nr = _synthetic(runner, len(delays), {"num_workers": len(delays)}, processors)
     task = _await_delay if async_task else _sleep_delay
     one = nr.filter(filter_func=lambda host: host.name == "dev0")
     try:
@@ -210,6 +200,19 @@ async def _await_delay(task: Task, delays: Mapping[str, float]) -> None:
 
 def _sleep_delay(task: Task, delays: Mapping[str, float]) -> None:
     time.sleep(delays[task.host.name])
+
+
+def _synthetic(
+    runner: str, hosts: int, options: Mapping[str, Any], processors: Sequence[Processor]
+) -> Nornir:
+    """``hosts`` synthetic hosts (``dev0`` ...) on ``runner``, ``processors`` (or a no-op one)
+    attached: nothing of the network, no logging."""
+    return init_nornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
+        runner={"plugin": runner, "options": dict(options)},
+        logging={"enabled": False},
+        connections=(),
+    ).with_processors(list(processors) or [NoOpProcessor()])
 
 
 def _close(plugin: object) -> None:

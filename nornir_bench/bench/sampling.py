@@ -12,13 +12,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.bench.advise import Level, Sample
+from nornir_bench.bench.advise_data import cpu_waited, less_cpu_waited
 from nornir_bench.bench.summary import summarize
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.processors.timing import HostTimer
@@ -33,6 +34,7 @@ __all__ = [
     "Measured",
     "measure_run",
     "latency_growth",
+    "only_hosts",
     "measure_sample",
     "open_descriptors",
     "resident_memory",
@@ -202,7 +204,7 @@ def measure_sample(
     warm, first, *rest = names
     low_hosts = rest[: len(rest) // 5] if len(rest) >= 10 else []
     runs = [
-        _measure(_only(nr, hosts), task, params, processors)
+        _measure(only_hosts(nr, hosts), task, params, processors)
         for hosts in ([warm], [first], low_hosts, rest[len(low_hosts):])
         if hosts
     ]
@@ -232,8 +234,7 @@ def measure_sample(
         growth=latency_growth(levels, cpu_per_host),
         levels=levels,
         seconds=time.perf_counter() - started,
-        # Started together, a host waits on average for half the others' CPU, and its own.
-        cpu_waited=cpu_per_host * (high.in_flight + 1) / 2,
+        cpu_waited=cpu_waited(cpu_per_host, high.in_flight),
     )
     return Measured(sample, result)
 
@@ -251,7 +252,7 @@ def latency_growth(levels: tuple[Level, ...], cpu_per_host: float = 0.0) -> floa
         return 0.0
     low, high = levels[0], levels[-1]
     at_low, at_high = (
-        max(level.p50 * 0.1, level.p50 - cpu_per_host * (level.in_flight + 1) / 2)
+        less_cpu_waited(level.p50, cpu_waited(cpu_per_host, level.in_flight))
         for level in (low, high)
     )
     if high.in_flight <= low.in_flight or at_low <= 0 or at_high <= at_low * (1 + GROWTH_NOISE):
@@ -269,7 +270,8 @@ def _level(run: _Usage) -> Level:
     )
 
 
-def _only(nr: Nornir, names: list[str]) -> Nornir:
+def only_hosts(nr: Nornir, names: Iterable[str]) -> Nornir:
+    """``nr`` filtered to the hosts ``names`` names."""
     chosen = set(names)
     return nr.filter(filter_func=lambda host: host.name in chosen)
 

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from nornir_bench.bench.costs import RunnerCosts
+from nornir_bench.core.policies.plan import batch_size
 
 __all__ = ["HOST_EVENTS", "REPEATS", "Setup", "Simulated", "Workload", "simulate"]
 
@@ -232,7 +233,7 @@ def _batch_starts(setup: Setup) -> set[int]:
     index, sizes = 0, list(setup.batches)
     while True:
         size = sizes.pop(0) if len(sizes) > 1 else sizes[0]
-        index += size if isinstance(size, int) else max(1, math.ceil(size * setup.hosts))
+        index += batch_size(size, setup.hosts)
         if index >= setup.hosts:
             return starts
         starts.add(index)

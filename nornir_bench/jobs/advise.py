@@ -38,7 +38,7 @@ from nornir_bench.bench.advise_steps import StepSample, advise_steps, predict_st
 from nornir_bench.bench.calibrate import measure_costs, replay_cpu
 from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.bench.machine import machine_limits
-from nornir_bench.bench.sampling import measure_run, measure_sample
+from nornir_bench.bench.sampling import measure_run, measure_sample, only_hosts
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.execution import is_async_task
@@ -267,8 +267,7 @@ def _sampled_steps(
 ) -> tuple[StepSample, ...]:
     """Each step measured on ``hosts`` (those its filter keeps), in order, on one runner: the
     connections a step opens are there for the next; all closed after, whatever happens."""
-    chosen = set(hosts)
-    on_hosts = nr.filter(filter_func=lambda host: host.name in chosen).with_runner(
+    on_hosts = only_hosts(nr, hosts).with_runner(
         _runner(runner, len(hosts), options)
     )
     steps = []
@@ -278,14 +277,18 @@ def _sampled_steps(
             ran = len(step_nr.inventory.hosts)
             if not ran:
                 raise AdviseError(f"{job.path}: no sampled host is left for step {step.number}")
-            params = {**step.params, "on_failed": step.on_failed}
-            ran_step = measure_sample(step_nr, step.task, params, [records.writer(step)])
+            ran_step = measure_sample(step_nr, step.task, _params(step), [records.writer(step)])
             measured = _task_cpu(ran_step.sample, runner, records.writer(step))
             hosts_of_job = len(step.filter.apply(nr).inventory.hosts)
             steps.append(StepSample(step.number, step.task_name, hosts_of_job, measured))
         return tuple(steps)
     finally:
         close_run(on_hosts)
+
+
+def _params(step: Step) -> dict[str, Any]:
+    """What ``nr.run`` takes for ``step``: its task's parameters, and ``on_failed``."""
+    return {**step.params, "on_failed": step.on_failed}
 
 
 def _task_cpu(sample: Sample, runner: str, records: Processor) -> Sample:
@@ -326,8 +329,7 @@ def _for_hosts(
     nr: Nornir, job: Job, steps: Sequence[StepSample], hosts: Sequence[str]
 ) -> tuple[StepSample, ...]:
     """``steps`` with each one's hosts counted among ``hosts``."""
-    chosen = set(hosts)
-    on_hosts = nr.filter(filter_func=lambda host: host.name in chosen)
+    on_hosts = only_hosts(nr, hosts)
     return tuple(
         StepSample(s.number, s.task_name, len(step.filter.apply(on_hosts).inventory.hosts),
                    s.sample)
@@ -341,17 +343,16 @@ def _measured_slice(
 ) -> Sample:
     """The job's steps run on ``hosts`` with ``runner`` and ``workers``, as ``run`` would:
     the wall from the runner's start to its close."""
-    chosen = set(hosts)
-    on_hosts = nr.filter(filter_func=lambda host: host.name in chosen).with_runner(
+    on_hosts = only_hosts(nr, hosts).with_runner(
         _runner(runner, workers, options)
     )
     started = time.perf_counter()
     runs = []
     try:
         for step in job.steps:
-            params = {**step.params, "on_failed": step.on_failed}
             step_nr = step.filter.apply(on_hosts)
-            runs.append(measure_run(step_nr, step.task, params, [records.writer(step)]).sample)
+            ran = measure_run(step_nr, step.task, _params(step), [records.writer(step)])
+            runs.append(ran.sample)
     finally:
         close_run(on_hosts)
     wall = time.perf_counter() - started
