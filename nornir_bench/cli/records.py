@@ -15,8 +15,9 @@ REPORT_HELP = "a page of what runs did, from their records files: one HTML file,
 
 
 def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.epilog = ("Exit status: 0 the runs are the same, 1 they differ, 2 bad input (a file "
-                     "that is not a records file), as diff's.")
+    parser.epilog = ("Exit status: 0 the runs are the same (hosts still failing for the same "
+                     "cause included), 1 they differ, 2 bad input (a file that is not a records "
+                     "file), as diff's.")
     parser.add_argument("old", metavar="OLD.jsonl", type=Path, help="the earlier run's records")
     parser.add_argument("new", metavar="NEW.jsonl", type=Path, help="the later run's records")
     parser.add_argument("--json", action="store_true",

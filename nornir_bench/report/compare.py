@@ -69,7 +69,12 @@ class Comparison:
 
     @property
     def differ(self) -> bool:
-        return bool(self.changes)
+        """Whether the runs differ: a host still failing for the same cause is as it was (a
+        records file compared with itself does not differ)."""
+        return any(
+            change.kind != "still failing" or change.old_cause != change.new_cause
+            for change in self.changes
+        )
 
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys(KINDS, 0)
