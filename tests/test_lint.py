@@ -98,7 +98,6 @@ TRANSPORT = (
     "its workers, what it sends and receives, a worker's death, the watchdog"
 )
 LONG_MODULES = {
-    "nornir_bench/runners/dask/run.py": TRANSPORT,
     "nornir_bench/runners/dask/runner.py": "the runner and the lifetime of its cluster "
     "(_Cluster: connect, check versions, start again after its workers died)",
     "nornir_bench/core/policies/plan.py": "HostPlan: every start decision of the run policies "
@@ -112,7 +111,6 @@ LONG_MODULES = {
 }
 LONG_CLASSES = {
     "nornir_bench/runners/processpool/pool.py:Pool": TRANSPORT,
-    "nornir_bench/runners/dask/run.py:DaskChunks": TRANSPORT,
 }
 
 

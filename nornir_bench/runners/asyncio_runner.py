@@ -32,16 +32,14 @@ from nornir.core.task import Task
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_task
 from nornir_bench.core.loops import LOOPS, resolve_loop
-from nornir_bench.core.one_host import RunContext, arun_one
-from nornir_bench.core.open_files import descriptors_of, open_files_for
+from nornir_bench.core.one_host import arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.policies.waiting import AsyncPlan
 from nornir_bench.core.session import AsyncRunSession
-from nornir_bench.core.stopping import CtrlC, Halt
+from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
+from nornir_bench.runners._core.limiter import in_flight_here
+from nornir_bench.runners._core.queue import HostQueue
 from nornir_bench.runners._kept_loop import LoopKeeper
-from nornir_bench.runners._queue import HostQueue
-from nornir_bench.runners._results import fill_not_run, placeholders, raise_if_stopped
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -97,61 +95,22 @@ class AsyncioRunner(Policed):
         self._loops = LoopKeeper(self, self.loop_implementation, _close)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
-        """Run ``task`` on ``hosts`` in a new event loop (what ``nr.run`` calls).
+        """Run ``task`` on ``hosts`` in the runner's event loop (what ``nr.run`` calls; the
+        lifecycle, Ctrl-C included: :mod:`~nornir_bench.runners._core.lifecycle`).
 
         Raises:
             RuntimeError: when called from a thread whose event loop is running: await
                 :func:`arun` there instead (nesting loops would deadlock or crash).
-            RunInterrupted: on Ctrl-C; in-flight hosts are cancelled, and the exception's
-                ``result`` holds every host that had finished. Blocking calls already running
-                in the thread pool are waited for, unless Ctrl-C is pressed again: then it is
-                raised at once, ``abandoned`` set.
+            RunInterrupted: on Ctrl-C, holding every host that finished; the hosts in flight
+                finish first. A second Ctrl-C cancels them and raises it at once, blocking
+                calls left in the thread pool not waited for (``abandoned`` set).
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise RuntimeError(
-                "asyncio runner: nr.run() was called inside a running event loop (async code or "
-                "a Jupyter cell); use `await nornir_bench.arun(nr, task, ...)` there instead"
-            )
-        loop, kept = self._loops.take()
-
-        # The first Ctrl-C halts the run on its loop, between two steps of its coroutines: a
-        # KeyboardInterrupt raised wherever the loop happens to be could cut a host's hooks or
-        # result in half.
-        def halt() -> None:
-            loop.call_soon_threadsafe(run.halt)
-
-        ctrl_c = CtrlC(halt)
-        run = _LoopHosts(self, task, hosts, keep_connections=kept, ctrl_c=ctrl_c)
-        ended = False
-
-        def close() -> None:
-            if not kept:  # a loop of its own: the run's session closed its connections
-                _close(loop, wait_for_threads=not ctrl_c.abandoned)
-            elif ended:
-                self._loops.give_back(loop, hosts)  # kept while its connections live
-            else:  # Ctrl-C, an error: close what the loop holds, and the loop
-                self._loops.discard(loop, hosts, wait=not ctrl_c.abandoned)
-
-        try:
-            main = loop.create_task(run.main())
-            with ctrl_c.handled():
-                ctrl_c.wait(lambda: loop.run_until_complete(main))
-                if ctrl_c.abandoned:
-                    _cut_short(loop, main)
-            ended = not ctrl_c.presses
-        except BaseException:
-            # Something stopped the loop mid-step: closing it may fail ("Event loop stopped
-            # before Future completed"), which must not hide what ended the run.
-            with contextlib.suppress(Exception):
-                close()
-            raise
-        close()
-        raise_if_stopped(ctrl_c, run.result, run.escaped)
-        return run.result
+        _no_running_loop()
+        with in_flight_here(self.num_workers, len(hosts), task.task, what=self._what) as places:
+            run = Lifecycle(task, hosts, self.policy.for_task(task.task), in_flight=places.limit)
+            loop, kept = self._loops.take()
+            on_loop = _LoopHosts(self, run, places.limit, keep_connections=kept)
+            return run.drive(_Loop(on_loop, loop, kept, self._loops))
 
     def close(self) -> None:
         """Close the async connections kept from earlier runs, and their event loop.
@@ -166,11 +125,12 @@ class AsyncioRunner(Policed):
 
         Cancelling it cancels the hosts in flight and propagates ``CancelledError``.
         """
-        run = _LoopHosts(self, task, hosts, keep_connections=False, ctrl_c=CtrlC(lambda: None))
-        await run.main()
-        if run.escaped:
-            raise run.escaped[0]
-        return run.result
+        with in_flight_here(self.num_workers, len(hosts), task.task, what=self._what) as places:
+            run = Lifecycle(task, hosts, self.policy.for_task(task.task), in_flight=places.limit)
+            await _LoopHosts(self, run, places.limit, keep_connections=False).main()
+        return run.outcome()
+
+    _what = "asyncio runner"
 
     def __repr__(self) -> str:
         return (
@@ -179,69 +139,95 @@ class AsyncioRunner(Policed):
         )
 
 
+def _no_running_loop() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "asyncio runner: nr.run() was called inside a running event loop (async code or "
+        "a Jupyter cell); use `await nornir_bench.arun(nr, task, ...)` there instead"
+    )
+
+
+class _Loop(Transport):
+    """The run's hosts on its event loop, run from the calling thread; the loop kept after the
+    run while hosts hold connections on it (see :mod:`~nornir_bench.runners._kept_loop`)."""
+
+    def __init__(
+        self, on_loop: _LoopHosts, loop: asyncio.AbstractEventLoop, kept: bool, loops: LoopKeeper
+    ) -> None:
+        self.on_loop = on_loop
+        self.loop = loop
+        self.kept = kept
+        self.loops = loops
+        self.main: asyncio.Task[None] | None = None
+
+    def wait(self) -> None:
+        if self.main is None:
+            self.main = self.loop.create_task(self.on_loop.main())
+        self.loop.run_until_complete(self.main)
+
+    def on_halt(self) -> None:
+        # Applied on the loop, between two steps of its coroutines: a KeyboardInterrupt raised
+        # wherever the loop happens to be could cut a host's hooks or result in half.
+        with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
+            self.loop.call_soon_threadsafe(self.on_loop.halt)
+
+    def abandon(self) -> None:
+        """Cancel the hosts in flight, and the wait for blocking calls in threads (which
+        cannot be stopped); a further Ctrl-C stops even that."""
+        main = self.main
+        if main is None or main.done():
+            return
+        main.cancel()
+        try:
+            self.loop.run_until_complete(main)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            pass
+
+    def close(self, *, ended: bool) -> None:
+        loop, hosts = self.loop, self.on_loop.run.hosts
+        wait = not self.on_loop.run.ctrl_c.abandoned
+        if not self.kept:  # a loop of its own: the run's session closed its connections
+            _close(loop, wait_for_threads=wait)
+        elif ended:
+            self.loops.give_back(loop, hosts)  # kept while its connections live
+        else:  # Ctrl-C, an error: close what the loop holds, and the loop
+            self.loops.discard(loop, hosts, wait=wait)
+
+
 class _LoopHosts:
-    """One run's hosts on the event loop: ``min(num_workers, hosts)`` worker coroutines taking
-    hosts in order (or as the run's plan allows), each writing its host's result as it
+    """One run's hosts on the event loop: as many worker coroutines as the run has places,
+    taking hosts in order (or as the run's plan allows), each writing its host's result as it
     finishes; the hosts' async connections are closed at the end unless ``keep_connections``.
     """
 
     def __init__(
-        self, runner: AsyncioRunner, task: Task, hosts: list[Host], *, keep_connections: bool,
-        ctrl_c: CtrlC,
+        self, runner: AsyncioRunner, run: Lifecycle, places: int, *, keep_connections: bool
     ) -> None:
-        self.task, self.ctrl_c = task, ctrl_c
-        self.escaped: list[BaseException] = []  # a task's SystemExit & co., raised at the end
-        self.result = placeholders(task, hosts)
-        policy = runner.policy.for_task(task.task)
-        self.count = min(runner.num_workers, len(hosts))
-        self.plan = HostPlan.for_run(hosts, policy, in_flight=self.count)
-        self.pending = HostQueue(hosts)
-        self.planned = None if self.plan is None else AsyncPlan(self.plan)
+        self.run = run
+        self.count = places
+        self.pending = HostQueue(run.hosts)
+        self.planned = None if run.plan is None else AsyncPlan(run.plan)
         self.session = AsyncRunSession(
-            task.task,
-            hosts,
-            max_threads=min(runner.max_threads, len(hosts) or 1),
+            run.task.task,
+            run.hosts,
+            max_threads=min(runner.max_threads, len(run.hosts) or 1),
             close_async=not keep_connections,
         )
-        self.halted = Halt()
-        self.context = RunContext(
-            policy,
-            deadline=None if self.plan is None else self.plan.deadline,
-            offload=self.session.offload,
-            halt=self.halted,
-        )
+        self.context = run.context(offload=self.session.offload)
         self.workers: set[asyncio.Task[None]] = set()  # those running: each leaves as it ends
-        self.all_done: asyncio.Future[None] | None = None
 
     def halt(self) -> None:
-        """On the loop: no host starts any more, and those in flight are cancelled."""
-        self.halted.set()
-        self._no_more_hosts()
-        for worker in self.workers:
-            worker.cancel()
-        if self.all_done is not None and not self.all_done.done():
-            self.all_done.set_result(None)
-
-    def _no_more_hosts(self) -> None:
+        """On the loop: no host starts any more (those in flight finish)."""
         self.pending.halt()
         if self.planned is not None:
             self.planned.halt()
 
-    def escape(self, exc: BaseException) -> None:
-        """A host's task raised ``exc`` (``SystemExit`` & co.): no host starts any more, those
-        in flight finish, and ``run`` raises it then, as on every runner."""
-        self.escaped.append(exc)
-        self._no_more_hosts()
-
-    async def main(self) -> None:
-        per_host = descriptors_of(self.task.task)
-        with open_files_for(self.count, per_host, what="asyncio runner") as fits:
-            self.count = min(self.count, fits)  # fewer hosts in flight if the files cannot
-            await self._main()
-
     async def _hosts_planned(self, planned: AsyncPlan) -> None:
         """A worker's hosts as the run's plan allows them."""
-        task, result, context = self.task, self.result, self.context
+        task, result, context = self.run.task, self.run.result, self.context
         while True:
             host = planned.take()  # without a coroutine, when one may start now
             if host is None and (host := await planned.next()) is None:
@@ -249,12 +235,13 @@ class _LoopHosts:
             multi = result[host.name] = await arun_one(task, host, context)
             planned.finished(host, multi.failed)
 
-    async def _main(self) -> None:
+    async def main(self) -> None:
         loop = asyncio.get_running_loop()
-        all_done = self.all_done = loop.create_future()
-        task, result, context, planned = self.task, self.result, self.context, self.planned
-        take, workers, halted = self.pending.take, self.workers, self.halted
-        raised_by_a_task, escape = self.ctrl_c.raised_by_a_task, self.escape
+        all_done = loop.create_future()
+        run, planned, workers = self.run, self.planned, self.workers
+        task, result, context = run.task, run.result, self.context
+        take, halted = self.pending.take, run.halt
+        raised_by_a_task = run.ctrl_c.raised_by_a_task
         running = 1  # the workers, and the loop starting them below
 
         def ended() -> None:
@@ -273,11 +260,12 @@ class _LoopHosts:
                 else:
                     await self._hosts_planned(planned)
             except asyncio.CancelledError:
-                raise  # halted
+                raise  # abandoned
             except (SystemExit, KeyboardInterrupt) as exc:
                 if not raised_by_a_task(exc):
                     raise  # Ctrl-C: the runner's rule takes it
-                escape(exc)
+                run.escape(exc)
+                self.halt()  # here already: also where no lifecycle drives (arun)
             except BaseException as exc:  # not a task error (the core captures those): fail the run
                 if not all_done.done():
                     all_done.set_exception(exc)
@@ -301,15 +289,11 @@ class _LoopHosts:
                         await asyncio.sleep(0)
                 ended()
                 await all_done
-            except BaseException:  # cancelled (arun's caller), or a task raised SystemExit & co.
+            except BaseException:  # cancelled (abandoned, arun's caller), or a worker's error
                 for worker in workers:
                     worker.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
                 raise
-            if halted.is_set():  # the workers end as they are cancelled
-                await asyncio.gather(*workers, return_exceptions=True)
-        if self.plan is not None:
-            fill_not_run(task, self.plan, result)
 
 
 async def arun(
@@ -358,18 +342,6 @@ async def arun(
         nr.data.failed_hosts.update(result.failed_hosts.keys())
     nr.processors.task_completed(template, result)
     return result
-
-
-def _cut_short(loop: asyncio.AbstractEventLoop, main: asyncio.Task[None]) -> None:
-    """After a second Ctrl-C: cancel the run, its wait for blocking calls in threads (which
-    cannot be stopped) included; a further Ctrl-C stops even that."""
-    if main.done():
-        return
-    main.cancel()
-    try:
-        loop.run_until_complete(main)
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        pass
 
 
 def _close(loop: asyncio.AbstractEventLoop, *, wait_for_threads: bool = True) -> None:

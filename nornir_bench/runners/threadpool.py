@@ -32,27 +32,22 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core._switching import fewer_gil_switches
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.one_host import RunContext, run_one
-from nornir_bench.core.open_files import descriptors_of, open_files_for
-from nornir_bench.core.policies.hosts import HostAttempts, Outcome, run_policed
+from nornir_bench.core.one_host import run_one
+from nornir_bench.core.policies.hosts import HostAttempts, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.policies.plan import HostPlan
-from nornir_bench.core.stopping import (
-    ABANDONED_GRACE_SECONDS,
-    POLL_SECONDS,
-    CtrlC,
-    Halt,
-    ctrl_c_deferred,
-)
-from nornir_bench.runners._queue import HostQueue
-from nornir_bench.runners._results import fill_not_run, placeholders, raise_if_stopped
+from nornir_bench.core.stopping import ABANDONED_GRACE_SECONDS, POLL_SECONDS, ctrl_c_deferred
+from nornir_bench.runners._core.blocking import BlockingCalls
+from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
+from nornir_bench.runners._core.limiter import InFlight, in_flight_here
+from nornir_bench.runners._core.queue import HostQueue
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import AggregatedResult, Task
+
+    from nornir_bench.core.policies.plan import HostPlan
 
 __all__ = ["ThreadPoolRunner"]
 
@@ -80,70 +75,62 @@ class ThreadPoolRunner(Policed):
         self.policy = RunPolicy.build("threadpool runner", policy)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
-        """Run ``task`` on every host in ``hosts``.
+        """Run ``task`` on every host in ``hosts`` (the lifecycle, Ctrl-C included:
+        :mod:`~nornir_bench.runners._core.lifecycle`).
 
         Raises:
-            RunInterrupted: on Ctrl-C; in-flight hosts finish, the rest do not start, and the
-                exception's ``result`` holds every finished host. A second Ctrl-C raises it at
-                once, ``abandoned`` set, without waiting for the hosts in flight (their threads
-                are daemons: they do not keep the process alive).
-            BaseException: a ``SystemExit`` or similar raised by a task is re-raised once every
-                thread has stopped, as nornir's runner re-raises it.
+            RunInterrupted: on Ctrl-C, holding every finished host. A second Ctrl-C raises it
+                at once, ``abandoned`` set (the threads are daemons: they do not keep the
+                process alive).
+            BaseException: a task's ``SystemExit`` or similar, once every thread has stopped.
         """
-        in_flight = min(self.num_workers, len(hosts))
-        with open_files_for(
-            in_flight, descriptors_of(task.task), what="threadpool runner"
-        ) as fits:  # the open files the threads' hosts need (fewer threads if they cannot)
+        what = "threadpool runner"
+        with in_flight_here(self.num_workers, len(hosts), task.task, what=what) as places:
             policy = self.policy.for_task(task.task)
-            return self._run(_ThreadHosts(task, hosts, policy, min(in_flight, fits)))
-
-    def _run(self, run: _ThreadHosts) -> AggregatedResult:
-        task = run.task
-        ctrl_c = CtrlC(run.halt.set)
-        try:
-            with tuned_for_run(), fewer_gil_switches(run.threads), ctrl_c.handled():
-                # Held once for all the starts (not per thread: 1,000 starts would pay for it
-                # 1,000 times): interrupted, a start would leave the count of threads wrong.
-                with ctrl_c_deferred():
-                    for i in range(run.threads):
-                        if not run.pending:
-                            break
-                        run.start(run.work, f"threadpool-{i}")
-                ctrl_c.wait(run.wait)
-        finally:
-            if run.running.count == 0:  # each thread is past its last host: this takes no time
-                run.join()
-        raise_if_stopped(ctrl_c, run.result, run.escaped)
-        if run.plan is not None:
-            fill_not_run(task, run.plan, run.result)
-        return run.result
+            run = Lifecycle(task, hosts, policy, in_flight=places.limit)
+            return run.drive(_Threads(run, places), fewer_gil_switches(places.limit))
 
     def __repr__(self) -> str:
         return f"ThreadPoolRunner(num_workers={self.num_workers}{self._policy_repr()})"
 
 
-class _ThreadHosts:
-    """One run's threads, its hosts waiting, its result, and its watch over deadlines."""
+class _Threads(Transport):
+    """One run's threads, the hosts waiting for them, and the watch over their deadlines."""
 
-    def __init__(self, task: Task, hosts: list[Host], policy: RunPolicy, threads: int) -> None:
-        self.task = task
-        self.threads = threads
-        self.result = placeholders(task, hosts)
-        self.plan = HostPlan.for_run(hosts, policy, in_flight=threads)
+    def __init__(self, run: Lifecycle, places: InFlight) -> None:
+        self.run = run
+        self.threads = places.limit
         self.pending: HostQueue | _Feed = (
-            HostQueue(hosts) if self.plan is None else _Feed(self.plan, threads)
+            HostQueue(run.hosts) if run.plan is None else _Feed(run.plan, places)
         )
-        self.escaped: list[BaseException] = []
         self.running = _Running()
         self.started: list[threading.Thread] = []
-        self.halt = Halt()  # set by Ctrl-C; the main thread's wait applies it
-        self.watch = _Deadlines() if policy.task_timeout or policy.run_timeout else None
-        self.context = RunContext(
-            policy,
-            deadline=None if self.plan is None else self.plan.deadline,
-            halt=self.halt,
-            attempt=HostAttempts.call if self.watch is None else self.watch.call,
+        policy = run.policy
+        self.watch = BlockingCalls() if policy.task_timeout or policy.run_timeout else None
+        self.context = run.context(
+            attempt=HostAttempts.call if self.watch is None else self.watch.call
         )
+        self._begun = False
+
+    def wait(self) -> None:
+        """Start the threads (once), then wait until every one has ended; with a plan,
+        applying it meanwhile (see _Feed)."""
+        if not self._begun:
+            self._begun = True
+            # Held once for all the starts (not per thread: 1,000 starts would pay for it
+            # 1,000 times): interrupted, a start would leave the count of threads wrong.
+            with ctrl_c_deferred():
+                for i in range(self.threads):
+                    if not self.pending:
+                        break
+                    self.start(self.work, f"threadpool-{i}")
+        if isinstance(self.pending, _Feed):
+            self.pending.run(self)
+        self.running.wait(self)
+
+    def close(self, *, ended: bool) -> None:
+        if self.running.count == 0:  # each thread is past its last host: this takes no time
+            self.join()
 
     def start(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -158,7 +145,7 @@ class _ThreadHosts:
     def work(self, taken_over: HostAttempts | None = None) -> None:
         """A thread's life: hosts from ``pending`` until none is left (or, past a deadline,
         another thread has taken its slot)."""
-        task, result, context = self.task, self.result, self.context
+        task, result, context = self.run.task, self.run.result, self.context
         try:
             done: tuple[Host, bool] | None = None
             if taken_over is not None:  # a host whose call passed its deadline: go on
@@ -181,20 +168,18 @@ class _ThreadHosts:
                         return
                     result[taken.name] = multi
                     done = (taken, multi.failed)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            self.escaped.append(exc)
+        except BaseException as exc:  # noqa: BLE001 - a task's SystemExit: the run raises it
+            self.run.escape(exc)
         self.running.ended()
 
-    def _take_over(self, attempts: HostAttempts) -> None:
-        """The main thread, for a call past its deadline: a new thread goes on with its host."""
-        self.start(lambda: self.work(attempts), "threadpool-takeover")
-        self.running.ended()  # the thread left in the call no longer counts
-
-    def wait(self) -> None:
-        """Until every thread has ended; with a plan, applying it meanwhile (see _Feed)."""
-        if isinstance(self.pending, _Feed):
-            self.pending.run(self)
-        self.running.wait(self)
+    def take_over(self) -> None:
+        """The main thread: each call past its deadline is given up, and a new thread goes on
+        with its host."""
+        if self.watch is None:
+            return
+        for attempts in self.watch.expired():
+            self.start(lambda attempts=attempts: self.work(attempts), "threadpool-takeover")
+            self.running.ended()  # the thread left in the call no longer counts
 
     def join(self) -> None:
         """Join the threads; those left in a call past its deadline at most for the grace."""
@@ -214,20 +199,19 @@ class _Feed:
     interpreter switched threads made every other thread wait for it, which cost more than
     the run itself (docs/benchmarks.md, "The costs behind the code's choices"). The queues
     are ``queue.SimpleQueue``, whose lock is held only inside C code; the plan is the main
-    thread's alone, and it keeps as many hosts out as there are threads.
+    thread's alone, and it keeps as many hosts out as there are places.
     """
 
-    def __init__(self, plan: HostPlan, threads: int) -> None:
+    def __init__(self, plan: HostPlan, places: InFlight) -> None:
         self.plan = plan
-        self.threads = threads
+        self.places = places  # taken: hosts handed out and not back yet
         self.ready: queue.SimpleQueue[Host | None] = queue.SimpleQueue()
         self.done: queue.SimpleQueue[tuple[Host, bool]] = queue.SimpleQueue()
-        self.out = 0  # hosts handed out and not back yet
         self.halted = False
         self._fill()
 
     def __bool__(self) -> bool:
-        return not self.halted and (self.out > 0 or self.plan.wait_time() is not None)
+        return not self.halted and (self.places.taken > 0 or self.plan.wait_time() is not None)
 
     def next(self, finished: tuple[Host, bool] | None = None) -> Host | None:
         """A worker thread: report ``finished``, then wait for the next host (``None``: stop)."""
@@ -244,14 +228,14 @@ class _Feed:
                 self.ready.get_nowait()
             except queue.Empty:
                 break
-            self.out -= 1
+            self.places.give()
 
-    def run(self, run: _ThreadHosts) -> None:
+    def run(self, threads: _Threads) -> None:
         """The main thread: hand hosts out and take them back until none is out or will be;
         watch deadlines meanwhile; then let every thread go."""
-        watch, plan = run.watch, self.plan
-        while self.out > len(run.escaped) or self:  # a thread ended by SystemExit owes one
-            if (run.escaped or run.halt.is_set()) and not self.halted:
+        watch, plan, places, run = threads.watch, self.plan, self.places, threads.run
+        while places.taken > len(run.escaped) or self:  # a thread ended by SystemExit owes one
+            if run.halt.is_set() and not self.halted:
                 self.halt()
             wait = None if self.halted else plan.wait_time()
             nearest = None if watch is None else watch.next_in()
@@ -266,70 +250,24 @@ class _Feed:
                     self._finished(*self.done.get_nowait())
             except queue.Empty:
                 pass
-            if watch is not None:
-                for expired in watch.expired():
-                    run._take_over(expired)
+            threads.take_over()
             self._fill()
-        for _ in range(run.running.count):
+        for _ in range(threads.running.count):
             self.ready.put(None)
 
     def _finished(self, host: Host, failed: bool) -> None:
-        self.out -= 1
+        self.places.give()
         if not self.halted:
             self.plan.finished(self.plan.index[host.name], failed)
 
     def _fill(self) -> None:
-        hosts, take = self.plan.hosts, self.plan.take
-        while not self.halted and self.out < self.threads:
+        hosts, take, places = self.plan.hosts, self.plan.take, self.places
+        while not self.halted and places.room > 0:
             index = take()
             if index is None:
                 return
-            self.out += 1
+            places.take()
             self.ready.put(hosts[index])
-
-
-class _Deadlines:
-    """The blocking calls in flight that have a deadline, watched from the run's main thread.
-
-    A worker thread makes each attempt through :meth:`call`; the main thread calls
-    :meth:`expired` as it waits. Whichever comes first owns the attempt: the call's return, or
-    the deadline (the call is then abandoned: its thread ends when it returns, and its return
-    value is dropped).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._calls: dict[int, tuple[float, HostAttempts, threading.Thread]] = {}
-        self.abandoned: set[threading.Thread] = set()  # threads left in such a call
-
-    def call(self, attempts: HostAttempts) -> Outcome | None:
-        deadline = attempts.deadline()
-        if deadline is None:
-            return attempts.call()
-        key = id(attempts)
-        with self._lock:
-            self._calls[key] = (deadline, attempts, threading.current_thread())
-        outcome = attempts.call()
-        with self._lock:
-            if self._calls.pop(key, None) is None:  # the deadline won: drop this return
-                return None
-        return outcome
-
-    def next_in(self) -> float | None:
-        """Seconds to the nearest deadline, if any call has one."""
-        with self._lock:
-            if not self._calls:
-                return None
-            return max(0.0, min(call[0] for call in self._calls.values()) - time.monotonic())
-
-    def expired(self) -> list[HostAttempts]:
-        """The calls past their deadline, now given up (their threads no longer own them)."""
-        now = time.monotonic()
-        with self._lock:
-            due = [key for key, call in self._calls.items() if call[0] <= now]
-            late = [self._calls.pop(key) for key in due]
-        self.abandoned.update(thread for _, _, thread in late)
-        return [run for _, run, _ in late]
 
 
 class _Running:
@@ -357,17 +295,15 @@ class _Running:
             if self.count == 0:
                 self._none_left.set()
 
-    def wait(self, run: _ThreadHosts) -> None:
+    def wait(self, threads: _Threads) -> None:
         """Return once every thread has ended; meanwhile hand each call past its deadline to
         a new thread, and apply the run's halt to the hosts waiting."""
-        watch, halt = run.watch, run.halt
+        watch, halt = threads.watch, threads.run.halt
         while True:
             nearest = None if watch is None else watch.next_in()
             poll = POLL_SECONDS if nearest is None else min(POLL_SECONDS, nearest)
             if self._none_left.wait(poll):
                 return
             if halt.is_set():
-                run.pending.halt()
-            if watch is not None:
-                for expired in watch.expired():
-                    run._take_over(expired)
+                threads.pending.halt()
+            threads.take_over()

@@ -220,6 +220,19 @@ class HostPlan:
             or self.deadline is not None
         )
 
+    @property
+    def waits_for_ends(self) -> bool:
+        """Whether a limit left decides from hosts' ends (batches, failure limits, group
+        limits): a runner that learns a host ended before its result is here must not start
+        another in its place until the result is (the limit would see it late)."""
+        return bool(
+            self._slots is not None
+            or self._failures is not None
+            or self._max_failures is not None
+            or self._max_fail_percentage is not None
+            or self._batches
+        )
+
     @functools.cached_property
     def index(self) -> dict[str, int]:
         """Each host's index, by name (built when first asked: a name costs a call of

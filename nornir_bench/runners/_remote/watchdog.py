@@ -1,11 +1,13 @@
-"""Workers so busy that they missed a host's deadline by far: pure functions of the clock.
+"""Workers that cannot answer: pure functions of the clock, and the bounds they use.
 
 A worker stops its own hosts at their deadlines (see ``core.policies.hosts``). One whose loop
-is frozen (a C call holding the GIL) cannot: not even its own timeout fires. The parent looks
-at every host in flight each time it wakes; a host past its longest time (every attempt and
-retry wait included) or the run's deadline, plus a grace, means its worker cannot answer: the
-parent stops waiting for it (the process pool kills the worker), and those hosts fail with the
-deadline's error.
+is frozen (a C call holding the GIL, a stopped process) cannot: not even its own timeout
+fires. The parent looks at every worker with hosts out once a :data:`WATCH_SECONDS`: a host
+past its longest time (every attempt and retry wait included) or the run's deadline, plus a
+grace, means its worker cannot answer; so does a worker silent past :data:`LIVENESS_SECONDS`
+(workers with hosts in flight say they are alive every :data:`HEARTBEAT_SECONDS`), deadline
+or not. The parent then stops waiting for it (the process pool kills the worker), and those
+hosts fail, naming it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FROZEN_GRACE_SECONDS",
+    "HEARTBEAT_SECONDS",
+    "LIVENESS_SECONDS",
     "WATCH_SECONDS",
     "overdue",
     "overdue_error",
@@ -34,7 +38,15 @@ FROZEN_GRACE_SECONDS = 5.0
 """How long a worker may stay silent past a host's deadline before it is taken for frozen."""
 
 WATCH_SECONDS = 1.0
-"""How often the pool looks, when some host has a deadline."""
+"""How often the parent looks at the workers with hosts out."""
+
+HEARTBEAT_SECONDS = 1.0
+"""How often a worker with hosts in flight says it is alive, when nothing else is said."""
+
+LIVENESS_SECONDS = 60.0
+"""How long a worker with hosts out may say nothing at all (not even its heartbeat) before the
+parent gives it up: its loop is frozen (an ``async def`` task computing without awaiting, a C
+call holding the GIL, a stopped process), and no result of its will come."""
 
 
 def watched(policy: RunPolicy, deadline: float | None) -> bool:

@@ -43,21 +43,22 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import AggregatedResult, Task
 
-from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import flag, number, whole_number
 from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.loops import resolve_loop
-from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.read_only import is_read_only
-from nornir_bench.core.stopping import CtrlC
+from nornir_bench.runners._core.lifecycle import Lifecycle
+from nornir_bench.runners._core.limiter import per_worker_elsewhere
+from nornir_bench.runners._core.results import placeholders
 from nornir_bench.runners._remote.connections import HeldInWorkers
-from nornir_bench.runners._results import placeholders, raise_if_stopped
 from nornir_bench.runners.dask.cluster import (
+    RUN_ON_WORKERS_SECONDS,
     DaskClusterError,
     EmbeddedCluster,
     connect,
     is_loopback,
+    run_on_workers,
     scheme_and_host,
     security_from,
 )
@@ -65,6 +66,8 @@ from nornir_bench.runners.dask.cluster import (
 if TYPE_CHECKING:
     from distributed import Client
     from nornir.core.inventory import Host
+
+    from nornir_bench.runners.dask.run import RunOptions
 
 __all__ = ["MAX_PROCS_PER_CPU", "DaskClusterError", "DaskRunner"]
 
@@ -174,7 +177,8 @@ class DaskRunner(Policed):
         weakref.finalize(self, self._cluster.close)  # also called at interpreter exit
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
-        """Run ``task`` on ``hosts`` on the cluster's workers.
+        """Run ``task`` on ``hosts`` on the cluster's workers (the lifecycle, Ctrl-C included:
+        :mod:`~nornir_bench.runners._core.lifecycle`).
 
         Raises:
             DaskClusterError: the cluster cannot be used (not reachable, not started, other
@@ -184,41 +188,30 @@ class DaskRunner(Policed):
                 hosts, and the exception's ``result`` holds every host that had finished. A
                 second Ctrl-C does not wait for the hosts in flight (``abandoned`` set).
         """
-        from nornir_bench.runners.dask.run import DaskChunks, RunOptions
+        from nornir_bench.runners.dask.run import DaskChunks
 
-        result = placeholders(task, hosts)
         if not hosts:
-            return result
+            return placeholders(task, hosts)
         if is_close_connections_task(task.task):
-            return self._cluster.held.close_connections_task(task, hosts, result)
+            return self._cluster.held.close_connections_task(task, hosts, placeholders(task, hosts))
         self._refuse_cleartext(hosts)
-        cluster = self._cluster
-        with cluster.using() as client:
-            run = DaskChunks(
-                RunOptions(
-                    num_workers=self._per_worker(task),
-                    chunk_size=self.chunk_size,
-                    crash_reruns=self._reruns(task),
-                    reruns_given=self.crash_reruns is not None,
-                    loop=self.loop_implementation,
-                    policy=self.policy,
-                ),
-                client,
-                task,
-                hosts,
-                result,
-                cluster.held,
-                workers=cluster.workers(),
-                where=cluster.where,
-            )
-            ctrl_c = CtrlC(run.halt.set)
-            try:
-                with tuned_for_run(), ctrl_c.handled():
-                    ctrl_c.wait(run.run)
-            finally:
-                run.end(abandon=ctrl_c.abandoned)
-            raise_if_stopped(ctrl_c, result, run.escaped)
-        return result
+        with self._cluster.using() as client:
+            run = Lifecycle(task, hosts, self.policy, planned=True)
+            chunks = DaskChunks(self._options(task), client, run, self._cluster.held,
+                                workers=self._cluster.workers(), where=self._cluster.where)
+            return run.drive(chunks)
+
+    def _options(self, task: Task) -> RunOptions:
+        from nornir_bench.runners.dask.run import RunOptions
+
+        return RunOptions(
+            num_workers=self._per_worker(task),
+            chunk_size=self.chunk_size,
+            crash_reruns=self._reruns(task),
+            reruns_given=self.crash_reruns is not None,
+            loop=self.loop_implementation,
+            policy=self.policy,
+        )
 
     def _reruns(self, task: Task) -> int:
         """How many times the hosts of a worker that died run again: ``crash_reruns``, else
@@ -234,8 +227,7 @@ class DaskRunner(Policed):
         fewer hosts in flight)."""
         if self.address is not None:
             return self.num_workers
-        per_host = descriptors_of(task.task)
-        return hosts_that_fit(self.num_workers, per_host, what="dask runner")
+        return per_worker_elsewhere(self.num_workers, task.task, what="dask runner")
 
     def _refuse_cleartext(self, hosts: list[Host]) -> None:
         """Refuse to send credentials over a network unencrypted: decided from the address's
@@ -366,7 +358,15 @@ class _Cluster:
         self.held.release(set(self.held.holders.values()) - alive)
         new = sorted(alive - self.checked)
         if new:
-            for worker, found in self.client.run(versions, workers=new).items():
+            try:
+                found_on = run_on_workers(self.client, versions, workers=new)
+            except TimeoutError:
+                raise DaskClusterError(
+                    f"dask runner: a worker of the scheduler at {self.where} did not answer "
+                    f"within {RUN_ON_WORKERS_SECONDS:g} s (stopped, or its loop frozen): "
+                    f"{', '.join(new)}"
+                ) from None
+            for worker, found in found_on.items():
                 _same_versions(f"worker {worker}", found)
             self.checked |= set(new)
         if not alive:
@@ -381,7 +381,7 @@ class _Cluster:
             return
         for worker, pairs in by_worker.items():
             try:
-                self.client.run(close_held, pairs, workers=[worker])
+                run_on_workers(self.client, close_held, pairs, workers=[worker])
             except Exception:
                 logger.debug("dask: closing connections on %s failed", worker, exc_info=True)
 

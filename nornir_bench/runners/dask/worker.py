@@ -38,6 +38,7 @@ from nornir_bench.runners._remote.hosts import WorkerHosts
 from nornir_bench.runners._remote.hosts import close_held as close_held_here
 from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost, packed
 from nornir_bench.runners._remote.spec import unpack_run
+from nornir_bench.runners._remote.watchdog import HEARTBEAT_SECONDS
 
 if TYPE_CHECKING:
     from distributed import Worker
@@ -47,7 +48,9 @@ __all__ = [
     "PLUGIN_NAME",
     "NornirBenchWorker",
     "close_held",
-    "FREED_TOPIC",
+    "ENDED",
+    "EVENTS_TOPIC",
+    "STARTED",
     "end_run",
     "halt_run",
     "run_chunk",
@@ -56,8 +59,9 @@ __all__ = [
 
 PLUGIN_NAME = "nornir-bench"
 
-_Tell = Callable[[list[int]], None]
-"""Tells the parent which hosts of a run ended (through the worker's ``log_event``)."""
+_Tell = Callable[[str, list[int]], None]
+"""Tells the parent something of a run's hosts: a kind (:data:`ENDED`, :data:`STARTED`,
+:data:`ALIVE`) and host indices (through the worker's ``log_event``)."""
 
 # How long Client.run's calls (halt, end, close connections) may wait for the worker's loop.
 _LOOP_CALL_SECONDS = 60.0
@@ -104,11 +108,15 @@ class _Chunk:
             self.done.set_result(None)
 
 
-FREED_TOPIC = "nornir-bench-freed"
-"""The Dask event topic on which workers say which hosts of a run have ended, as they end
-(``[run_id, [index, ...]]``): the parent gives each one's place to another host at once, not
-when its chunk is back (unless a policy decides from hosts' ends). One topic for every
-run: the scheduler keeps each topic it ever saw."""
+EVENTS_TOPIC = "nornir-bench-hosts"
+"""The Dask event topic on which workers tell the parent of a run's hosts, as
+``[run_id, address, kind, [index, ...]]``: which ended (the parent gives each one's place to
+another host at once, not when its chunk is back, unless a limit decides from hosts' ends),
+which started here (a chunk Dask moved after its worker died), or only that this worker is
+alive (its heartbeat, while it has hosts in flight). One topic for every run: the scheduler
+keeps each topic it ever saw."""
+
+ENDED, STARTED, ALIVE = "ended", "started", "alive"
 
 
 class _DaskWorkerHosts:
@@ -120,7 +128,15 @@ class _DaskWorkerHosts:
         self.chunk_of: dict[int, _Chunk] = {}
         self.tell = tell
         self.freed: list[int] = []
-        self.run = WorkerHosts(spec, held, self._finished, self._escaped, limit=spec.num_workers)
+        self.run = WorkerHosts(spec, held, self._finished, self._escaped)
+        self.beat = asyncio.get_running_loop().call_later(HEARTBEAT_SECONDS, self._heartbeat)
+
+    def _heartbeat(self) -> None:
+        """While hosts are in flight here, say so: the parent gives up a worker that goes
+        silent (its loop frozen), and must not take a long task's silence for that."""
+        if self.chunk_of:
+            self.tell(ALIVE, [])
+        self.beat = asyncio.get_running_loop().call_later(HEARTBEAT_SECONDS, self._heartbeat)
 
     def _escaped(self, index: int, exc: BaseException) -> None:
         """A host's task raised ``SystemExit`` & co.: the parent raises it."""
@@ -145,7 +161,7 @@ class _DaskWorkerHosts:
 
     def _tell_freed(self) -> None:
         freed, self.freed = self.freed, []
-        self.tell(freed)
+        self.tell(ENDED, freed)
 
     def halt(self) -> None:
         """No host waiting for room starts; chunks waiting for them are done without them."""
@@ -184,16 +200,19 @@ class _WorkerState:
         positions: list[int],
         hosts: bytes,
         seconds_left: float | None,
+        moved: bool = False,
     ) -> tuple[bytes, BaseException | None]:
         if run_id in self.ended:  # came after its run ended: the parent no longer waits
             return dumps(FinishedBatch.of([])), None
         here = self.runs.get(run_id)
         if here is None:
-            tell = functools.partial(_tell_freed, self.worker, run_id)
+            tell = functools.partial(_tell, self.worker, run_id)
             here = self.runs[run_id] = _DaskWorkerHosts(payload, self.held, tell)
             if run_id in self.halted:  # halted before this chunk came
                 here.halt()
         here.run.keep_deadline(seconds_left)
+        if moved:  # not where the parent sent it (that worker died): say where it runs
+            here.tell(STARTED, positions)
         chunk = _Chunk(len(positions))
         if here.run.halt.is_set():  # halted before this chunk came: none of it starts
             chunk.settle(len(positions))
@@ -209,6 +228,7 @@ class _WorkerState:
         self.ended.append(run_id)
         here = self.runs.pop(run_id, None)
         if here is not None:
+            here.beat.cancel()
             await here.run.aclose()
 
     def close(self) -> None:
@@ -229,8 +249,8 @@ class _WorkerState:
                 self.loop.close()
 
 
-def _tell_freed(worker: Worker, run_id: str, freed: list[int]) -> None:
-    worker.log_event(FREED_TOPIC, [run_id, freed])  # sent from Dask's own loop
+def _tell(worker: Worker, run_id: str, kind: str, indices: list[int]) -> None:
+    worker.log_event(EVENTS_TOPIC, [run_id, worker.address, kind, indices])  # thread-safe
 
 
 def _state(worker: Worker | None = None) -> _WorkerState:
@@ -248,13 +268,17 @@ def run_chunk(
     positions: list[int],
     hosts: bytes,
     seconds_left: float | None,
+    sent_to: str = "",
 ) -> tuple[str, bytes, BaseException | None]:
     """The Dask task of a chunk: run ``hosts`` (pickled, ``positions`` in the run) on this
     worker's loop; this worker's address, the chunk's pickled ``FinishedBatch``, and what a
-    task raised that is not an error (``SystemExit``), if one did."""
+    task raised that is not an error (``SystemExit``), if one did. ``sent_to``: the worker the
+    parent sent it to (if it is another, its first one died: the parent is told where the
+    chunk's hosts run now)."""
     worker = get_worker()
     state = _state(worker)
-    done = state.call(state.chunk(payload, run_id, positions, hosts, seconds_left))
+    moved = bool(sent_to) and sent_to != worker.address
+    done = state.call(state.chunk(payload, run_id, positions, hosts, seconds_left, moved))
     # Waiting takes no slot of Dask's: the worker's own limit decides how many hosts run.
     secede()
     batch, escaped = done.result()

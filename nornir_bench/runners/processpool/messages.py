@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
 __all__ = [
+    "Alive",
     "CloseConnections",
     "Closed",
     "Done",
@@ -107,6 +108,10 @@ class Tainted(NamedTuple):
     """A blocking task overran its deadline: retire this worker when its hosts are done."""
 
 
+class Alive(NamedTuple):
+    """The worker's heartbeat, while it has hosts in flight and nothing else to say."""
+
+
 class CloseConnections(NamedTuple):
     """Close these connections the worker keeps: (host name, plugin name) pairs."""
 
@@ -142,7 +147,7 @@ class WorkerExited(NamedTuple):
 
 Message = (
     LoadRun | RunHosts | HaltRun | EndRun | Quit | Ready | LoadFailed | Done | Escaped | Tainted
-    | CloseConnections | Closed | Fork | Kill | WorkerForked | WorkerExited
+    | Alive | CloseConnections | Closed | Fork | Kill | WorkerForked | WorkerExited
 )
 
 

@@ -22,18 +22,19 @@ from typing import TYPE_CHECKING
 
 from nornir_bench.core.exceptions import describe_exit
 from nornir_bench.core.stopping import ctrl_c_deferred
-from nornir_bench.runners._remote import watchdog
 from nornir_bench.runners._remote.results import ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts
 from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
     CrashLedger,
+    HostKind,
     storm_layout,
 )
 from nornir_bench.runners.processpool.dispatch import HostDispatch
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
 from nornir_bench.runners.processpool.messages import (
+    Alive,
     Done,
     EndRun,
     Escaped,
@@ -48,10 +49,8 @@ from nornir_bench.runners.processpool.messages import (
 )
 
 if TYPE_CHECKING:
-    from nornir.core.inventory import Host
-    from nornir.core.task import AggregatedResult, Task
-
     from nornir_bench.core.policies.options import RunPolicy
+    from nornir_bench.runners._core.lifecycle import Lifecycle
     from nornir_bench.runners.processpool.workers import Worker, WorkerSet
 
 __all__ = ["Pool", "PoolOptions"]
@@ -70,45 +69,48 @@ class PoolOptions:
     policy: RunPolicy
 
 
-# One concern, the run's loop over its worker processes (events in, hosts out, a worker's end);
-# what decides is elsewhere: dispatch, the crash rule, the watchdog, the settling of results.
-class Pool(RemoteScheduling):
-    """One run over the worker processes.
+# One concern, the run's transport over its worker processes (events in, hosts out, a worker's
+# end); what decides is elsewhere: the loop and the book, the crash rule, the settling.
+class Pool(RemoteScheduling[int]):
+    """One run over the worker processes (named by pid in the book).
 
     Args:
         options: the runner's.
-        task: the run's task template.
-        hosts: the run's hosts.
-        result: the run's ``AggregatedResult``, filled in as hosts settle.
+        run: the run's lifecycle (planned).
         procs: the workers, kept from an earlier run or new (their fork server started).
+        own: ``procs`` is the runner's own set (else one of this run alone: another thread's
+            run was using the runner's).
+        keep_workers: the runner keeps its workers for the next run.
         pack: packs the run for the workers, given its deadline (``_remote.spec.pack_run``).
 
     Raises:
         ValueError: the run cannot be packed (the task or its arguments do not pickle).
-
-    Attributes:
-        halt: set by Ctrl-C (also from a signal handler): the loop then sends no more hosts.
     """
 
     def __init__(
         self,
         options: PoolOptions,
-        task: Task,
-        hosts: list[Host],
-        result: AggregatedResult,
+        run: Lifecycle,
         procs: WorkerSet,
+        *,
+        own: bool,
+        keep_workers: bool,
         pack: Callable[[float | None], bytes],
     ) -> None:
-        super().__init__(task, hosts, options.policy, "processpool")
+        super().__init__(run, "processpool")
         self.options = options
         self.procs = procs
+        self.own = own
+        self.keep_workers = keep_workers
         self.payload = pack(self.plan.deadline)
-        self.dispatch = HostDispatch(self.plan, procs.held.holders, options.num_workers)
+        self.book = self.dispatch = HostDispatch(
+            self.plan, procs.held.holders, options.num_workers
+        )
         self.crashes = CrashLedger(options.crash_reruns)
         self.settle = ResultSettler(
-            task,
-            hosts,
-            result,
+            run.task,
+            run.hosts,
+            run.result,
             earlier_runs=self.crashes.earlier_runs,
             settled=self.dispatch.settled,
         )
@@ -119,19 +121,66 @@ class Pool(RemoteScheduling):
     def workers(self) -> list[Worker]:
         return self.procs.workers
 
+    def _worker(self, pid: int) -> Worker | None:
+        for worker in self.workers:
+            if worker.pid == pid:
+                return worker
+        return None
+
+    # -- the lifecycle's transport --------------------------------------------------------------
+
+    def abandon(self) -> None:
+        """The second Ctrl-C: the workers are killed at once, hosts in flight and all."""
+        self.procs.close(kill=True)
+
+    def close(self, *, ended: bool) -> None:
+        """Stop the workers, unless the runner keeps them after a run that ended (a task's
+        ``SystemExit`` too); let go of them for the next run."""
+        self.let_go(self.procs, own=self.own, keep=ended and self.keep_workers)
+
+    @staticmethod
+    def let_go(procs: WorkerSet, *, own: bool, keep: bool = False) -> None:
+        """After a run (or a run that could not start): stop ``procs``, unless they are the
+        runner's ``own`` and kept; the runner's own are free for the next run."""
+        try:
+            if not (own and keep):
+                procs.close()
+        finally:
+            if own:
+                procs.give_back()
+
     # -- the loop's transport (RemoteScheduling) ----------------------------------------------
 
     def _begin(self) -> None:
         if not self.loaded and self.sending:
             self._load()
 
-    def _out(self) -> bool:
-        return any(w.in_flight for w in self.workers)
-
     def _send(self) -> None:
-        for worker in list(self.workers):  # a host the plan held back (a rate limit) may start
-            if not worker.retiring and worker.loaded:
-                self._feed(worker)
+        self._replace()
+        super()._send()
+
+    def _most_for(self, worker: int) -> int:
+        held = self._worker(worker)
+        if held is None or held.retiring:
+            return 0
+        self.dispatch.kind_for(worker)
+        return min(self.options.chunk_size, self.book.room(worker))
+
+    def _ship(self, worker: int, indices: list[int]) -> None:
+        chunk, pickled, unsendable = pack_hosts(self.hosts, indices, what="processpool runner")
+        for index, error in unsendable.items():
+            self.settle.failed(index, error)
+        if not chunk:
+            return
+        self.book.sent(worker, chunk, time.monotonic())
+        for index in chunk:
+            self.settle.leaving(index)
+        held = self._worker(worker)
+        assert held is not None
+        try:
+            send(held.conn, RunHosts(chunk, pickled))
+        except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
+            pass
 
     def _receive(self, timeout: float) -> None:
         ready = set(wait([w.conn for w in self.workers], timeout=timeout))
@@ -139,12 +188,7 @@ class Pool(RemoteScheduling):
             if worker.conn in ready:
                 self._from(worker)
 
-    def _waits(self) -> list[float]:
-        watched = watchdog.watched(self.options.policy, self.plan.deadline)
-        return [watchdog.WATCH_SECONDS] if watched else []
-
     def _halt_workers(self) -> None:
-        self.dispatch.halt()
         for worker in self.workers:  # hosts waiting to retry end with their last failure
             try:
                 send(worker.conn, HaltRun())
@@ -152,12 +196,19 @@ class Pool(RemoteScheduling):
                 pass
 
     def _abandon_all(self) -> list[int]:
-        for worker in list(self.workers):
-            self.dispatch.give_back(worker.kind, sorted(worker.in_flight))
-            worker.in_flight.clear()
-            self.dispatch.release(worker)
+        out = [index for worker in list(self.workers) for index in self.book.remove(worker.pid)]
         self.procs.stop(list(self.workers), kill=True)
-        return self.dispatch.drain()
+        return out
+
+    def _unresponsive(self, worker: int, errors: dict[int, Exception], why: str) -> None:
+        held = self._worker(worker)
+        if held is None:
+            return
+        logger.warning("processpool: worker process %s %s; replacing it", worker, why)
+        self._lost(held, errors)
+
+    def _name(self, worker: int) -> str:
+        return f"processpool worker process {worker}"
 
     def _end(self) -> None:
         """Tell each worker the run is over: a kept worker would otherwise hold the run's
@@ -169,11 +220,6 @@ class Pool(RemoteScheduling):
             except OSError:  # gone: nothing to end
                 pass
         self._shrink()
-
-    def stop(self, *, kill: bool = False) -> None:
-        """Stop every worker (ask them, or kill them after a second Ctrl-C), then the fork
-        server."""
-        self.procs.close(kill=kill)
 
     def _load(self) -> None:
         """Give the run to the fork server and to the workers kept from an earlier run, and
@@ -188,68 +234,33 @@ class Pool(RemoteScheduling):
                 send(worker.conn, LoadRun(self.payload))
             except OSError:  # gone since: its connections with it
                 procs.stop([worker], kill=True)
-        for worker in list(self.workers):
-            self._feed(worker)  # after the run, on the same socket: it loads it first
+                continue
+            self._join(worker)  # hosts go after the run, on the same socket: it loads it first
         # No more workers than the run can keep busy.
         self.size = min(self.size, math.ceil(len(self.hosts) / self.options.chunk_size))
-        self._replace()
+
+    def _join(self, worker: Worker) -> None:
+        """``worker`` takes part in the run: it has places, and it is watched from now."""
+        self.book.add(worker.pid)
+        self.heard[worker.pid] = time.monotonic()
 
     # -- workers -----------------------------------------------------------------------------
 
-    def _feed(self, worker: Worker) -> None:
-        """Send hosts until the worker has ``num_workers`` in flight or none are left."""
-        dispatch = self.dispatch
-        if not worker.in_flight:
-            worker.kind = dispatch.kind_next()
-        room = dispatch.room(worker)
-        others: set[Worker] = set()
-        while room > 0 and not worker.retiring:
-            count = min(self.options.chunk_size, room)
-            taken, more = dispatch.take(worker, count, self._available)
-            others |= more
-            if not taken:
-                break
-            chunk, pickled, unsendable = pack_hosts(
-                self.hosts, taken, what="processpool runner"
-            )
-            for index, error in unsendable.items():
-                self.settle.failed(index, error)
-            now = time.monotonic()
-            for index in chunk:
-                worker.in_flight[index] = now
-                self.settle.leaving(index)
-            try:
-                send(worker.conn, RunHosts(chunk, pickled))
-            except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
-                break
-            room -= len(chunk)
-        for other in others - {worker}:
-            self._feed(other)
-
-    def _available(self, pid: int) -> Worker | None:
-        """The worker ``pid``, if it is still there to run hosts."""
-        for worker in self.workers:
-            if worker.pid == pid:
-                return None if worker.retiring else worker
-        return None
-
-    def _kill(self, worker: Worker) -> None:
-        """Kill ``worker``; hosts waiting for it (it held their connections) go to any other."""
+    def _kill(self, worker: Worker) -> list[int]:
+        """Kill ``worker``; the hosts it had out (hosts waiting for it go to any other)."""
         self.procs.stop([worker], kill=True)
-        self.dispatch.release(worker)
+        self.heard.pop(worker.pid, None)
+        return self.book.remove(worker.pid)
 
     def _from(self, worker: Worker) -> None:
-        """What ``worker`` sent, settled; more hosts for it, or its end."""
+        """What ``worker`` sent, settled; its end, or its retirement."""
+        self.heard[worker.pid] = time.monotonic()
         if not self._drain(worker):
             # outside the except clause: the hosts' failures should not chain an EOFError
             self._lost(worker)
             return
-        if worker not in self.workers:  # it could not load the run: the pool gave up
-            return
-        if worker.retiring and not worker.in_flight:
+        if worker in self.workers and worker.retiring and not self.book.on.get(worker.pid):
             self._retire(worker)
-        else:
-            self._feed(worker)
 
     def _drain(self, worker: Worker) -> bool:
         """Take every message waiting from ``worker``; False if its end of the socket closed."""
@@ -259,15 +270,17 @@ class Pool(RemoteScheduling):
                     message = receive(worker.conn)
                     if isinstance(message, Done):
                         self._finished(worker, message)
+                if isinstance(message, (Done, Alive)):
+                    continue
                 if isinstance(message, Ready):
                     worker.loaded = True
                     self.crashes.start_failures_in_a_row = 0
                 elif isinstance(message, Escaped):
-                    worker.in_flight.pop(message.position, None)
-                    self.escaped.append(pickle.loads(message.exception))
+                    self.book.back(message.position)
+                    self.run.escape(pickle.loads(message.exception))
                 elif isinstance(message, Tainted):
                     worker.retiring = True
-                    self.dispatch.release(worker)
+                    self.book.release(worker.pid)
                 elif isinstance(message, LoadFailed):
                     self._give_up(f"a worker process could not load the run: {message.reason}")
                     return True
@@ -276,9 +289,9 @@ class Pool(RemoteScheduling):
         return True
 
     def _finished(self, worker: Worker, done: Done) -> None:
-        held, settle, in_flight = self.procs.held, self.settle, worker.in_flight
+        held, settle, back = self.procs.held, self.settle, self.book.back
         for finished in done.batch.hosts():
-            in_flight.pop(finished.position, None)
+            back(finished.position)
             host = settle.finished(finished)
             if finished.connections or held.holders:  # most runs: nobody holds any
                 held.hold(host, worker.pid, worker.where, finished.connections)
@@ -290,16 +303,15 @@ class Pool(RemoteScheduling):
         if worker not in self.workers:  # the pool gave up meanwhile
             return
         if overdue is not None:  # only those its last results did not settle
-            overdue = {i: e for i, e in overdue.items() if i in worker.in_flight}
+            overdue = {i: e for i, e in overdue.items() if i in self.book.on.get(worker.pid, {})}
         exitcode = None if overdue else self.procs.exit_status(worker)
         # Its fork server died and took it along: no host of its own ended it.
         server_died = exitcode is None and not overdue and worker.forks.process.poll() is not None
         running = worker.running.host() if exitcode is not None else None
-        self._kill(worker)
-        in_flight = sorted(worker.in_flight)
-        worker.in_flight.clear()
+        kind = self.dispatch.kinds.get(worker.pid, HostKind.NEW)
+        in_flight = self._kill(worker)
         if not worker.loaded:  # died before it could run anything: its hosts never ran
-            self.dispatch.give_back(worker.kind, in_flight)
+            self.dispatch.give_back_as(kind, in_flight)
             self._start_failed(
                 f"worker processes {describe_exit(exitcode)} before they could start"
             )
@@ -352,14 +364,13 @@ class Pool(RemoteScheduling):
                 else:
                     self._start_failed(exc.reason)
                 return
-            self._feed(worker)
+            self._join(worker)
 
     def _spread(self) -> None:
         """A worker crashed: from now on fewer hosts share a worker's fate, on more workers
         (rule 6 of the crash rule)."""
-        self.size, self.dispatch.per_worker = storm_layout(
-            self.options.num_procs, self.options.num_workers
-        )
+        self.size, per_worker = storm_layout(self.options.num_procs, self.options.num_workers)
+        self.dispatch.spread(per_worker)
 
     def _shrink(self) -> None:
         """After a run that spread (a crash): the workers past ``num_procs`` stop, those
@@ -367,33 +378,13 @@ class Pool(RemoteScheduling):
         extra = len(self.workers) - self.options.num_procs
         if extra > 0:
             keeping = Counter(self.procs.held.holders.values())
-            idle = sorted(self.workers, key=lambda w: (bool(w.in_flight), keeping[w.pid]))
+            idle = sorted(
+                self.workers,
+                key=lambda w: (bool(self.book.on.get(w.pid)), keeping[w.pid]),
+            )
             self.procs.stop(idle[:extra], kill=False)
 
     def _retire(self, worker: Worker) -> None:
         """Replace a worker with a stuck thread (a blocking task past its deadline)."""
         self._kill(worker)
         self._replace()
-
-    # -- watching ----------------------------------------------------------------------------
-
-    def _watch(self) -> None:
-        """Kill a worker so busy it missed a host's deadline by far: it cannot answer at all."""
-        policy, deadline = self.options.policy, self.plan.deadline
-        if not watchdog.watched(policy, deadline):
-            return
-        now = time.monotonic()
-        for worker in list(self.workers):
-            if not watchdog.overdue(worker.in_flight, policy, deadline, now):
-                continue
-            self._drain(worker)  # what it has sent meanwhile settles those hosts
-            errors = watchdog.overdue_errors(
-                worker.in_flight, policy, deadline, now, self.task.name, self.hosts
-            )
-            if errors:
-                logger.warning(
-                    "processpool: worker process %s stopped answering after a host's deadline; "
-                    "replacing it",
-                    worker.pid,
-                )
-                self._lost(worker, errors)

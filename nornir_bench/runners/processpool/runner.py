@@ -43,6 +43,7 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 import weakref
@@ -51,15 +52,14 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import AggregatedResult, Task
 
-from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.loops import resolve_loop
-from nornir_bench.core.open_files import descriptors_of, hosts_that_fit
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.stopping import CtrlC
+from nornir_bench.runners._core.lifecycle import Lifecycle
+from nornir_bench.runners._core.limiter import per_worker_elsewhere
+from nornir_bench.runners._core.results import placeholders
 from nornir_bench.runners._remote.spec import pack_run
-from nornir_bench.runners._results import placeholders, raise_if_stopped
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
 from nornir_bench.runners.processpool.pool import Pool, PoolOptions
 from nornir_bench.runners.processpool.workers import WorkerSet
@@ -149,7 +149,8 @@ class ProcessPoolRunner(Policed):
         weakref.finalize(self, self._procs.close)  # also called at interpreter exit
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
-        """Run ``task`` on ``hosts`` in the worker processes.
+        """Run ``task`` on ``hosts`` in the worker processes (the lifecycle, Ctrl-C included:
+        :mod:`~nornir_bench.runners._core.lifecycle`).
 
         Raises:
             ValueError: when the task or its arguments cannot be sent to another process.
@@ -157,56 +158,36 @@ class ProcessPoolRunner(Policed):
                 and the exception's ``result`` holds every host that had finished. A second
                 Ctrl-C kills the workers at once (``abandoned`` set).
         """
-        result = placeholders(task, hosts)
-        if not hosts:
-            return result
-        if is_close_connections_task(task.task):
-            return self._close_connections(task, hosts, result)
+        if not hosts or is_close_connections_task(task.task):
+            return self._close_connections(task, hosts, placeholders(task, hosts))
         # The hosts a worker runs at once fit its open files (each worker raises its own soft
         # limit as far as the hard one lets it: fewer hosts in flight, said once, here).
-        per_worker = hosts_that_fit(
-            self.num_workers, descriptors_of(task.task), what="processpool runner"
-        )
-        procs = self._procs if self._procs.take() else WorkerSet()  # another thread's run: own
-        ended = False
+        options = replace(self._options, num_workers=per_worker_elsewhere(
+            self.num_workers, task.task, what="processpool runner"))
+        own = self._procs.take()  # else another thread's run uses them: workers of its own
+        procs = self._procs if own else WorkerSet()
         try:
-            # The fork server starts (a fresh interpreter) while the run is being pickled.
-            procs.ensure_fork_server()
-            pool = Pool(
-                replace(self._options, num_workers=per_worker),
-                task,
-                hosts,
-                result,
-                procs,
-                lambda deadline: pack_run(
-                    task,
-                    what="processpool runner",
-                    num_workers=per_worker,
-                    policy=self.policy,
-                    deadline=deadline,
-                    loop=self.loop_implementation,
-                    keep_connections=self.keep_workers,
-                ),
-            )
-            ctrl_c = CtrlC(pool.halt.set)
-            with tuned_for_run(), ctrl_c.handled():
-                ctrl_c.wait(pool.run)
-            if ctrl_c.abandoned:  # do not wait for the hosts in flight
-                pool.stop(kill=True)
-            ended = not ctrl_c.presses  # the workers are kept (a task's SystemExit too)
-            raise_if_stopped(ctrl_c, result, pool.escaped)
-        finally:
-            if procs is not self._procs or not (ended and self.keep_workers):
-                procs.close()
-            if procs is self._procs:
-                procs.give_back()
-        return result
+            procs.ensure_fork_server()  # a fresh interpreter starts while the run is pickled
+            run = Lifecycle(task, hosts, self.policy, planned=True)
+            pool = Pool(options, run, procs, own=own, keep_workers=self.keep_workers,
+                        pack=functools.partial(self._pack, task, options.num_workers))
+        except BaseException:
+            Pool.let_go(procs, own=own)
+            raise
+        return run.drive(pool)
+
+    def _pack(self, task: Task, per_worker: int, deadline: float | None) -> bytes:
+        return pack_run(task, what="processpool runner", num_workers=per_worker,
+                        policy=self.policy, deadline=deadline, loop=self.loop_implementation,
+                        keep_connections=self.keep_workers)
 
     def _close_connections(
         self, task: Task, hosts: list[Host], result: AggregatedResult
     ) -> AggregatedResult:
         """``nr.close_connections()``, as on every runner whose hosts run elsewhere; then the
-        workers, holding none any more, stop."""
+        workers, holding none any more, stop. (A run of no host does nothing else.)"""
+        if not hosts:
+            return result
         self._procs.held.close_connections_task(task, hosts, result)
         if not self._procs.held.holders:
             self._procs.close()

@@ -41,8 +41,10 @@ from nornir_bench.core.loops import new_event_loop
 from nornir_bench.runners._remote.hosts import WorkerHosts, close_held
 from nornir_bench.runners._remote.results import FinishedHost, packed
 from nornir_bench.runners._remote.spec import RunSpec, unpack_run
+from nornir_bench.runners._remote.watchdog import HEARTBEAT_SECONDS
 from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
 from nornir_bench.runners.processpool.messages import (
+    Alive,
     CloseConnections,
     Closed,
     Done,
@@ -184,6 +186,17 @@ class _PipedHosts(WorkerHosts):
         self.outbox: list[FinishedHost] = []
         self.flush_timer: asyncio.TimerHandle | None = None
         self.tainted = False
+        self.beat = asyncio.get_running_loop().call_later(HEARTBEAT_SECONDS, self._heartbeat)
+
+    def _heartbeat(self) -> None:
+        """While hosts are in flight, say so: the parent gives up a worker that goes silent
+        (its loop frozen), and must not take a long task's silence for that."""
+        if self.running:
+            try:
+                self.conn.send_bytes(dumps(Alive()))
+            except OSError:  # the parent is gone: this worker stops anyway
+                return
+        self.beat = asyncio.get_running_loop().call_later(HEARTBEAT_SECONDS, self._heartbeat)
 
     def _finished(self, done: FinishedHost, left_a_call: bool) -> None:
         self.outbox.append(done)
@@ -225,6 +238,7 @@ class _PipedHosts(WorkerHosts):
             self.conn.send_bytes(packed(batch, Done))
 
     async def aclose(self) -> None:
+        self.beat.cancel()
         await self.stop_hosts()
         self.flush()  # before closing connections, which may take a while
         await super().aclose()

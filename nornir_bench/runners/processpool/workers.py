@@ -14,11 +14,11 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
 from nornir_bench.runners._remote.connections import HeldInWorkers
-from nornir_bench.runners.processpool.crashes import HostKind, RunningHost
+from nornir_bench.runners.processpool.crashes import RunningHost
 from nornir_bench.runners.processpool.forkserver import (
     FORK_SERVER_COMMAND,
     STOP_WAIT_SECONDS,
@@ -49,10 +49,8 @@ class Worker:
     conn: Connection
     running: RunningHost  # which host runs on its loop, readable after it died
     forks: ForkServer  # the fork server that forked it: its exit status comes from there
-    in_flight: dict[int, float] = field(default_factory=dict)  # host index -> sent at
     retiring: bool = False
     loaded: bool = False  # has said it holds the run: it started
-    kind: HostKind = HostKind.NEW  # which hosts it has in flight (see the crash rule)
 
     @property
     def where(self) -> str:
