@@ -24,11 +24,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 from nornir.core import Nornir
 from nornir.core.exceptions import NornirExecutionError, NornirSubTaskError
+from nornir.core.plugins.runners import RunnersPluginRegister
 from nornir.core.task import AggregatedResult, Task
 from nornir.plugins.runners import ThreadedRunner
 
@@ -43,6 +45,7 @@ from tests.conftest import (
     make_nornir,
 )
 from tests.dask_cluster import SharedClusterOptions
+from tests.runners.queue_runner import QueueThreadsRunner
 from tests.waiting import HANG_GUARD, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
@@ -55,7 +58,7 @@ BAD_OPTIONS = "bad options rejected when the runner is built"
 CTRL_C = "Ctrl-C stops the run and keeps what finished"
 SYSTEM_EXIT = "SystemExit or KeyboardInterrupt from a task re-raised by run() once it stopped"
 ASYNC_TASKS = "async def tasks run"
-IN_FLIGHT = "hosts in flight at Ctrl-C finish, or are cancelled"
+IN_FLIGHT = "hosts in flight at the first Ctrl-C finish; the second abandons them"
 COUNTED_IN_PROCESS = "hosts in flight counted in the test's process"
 POLICIES = "run policies (tests/runners/test_policies.py)"
 STALE = "kept connections a device closed are opened again (tests/runners/test_connections.py)"
@@ -82,9 +85,6 @@ class Runner:
     bad_options: Sequence[tuple[Mapping[str, Any], str]] = ()
     """Options rejected when built, besides a bad ``num_workers``, and the message after
     ``"<name> runner: "``."""
-    in_flight_on_ctrl_c: str = "finish"
-    """What Ctrl-C does to the hosts in flight: ``"finish"`` (they run to their end) or
-    ``"cancel"`` (they are cancelled, and left out of the result)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Options every run of these tests adds."""
     lacks: Mapping[str, str] = field(default_factory=dict)
@@ -93,11 +93,13 @@ class Runner:
     """Behaviour it has a known bug in -> a strict ``xfail`` mark saying which."""
     id: str = ""
     """The test id; default ``name``."""
+    installed: bool = True
+    """Registered through an entry point, so that a process a test starts (a job, a script)
+    loads it by name; the runner written in the tests is registered in this process only."""
     marks: Sequence[Any] = ()
 
     def __post_init__(self) -> None:
         assert set(self.lacks) | set(self.bugs) <= BEHAVIOURS, set(self.lacks) - BEHAVIOURS
-        assert self.in_flight_on_ctrl_c in ("finish", "cancel"), self.in_flight_on_ctrl_c
         if not self.id:
             object.__setattr__(self, "id", self.name)
 
@@ -146,7 +148,20 @@ ASYNCIO = Runner(
         ({"task_timeout": float("inf")}, "task_timeout must be a number of seconds > 0, or None"),
         ({"max_threads": 0}, "max_threads must be a whole number >= 1, got 0"),
     ],
-    in_flight_on_ctrl_c="cancel",
+)
+
+# A runner written in the tests from the runner core alone (tests/runners/queue_runner.py):
+# that it passes every suite here shows the core holds all but a runner's transport.
+RunnersPluginRegister.register("queue-threads", QueueThreadsRunner)
+QUEUE_THREADS = Runner(
+    "queue-threads",
+    QueueThreadsRunner,
+    given={"num_workers": 7},
+    defaults={"num_workers": 20},
+    lacks={
+        ASYNC_TASKS: "it runs plain def tasks only, on its threads",
+    },
+    installed=False,
 )
 
 RUNNERS = [
@@ -168,6 +183,7 @@ RUNNERS = [
         options={"loop": "uvloop"},
         given={**ASYNCIO.given, "loop": "uvloop"},
     ),
+    QUEUE_THREADS,
     Runner(
         "processpool",
         ProcessPoolRunner,
@@ -259,7 +275,7 @@ def twin(kind: str, name: str) -> Callable[..., Any]:
 def test_every_runner_of_the_package_is_here() -> None:
     from nornir_bench import runners
 
-    assert {r.plugin for r in RUNNERS} - {ThreadedRunner} == {
+    assert {r.plugin for r in RUNNERS} - {ThreadedRunner, QueueThreadsRunner} == {
         getattr(runners, name) for name in runners.__all__ if name.endswith("Runner")
     }
 
@@ -640,18 +656,72 @@ def test_ctrl_c_keeps_finished_hosts_and_starts_no_more(runner: Runner, kind: st
 
 
 @pytest.mark.parametrize(("runner", "kind"), each_runner(CTRL_C, IN_FLIGHT, cases=each_kind))
-def test_hosts_in_flight_at_ctrl_c_finish_or_are_cancelled(runner: Runner, kind: str) -> None:
-    """Once, processpool's first Ctrl-C killed its workers: hosts in the middle of a device
-    session were cut off, while the command said in-flight hosts finish."""
+def test_hosts_in_flight_at_the_first_ctrl_c_finish(runner: Runner, kind: str) -> None:
+    """One meaning on every runner: once, processpool's first Ctrl-C killed its workers, and the
+    asyncio runner cancelled its hosts in flight, while the command said they finish."""
     threads = set(threading.enumerate())
     # One worker: dev10 is the only host in flight (in each worker process, for processpool).
     stop, started = interrupted_run(runner, kind, workers=1)
     finished = set(stop.result)
     assert {f"dev{i}" for i in range(PRESSER)} <= finished
-    if runner.in_flight_on_ctrl_c == "finish":
-        assert finished == started  # every host that started finished: none cut off
-        assert f"dev{PRESSER}" in finished
-    else:
-        assert started - finished == {f"dev{PRESSER}"}  # cancelled, and left out
+    assert finished == started  # every host that started finished: none cut off
+    assert f"dev{PRESSER}" in finished
     # not is_alive(): a thread that CPython wrongly marked dead is still enumerated (gh-90882)
     assert _threads_end(threads), "threads of the run still running"
+
+
+def held_until(task: Task, release: str) -> str:
+    """Runs until the file ``release`` exists (the test makes it once the run has returned)."""
+    ends = time.monotonic() + HANG_GUARD
+    while not os.path.exists(release) and time.monotonic() < ends:
+        time.sleep(0.01)
+    return "released"
+
+
+async def aheld_until(task: Task, release: str) -> str:
+    ends = time.monotonic() + HANG_GUARD
+    while not os.path.exists(release) and time.monotonic() < ends:
+        await asyncio.sleep(0.01)
+    return "released"
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(CTRL_C, IN_FLIGHT, cases=each_kind))
+def test_a_second_ctrl_c_abandons_the_hosts_in_flight(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    """The first press lets the hosts in flight finish; the second stops waiting for them: the
+    run returns while they are still held, with what had finished."""
+    from nornir_bench.core.stopping import stoppable
+
+    release = tmp_path / "release"
+    recorder = Recorder()
+    nr = runner.nornir(hosts=12, num_workers=2).with_processors([recorder])
+    heard = threading.Event()
+
+    def press_twice() -> None:
+        wait_until(
+            lambda: any(hook == "task_instance_started" for hook, _, _ in recorder.events),
+            "a host in flight",
+        )
+        os.kill(os.getpid(), signal.SIGINT)
+        heard.wait(HANG_GUARD)  # the first press taken, so the second is another signal
+        os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_twice, name="test-presser")
+    presser.start()
+    try:
+        with stoppable(nr.runner, held_until, on_first_press=heard.set), pytest.raises(
+            KeyboardInterrupt
+        ) as info:
+            nr.run(task=aheld_until if kind == ASYNC else held_until, release=str(release))
+        released_after = release.exists()
+    finally:
+        release.touch()
+        presser.join()
+        getattr(nr.runner, "close", lambda: None)()
+    assert isinstance(info.value, RunInterrupted), repr(info.value)
+    assert info.value.abandoned and heard.is_set()
+    assert not released_after  # returned with its hosts still held
+    assert list(info.value.result) == []  # none finished: none is in the result
+    assert info.value.pending == 12
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -465,6 +465,93 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
     assert sorted(asyncio.run(run_four())) == [0, 1, 2, 3]
 
 
+class _KeptInWorker:
+    """A connection a host keeps in its Dask worker from one run to the next."""
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        self.connection = True
+
+    def close(self) -> None:
+        self.connection = None
+
+
+def _keeps_one(task: Task) -> str:
+    task.host.get_connection("kept-in-worker", task.nornir.config)
+    time.sleep(0.05)  # both workers full, taking turns: the hosts split about evenly
+    return "opened"
+
+
+async def _slow_where_held(task: Task) -> str:
+    held = "kept-in-worker" in task.host.connections
+    await asyncio.sleep(0.3 if held else 0)
+    return "held" if held else "new"
+
+
+def test_hosts_waiting_for_the_worker_keeping_their_connections_go_once_it_has_room() -> None:
+    """Once, a run never ended: hosts waiting for the worker that keeps their connections were
+    offered only to the worker with the most room, the other one, idle; both workers then
+    waited, and so did the parent. Here the first worker (by address) keeps none, the second
+    keeps more than its places, and its hosts are slow: the first is always the roomiest."""
+    from nornir.core.plugins.connections import ConnectionPluginRegister
+
+    from tests.dask_cluster import SharedClusterOptions
+
+    ConnectionPluginRegister.register("kept-in-worker", _KeptInWorker)
+    nr = make_nornir("dask", hosts=80, num_workers=10, **SharedClusterOptions())
+    try:
+        assert not nr.run(task=_keeps_one).failed
+        hosts = nr.inventory.hosts
+        where = {name: host.connections["kept-in-worker"].where for name, host in hosts.items()}
+        first = min(where.values())
+        for name, host in hosts.items():
+            if where[name] == first:
+                host.close_connection("kept-in-worker")
+        held = {name for name in hosts if where[name] != first}
+        assert len(held) > 10  # more than that worker's places: some wait for them
+        result = nr.run(task=_slow_where_held)
+        assert not result.failed, result.failed_hosts
+        assert {name for name, multi in result.items() if multi.result == "held"} == held
+    finally:
+        nr.close_connections()
+        nr.runner.close()
+        ConnectionPluginRegister.available.pop("kept-in-worker", None)
+
+
+def _stops_its_dask_worker(task: Task) -> int:
+    """dev0 stops its Dask worker process (SIGSTOP): alive to the scheduler's TCP connection,
+    silent to the run, with no deadline set."""
+    if task.host.name == "dev0":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    time.sleep(0.05)
+    return os.getpid()
+
+
+def test_a_dask_worker_alive_but_silent_past_the_liveness_bound_is_given_up_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker with hosts out that says nothing (not even its heartbeat) for the liveness
+    bound is given up: its hosts fail naming it, the others run on the other worker."""
+    from nornir_bench.runners._remote import watchdog
+
+    monkeypatch.setattr(watchdog, "LIVENESS_SECONDS", 3.0)  # the parent's bound, not the beat
+    with dask_cluster(2) as cluster:
+        pids = dask_worker_pids(cluster.address)
+        nr = make_nornir("dask", hosts=8, num_workers=2, address=cluster.address)
+        try:
+            result = nr.run(task=_stops_its_dask_worker)
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+            nr.runner.close()
+    silent = {name: multi[0].exception for name, multi in result.items() if multi.failed}
+    assert "dev0" in silent and len(result) == 8
+    assert all(isinstance(error, WorkerUnavailable) for error in silent.values()), silent
+    assert all("sent nothing for" in str(error) for error in silent.values())
+    assert len({str(error).split(" sent nothing")[0] for error in silent.values()}) == 1
+    ran_on = {multi.result for multi in result.values() if not multi.failed}
+    assert len(ran_on) == 1 and ran_on < pids  # the other worker ran the rest
+
+
 # -- the scheduler killed mid-run ------------------------------------------------------------
 
 

@@ -351,12 +351,44 @@ def test_a_second_ctrl_c_kills_the_workers_at_once(tmp_path: Path) -> None:
     wait_until(lambda: all(map(process_ended, running())), "the workers killed")
 
 
+def _stops_its_worker(task: Task) -> str:
+    """dev0 stops its worker process (SIGSTOP): alive, and silent, with no deadline set."""
+    if task.host.name == "dev0":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    time.sleep(0.05)
+    return str(os.getpid())
+
+
+def test_a_worker_alive_but_silent_past_the_liveness_bound_is_given_up_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once, a parent whose worker stopped answering waited for ever when no deadline was set:
+    now a worker with hosts out that says nothing (not even its heartbeat) for the bound is
+    killed, its hosts fail naming it, and the others run on."""
+    from nornir_bench.runners._remote import watchdog
+
+    monkeypatch.setattr(watchdog, "LIVENESS_SECONDS", 3.0)  # the parent's bound, not the beat
+    nr = pool(hosts=8, num_procs=2, num_workers=2)
+    try:
+        result = nr.run(task=_stops_its_worker)
+    finally:
+        nr.runner.close()
+    silent = {name: multi[0].exception for name, multi in result.items() if multi.failed}
+    assert "dev0" in silent and len(silent) <= 2  # dev0, and the host beside it there
+    stopped = {str(error).split("processpool worker process ")[1].split()[0]
+               for error in silent.values()}
+    assert all(isinstance(error, WorkerUnavailable) for error in silent.values()), silent
+    assert len(stopped) == 1 and "sent nothing for" in str(silent["dev0"])
+    assert stopped.isdisjoint(multi.result for multi in result.values() if not multi.failed)
+    assert len(result) == 8
+
+
 def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     """Once, a worker that answered just as the watchdog took it for frozen had its host
     counted twice, its good result overwritten, and the run ended with a ValueError."""
     from nornir_bench.core.execution import run_host
+    from nornir_bench.runners._core.lifecycle import Lifecycle
     from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost
-    from nornir_bench.runners._results import placeholders
     from nornir_bench.runners.processpool.crashes import RunningHost
     from nornir_bench.runners.processpool.messages import Done, send
     from nornir_bench.runners.processpool.pool import Pool
@@ -382,13 +414,15 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     nr = pool(hosts=2, task_timeout=1)
     task = Task(tasksets.hello, nr, global_dry_run=False, processors=nr.processors)
     hosts = list(nr.inventory.hosts.values())
-    result = placeholders(task, hosts)
-    runner = Pool(nr.runner._options, task, hosts, result, WorkerSet([]), lambda deadline: b"")
-    runner.dispatch.out.update(i for i in (runner.plan.take(), runner.plan.take()) if i is not None)
+    run = Lifecycle(task, hosts, nr.runner.policy, planned=True)
+    result = run.result
+    runner = Pool(nr.runner._options, run, WorkerSet([]), own=False, keep_workers=False,
+                  pack=lambda deadline: b"")
     pool_end, worker_end = socket.socketpair()
     worker = Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
     worker.loaded = True
-    worker.in_flight = {0: 0.0, 1: 0.0}
+    runner.book.add(worker.pid)
+    runner.book.sent(worker.pid, runner.book.take(worker.pid, 2), 0.0)  # both out on it
     runner.workers.append(worker)
     # dev0's result was on its way when the watchdog fired; dev1 never finished
     done = run_host(task, hosts[0])
