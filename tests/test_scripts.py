@@ -129,6 +129,16 @@ SCRIPT_RUNS = [
             ),
         ],
     ),
+    (
+        ["soak.py", "--rounds", "1", "--busy", "1", "--runners", "threadpool", "--tests",
+         "conformance", "-k", "no_hosts"],
+        [
+            r"soak: rounds 1 x tests 1 \(conformance\) on threadpool; busy processes 1, "
+            r"cores \d+; round timeout 1800 s",
+            rf"round 1/1 threadpool: passed 1, failed 0, hangs 0, leftovers 0, {N} s",
+            r"rounds 1, tests 1, failures 0, hangs 0, leftovers 0",
+        ],
+    ),
 ]
 
 
@@ -146,6 +156,27 @@ def test_a_benchmark_script_prints_its_figures(
     assert "Traceback" not in done.stderr
     for line in lines:
         assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (["--rounds", "0"], "argument --rounds: must be a whole number >= 1, got '0'"),
+        (["--runners", "threadpool,trio"], "argument --runners: runners must be among "
+         "threadpool,asyncio,asyncio-uvloop,processpool,dask,threaded,serial,other, got "
+         "'threadpool,trio'"),
+        (["--runners", "serial", "--tests", "conformance"], "no test of conformance on serial"),
+    ],
+    ids=["rounds", "runners", "nothing-selected"],
+)
+def test_the_soak_refuses_what_it_cannot_run_in_one_line(
+    options: list[str], error: str, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "soak.py"), *options],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"soak.py: error: {error}\n")
 
 
 def test_the_connections_benchmark_counts_one_login_per_device_when_connections_are_kept(
