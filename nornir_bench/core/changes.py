@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 from nornir_bench.core.failures import each_result
 
 if TYPE_CHECKING:
-    from nornir.core.task import MultiResult
+    from nornir.core.task import MultiResult, Task
 
 __all__ = [
     "CHANGED",
+    "note_change",
+    "noted_change",
     "INTERRUPTED",
     "NOT_ROLLED_BACK",
     "NOT_TOUCHED",
@@ -30,6 +32,26 @@ WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
 ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
 INTERRUPTED = "interrupted during change"
 NOT_TOUCHED = "not touched"  # abandoned in flight before anything was sent
+
+
+_NOTE = "_nornir_bench_change"
+
+
+def note_change(task: Task, state: str | None, backup: str | None = None) -> None:
+    """A change task says how far its change has got, as it goes: what it did if a deadline
+    stops it now (``NOT_TOUCHED`` before its first line, then ``INTERRUPTED`` with its backup;
+    ``None`` once its result or error says it). Kept on the host's own task (a subtask's note
+    reaches it), where the core reads it."""
+    root = task
+    while getattr(root, "parent_task", None) is not None:
+        root = root.parent_task  # type: ignore[assignment]
+    setattr(root, _NOTE, None if state is None else {"state": state, "backup": backup})
+
+
+def noted_change(task: Task) -> dict[str, Any] | None:
+    """What a change under ``task`` said of itself last (:func:`note_change`), if any."""
+    note: dict[str, Any] | None = getattr(task, _NOTE, None)
+    return None if note is None else dict(note)
 
 
 def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:

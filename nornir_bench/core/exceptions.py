@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
@@ -102,22 +102,41 @@ class TaskExited(Exception):
         return (type(self), (self.code,))
 
 
+def _what_changed(change: dict[str, object] | None) -> str:
+    """A deadline's message about the change it stopped (``core.changes``), if it stopped one."""
+    if change is None:
+        return ""
+    if change.get("backup"):
+        return f": {change['state']}: state unknown, backup at {change['backup']}"
+    return f": {change['state']}"
+
+
 class TaskTimeout(TimeoutError):
     """A host's task ran longer than the runner's ``task_timeout`` and was stopped.
 
-    ``abandoned``: the task was a blocking call, which cannot be stopped: it went on in its
-    thread, and whatever it returns is dropped.
+    Attributes:
+        abandoned: the task was a blocking call, which cannot be stopped: it went on in its
+            thread (stopping at its next look at the deadline), its return dropped.
+        change: for a configuration change, how far it got when stopped (``core.changes``:
+            ``interrupted during change`` with its backup, or ``not touched``), else ``None``.
     """
 
-    def __init__(self, task: str, host: str, seconds: float, abandoned: bool = False) -> None:
-        super().__init__(f"task {task!r} on host {host!r} timed out after {seconds:g} s")
+    def __init__(
+        self, task: str, host: str, seconds: float, abandoned: bool = False,
+        change: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(
+            f"task {task!r} on host {host!r} timed out after {seconds:g} s"
+            + _what_changed(change)
+        )
         self.task = task
         self.host = host
         self.seconds = seconds
         self.abandoned = abandoned
+        self.change = change
 
-    def __reduce__(self) -> tuple[type[TaskTimeout], tuple[str, str, float, bool]]:
-        return (type(self), (self.task, self.host, self.seconds, self.abandoned))
+    def __reduce__(self) -> tuple[type[TaskTimeout], tuple[Any, ...]]:
+        return (type(self), (self.task, self.host, self.seconds, self.abandoned, self.change))
 
 
 class LoginRefused(ConnectionError):
@@ -180,18 +199,24 @@ class RunTimeout(TimeoutError):
     Attributes:
         seconds: the run's ``run_timeout``.
         started: whether the host had started (its task was stopped) or never ran.
-        abandoned: as :class:`TaskTimeout`'s.
+        abandoned, change: as :class:`TaskTimeout`'s.
     """
 
-    def __init__(self, seconds: float, started: bool, abandoned: bool = False) -> None:
+    def __init__(
+        self, seconds: float, started: bool, abandoned: bool = False,
+        change: dict[str, object] | None = None,
+    ) -> None:
         what = "before this host finished" if started else "before this host started"
-        super().__init__(f"the run's deadline (run_timeout {seconds:g} s) passed {what}")
+        super().__init__(
+            f"the run's deadline (run_timeout {seconds:g} s) passed {what}" + _what_changed(change)
+        )
         self.seconds = seconds
         self.started = started
         self.abandoned = abandoned  # as TaskTimeout's
+        self.change = change  # as TaskTimeout's
 
-    def __reduce__(self) -> tuple[type[RunTimeout], tuple[float, bool, bool]]:
-        return (type(self), (self.seconds, self.started, self.abandoned))
+    def __reduce__(self) -> tuple[type[RunTimeout], tuple[Any, ...]]:
+        return (type(self), (self.seconds, self.started, self.abandoned, self.change))
 
 
 class WorkerCrashed(RuntimeError):

@@ -35,7 +35,6 @@ backup file holds them.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
@@ -56,8 +55,10 @@ from nornir_bench.core.changes import (
     ROLLBACK_FAILED,
     ROLLED_BACK,
     WOULD_CHANGE,
+    note_change,
 )
 from nornir_bench.core.checks import number
+from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.exceptions import HostAbandoned
 from nornir_bench.core.files import records_folder
 from nornir_bench.core.read_only import read_only
@@ -171,13 +172,37 @@ _Plan = Generator[_Request, Any, Change]
 
 
 class _Progress:
-    """How far a change got: its backup, and whether lines were sent to the device."""
+    """How far a change got: its backup, and whether lines were sent to the device; noted on
+    the host's task as it goes (``core.changes``), for a deadline that stops it to say."""
 
-    __slots__ = ("backup", "sending")
+    __slots__ = ("backup", "sending", "task")
 
-    def __init__(self) -> None:
+    def __init__(self, task: Task) -> None:
+        self.task = task
         self.backup: str | None = None
         self.sending = False
+        note_change(task, NOT_TOUCHED)
+
+    def sends(self, backup: str) -> None:
+        """The backup is written: lines go to the device from now on."""
+        self.backup = backup
+        self.sending = True
+        note_change(self.task, INTERRUPTED, backup)
+
+    def ended(self, state: str, backup: str | None) -> None:
+        """The change ended as its result or error says: a deadline after it says so too."""
+        note_change(self.task, state, backup)
+
+
+def _noting(plan: _Plan, progress: _Progress) -> _Plan:
+    """``plan``, its end noted on the host's task (see :class:`_Progress`)."""
+    try:
+        change = yield from plan
+    except ConfigChangeFailed as failed:
+        progress.ended(failed.state, failed.backup)
+        raise
+    progress.ended(change.state, change.backup)
+    return change
 
 
 def _change(
@@ -196,8 +221,8 @@ def _change(
     diff = mask_config_secrets(config_diff(before, applied(before, change)))
     if dry_run or not diff:  # nothing to send
         return Change(WOULD_CHANGE if diff else NO_CHANGE, diff)
-    saved = progress.backup = str(backup(running))
-    progress.sending = True
+    saved = str(backup(running))
+    progress.sends(saved)
     try:
         return (yield from _apply(lines, before, change, rollback=rollback, save=save,
                                   saved=saved))
@@ -421,10 +446,10 @@ def _planned(
     require_libraries(which)
     number(f"{which.__name__}: timeout", timeout, above=0, unit="a number of seconds")
     change = config_lines(task.host, lines, config_file, template_file, variables)
-    progress = _Progress()
+    progress = _Progress(task)
     plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
                    backup=_backup_writer(task.host, backup_dir), progress=progress)
-    return plan, progress
+    return _noting(plan, progress), progress
 
 
 
@@ -473,12 +498,15 @@ def send_config(
     request = next(plan)
     while True:
         try:
+            _within_the_deadline(task)  # a call the runner gave up goes no further
             if isinstance(request, _Read):
-                answer: Any = connection.send_command(SHOW_RUNNING, read_timeout=timeout)
+                answer: Any = connection.send_command(
+                    SHOW_RUNNING, read_timeout=bounded(task, timeout)
+                )
             elif isinstance(request, _Send):
-                answer = _netmiko_send(connection, request.lines, timeout)
+                answer = _netmiko_send(connection, request.lines, timeout, task)
             else:
-                answer = connection.send_command(SAVE, read_timeout=timeout)
+                answer = connection.send_command(SAVE, read_timeout=bounded(task, timeout))
         except Exception as exc:  # the plan says what it means where the change stands
             plan.throw(exc)
             raise
@@ -488,15 +516,27 @@ def send_config(
             return _result(task.host, done.value)
 
 
-def _netmiko_send(connection: Any, lines: Sequence[str], timeout: float) -> tuple[int, str] | None:
-    """``lines`` in configuration mode, one at a time, up to the first refused."""
+def _within_the_deadline(task: Task) -> None:
+    """Raise ``TimeoutError`` once the host's attempt is past its deadline: a blocking change
+    given up there (its thread cannot be stopped) sends no further line."""
+    if time_left(task) == 0:
+        raise TimeoutError("the host's deadline passed: no further line is sent")
+
+
+def _netmiko_send(
+    connection: Any, lines: Sequence[str], timeout: float, task: Task
+) -> tuple[int, str] | None:
+    """``lines`` in configuration mode, one at a time, up to the first refused; each exchange
+    within the host's deadline, and none after it."""
     from nornir_bench.tasks.config_text import refusal
 
     connection.config_mode()
     try:
         for index, line in enumerate(lines):
+            _within_the_deadline(task)
             reply = connection.send_config_set(
-                [line], enter_config_mode=False, exit_config_mode=False, read_timeout=timeout
+                [line], enter_config_mode=False, exit_config_mode=False,
+                read_timeout=bounded(task, timeout),
             )
             said = refusal(reply)
             if said is not None:
@@ -525,30 +565,17 @@ async def asend_config(
 ) -> Result:
     """:func:`send_config` on scrapli's async driver, on the host's kept session (the one
     ``asend_command`` uses): the same steps, parameters and result."""
-    plan, progress = _planned(asend_config, task, lines, config_file, template_file, variables,
+    plan, _ = _planned(asend_config, task, lines, config_file, template_file, variables,
                               dry_run=dry_run, rollback=rollback, save=save,
                               backup_dir=backup_dir, timeout=timeout)
     session = session_of(task.host)
     async with session.lock:
         if not session.is_open or not await session.still_open():
             await session.aopen(task.host, timeout=timeout)
-        driving = asyncio.ensure_future(_adrive(session, plan, timeout))
-        try:
-            return _result(task.host, await asyncio.shield(driving))
-        except asyncio.CancelledError:
-            if not progress.sending:  # nothing sent yet: the device is as it was
-                driving.cancel()
-                raise
-        # Cancelled (Ctrl-C, SIGTERM, a deadline) in the middle of the lines: the change ends,
-        # verified or rolled back, before the host does; cancelled again, it is given up.
-        try:
-            return _result(task.host, await asyncio.shield(driving))
-        except asyncio.CancelledError:
-            driving.cancel()
-            raise ConfigChangeFailed(
-                f"interrupted during change: state unknown, backup at {progress.backup}",
-                state=INTERRUPTED, backup=str(progress.backup),
-            ) from None
+        # Cancelled (a deadline, a second Ctrl-C, an awaiting caller's cancel), the change
+        # stops where it is: its session is dropped, and what it did is noted on the task
+        # (the deadline's error says it; a first Ctrl-C cancels nothing, the change ends).
+        return _result(task.host, await _adrive(session, plan, timeout))
 
 
 async def _adrive(session: Any, plan: _Plan, timeout: float) -> Change:

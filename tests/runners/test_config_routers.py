@@ -577,3 +577,65 @@ def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backu
     assert "INTERRUPTED DURING CHANGE: 1 host (h1)" in stdout
     for host in ("h2", "h3"):
         assert rows[host]["change"]["state"] == "changed"
+
+
+# h1's change is long, the others' short: h1 is caught with part of it, h2 and h3 end in time.
+LONG_ON_H1 = """\
+{% set k = host.name[1:] | int %}
+{% for i in range(150 if k == 1 else 3) %}ip route 198.18.{{ 100 + k }}.{{ i }}/32 Null0
+{% endfor %}
+"""
+
+
+@pytest.mark.parametrize(
+    ("runner", "task"),
+    [("threadpool", "send_config"), ("asyncio", "asend_config"), ("asyncio", "send_config"),
+     ("processpool", "asend_config"), ("processpool", "send_config"),
+     ("dask", "asend_config")],
+)
+def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_it_got(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    tmp_path: Path,
+) -> None:
+    """r1's CLI stops (SIGSTOP) once it holds part of h1's change; each exchange may take 600
+    s, the host 3 s (task_timeout). Once, asend_config's shield held the change past its
+    deadline until the exchange timed out, and the blocking send_config's record said
+    nothing of the change it cut: now h1 fails at its deadline with TaskTimeout, its record
+    says interrupted during change with its backup, first in the summary; and
+    --rerun-failed completes the change."""
+    (tmp_path / "long.j2").write_text(LONG_ON_H1)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[], task=task,
+                     options=", task_timeout: 3")
+    job.write_text(job.read_text().replace("change.j2", "long.j2") + "    timeout: 600\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    stopped: list[int] = []
+    try:
+        assert not wait_for(
+            lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
+            pause=0.02,
+        ), process.communicate()
+        stopped = lab_pids(frr_lab.name, "vtysh", "r1")
+        send_signal_to(stopped, signal.SIGSTOP)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        send_signal_to(stopped, signal.SIGCONT)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, stdout + stderr
+    rows = records(tmp_path / "out.jsonl")
+    assert rows["h1"]["exception"] == "TaskTimeout", rows["h1"]
+    assert rows["h1"]["change"]["state"] == "interrupted during change"
+    backup = rows["h1"]["change"]["backup"]
+    assert rows["h1"]["message"].endswith(f"state unknown, backup at {backup}")
+    assert Path(backup).read_text().rstrip() == restored["r1"].rstrip()
+    assert stdout.index("INTERRUPTED DURING CHANGE: 1 host (h1)") < stdout.index("config:")
+    assert {rows[h]["change"]["state"] for h in ("h2", "h3")} == {"changed"}
+    again = run_cli(job, "--rerun-failed", "out.jsonl", "-o", "again.jsonl")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert records(tmp_path / "again.jsonl")["h1"]["change"]["state"] == "changed"
+    assert change_routes(frr_lab, "r1") == 150

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from nornir.core.task import MultiResult
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
+from nornir_bench.core.changes import noted_change
 from nornir_bench.core.deadlines import set_deadline
 from nornir_bench.core.exceptions import LoginRefused, RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
@@ -153,16 +154,21 @@ class HostAttempts:
     def timeout_error(self, abandoned: bool = False) -> Exception:
         """The error of an attempt stopped at the deadline :meth:`deadline` gave;
         ``abandoned``: a blocking call, which goes on in its thread."""
+        change = noted_change(self.task)  # a change stopped here: how far it got
         if self._by_run:
-            return RunTimeout(self.policy.run_timeout or 0.0, started=True, abandoned=abandoned)
+            return RunTimeout(
+                self.policy.run_timeout or 0.0, started=True, abandoned=abandoned, change=change
+            )
         seconds = self.policy.task_timeout or 0.0
-        return TaskTimeout(self.task.name, self.host.name, seconds, abandoned=abandoned)
+        return TaskTimeout(
+            self.task.name, self.host.name, seconds, abandoned=abandoned, change=change
+        )
 
     def timed_out(self) -> Outcome:
         """The outcome of an attempt whose deadline passed while its blocking call went on
         (it cannot be stopped: its late return is dropped)."""
+        error = self.timeout_error(abandoned=True)  # before the copy: what the call noted
         self._leave_call()
-        error = self.timeout_error(abandoned=True)
         return Outcome(error=error, text="".join(traceback.format_exception_only(error)))
 
     def _leave_call(self) -> None:
