@@ -157,3 +157,32 @@ def test_docs_architecture_lists_every_module_in_its_folder() -> None:
         if path.name != "__init__.py" or path.parent == ROOT / "nornir_bench"
     }
     assert sorted(modules - listed) == []
+
+
+RUNNER_MODULES = [
+    "nornir_bench/runners/threadpool.py",
+    "nornir_bench/runners/asyncio_runner.py",
+    "nornir_bench/runners/processpool/runner.py",
+    "nornir_bench/runners/dask/runner.py",
+]
+
+
+def test_a_runner_is_its_transport_on_the_core() -> None:
+    """Each runner's ``run()`` is at most 25 lines (the lifecycle is the core's,
+    runners/_core/lifecycle.py), and a runner written from the core alone in the tests
+    (tests/runners/queue_runner.py, which passes the conformance and policy suites) is at
+    most 100."""
+    import ast
+
+    for module in RUNNER_MODULES:
+        tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
+        runs = [
+            node for cls in tree.body if isinstance(cls, ast.ClassDef)
+            and cls.name.endswith("Runner") for node in cls.body
+            if isinstance(node, ast.FunctionDef) and node.name == "run"
+        ]
+        assert len(runs) == 1, module
+        lines = (runs[0].end_lineno or 0) - runs[0].lineno + 1
+        assert lines <= 25, (module, lines)
+    written = (ROOT / "tests" / "runners" / "queue_runner.py").read_text(encoding="utf-8")
+    assert written.count("\n") <= 100

@@ -125,7 +125,7 @@ class _Threads(Transport):
                         break
                     self.start(self.work, f"threadpool-{i}")
         if isinstance(self.pending, _Feed):
-            self.pending.run(self)
+            self.pending.hand_out(self)
         self.running.wait(self)
 
     def close(self, *, ended: bool) -> None:
@@ -230,7 +230,7 @@ class _Feed:
                 break
             self.places.give()
 
-    def run(self, threads: _Threads) -> None:
+    def hand_out(self, threads: _Threads) -> None:
         """The main thread: hand hosts out and take them back until none is out or will be;
         watch deadlines meanwhile; then let every thread go."""
         watch, plan, places, run = threads.watch, self.plan, self.places, threads.run

@@ -156,17 +156,12 @@ class HostAttempts:
         ``abandoned``: a blocking call, which goes on in its thread."""
         change = noted_change(self.task)  # a change stopped here: how far it got
         if self._by_run:
-            return RunTimeout(
-                self.policy.run_timeout or 0.0, started=True, abandoned=abandoned, change=change
-            )
+            return RunTimeout(self.policy.run_timeout or 0.0, True, abandoned, change)
         seconds = self.policy.task_timeout or 0.0
-        return TaskTimeout(
-            self.task.name, self.host.name, seconds, abandoned=abandoned, change=change
-        )
+        return TaskTimeout(self.task.name, self.host.name, seconds, abandoned, change)
 
     def timed_out(self) -> Outcome:
-        """The outcome of an attempt whose deadline passed while its blocking call went on
-        (it cannot be stopped: its late return is dropped)."""
+        """The outcome of an attempt whose deadline passed while its blocking call went on."""
         error = self.timeout_error(abandoned=True)  # before the copy: what the call noted
         self._leave_call()
         return Outcome(error=error, text="".join(traceback.format_exception_only(error)))

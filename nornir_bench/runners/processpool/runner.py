@@ -150,18 +150,15 @@ class ProcessPoolRunner(Policed):
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the worker processes (the lifecycle, Ctrl-C included:
-        :mod:`~nornir_bench.runners._core.lifecycle`).
+        :mod:`~nornir_bench.runners._core.lifecycle`; a second Ctrl-C kills the workers).
 
         Raises:
             ValueError: when the task or its arguments cannot be sent to another process.
-            RunInterrupted: on Ctrl-C; no host is sent after it, the hosts in flight finish,
-                and the exception's ``result`` holds every host that had finished. A second
-                Ctrl-C kills the workers at once (``abandoned`` set).
+            RunInterrupted: on Ctrl-C, holding every host that had finished.
         """
         if not hosts or is_close_connections_task(task.task):
             return self._close_connections(task, hosts, placeholders(task, hosts))
-        # The hosts a worker runs at once fit its open files (each worker raises its own soft
-        # limit as far as the hard one lets it: fewer hosts in flight, said once, here).
+        # Each worker's hosts fit its open files (it raises its own soft limit)
         options = replace(self._options, num_workers=per_worker_elsewhere(
             self.num_workers, task.task, what="processpool runner"))
         own = self._procs.take()  # else another thread's run uses them: workers of its own
