@@ -16,7 +16,12 @@ import gc
 import json
 import math
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +35,11 @@ ENV = "NORNIR_SUITE_RUNNER"
 CONTROL = "nornir"
 """The name under which nornir's tests run as nornir runs them, nothing swapped."""
 PROCESSES = 2
-"""processpool's ``num_procs``: hosts spread over more than one process."""
+"""processpool's ``num_procs``, and the workers of dask's cluster: more than one process."""
+
+PROCESS_WIDE_THREADS = ("Dask-Callback-Thread",)
+"""Threads a library keeps for the process's life once started: Dask's client runs its
+futures' callbacks in one thread of a process-wide pool."""
 
 WARNINGS = {
     # Its cleanup takes the handlers InitNornir gave nornir's logger off without closing them.
@@ -96,6 +105,15 @@ def build(name: str, in_flight: int | None = None) -> RunnerPlugin:
     RunnersPluginRegister.auto_register()
     plugin = RunnersPluginRegister.get_plugin(name)
     options: dict[str, Any] = {}
+    if name == "dask":
+        # A cluster of the session's, by address, as a fleet's runner reaches one: an embedded
+        # cluster per runner would add its start to each of nornir's timed tests. Its
+        # num_workers is per worker: one worker for one host at a time.
+        workers = PROCESSES if in_flight is None else min(PROCESSES, in_flight)
+        options["address"] = _dask_address(workers)
+        if in_flight is not None:
+            options["num_workers"] = math.ceil(in_flight / workers)
+        return plugin(**options)
     if name == "processpool":
         # Its num_workers is per process: as many hosts in flight in all, over up to 2 processes.
         procs = PROCESSES if in_flight is None else min(PROCESSES, in_flight)
@@ -105,6 +123,49 @@ def build(name: str, in_flight: int | None = None) -> RunnerPlugin:
     elif in_flight is not None:
         options["num_workers"] = in_flight
     return plugin(**options)
+
+
+_DASK: dict[int, tuple[str, list[subprocess.Popen[bytes]]]] = {}
+"""The session's Dask clusters by their number of workers (one for the serial stand-in):
+each a scheduler and its workers started with Dask's command-line tools on loopback."""
+
+
+def _dask_address(workers: int) -> str:
+    if workers not in _DASK:
+        folder = Path(tempfile.mkdtemp(prefix="nornir-suite-dask-"))
+        file = folder / "scheduler.json"
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        started = [subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--scheduler-file", str(file)], **quiet)]
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+             str(file), "--nworkers", str(workers), "--nthreads", "1", "--host", "127.0.0.1",
+             "--no-dashboard"], **quiet))
+        _DASK[workers] = ("", started)
+        ends = time.monotonic() + 60
+        while not file.exists() and time.monotonic() < ends:
+            time.sleep(0.05)
+        address = json.loads(file.read_text())["address"]
+        from distributed import Client
+
+        with Client(address, timeout=60, set_as_default=False) as client:
+            client.wait_for_workers(workers, timeout=60)
+        _DASK[workers] = (address, started)
+        shutil.rmtree(folder, ignore_errors=True)
+    return _DASK[workers][0]
+
+
+def _stop_dask() -> None:
+    for _, started in _DASK.values():
+        for process in reversed(started):
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    _DASK.clear()
 
 
 def close(runner: object) -> None:
@@ -129,6 +190,20 @@ def descendants() -> set[int]:
     return found
 
 
+def _warm_up(runner: RunnerPlugin) -> None:
+    """One run of one host: what the runner keeps for the session (dask's client and its
+    threads) is there before the first test counts its threads."""
+    from nornir.core.inventory import Defaults, Groups, Host, Hosts, Inventory
+
+    hosts = Hosts({"warm-up": Host("warm-up")})
+    inventory = Inventory(hosts=hosts, groups=Groups(), defaults=Defaults())
+    Nornir(inventory=inventory, runner=runner).run(task=_nothing)
+
+
+def _nothing(task: Any) -> None:
+    pass
+
+
 @pytest.fixture(scope="session")
 def session_runner() -> Iterator[RunnerPlugin | None]:
     """The runner swapped into the session's ``nornir`` fixture (``None`` for the control),
@@ -138,9 +213,13 @@ def session_runner() -> Iterator[RunnerPlugin | None]:
         return
     processes = descendants()
     runner = build(RUNNER)
+    _warm_up(runner)
+    if RUNNER == "dask":
+        _dask_address(1)  # the serial stand-in's, started before any test times a run
     yield runner
     close(runner)
     del runner
+    _stop_dask()
     gc.collect()
     assert descendants() - processes == set(), f"{RUNNER}: processes left running"
 
@@ -179,8 +258,8 @@ class Swap:
 def runner_swapped_in(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
-    threads = set(threading.enumerate())
     runner = request.getfixturevalue("session_runner")
+    threads = set(threading.enumerate())
     if runner is None:
         yield
     else:
@@ -204,5 +283,6 @@ def runner_swapped_in(
         others = sorted({kind.__qualname__ for kind in swap.ran_on if kind is not swap.kind})
         assert not others, f"nr.run ran on {others}, not on the swapped-in {RUNNER} runner"
     # not is_alive(): a thread that CPython wrongly marked dead is still enumerated (gh-90882)
-    left = set(threading.enumerate()) - threads
+    left = {t for t in set(threading.enumerate()) - threads
+            if not t.name.startswith(PROCESS_WIDE_THREADS)}
     assert not left, f"threads left running: {left}"
