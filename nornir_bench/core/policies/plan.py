@@ -210,15 +210,7 @@ class HostPlan:
     @property
     def acts(self) -> bool:
         """Whether a limit is left that can act on the run."""
-        return bool(
-            self._slots is not None
-            or self._failures is not None
-            or self._max_failures is not None
-            or self._max_fail_percentage is not None
-            or self._batches
-            or self._rate is not None
-            or self.deadline is not None
-        )
+        return self.waits_for_ends or self._rate is not None or self.deadline is not None
 
     @property
     def waits_for_ends(self) -> bool:
