@@ -34,11 +34,11 @@ from nornir_bench.core.connections import (
 )
 from nornir_bench.core.execution import Offload, run_task
 from nornir_bench.core.one_host import RunContext, arun_one
-from nornir_bench.core.open_files import descriptors_of, open_files_for
 from nornir_bench.core.plugins import register_plugins
 from nornir_bench.core.secrets import masked_terminal
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.core.stopping import Halt
+from nornir_bench.runners._core.limiter import in_flight_here
 from nornir_bench.runners._remote.results import FinishedHost, HookRecorder
 
 if TYPE_CHECKING:
@@ -72,8 +72,9 @@ class WorkerHosts:
         wrap_offload: wraps the run's thread pool (a processpool worker counts the blocking
             calls in flight, to know which host a crash came from).
         wrap_host: wraps each host's coroutine (a processpool worker marks the host it runs).
-        limit: the most hosts in flight at once, for a worker given more than that (the
-            rest wait their turn, in order); ``None``: the sender keeps to the limit itself.
+        limit: fewer hosts in flight at once than ``num_workers`` (a test's); hosts given
+            beyond the places wait their turn, in order (the sender keeps to them, but for a
+            chunk Dask moved here after its worker died).
 
     Raises:
         Exception: the plugins or the task cannot be set up here.
@@ -132,22 +133,18 @@ class WorkerHosts:
             spec.policy, deadline=spec.deadline, offload=self.session.offload, halt=self.halt
         )
         self.running: set[asyncio.Task[None]] = set()
-        # The open files this process's hosts in flight need: the soft limit raised for the
-        # run, or fewer hosts in flight at once (a worker gets at most num_workers).
         self._files = ExitStack()
         # What the task prints, warns or exits with here is masked as on the parent's terminal.
         self._files.enter_context(masked_terminal(spec.secrets))
-        fits = self._files.enter_context(
-            open_files_for(
-                spec.num_workers, descriptors_of(spec.func), what="a worker"
-            )
+        # The places of this process's hosts in flight: num_workers, the open files they need
+        # fitted (the soft limit raised for the run, or fewer places). What they count: hosts
+        # launched whose run has not ended (not ``running``, which keeps a task until its done
+        # callback, a turn of the loop after its host has ended).
+        self.places = self._files.enter_context(
+            in_flight_here(spec.num_workers, spec.num_workers, spec.func, what="a worker")
         )
-        if fits < spec.num_workers:
-            limit = fits if limit is None else min(limit, fits)
-        # What the limit counts: hosts launched whose run has not ended. Not ``running``, which
-        # keeps a task until its done callback, a turn of the loop after its host has ended.
-        self.active = 0
-        self.limit = limit
+        if limit is not None:
+            self.places.limit = min(self.places.limit, limit)
         self.waiting: deque[tuple[int, Host]] = deque()  # over the limit: not started yet
         self.keep_connections = spec.keep_connections
         self.worker = _worker_name()  # this process, as records name it: once a run
@@ -157,7 +154,7 @@ class WorkerHosts:
         """Start ``host``, the run's host ``index``: a new copy, which takes over the
         connections this worker holds for it; once the run has room for it, if it has a
         limit."""
-        if self.limit is not None and (self.waiting or self.active >= self.limit):
+        if self.waiting or self.places.room <= 0:
             self.waiting.append((index, host))
             return
         self._launch(index, host)
@@ -170,7 +167,7 @@ class WorkerHosts:
                 host.connections = kept.connections
                 held[host.name] = host
         self.hosts.append(host)
-        self.active += 1
+        self.places.take()
         coroutine = self._run(index, host)
         step = coroutine if self.wrap_host is None else self.wrap_host(coroutine, index)
         task = self._context.run(asyncio.get_running_loop().create_task, step)  # a copy of it
@@ -193,7 +190,7 @@ class WorkerHosts:
             left = self.offloads and left_a_call(multi)
             self.finished(self.hooks.finished(index, host, multi, kept), left)
         finally:
-            self.active -= 1
+            self.places.give()
         if self.waiting and not self.halt.is_set():  # this host's room, for the next one
             self._launch(*self.waiting.popleft())
 
