@@ -2,7 +2,7 @@
 """Real routers: the FRR router lab's start and stop, logins, memory per session, and a fleet.
 
     python scripts/bench_routers.py [--lab-times] [--logins] [--memory] [--fleet] [--changes]
-                                    [--session-logs] [--quick]
+                                    [--session-logs] [--dead-cli] [--quick]
                                     [--routers 10] [--repeat 3] [--logins-count 120]
                                     [--at-once 8] [--sessions 40] [--hosts 1000]
                                     [--runners threadpool asyncio processpool dask]
@@ -74,6 +74,14 @@ routers are put back as they were (root's vtysh) at the end.
 ``--repeat`` times each; the best wall of each, from outside the process, and their ratio
 (target <= 1.1).
 
+**--dead-cli**: r1's CLI (its session's vtysh) killed with SIGKILL in the middle of a 150-line
+change, ``--repeat`` times per driver: ``send_config`` (netmiko) on threadpool and
+``asend_config`` (scrapli) on asyncio, each exchange given the task's default timeout. Each run
+is a fresh process of this script (``--one``) that starts the change in a thread, kills the CLI
+once r1 holds part of it, and times from the kill to the end of ``nr.run``; per driver the
+runs that failed within 2 s (the target), the seconds (median, min, max) and what the host
+failed with. r1 is put back as it was after each run.
+
 **--quick**: everything small (3 routers, 24 logins, 8 sessions, 60 hosts, 1 repeat), for a
 test: about 10 s each for lab-times, logins and memory, 40 s for the fleet on four runners
 (dask's own cluster about half of it; ``--runners threadpool asyncio``: about 15 s), on 2
@@ -110,7 +118,7 @@ from typing import Any
 
 from nornir_bench.lab.ports import free_port_range
 
-PARTS = ("lab-times", "logins", "memory", "fleet", "changes", "session-logs")
+PARTS = ("lab-times", "logins", "memory", "fleet", "changes", "session-logs", "dead-cli")
 RUNNERS = ("threadpool", "asyncio", "processpool", "dask")
 PROCESS_RUNNERS = ("processpool", "dask")  # num_workers is per process there
 COMMAND = "show ip bgp summary"
@@ -208,6 +216,8 @@ def main() -> int:
                 if "session-logs" in shared:
                     session_logs_part(lab, Path(folder), inventory, hosts,
                                       args.runners or list(RUNNERS), args.num_workers, repeat)
+                if "dead-cli" in shared:
+                    dead_cli_part(lab, Path(folder), repeat, child_seconds)
     now = _git_commit()
     moved = "" if now == commit else f" at the start, {now} at the end (the code moved meanwhile)"
     print(f"\nmeasured on commit {commit}{moved}; load at the end {_load()}")
@@ -1110,6 +1120,109 @@ def _put_back(lab: RouterLab, before: dict[str, str]) -> None:
         restore_config(lab.name, router, text)
 
 
+DEAD_CLI_LINES = 150
+DEAD_CLI_TARGET = 2.0  # seconds from the CLI's death to the host's failure, at most
+
+
+def dead_cli_part(lab: RouterLab, folder: Path, repeat: int, child_seconds: float) -> None:
+    """r1's CLI killed in the middle of a change, ``repeat`` times per driver: the seconds
+    from the kill to the host's failure."""
+    from nornir_bench.lab import LabDevice, write_inventory
+    from nornir_bench.tasks.config import DEFAULT_CONFIG_TIMEOUT
+
+    print(f"\n### A CLI killed mid-change: r1's vtysh, {DEAD_CLI_LINES} lines, each exchange "
+          f"given {DEFAULT_CONFIG_TIMEOUT:g} s, {repeat} times per driver (load {_load()})\n")
+    inventory = folder / "dead-cli"
+    write_inventory([LabDevice("r1", "127.0.0.1", lab.ports[0], "cisco_ios", lab.user,
+                               lab.password)], inventory)
+    before = {"r1": _vtysh(lab, "r1", "show running-config")}
+    print(f"| driver | failed within {DEAD_CLI_TARGET:g} s | from the kill to the failure: "
+          "median s | min s | max s | failed with |")
+    print("|---|---:|---:|---:|---:|---|")
+    try:
+        for driver, runner in (("netmiko", "threadpool"), ("scrapli", "asyncio")):
+            seconds: list[float] = []
+            said: Counter[str] = Counter()
+            for _ in range(repeat):
+                spec = {"part": "dead-cli", "driver": driver, "runner": runner,
+                        "options": {"num_workers": 1}, "inventory": str(inventory),
+                        "lab": lab.name, "sshd": int(lab.state["sshd_pid"]),
+                        "backups": str(folder / "backups"), "timeout": DEFAULT_CONFIG_TIMEOUT}
+                run = _run_one(spec, child_seconds)
+                _put_back(lab, before)
+                _sessions_gone(lab)
+                if "error" in run:
+                    said[run["error"]] += 1
+                    continue
+                seconds.append(run["seconds"])
+                said[run["failure"]] += 1
+            fast = sum(s <= DEAD_CLI_TARGET for s in seconds)
+            spread = _stats(seconds) if seconds else "n/a | n/a | n/a"
+            kinds = "; ".join(f"{kind} {count}" for kind, count in said.most_common())
+            print(f"| {driver} ({runner}) | {fast}/{repeat} "
+                  f"({'met' if fast == repeat else 'MISSED'}) | {spread} | {kinds} |")
+    finally:
+        _put_back(lab, before)
+
+
+def _dead_cli_run(spec: dict[str, Any]) -> dict[str, Any]:
+    """--one dead-cli: the change in a thread, r1's CLI killed once r1 holds part of it; the
+    seconds from the kill to the end of the run, and what the host failed with."""
+    from nornir_bench.lab.routers import vtysh
+    from nornir_bench.tasks import asend_config, send_config
+
+    prefix = "ip route 198.18.101."
+    lines = [f"{prefix}{k}/32 Null0" for k in range(DEAD_CLI_LINES)]
+
+    def held() -> int:
+        text = vtysh(spec["lab"], "r1", "show running-config")
+        return sum(line.startswith(prefix) for line in text.splitlines())
+
+    nr = _nornir(spec)
+    task = send_config if spec["driver"] == "netmiko" else asend_config
+    ended: dict[str, Any] = {}
+
+    def change() -> None:
+        ended["result"] = nr.run(task=task, lines=lines, timeout=spec["timeout"],
+                                 backup_dir=spec["backups"])
+        ended["at"] = time.perf_counter()
+
+    worker = threading.Thread(target=change)
+    worker.start()
+    try:
+        while worker.is_alive() and not 0 < held() < DEAD_CLI_LINES:
+            time.sleep(0.02)
+        killed = time.perf_counter()
+        for pid in _session_clis(spec["sshd"], f"nb-{spec['lab']}-r1"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        worker.join()
+        multi = ended["result"]["r1"]
+        error = multi.exception
+        cause = getattr(error, "__cause__", None) or error  # a change's: what ended the session
+        failure = "not failed" if not multi.failed else (
+            f"{type(error).__name__} from {type(cause).__name__}: {_short(str(cause), 50)}"
+        )
+        return {"seconds": ended["at"] - killed, "failure": failure}
+    finally:
+        worker.join()
+        nr.close_connections(on_failed=True)
+        close = getattr(nr.runner, "close", None)
+        if callable(close):
+            close()
+
+
+def _session_clis(sshd: int, namespace: str) -> list[int]:
+    """The vtysh processes of the SSH server ``sshd``'s sessions on router ``namespace``."""
+    pids = []
+    for pid in _children(sshd):
+        with contextlib.suppress(OSError):
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if words[0].endswith(b"vtysh") and namespace.encode() in words:
+                pids.append(pid)
+    return pids
+
+
 def _logins_text(r: dict[str, Any]) -> str:
     """The summary's login throttling counts (the package counts them since de7c72f)."""
     if "login_refusals" not in r:
@@ -1210,6 +1323,8 @@ def _one(spec: dict[str, Any]) -> dict[str, Any]:
         return _fleet_run(spec)
     if spec["part"] == "check":
         return _check_run(spec)
+    if spec["part"] == "dead-cli":
+        return _dead_cli_run(spec)
     raise SystemExit(f"unknown --one part {spec['part']!r}")
 
 

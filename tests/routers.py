@@ -12,7 +12,8 @@ Helpers: :func:`skip_without_router_lab` (the one reason a test of the lab is sk
 :func:`new_lab_name`, :func:`router_lab_process` / :func:`start_router_lab` (a lab of chosen
 size), :func:`lab_leftovers` (what a lab left on the machine), :func:`lab_pids` and
 :func:`guard_pid` (its processes), :func:`kill_lab` (SIGKILL), :func:`wait_for` (a condition,
-a bounded number of times).
+a bounded number of times), :func:`daemon_stopped` and :func:`waiting_on_a_daemon` (a command
+held in flight on a router).
 
 Every lab a test starts is named by :func:`new_lab_name`: the session's end check
 (tests/conftest.py) looks for what those names left, and for nothing of labs other sessions on
@@ -49,6 +50,7 @@ __all__ = [
     "NEEDS_ROUTER_LAB",
     "STATE_FOLDER",
     "RouterLabProcess",
+    "daemon_stopped",
     "frr_lab",
     "guard_pid",
     "interrupted_when",
@@ -63,6 +65,7 @@ __all__ = [
     "skip_without_router_lab",
     "start_router_lab",
     "wait_for",
+    "waiting_on_a_daemon",
 ]
 
 NEEDS_ROUTER_LAB = "needs root and apt-get install -y frr openssh-server"
@@ -347,6 +350,28 @@ def send_signal_to(pids: Sequence[int], sig: int) -> None:
             os.kill(pid, sig)
         except ProcessLookupError:
             continue
+
+
+@contextmanager
+def daemon_stopped(lab: RouterLabProcess, router: str, daemon: str) -> Iterator[None]:
+    """``router``'s FRR ``daemon`` (``staticd`` ...) stopped inside (SIGSTOP), continued after:
+    a vtysh command that needs it waits for its answer, as a CLI busy with a line does."""
+    pids = lab_pids(lab.name, daemon, router)
+    assert pids, f"no {daemon} on {router}"
+    send_signal_to(pids, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        send_signal_to(pids, signal.SIGCONT)
+
+
+def waiting_on_a_daemon(pid: int) -> bool:
+    """Whether vtysh ``pid`` is blocked reading a daemon's answer (a Unix socket), not waiting
+    for its terminal: the command it runs is in flight."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() == "unix_stream_read_generic"
+    except OSError:
+        return False
 
 
 def guard_pid(name: str) -> int:

@@ -16,6 +16,7 @@ __all__ = [
     "RunAborted",
     "RunInterrupted",
     "RunTimeout",
+    "SessionClosed",
     "SimulatedFailure",
     "TaskExited",
     "TaskTimeout",
@@ -163,6 +164,26 @@ class LoginRefused(ConnectionError):
 
     def __reduce__(self) -> tuple[type[LoginRefused], tuple[str, int]]:
         return (type(self), (self.server, self.times))
+
+
+class SessionClosed(EOFError):
+    """The device closed a CLI session while a task was using it: its CLI ended (killed,
+    restarted, timed out) or the connection dropped. What the last command did is not known.
+
+    An ``EOFError``: one of the errors ``retry_on`` names by default (a retry logs in again).
+
+    Attributes:
+        device: ``address:port`` of the device.
+    """
+
+    def __init__(self, device: str) -> None:
+        super().__init__(
+            f"the device at {device} closed the session: end of file on its SSH channel"
+        )
+        self.device = device
+
+    def __reduce__(self) -> tuple[type[SessionClosed], tuple[str]]:
+        return (type(self), (self.device,))
 
 
 class RunAborted(RuntimeError):

@@ -70,6 +70,8 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
     from netmiko.exceptions import NetmikoTimeoutException
     from nornir_netmiko.tasks import netmiko_send_command  # type: ignore[import-untyped]
 
+    from nornir_bench.tasks._netmiko_channel import netmiko_connection
+
     command = _checked(command)
     _check_netmiko_arguments(kwargs)  # not after logging in to every device
     if time_left(task) is not None:  # a deadline: netmiko's waits end by it, not after it
@@ -78,6 +80,7 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
         wait = kwargs.get("read_timeout", _netmiko_default(method, "read_timeout"))
         kwargs = {**kwargs, "read_timeout": bounded(task, float(wait))}
     try:
+        netmiko_connection(task)  # the one netmiko_send_command gets
         result: Result = netmiko_send_command(
             task, command_string=command, enable=enable, **kwargs
         )

@@ -59,7 +59,7 @@ from nornir_bench.core.changes import (
 )
 from nornir_bench.core.checks import number
 from nornir_bench.core.deadlines import bounded, time_left
-from nornir_bench.core.exceptions import HostAbandoned
+from nornir_bench.core.exceptions import HostAbandoned, SessionClosed
 from nornir_bench.core.files import records_folder
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
@@ -494,7 +494,9 @@ def send_config(
     plan, _ = _planned(send_config, task, lines, config_file, template_file, variables,
                        dry_run=dry_run, rollback=rollback, save=save, backup_dir=backup_dir,
                        timeout=timeout)
-    connection = task.host.get_connection("netmiko", task.nornir.config)
+    from nornir_bench.tasks._netmiko_channel import netmiko_connection
+
+    connection = netmiko_connection(task)
     request = next(plan)
     while True:
         try:
@@ -543,7 +545,9 @@ def _netmiko_send(
                 return index, said
         return None
     finally:
-        connection.exit_config_mode()
+        # A session the device closed has no mode left to leave: what ended it is the error.
+        with contextlib.suppress(SessionClosed):
+            connection.exit_config_mode()
 
 
 @_changing

@@ -29,13 +29,16 @@ from nornir_bench.tasks.config_text import parse_config, same
 from tests.report.test_page import CHROMIUM, in_browser
 from tests.routers import (
     RouterLabProcess,
+    daemon_stopped,
     interrupted_when,
     lab_pids,
     send_signal_to,
     wait_for,
+    waiting_on_a_daemon,
 )
 from tests.runners.test_conformance import ASYNC, Runner, each_runner
 from tests.runners.test_routers import closed, failures
+from tests.waiting import HANG_GUARD
 
 ROUTE = "203.0.113.{}/32"  # TEST-NET-3: one per router, so that each announces its own
 
@@ -548,7 +551,7 @@ def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backu
     its backup, instead of the library's bare error; the other routers change whole."""
     (tmp_path / "many.j2").write_text(MANY)
     job = change_job(frr_lab, tmp_path, runner, refuse=[])
-    # Each exchange given 10 s, not the default 30: the killed session's read times out sooner.
+    # Each exchange given 10 s, not the default 60: a read that missed the end of file ends sooner.
     job.write_text(job.read_text().replace("change.j2", "many.j2") + "    timeout: 10\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
@@ -575,6 +578,58 @@ def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backu
     assert rows["h1"]["message"].endswith(f"state unknown, backup at {backup}")
     assert Path(backup).read_text().rstrip() == restored["r1"].rstrip()
     assert "INTERRUPTED DURING CHANGE: 1 host (h1)" in stdout
+    for host in ("h2", "h3"):
+        assert rows[host]["change"]["state"] == "changed"
+
+
+@pytest.mark.parametrize(
+    ("runner", "ended"),
+    [("threadpool", "SessionClosed: the device at 127.0.0.1:"),
+     ("asyncio", "ScrapliConnectionError: ")],
+)
+def test_a_cli_killed_while_a_line_is_in_flight_fails_its_host_at_once_as_interrupted(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, ended: str,
+    tmp_path: Path,
+) -> None:
+    """Once r1 holds part of a 150-line change, its staticd is stopped, so the line in flight
+    waits (the session's vtysh blocked on the daemon, the driver reading for the prompt), and
+    r1's CLI is killed: h1 fails on the driver's end of file (netmiko's through the task's
+    channel), interrupted during change, with its backup. Each exchange is given 600 s: a driver
+    reading on past the end of file would meet the hang guard, not its timeout."""
+    (tmp_path / "many.j2").write_text(MANY)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[])
+    job.write_text(job.read_text().replace("change.j2", "many.j2") + "    timeout: 600\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        assert not wait_for(
+            lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
+            pause=0.05,
+        ), process.communicate()
+        with daemon_stopped(frr_lab, "r1", "staticd"):
+            assert not wait_for(lambda: not any(
+                waiting_on_a_daemon(pid) for pid in lab_pids(frr_lab.name, "vtysh", "r1")
+            ), pause=0.05)
+            send_signal_to(lab_pids(frr_lab.name, "vtysh", "r1"), signal.SIGKILL)
+            try:
+                stdout, stderr = process.communicate(timeout=HANG_GUARD)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"hang guard: the run went on {HANG_GUARD:g} s after r1's CLI died")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, stdout + stderr
+    rows = records(tmp_path / "out.jsonl")
+    assert rows["h1"]["exception"] == "ConfigChangeFailed", rows["h1"]
+    assert rows["h1"]["message"].startswith(f"the session failed during the change ({ended}")
+    assert rows["h1"]["change"]["state"] == "interrupted during change"
+    backup = rows["h1"]["change"]["backup"]
+    assert rows["h1"]["message"].endswith(f"state unknown, backup at {backup}")
+    assert Path(backup).read_text().rstrip() == restored["r1"].rstrip()
     for host in ("h2", "h3"):
         assert rows[host]["change"]["state"] == "changed"
 

@@ -31,15 +31,18 @@ from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME
 from tests.routers import (
     RouterLabProcess,
+    daemon_stopped,
     interrupted_when,
     lab_pids,
     router_lab_process,
     send_signal_to,
     skip_without_router_lab,
     wait_for,
+    waiting_on_a_daemon,
 )
 from tests.runners.test_conformance import ASYNC, POLICIES, STALE, Runner, each_runner
 from tests.tasks.test_scrapli_session import opened
+from tests.waiting import HANG_GUARD
 
 RUNNER_IDS = ("threaded", "threadpool", "asyncio", "processpool", "dask")
 COMMAND = "show ip bgp summary"
@@ -220,6 +223,7 @@ def test_a_router_that_stops_answering_mid_session_fails_its_hosts_by_the_task_t
 # A task module the jobs name as ``labtasks:...``, next to the job file as a user's would be.
 LAB_TASKS = '''
 import asyncio
+import time
 from pathlib import Path
 
 from nornir_bench import arun_subtask
@@ -240,6 +244,28 @@ async def show_then_wait(task):
     if task.host.name != "h1":
         Path(f"waiting-{task.host.name}").touch()
         await asyncio.sleep(60)
+    return multi[0].result
+
+
+def read_when_told(task, read_timeout):
+    """Logs in (a first command), says so, and once told (a file ``go``) reads the running
+    configuration."""
+    task.run(task=send_command, command="show version")
+    Path(f"logged-in-{task.host.name}").touch()
+    while not Path("go").exists():
+        time.sleep(0.01)
+    return task.run(task=send_command, command="show running-config",
+                    read_timeout=read_timeout)[0].result
+
+
+async def aread_when_told(task, timeout):
+    """read_when_told, on scrapli's async driver."""
+    await arun_subtask(task, asend_command, command="show version")
+    Path(f"logged-in-{task.host.name}").touch()
+    while not Path("go").exists():
+        await asyncio.sleep(0.01)
+    multi = await arun_subtask(task, asend_command, command="show running-config",
+                               timeout=timeout)
     return multi[0].result
 '''
 
@@ -348,6 +374,57 @@ def test_a_scrapli_session_whose_cli_ended_while_its_loop_was_idle_is_seen_dead_
         loop.run_until_complete(asyncio.sleep(0.01))
         loop.close()
 
+
+@pytest.mark.parametrize(
+    ("runner", "task", "ended"),
+    [("threadpool", "{name: 'labtasks:read_when_told', params: {read_timeout: 600}}",
+      "SessionClosed"),
+     ("asyncio", "{name: 'labtasks:aread_when_told', params: {timeout: 600}}",
+      "ScrapliConnectionError")],
+    ids=["send_command", "asend_command"],
+)
+def test_a_cli_killed_under_a_command_fails_its_host_at_once_saying_the_session_closed(
+    frr_lab: RouterLabProcess, runner: str, task: str, ended: str, tmp_path: Path
+) -> None:
+    """Once logged in, r1's staticd is stopped, so ``show running-config`` waits for it on r1
+    (the session's vtysh blocked on the daemon, the driver reading for the prompt), and r1's
+    CLI is killed: h1 fails on the driver's end of file, the other hosts answer. The command is
+    given 600 s: a driver reading on past the end of file would meet the hang guard, not its
+    timeout."""
+    sessions = set(lab_pids(frr_lab.name, "vtysh"))
+    job = lab_job(frr_lab, tmp_path, f"task: {task}\n", runner)
+    process = subprocess.Popen(nornir_bench_run(job), cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert not wait_for(lambda: process.poll() is None and not all(
+            (tmp_path / f"logged-in-{host}").exists() for host in frr_lab.hosts()
+        )), process.communicate()
+        with daemon_stopped(frr_lab, "r1", "staticd"):
+            (tmp_path / "go").touch()
+            assert not wait_for(lambda: not any(
+                waiting_on_a_daemon(pid) for pid in lab_pids(frr_lab.name, "vtysh", "r1")
+            ), pause=0.05)
+            send_signal_to(lab_pids(frr_lab.name, "vtysh", "r1"), signal.SIGKILL)
+            try:
+                stdout, stderr = process.communicate(timeout=HANG_GUARD)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"hang guard: the run went on {HANG_GUARD:g} s after r1's CLI died")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, stdout + stderr
+    written = (tmp_path / "out.jsonl").read_text().splitlines()
+    rows = {row["host"]: row for row in map(json.loads, written)}
+    assert rows["h1"]["exception"] == ended, rows["h1"]
+    if ended == "SessionClosed":
+        port = next(router.port for router in frr_lab.plan.routers if router.name == "r1")
+        assert rows["h1"]["message"] == (
+            f"the device at 127.0.0.1:{port} closed the session: end of file on its SSH channel"
+        )
+    for host in ("h2", "h3"):
+        assert rows[host]["failed"] is False, rows[host]
+    assert not wait_for(lambda: set(lab_pids(frr_lab.name, "vtysh")) - sessions)
 
 THROTTLED_HOSTS = 12
 
