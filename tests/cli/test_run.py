@@ -319,10 +319,11 @@ def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
         runner="asyncio",
     )
     kept, stdout, stderr = ctrl_c_after_the_first_record(job, tmp_path)
-    # The asyncio runner cancels its hosts in flight: each has a record saying so.
-    stopped = [r for r in kept if r["exception"] == "HostAbandoned"]
-    finished = len(kept) - len(stopped)
-    assert 0 < finished < 400
+    # The hosts in flight finish, on the asyncio runner too: once, it cancelled them (each
+    # then recorded HostAbandoned) while the other runners let them finish.
+    assert not [r for r in kept if r["exception"] == "HostAbandoned"]
+    finished = len(kept)
+    assert 0 < finished < 400 and not any(r["failed"] for r in kept)
     assert f"interrupted: {400 - finished} of 400 hosts did not finish" in stdout
     assert "Traceback" not in stderr
 

@@ -97,8 +97,8 @@ def finished_in_summary(stdout: str) -> int:
 
 
 def ended(records: list[dict[str, object]]) -> int:
-    """How many hosts of ``records`` finished: the others were stopped in flight (the async
-    runners cancel them), each recorded as such."""
+    """How many hosts of ``records`` finished: the others were stopped in flight (a second
+    Ctrl-C abandons them), each recorded as such."""
     stopped = [r for r in records if r["exception"] == "HostAbandoned"]
     for record in stopped:
         assert record["message"] == "stopped in flight by Ctrl-C: what its task did is not known"
