@@ -121,7 +121,7 @@ def main() -> int:
         return 2
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in background
     signal.signal(signal.SIGTERM, _interrupt)
-    print(f"bench_faults: parts {', '.join(chosen)}; code measured: commit {measured_commit()};"
+    print(f"bench_faults: parts {', '.join(chosen)}; nornir_bench of commit {measured_commit()};"
           f" {os.cpu_count()} CPUs; load {_load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-faults-") as work:
         if "dask-connections" in chosen:

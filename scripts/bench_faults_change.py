@@ -116,8 +116,9 @@ def _case(lab: Any, folder: Path, runner: str, task: str, lines: int,
 def _figures(records: Path, task_timeout: float, exited: float) -> list[str]:
     rows = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
     h1 = next((r for r in rows if int(r["host"][1:]) == 1), None)
-    named = sum(bool((r.get("change") or {}).get("state")) for r in rows)
-    states = f"{named} of {len(rows)}"
+    unnamed = [r for r in rows if not (r.get("change") or {}).get("state")]
+    states = f"{len(rows) - len(unnamed)} of {len(rows)}" + "".join(
+        f"; {r['host']}: {r['exception'] or 'ok'}" for r in unnamed)
     if h1 is None:
         return ["no record of h1", "", "", "", "", "", states]
     deadline = h1["start"] + task_timeout

@@ -123,12 +123,13 @@ class Busy:
 
 
 def measured_commit() -> str:
-    """The commit of the nornir_bench this interpreter imports (PYTHONPATH's checkout)."""
+    """The last commit changing the nornir_bench this interpreter imports (PYTHONPATH's
+    checkout): the code measured, whatever commits to scripts/ came after it."""
     import nornir_bench
 
     root = Path(nornir_bench.__file__).resolve().parents[1]
-    done = subprocess.run(["git", "log", "-1", "--format=%h"], cwd=root, capture_output=True,
-                          text=True, timeout=30, check=False)
+    done = subprocess.run(["git", "log", "-1", "--format=%h", "--", "nornir_bench"], cwd=root,
+                          capture_output=True, text=True, timeout=30, check=False)
     dirty = subprocess.run(["git", "status", "--porcelain", "--", "nornir_bench"], cwd=root,
                            capture_output=True, text=True, timeout=30, check=False)
     commit = done.stdout.strip() or "unknown"

@@ -132,7 +132,7 @@ SCRIPT_RUNS = [
     (
         ["bench_faults.py", "--dask-connections", "--ctrl-c", "--quick"],
         [
-            r"bench_faults: parts dask-connections, ctrl-c; code measured: commit .*",
+            r"bench_faults: parts dask-connections, ctrl-c; nornir_bench of commit .*",
             # connections kept across the three runs: one login per host, whatever the timings
             rf"dask-connections: runs 2, hangs 0, failures 0, logins per run 40 \(2 runs\), "
             rf"wall median {N} s, max {N} s, processes left 0",
