@@ -130,6 +130,19 @@ SCRIPT_RUNS = [
         ],
     ),
     (
+        ["bench_faults.py", "--dask-connections", "--ctrl-c", "--quick"],
+        [
+            r"bench_faults: parts dask-connections, ctrl-c; nornir_bench of commit .*",
+            # connections kept across the three runs: one login per host, whatever the timings
+            rf"dask-connections: runs 2, hangs 0, failures 0, logins per run 40 \(2 runs\), "
+            rf"wall median {N} s, max {N} s, processes left 0",
+            *(
+                rf"\| {runner} \| 130 \| {N} \| {N} \| \d+ \| \d+ \| 0 \| .* \| \d+ \|"
+                for runner in ("threadpool", "asyncio")
+            ),
+        ],
+    ),
+    (
         ["soak.py", "--rounds", "1", "--busy", "1", "--runners", "threadpool", "--tests",
          "conformance", "-k", "no_hosts"],
         [
@@ -311,3 +324,20 @@ def test_the_router_benchmark_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+def test_the_faults_benchmark_runs_its_hung_change_on_a_router_lab(tmp_path: Path) -> None:
+    """bench_faults.py --hung-change: a router lab of its own, r1's vtysh stopped mid-change."""
+    from tests.routers import skip_without_router_lab
+
+    skip_without_router_lab()
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_faults.py"), "--hung-change", "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=110,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    for runner, task in (("threadpool", "send_config"), ("asyncio", "asend_config")):
+        line = (rf"\| {runner} \| {task} \| 1 \| \d+ \| {N} \| TaskTimeout \| interrupted "
+                rf"during change \| [+-]{N} \((met|MISSED)\) \| [+-]{N} \| 2 of 2 \| yes \|")
+        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)

@@ -1,0 +1,187 @@
+"""The hung-change part of scripts/bench_faults.py: a deadline in the middle of a change on a
+hung device, on a router lab of its own (root).
+
+A lab of ``routers`` FRR routers (bench_routers.RouterLab: a process and a name of its own,
+stopped at the end, on an error and on Ctrl-C), one inventory host per router. Per runner and
+task: a job changing every router from a Jinja2 template (h1: ``lines`` static routes; the
+others 3, so that they end in time), ``task_timeout`` on the runner, each exchange's own
+``timeout`` 60 s, through ``nornir-bench run JOB -o records.jsonl`` in a process of its own.
+Once r1 holds 10 of h1's lines, r1's vtysh is stopped (SIGSTOP), and continued (SIGCONT) once
+the run ended or was killed.
+
+From the records (``start``/``end``: seconds from the run's start, as the running process saw
+them): h1's time from its start to its end, its exception and ``change.state``; the run's end
+(its last record's) and the command's exit past h1's deadline (its start + ``task_timeout``;
+target: within 2 s); how many records name their change's state. Each case's routers are put
+back as they were before it (``restore_config``) and checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import string
+import sys
+import time
+from contextlib import suppress
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from faults_processes import Child
+
+CASES = [("threadpool", "send_config"), ("asyncio", "asend_config"), ("asyncio", "send_config"),
+         ("processpool", "asend_config"), ("processpool", "send_config"),
+         ("dask", "asend_config")]
+CAUGHT_AT = 10  # r1's vtysh is stopped once r1 holds this many of h1's lines
+EXCHANGE_TIMEOUT = 60  # each exchange's own timeout: far past the deadline
+CATCH_SECONDS = 90.0  # for r1 to hold CAUGHT_AT lines (dask's cluster starts first)
+CASE_SECONDS = 240.0  # a run at most: past the exchange's timeout, the liveness bound
+SESSIONS_SECONDS = 30.0  # for the lab's SSH sessions to end after a run
+TARGET = 2.0  # seconds past h1's deadline the run may end
+SHOW = "show running-config"
+TEMPLATE = """\
+{% set k = host.name[1:] | int %}
+{% for i in range(LINES if k == 1 else 3) %}ip route 198.18.{{ 100 + k }}.{{ i }}/32 Null0
+{% endfor %}
+"""
+
+
+def hung_change(work: Path, routers: int, lines: int, task_timeout: float,
+                runners: list[str]) -> None:
+    from bench_routers import RouterLab
+
+    folder = work / "hung-change"
+    folder.mkdir()
+    name = "bf" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
+    print(f"\n## hung-change: {routers} routers, h1 changes {lines} static routes (the others "
+          f"3), task_timeout {task_timeout:g} s, each exchange's timeout {EXCHANGE_TIMEOUT} s; "
+          f"r1's vtysh stopped once r1 holds {CAUGHT_AT}", flush=True)
+    with RouterLab(routers, name, folder / "inventory", hosts=routers) as lab:
+        print(f"lab {lab.name}: ready in {lab.ready_after:.1f} s\n")
+        print("| runner | task | exit | r1 held when stopped | h1 start to end s | h1 exception "
+              "| h1 change.state | run's end past h1's deadline s | exit past it s | records "
+              "naming a state | routers put back |")
+        print("|---|---|---:|---:|---:|---|---|---:|---:|---:|---|")
+        for runner, task in CASES:
+            if runner in runners:
+                row = _case(lab, folder, runner, task, lines, task_timeout)
+                print(f"| {runner} | {task} | {' | '.join(row)} |", flush=True)
+
+
+def _case(lab: Any, folder: Path, runner: str, task: str, lines: int,
+          task_timeout: float) -> list[str]:
+    case = folder / f"{runner}-{task}"
+    case.mkdir()
+    (case / "change.j2").write_text(TEMPLATE.replace("LINES", str(lines)))
+    inventory = folder / "inventory"
+    options: dict[str, Any] = {"num_workers": 10, "task_timeout": task_timeout}
+    if runner == "dask":
+        options["num_procs"] = 1  # its embedded cluster: one worker process
+    (case / "job.yaml").write_text(json.dumps({
+        "inventory": {"plugin": "SimpleInventory", "options": {
+            f"{kind}_file": str(inventory / f"{kind}s.yaml") for kind in ("host", "group")
+        } | {"defaults_file": str(inventory / "defaults.yaml")}},
+        "runner": {"plugin": runner, "options": options},
+        "task": {"name": task, "params": {"template_file": "change.j2",
+                                          "backup_dir": str(case / "backups"),
+                                          "timeout": EXCHANGE_TIMEOUT}},
+    }))
+    routers = [f"r{k + 1}" for k in range(lab.routers)]
+    before = {router: _vtysh(lab, router, SHOW) for router in routers}
+    records = case / "records.jsonl"
+    command = [sys.executable, "-m", "nornir_bench", "run", "job.yaml", "-q", "-o", str(records)]
+    stopped: list[int] = []
+    try:
+        with Child(command, case, "run") as child:
+            held = _caught(lab, child, lines)
+            if CAUGHT_AT <= held < lines:
+                stopped = _vtysh_pids(lab.name, "r1")
+                _signal(stopped, signal.SIGSTOP)
+            status = child.wait(CASE_SECONDS)
+            exited = time.time()
+    finally:
+        _signal(stopped, signal.SIGCONT)
+        put_back = _put_back(lab, before)
+    exit_text = "HANG (killed)" if status is None else str(status)
+    held_text = str(held) if stopped else f"{held} (not stopped)"
+    back = "yes" if put_back else "NO"
+    if not records.exists() or not records.read_text().strip():
+        return [exit_text, held_text, *["no records"] * 7, back]
+    return [exit_text, held_text, *_figures(records, task_timeout, exited), back]
+
+
+def _figures(records: Path, task_timeout: float, exited: float) -> list[str]:
+    rows = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+    h1 = next((r for r in rows if int(r["host"][1:]) == 1), None)
+    unnamed = [r for r in rows if not (r.get("change") or {}).get("state")]
+    states = f"{len(rows) - len(unnamed)} of {len(rows)}" + "".join(
+        f"; {r['host']}: {r['exception'] or 'ok'}" for r in unnamed)
+    if h1 is None:
+        return ["no record of h1", "", "", "", "", "", states]
+    deadline = h1["start"] + task_timeout
+    run_end = max(r["end"] for r in rows) - deadline
+    exit_past = exited - datetime.fromisoformat(h1["run_start"]).timestamp() - deadline
+    target = "met" if run_end <= TARGET else "MISSED"
+    return [f"{h1['end'] - h1['start']:.2f}", h1["exception"] or "none (ok)",
+            str((h1.get("change") or {}).get("state")), f"{run_end:+.2f} ({target})",
+            f"{exit_past:+.2f}", states]
+
+
+def _caught(lab: Any, child: Child, lines: int) -> int:
+    """r1's count of h1's lines, once it holds CAUGHT_AT of them, all of them, or the run
+    ended (or CATCH_SECONDS passed)."""
+    ends = time.monotonic() + CATCH_SECONDS
+    held = 0
+    while child.process.poll() is None and time.monotonic() < ends:
+        held = _routes(lab, "r1")
+        if held >= CAUGHT_AT:
+            break
+        time.sleep(0.02)
+    return held
+
+
+def _routes(lab: Any, router: str) -> int:
+    prefix = f"ip route 198.18.{100 + int(router[1:])}."
+    return sum(line.startswith(prefix) for line in _vtysh(lab, router, SHOW).splitlines())
+
+
+def _vtysh(lab: Any, router: str, command: str) -> str:
+    from nornir_bench.lab.routers import vtysh
+
+    return vtysh(lab.name, router, command)
+
+
+def _vtysh_pids(name: str, router: str | None = None) -> list[int]:
+    """The vtysh processes of lab ``name`` (of one router, or all): ``-N nb-NAME-rK``."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with suppress(OSError):
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            words = argv.rstrip("\0").split("\0")
+            pairs = zip(words, words[1:], strict=False)
+            namespaces = [after for flag, after in pairs if flag == "-N"]
+            if Path(words[0]).name == "vtysh" and any(
+                n == f"nb-{name}-{router}" if router else n.startswith(f"nb-{name}-")
+                for n in namespaces
+            ):
+                found.append(int(entry))
+    return found
+
+
+def _signal(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def _put_back(lab: Any, before: dict[str, str]) -> bool:
+    """Once the run's sessions ended, every router back to ``before``: whether each is."""
+    from nornir_bench.lab.routers import restore_config
+
+    ends = time.monotonic() + SESSIONS_SECONDS
+    while _vtysh_pids(lab.name) and time.monotonic() < ends:
+        time.sleep(0.1)
+    return all([restore_config(lab.name, router, text) for router, text in before.items()])
