@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "abandon_connections",
     "HeldConnections",
     "aclose_connection",
     "aclose_connections",
@@ -146,6 +148,25 @@ async def aclose_connection(
         await _aclose(host.name, name, cast(Callable[[], Awaitable[Any]], aclose))
     else:
         await offload(functools.partial(_close, host.name, name, connection))
+
+
+def abandon_connections(host: Host) -> None:
+    """``host``'s blocking connections were in use by a call given up at its deadline: their
+    state is not known (a hung device, a half-read reply), and the call may still be using
+    them. They leave the host at once, so that a retry, the next run or closing opens or
+    closes none of them; each is closed in a daemon thread of its own, not waited for (a
+    polite close to a hung device waits for it: netmiko's leaves configuration mode first)."""
+    if not host.connections:
+        return
+    left = [
+        (name, connection) for name, connection in list(host.connections.items())
+        if not callable(getattr(connection, "aclose", None))
+    ]
+    for name, _ in left:
+        del host.connections[name]
+    for name, connection in left:
+        closer = functools.partial(_close, host.name, name, connection)
+        threading.Thread(target=closer, name="nornir-bench-abandoned-close", daemon=True).start()
 
 
 def close_connections(hosts: Iterable[Host]) -> None:

@@ -128,6 +128,13 @@ class _Threads(Transport):
             self.pending.hand_out(self)
         self.running.wait(self)
 
+    def on_halt(self) -> None:
+        # The threads take hosts from the queue themselves: emptied now (a deque's clear is
+        # atomic), no host starts after the press is taken. A plan is the main thread's own:
+        # its wait applies the halt within POLL_SECONDS.
+        if isinstance(self.pending, HostQueue):
+            self.pending.halt()
+
     def close(self, *, ended: bool) -> None:
         if self.running.count == 0:  # each thread is past its last host: this takes no time
             self.join()

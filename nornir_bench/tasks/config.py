@@ -546,8 +546,10 @@ def _netmiko_send(
         return None
     finally:
         # A session the device closed has no mode left to leave: what ended it is the error.
-        with contextlib.suppress(SessionClosed):
-            connection.exit_config_mode()
+        # Past the deadline nothing more is written: the session is dropped (given up).
+        if time_left(task) != 0:
+            with contextlib.suppress(SessionClosed):
+                connection.exit_config_mode()
 
 
 @_changing

@@ -398,6 +398,53 @@ async def areads_for_a_minute(task: Task, port: int) -> bytes:
         writer.close()
 
 
+class _SilentSession:
+    """A blocking connection to a device that never answers: a socket to a silent port."""
+
+    def open(self, hostname: str, username: Any, password: Any, port: int, *args: Any,
+             **kwargs: Any) -> None:
+        self.connection = socket.create_connection((hostname, port), timeout=60)
+
+    def close(self) -> None:
+        self.connection.shutdown(socket.SHUT_RDWR)  # wakes a recv blocked on it
+        self.connection.close()
+
+
+def reads_on_its_session(task: Task) -> bytes:
+    session = task.host.get_connection("silent-session", task.nornir.config)
+    session.sendall(b"show version\n")
+    data: bytes = session.recv(100)
+    return data
+
+
+@pytest.mark.parametrize("runner", each_runner(POLICIES))
+def test_a_call_given_up_at_its_deadline_leaves_no_connection_on_its_host(
+    runner: Runner, tmp_path: Path
+) -> None:
+    """The session a blocking call was using when it was given up is in no known state, and
+    the call may still be in it: it leaves the host and is closed without waiting for the
+    device. Once, it stayed: the job's end then closed it politely, and netmiko waited for
+    the hung device to leave configuration mode, 10 s past the deadline."""
+    from nornir.core.plugins.connections import ConnectionPluginRegister
+
+    ConnectionPluginRegister.register("silent-session", _SilentSession)
+    try:
+        with silent_port() as port:
+            devices = [
+                LabDevice(f"r{i}", "127.0.0.1", port, "cisco_ios", "u", "p") for i in range(3)
+            ]
+            write_inventory(devices, tmp_path)
+            options = dict(runner.options, num_workers=3, task_timeout=0.25)
+            nr = nornir_on(tmp_path, runner.name, **options)
+            result = nr.run(task=reads_on_its_session)
+            assert errors(result) == {"TaskTimeout": 3}
+            assert all(multi[0].exception.abandoned for multi in result.values())
+            assert not any(host.connections for host in nr.inventory.hosts.values())
+            getattr(nr.runner, "close", lambda: None)()
+    finally:
+        ConnectionPluginRegister.available.pop("silent-session", None)
+
+
 @pytest.mark.parametrize("runner", each_runner(POLICIES, COUNTED_IN_PROCESS))
 def test_the_packages_blocking_tasks_end_by_themselves_at_the_deadline(
     runner: Runner, tmp_path: Path

@@ -168,10 +168,14 @@ class HostAttempts:
 
     def _leave_call(self) -> None:
         """Go on with a copy of the task: the call given up still holds the old one, and what
-        it adds later (subtask results) must not reach the host's result."""
+        it adds later (subtask results) must not reach the host's result. The blocking
+        connections it used leave the host (``abandon_connections``)."""
+        from nornir_bench.core.connections import abandon_connections
+
         fresh = self.task.copy()
         fresh.host = self.host
         self.task = fresh
+        abandon_connections(self.host)
 
     def call(self) -> Outcome:
         """Run the task once, here (blocking)."""
