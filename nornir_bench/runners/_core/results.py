@@ -11,13 +11,10 @@ from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.execution import fail_host
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from nornir.core.inventory import Host
     from nornir.core.task import Task
 
     from nornir_bench.core.policies.plan import HostPlan
-    from nornir_bench.core.stopping import CtrlC
 
 __all__ = ["fill_not_run", "interrupted", "placeholders"]
 
@@ -45,18 +42,6 @@ def interrupted(result: AggregatedResult, *, abandoned: bool = False) -> RunInte
         if multi is not None:
             finished[name] = multi
     return RunInterrupted(finished, pending=len(result) - len(finished), abandoned=abandoned)
-
-
-def raise_if_stopped(
-    ctrl_c: CtrlC, result: AggregatedResult, escaped: Sequence[BaseException] = ()
-) -> None:
-    """After a run's wait, the same on every runner: Ctrl-C stopped it (``RunInterrupted``,
-    holding what finished), or a task raised ``SystemExit`` & co. (the first, raised once the
-    run has stopped, as nornir's runners raise it); else nothing."""
-    if ctrl_c.presses:
-        raise interrupted(result, abandoned=ctrl_c.abandoned)
-    if escaped:
-        raise escaped[0]
 
 
 def fill_not_run(task: Task, plan: HostPlan, result: AggregatedResult) -> None:
