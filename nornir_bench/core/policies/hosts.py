@@ -27,6 +27,7 @@ from nornir.core.task import MultiResult
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.changes import noted_change
+from nornir_bench.core.connections import abandon_connections
 from nornir_bench.core.deadlines import set_deadline
 from nornir_bench.core.exceptions import LoginRefused, RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
@@ -51,15 +52,13 @@ if TYPE_CHECKING:
 
 __all__ = ["HostAttempts", "Outcome", "arun_policed", "run_policed"]
 
-# nornir's own task logger, where failures are logged too: the logging a job configures for
-# nornir (its default) shows the retries next to the failures.
+# nornir's task logger, where it logs failures: a job's logging shows the retries beside them.
 logger = logging.getLogger("nornir.core.task")
 
 # A failed attempt's message, as kept on the result and in the records: one line, this long.
 _MESSAGE_LENGTH = 500
 
-# A task's own timeout, bounded by the time its attempt has left, may end a hair before the
-# deadline (a clock read before the call, the system's timer granularity).
+# A task's own timeout, bounded by its attempt's time left, may end a hair before the deadline.
 _EARLY = 0.01
 
 
@@ -167,11 +166,8 @@ class HostAttempts:
         return Outcome(error=error, text="".join(traceback.format_exception_only(error)))
 
     def _leave_call(self) -> None:
-        """Go on with a copy of the task: the call given up still holds the old one, and what
-        it adds later (subtask results) must not reach the host's result. The blocking
-        connections it used leave the host (``abandon_connections``)."""
-        from nornir_bench.core.connections import abandon_connections
-
+        """Go on with a copy of the task (what the call given up adds later must not reach the
+        host's result); the blocking connections it used leave the host."""
         fresh = self.task.copy()
         fresh.host = self.host
         self.task = fresh
