@@ -27,7 +27,6 @@ from nornir.core.task import MultiResult
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.changes import noted_change
-from nornir_bench.core.connections import abandon_connections
 from nornir_bench.core.deadlines import set_deadline
 from nornir_bench.core.exceptions import LoginRefused, RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
@@ -168,6 +167,8 @@ class HostAttempts:
     def _leave_call(self) -> None:
         """Go on with a copy of the task (what the call given up adds later must not reach the
         host's result); the blocking connections it used leave the host."""
+        from nornir_bench.core.connections import abandon_connections  # imports asyncio
+
         fresh = self.task.copy()
         fresh.host = self.host
         self.task = fresh
@@ -256,9 +257,8 @@ class HostAttempts:
         return self._again(error, retry_wait(self.policy, error, retried + 1, self.rand))
 
     def _refused(self, outcome: Outcome, place: Place | None) -> float | None:
-        """``outcome`` is a login the SSH server refused, made in ``place`` of its window: it
-        becomes a :class:`LoginRefused` (the library's error its cause), tried again while the
-        refusals that count stay within ``login_retries``."""
+        """``outcome``, a login refused in ``place`` of its window, becomes a LoginRefused
+        (caused by the library's error), tried again while refusals stay in login_retries."""
         assert self.pace is not None and outcome.error is not None
         self._refusals += 1
         wait, counts = self.pace.refused_login(self.host, place)
@@ -317,8 +317,7 @@ class HostAttempts:
         close_connections([self.host])
 
     async def areconnect(self, offload: Offload | None) -> None:
-        """Close the host's connections on the loop: async ones here, blocking ones in a
-        thread."""
+        """Close the host's connections on the loop (blocking ones in a thread)."""
         from nornir_bench.core.connections import aclose_every_connection
 
         await aclose_every_connection([self.host], offload or to_thread)
