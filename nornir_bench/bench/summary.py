@@ -18,6 +18,7 @@ from nornir_bench.core.changes import (
     ROLLED_BACK,
     WOULD_CHANGE,
     change_of,
+    changed_of,
 )
 from nornir_bench.core.exceptions import (
     HostSkipped,
@@ -193,7 +194,7 @@ def summarize(
             failures.setdefault(failure_kind(failure), []).append(name)
             if not_started(error):
                 kept_out.add(name)
-        if multi.changed:
+        if changed_of(multi):
             changed += 1
         policies.add(multi, error)
         change = change_of(multi)

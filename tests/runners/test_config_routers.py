@@ -23,7 +23,9 @@ import pytest
 from nornir.core.task import AggregatedResult
 
 from nornir_bench import arun_subtask
+from nornir_bench.bench.summary import summarize
 from nornir_bench.lab.routers import restore_config
+from nornir_bench.processors.records import host_record
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same
 from tests.report.test_page import CHROMIUM, in_browser
@@ -696,3 +698,36 @@ def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_i
     assert again.returncode == 0, again.stdout + again.stderr
     assert records(tmp_path / "again.jsonl")["h1"]["change"]["state"] == "changed"
     assert change_routes(frr_lab, "r1") == 150
+
+
+# -- save, changed, a change half made (issue 43) ------------------------------------------
+
+# The blocking driver on threads, the async one on the event loop: the plan they share.
+DRIVERS = [p for p in EVERY if p.values[0].id in ("threadpool", "asyncio")]
+
+
+def refused_last(host: str, lab: RouterLabProcess) -> list[str]:
+    """h2's change has a line its FRR does not know, last of five; the others are fine."""
+    lines = change(host, lab)
+    return [*lines, "ip routx 198.51.100.0/24"] if host == "h2" else lines
+
+
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
+def test_a_failed_change_says_changed_when_it_left_its_router_changed_and_only_then(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    """Line 5 of 5 refused: without rollback, 4 lines stay on r2, and its result, record and
+    the summary say changed; rolled back, they say unchanged."""
+    kept = run_change(frr_lab, runner, task, tmp_path, lines=refused_last, rollback=False)
+    error = kept["h2"][1].exception
+    assert isinstance(error, ConfigChangeFailed) and error.state == "not rolled back"
+    assert "ip route 203.0.113.2/32 Null0" in running(frr_lab, "r2")
+    assert kept["h2"][1].changed is True and kept["h2"].changed is True
+    assert host_record("h2", kept["h2"])["changed"] is True
+    assert summarize(kept).changed == 3
+    assert restore_config(frr_lab.name, "r2", restored["r2"])
+    back = run_change(frr_lab, runner, task, tmp_path, lines=refused_last)
+    assert back["h2"][1].exception.state == "rolled back"
+    assert back["h2"].changed is False and host_record("h2", back["h2"])["changed"] is False
+    assert summarize(back).changed == 0  # h1 and h3 had nothing left to change
