@@ -20,6 +20,7 @@ __all__ = [
     "noted_change",
     "INTERRUPTED",
     "NOT_ROLLED_BACK",
+    "NOT_SAVED",
     "NOT_TOUCHED",
     "NO_CHANGE",
     "ROLLBACK_FAILED",
@@ -33,6 +34,7 @@ __all__ = [
 
 WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
 ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
+NOT_SAVED = "not saved"  # the change made and verified (or nothing to change), the save refused
 INTERRUPTED = "interrupted during change"
 NOT_TOUCHED = "not touched"  # abandoned in flight before anything was sent
 

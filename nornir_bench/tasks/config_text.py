@@ -44,6 +44,7 @@ __all__ = [
     "render",
     "restoring_lines",
     "same",
+    "save_refusal",
 ]
 
 # Lines that only frame a configuration's text, whatever their indentation.
@@ -54,6 +55,9 @@ _INDENT = " "
 # input detected", FRR's "% Unknown command: ..." and "% Refusing to remove a non-existent
 # route"); accepted lines print nothing.
 _REFUSAL = re.compile(r"^% .*$", re.MULTILINE)
+# Saving the configuration refused: a reply line that begins "%" and is not a warning (FRR's
+# "% Error: failed to open configuration file ...", IOS's "%Error opening nvram:...").
+_SAVE_REFUSAL = re.compile(r"^%(?!\s*warning\b).*$", re.MULTILINE | re.IGNORECASE)
 
 
 @dataclass
@@ -86,6 +90,14 @@ def change_lines(lines: Iterable[object]) -> list[str]:
 def refusal(reply: str) -> str | None:
     """The device's words when ``reply`` (its answer to one configuration line) refuses it."""
     found = _REFUSAL.search(reply)
+    return None if found is None else found.group(0).strip()
+
+
+def save_refusal(reply: str) -> str | None:
+    """The device's words when ``reply`` (its answer to ``write memory``) says the
+    configuration was not saved; a warning alone (FRR's ``% Warning: can't chown ...``) is
+    not a refusal."""
+    found = _SAVE_REFUSAL.search(reply)
     return None if found is None else found.group(0).strip()
 
 
@@ -193,3 +205,4 @@ def _restoring(before: Section, after: Section, depth: int) -> Iterator[str]:
             if below:
                 yield indent + line
                 yield from below
+

@@ -24,6 +24,7 @@ from nornir.core.task import AggregatedResult
 
 from nornir_bench import arun_subtask
 from nornir_bench.bench.summary import summarize
+from nornir_bench.lab._system import FRR_ETC
 from nornir_bench.lab.routers import restore_config
 from nornir_bench.processors.records import host_record
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
@@ -704,6 +705,61 @@ def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_i
 
 # The blocking driver on threads, the async one on the event loop: the plan they share.
 DRIVERS = [p for p in EVERY if p.values[0].id in ("threadpool", "asyncio")]
+
+
+def saved_file(lab: RouterLabProcess, router: str) -> Path:
+    return FRR_ETC / f"nb-{lab.name}-{router}" / "frr.conf"
+
+
+@pytest.fixture
+def saved(frr_lab: RouterLabProcess) -> Iterator[None]:
+    """Every router's saved configuration (frr.conf: text, owner, mode) put back after."""
+    files = {r.name: saved_file(frr_lab, r.name) for r in frr_lab.plan.routers}
+    kept = {router: (path.read_bytes(), path.stat()) for router, path in files.items()}
+    yield
+    for router, path in files.items():
+        text, was = kept[router]
+        path.parent.chmod(0o770)
+        path.write_bytes(text)
+        os.chown(path, was.st_uid, was.st_gid)
+        path.chmod(stat.S_IMODE(was.st_mode))
+        path.with_name("frr.conf.sav").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
+def test_save_writes_the_change_to_each_routers_file_and_a_refused_save_fails_its_host(
+    frr_lab: RouterLabProcess, restored: dict[str, str], saved: None, runner: Runner,
+    task: Any, tmp_path: Path,
+) -> None:
+    """``save: true`` on every router, r2's folder not writable (as the lab's were once): FRR
+    refuses r2's ``write memory``. h1 and h3 are saved (their frr.conf has the change); h2
+    fails naming the refusal, changed, not saved, not rolled back. Run again with r2's
+    folder writable, nothing is left to change and h2's change is saved."""
+    folder = saved_file(frr_lab, "r2").parent
+    folder.chmod(0o750)
+    result = run_change(frr_lab, runner, task, tmp_path, save=True)
+    assert sorted(result.failed_hosts) == ["h2"], failures(result)
+    for host in ("h1", "h3"):
+        router = frr_lab.hosts()[host]
+        assert result[host][1].change["state"] == "changed"
+        assert f"ip route {ROUTE.format(router[1:])} Null0" in saved_file(
+            frr_lab, router).read_text()
+    error = result["h2"][1].exception
+    assert isinstance(error, ConfigChangeFailed) and error.state == "not saved", repr(error)
+    assert str(error).startswith(
+        "'write memory' refused: % Error: failed to open configuration file "
+        f"{saved_file(frr_lab, 'r2')}: Permission denied; changed, not saved: the change is on "
+        "the device, verified, not rolled back (backup at "
+    ), str(error)
+    assert result["h2"][1].changed is True and "+ip route 203.0.113.2/32 Null0" in error.diff
+    assert "ip route 203.0.113.2/32 Null0" in running(frr_lab, "r2")  # not rolled back
+    assert "203.0.113.2" not in saved_file(frr_lab, "r2").read_text()
+    assert summarize(result).changes["not saved"] == ["h2"]
+    folder.chmod(0o770)
+    again = run_change(frr_lab, runner, task, tmp_path, save=True)
+    assert not again.failed, failures(again)
+    assert again["h2"][1].change == {"state": "no change", "backup": None}
+    assert "ip route 203.0.113.2/32 Null0" in saved_file(frr_lab, "r2").read_text()
 
 
 def refused_last(host: str, lab: RouterLabProcess) -> list[str]:
