@@ -17,9 +17,11 @@ against the device:
 5. **Backup**: the running configuration as read, to a file of its own (mode 0600: it holds
    the device's secrets, so that it can be restored) under ``backup_dir`` (default: the
    records folder's ``backups/``); its path is in the result and the record.
-6. **Apply**: the lines, one at a time in configuration mode, stopping at the first the
-   device refuses (a reply line starting ``% ``: ``% Invalid input``, FRR's ``% Unknown
-   command`` and ``% Refusing to remove a non-existent route``).
+6. **Apply**: the lines that change something (a change half made before, by a run stopped
+   in the middle, is completed; see :func:`~nornir_bench.tasks.config_text.changing_lines`),
+   one at a time in configuration mode, stopping at the first the device refuses (a reply
+   line starting ``% ``: ``% Invalid input``, FRR's ``% Unknown command`` and ``% Refusing to
+   remove a non-existent route``).
 7. **Verify**: the configuration read back must leave the change nothing to do.
 8. **Rollback** (on by default; ``rollback=False`` turns it off), after a refused line or a
    failed verification: the lines that take the configuration back to the backup (what the
@@ -72,6 +74,7 @@ from nornir_bench.tasks.config_text import (
     Section,
     applied,
     change_lines,
+    changing_lines,
     config_diff,
     parse_config,
     restoring_lines,
@@ -255,12 +258,13 @@ def _apply(
     lines: Sequence[str], before: Section, change: Section, *, rollback: bool, save: bool,
     saved: str,
 ) -> _Plan:
-    """The lines sent, verified, saved, or rolled back to ``before`` (backed up in
-    ``saved``)."""
-    refused: tuple[int, str] | None = yield _Send(tuple(lines))
+    """The lines that change something sent (a change half made before is completed),
+    verified, saved, or rolled back to ``before`` (backed up in ``saved``)."""
+    sent = changing_lines(before, lines)
+    refused: tuple[int, str] | None = yield _Send(tuple(lines[k] for k in sent))
     now = parse_config((yield _Read()))
     if refused is not None:
-        index, said = refused
+        index, said = sent[refused[0]], refused[1]
         problem = f"line {index + 1} of {len(lines)} refused: {lines[index].strip()!r}: {said}"
     else:
         left = config_diff(now, applied(now, change))

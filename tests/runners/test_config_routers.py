@@ -707,6 +707,14 @@ def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_i
 DRIVERS = [p for p in EVERY if p.values[0].id in ("threadpool", "asyncio")]
 
 
+def configure(lab: RouterLabProcess, router: str, lines: list[str]) -> None:
+    """``lines`` in ``router``'s configuration mode, as root through vtysh (not the task)."""
+    args = ["vtysh", "-N", f"nb-{lab.name}-{router}", "-c", "configure terminal"]
+    for line in lines:
+        args += ["-c", line.strip()]
+    subprocess.run(args, capture_output=True, timeout=60, check=True)
+
+
 def saved_file(lab: RouterLabProcess, router: str) -> Path:
     return FRR_ETC / f"nb-{lab.name}-{router}" / "frr.conf"
 
@@ -787,3 +795,87 @@ def test_a_failed_change_says_changed_when_it_left_its_router_changed_and_only_t
     assert back["h2"][1].exception.state == "rolled back"
     assert back["h2"].changed is False and host_record("h2", back["h2"])["changed"] is False
     assert summarize(back).changed == 0  # h1 and h3 had nothing left to change
+
+
+HALF = [f"198.18.{k}.0/32" for k in range(200, 210)]
+
+
+def half_made(host: str, lab: RouterLabProcess) -> list[str]:
+    """Ten routes removed, a BGP neighbour described: on r2, half of it made already."""
+    router = lab.hosts()[host]
+    peer = next(iter(lab.bgp_at_ready[router]))
+    return [*(f"no ip route {route} Null0" for route in HALF),
+            f"router bgp {lab.asn(router)}", f" neighbor {peer} description half-{host}"]
+
+
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
+def test_a_change_half_made_is_completed_by_sending_only_what_it_still_changes(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    """Every router holds ten routes; r2 lost its first five already, as a change stopped in
+    the middle leaves it. Sending the whole change again, FRR would refuse the first line
+    (``% Refusing to remove a non-existent route``): only the other five and the neighbour's
+    description (with its ``router bgp`` line) are sent, and every change completes."""
+    for router in restored:
+        configure(frr_lab, router, [f"ip route {route} Null0" for route in HALF])
+    configure(frr_lab, "r2", [f"no ip route {route} Null0" for route in HALF[:5]])
+    result = run_change(frr_lab, runner, task, tmp_path, lines=half_made)
+    assert not result.failed, failures(result)
+    for host, router in frr_lab.hosts().items():
+        assert result[host][1].change["state"] == "changed"
+        text = running(frr_lab, router)
+        assert not any(route in text for route in HALF), text
+        assert f"description half-{host}" in text
+
+
+# h1 removes 150 routes, the others 3: h1 is caught with part of its change made.
+REMOVE_ON_H1 = LONG_ON_H1.replace("%}ip route", "%}no ip route")
+
+
+@pytest.mark.parametrize(("runner", "task"),
+                         [("threadpool", "send_config"), ("asyncio", "asend_config")])
+def test_rerun_failed_completes_a_removal_a_deadline_stopped_in_the_middle(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    tmp_path: Path,
+) -> None:
+    """Each router holds the routes of LONG_ON_H1; a change removes them. r1's CLI stops
+    (SIGSTOP) once it has lost part of them, and h1 fails at its deadline, interrupted during
+    change. --rerun-failed sends only the removals left (the others FRR would refuse: ``%
+    Refusing to remove a non-existent route``), and completes the change."""
+    for router in restored:
+        k = int(router[1:])
+        configure(frr_lab, router, [f"ip route 198.18.{100 + k}.{i}/32 Null0"
+                                    for i in range(150 if k == 1 else 3)])
+    (tmp_path / "remove.j2").write_text(REMOVE_ON_H1)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[], task=task,
+                     options=", task_timeout: 3")
+    job.write_text(job.read_text().replace("change.j2", "remove.j2") + "    timeout: 600\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    stopped: list[int] = []
+    try:
+        assert not wait_for(
+            lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
+            pause=0.02,
+        ), process.communicate()
+        stopped = lab_pids(frr_lab.name, "vtysh", "r1")
+        send_signal_to(stopped, signal.SIGSTOP)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        send_signal_to(stopped, signal.SIGCONT)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, stdout + stderr
+    rows = records(tmp_path / "out.jsonl")
+    assert rows["h1"]["change"]["state"] == "interrupted during change", rows["h1"]
+    assert 0 < change_routes(frr_lab, "r1") < 150
+    job.write_text(job.read_text().replace("task_timeout: 3", "task_timeout: 120"))
+    again = run_cli(job, "--rerun-failed", "out.jsonl", "-o", "again.jsonl")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert records(tmp_path / "again.jsonl")["h1"]["change"]["state"] == "changed"
+    assert change_routes(frr_lab, "r1") == 0
