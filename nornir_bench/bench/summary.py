@@ -13,11 +13,13 @@ from nornir_bench.core.changes import (
     INTERRUPTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
+    NOT_SAVED,
     NOT_TOUCHED,
     ROLLBACK_FAILED,
     ROLLED_BACK,
     WOULD_CHANGE,
     change_of,
+    changed_of,
 )
 from nornir_bench.core.exceptions import (
     HostSkipped,
@@ -163,8 +165,8 @@ class RunSummary:
 
 
 _CHANGE_ORDER = (
-    WOULD_CHANGE, CHANGED, NO_CHANGE, ROLLED_BACK, NOT_ROLLED_BACK, ROLLBACK_FAILED, INTERRUPTED,
-    NOT_TOUCHED,
+    WOULD_CHANGE, CHANGED, NO_CHANGE, NOT_SAVED, ROLLED_BACK, NOT_ROLLED_BACK, ROLLBACK_FAILED,
+    INTERRUPTED, NOT_TOUCHED,
 )
 
 
@@ -193,7 +195,7 @@ def summarize(
             failures.setdefault(failure_kind(failure), []).append(name)
             if not_started(error):
                 kept_out.add(name)
-        if multi.changed:
+        if changed_of(multi):
             changed += 1
         policies.add(multi, error)
         change = change_of(multi)

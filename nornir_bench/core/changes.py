@@ -20,16 +20,21 @@ __all__ = [
     "noted_change",
     "INTERRUPTED",
     "NOT_ROLLED_BACK",
+    "NOT_SAVED",
     "NOT_TOUCHED",
     "NO_CHANGE",
     "ROLLBACK_FAILED",
     "ROLLED_BACK",
     "WOULD_CHANGE",
     "change_of",
+    "changed_of",
+    "left_changed",
+    "note_left_changed",
 ]
 
 WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
 ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
+NOT_SAVED = "not saved"  # the change made and verified (or nothing to change), the save refused
 INTERRUPTED = "interrupted during change"
 NOT_TOUCHED = "not touched"  # abandoned in flight before anything was sent
 
@@ -66,3 +71,27 @@ def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:
         return None
     holder, change = found
     return dict(change), str(getattr(holder, "diff", "") or "")
+
+
+def left_changed(error: BaseException | None) -> bool:
+    """Whether a change that failed with ``error`` left its device changed: its error says how
+    the configuration now differs from the backup (``diff``; empty once rolled back)."""
+    change = getattr(error, "change", None)
+    return isinstance(change, Mapping) and bool(getattr(error, "diff", ""))
+
+
+def changed_of(multi: MultiResult) -> bool:
+    """Whether a host's results say its device changed: nornir's ``changed``, or a change that
+    failed and left it changed (on a runner that did not say so on its ``Result``: nornir's
+    own)."""
+    return bool(multi.changed) or any(
+        item.exception is not None and left_changed(item.exception) for item in each_result(multi)
+    )
+
+
+def note_left_changed(multi: MultiResult) -> None:
+    """Each failed result of a change that left its device changed says ``changed``, as
+    nornir-bench's runners finish a host: nornir makes every failed ``Result`` unchanged."""
+    for item in each_result(multi):
+        if item.exception is not None and not item.changed and left_changed(item.exception):
+            item.changed = True

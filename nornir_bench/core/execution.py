@@ -37,6 +37,7 @@ from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import DEFAULT_SEVERITY_LEVEL, Result, Task
 
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
+from nornir_bench.core.changes import note_left_changed
 from nornir_bench.core.host_task import host_task
 from nornir_bench.core.liveness import drop_dead_connections
 
@@ -371,6 +372,8 @@ def complete_host(task: Task, host: Host, result: Result) -> MultiResult:
     if result.severity_level == DEFAULT_SEVERITY_LEVEL:
         result.severity_level = logging.ERROR if result.failed else task.severity_level
     task.results.insert(0, result)
+    if result.failed:  # a change that failed may have left its device changed: said here
+        note_left_changed(task.results)
     if task.parent_task is not None:
         task.processors.subtask_instance_completed(task, host, task.results)
     else:

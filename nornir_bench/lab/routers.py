@@ -5,8 +5,9 @@
 
 - one network namespace per router, running FRR's ``zebra``, ``staticd`` and ``bgpd`` with a
   pathspace of its own (``-N``), linked to its neighbours by veth pairs, eBGP over each link;
-- one login user with a generated password (written to the inventory only) in group
-  ``frrvty``;
+- one login user with a generated password (written to the inventory only) in groups
+  ``frr`` and ``frrvty``: its ``vtysh`` can ``write memory`` (each router's FRR folder is
+  group ``frr``'s to write);
 - one ``sshd`` on 127.0.0.1 with a port per router, whose login lands in that router's
   ``vtysh`` (prompt ``rK#``): OpenSSH as it ships, its login throttling (``MaxStartups``)
   included;
@@ -167,9 +168,12 @@ class RouterLab:
             raise LabError(f"user {self.user} exists already and is not the lab's: remove it")
         self.state.user_made = True
         self.state.save()
+        # Group frr first: a configuration its vtysh saves is a new file of the user's, which
+        # FRR's daemons (user frr) must be able to read.
         command(
             "useradd", "--system", "--no-create-home", "--home-dir", "/", "--shell", "/bin/sh",
-            "--groups", "frrvty,frr", "--comment", f"nornir-bench lab {self.plan.name}", self.user,
+            "--gid", "frr", "--groups", "frrvty", "--comment",
+            f"nornir-bench lab {self.plan.name}", self.user,
         )
         command("chpasswd", stdin=f"{self.user}:{self.password}\n")
 
@@ -202,6 +206,9 @@ class RouterLab:
             for folder in (etc, run):
                 folder.mkdir(parents=True, exist_ok=True)
                 shutil.chown(folder, "frr", "frr")
+            # vtysh's ``write memory`` (as the login user, of group frr) renames frr.conf to
+            # frr.conf.sav and writes a new one: the folder is the group's to write.
+            etc.chmod(0o770)
             _write(etc / "frr.conf", plan.frr_config(index), "frr", "frr")
             # vtysh runs as the login user (groups frr, for /etc/frr, and frrvty)
             _write(etc / "vtysh.conf", plan.vtysh_config(index), "frr", "frrvty")

@@ -61,7 +61,7 @@ from typing import IO, TYPE_CHECKING, Any
 from nornir.core.exceptions import NornirSubTaskError
 
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.core.changes import change_of
+from nornir_bench.core.changes import change_of, changed_of
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.failures import failure_of
 from nornir_bench.core.secrets import Redactor
@@ -110,7 +110,7 @@ def host_record(
              "seconds": f.seconds, "wait": f.wait}
             for f in failed_attempts
         ],
-        "changed": bool(multi.changed),
+        "changed": changed_of(multi),
         "change": None if change is None else change[0],
         "diff": None if change is None or not change[1] else change[1],
     }

@@ -17,16 +17,20 @@ against the device:
 5. **Backup**: the running configuration as read, to a file of its own (mode 0600: it holds
    the device's secrets, so that it can be restored) under ``backup_dir`` (default: the
    records folder's ``backups/``); its path is in the result and the record.
-6. **Apply**: the lines, one at a time in configuration mode, stopping at the first the
-   device refuses (a reply line starting ``% ``: ``% Invalid input``, FRR's ``% Unknown
-   command`` and ``% Refusing to remove a non-existent route``).
+6. **Apply**: the lines that change something (a change half made before, by a run stopped
+   in the middle, is completed; see :func:`~nornir_bench.tasks.config_text.changing_lines`),
+   one at a time in configuration mode, stopping at the first the device refuses (a reply
+   line starting ``% ``: ``% Invalid input``, FRR's ``% Unknown command`` and ``% Refusing to
+   remove a non-existent route``).
 7. **Verify**: the configuration read back must leave the change nothing to do.
 8. **Rollback** (on by default; ``rollback=False`` turns it off), after a refused line or a
    failed verification: the lines that take the configuration back to the backup (what the
    change added removed, in reverse order, then what it removed added again), then the
    configuration read back and compared with the backup. The host fails with
    :class:`ConfigChangeFailed`, which says ``rolled back`` or ``rollback failed: ...``.
-9. **Save** (``save=True``): ``write memory`` once the change verified.
+9. **Save** (``save=True``): ``write memory`` once the change verified, or when there was
+   nothing to change (a change left unsaved is saved then). A reply refusing it (a line
+   starting ``%``, not a warning) fails the host with state ``not saved``; the change stays.
 
 Secrets in configuration lines (``username admin secret ...``) are masked in the result, the
 diff and every message (:func:`~nornir_bench.core.secrets.mask_config_secrets`); only the
@@ -51,6 +55,7 @@ from nornir_bench.core.changes import (
     INTERRUPTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
+    NOT_SAVED,
     NOT_TOUCHED,
     ROLLBACK_FAILED,
     ROLLED_BACK,
@@ -69,10 +74,12 @@ from nornir_bench.tasks.config_text import (
     Section,
     applied,
     change_lines,
+    changing_lines,
     config_diff,
     parse_config,
     restoring_lines,
     same,
+    save_refusal,
 )
 from nornir_bench.tasks.scrapli_session import session_of
 
@@ -101,16 +108,22 @@ SAVE = "write memory"
 
 
 class ConfigChangeFailed(Exception):
-    """A change the device refused a line of, or that did not verify: the message says which
-    line and what the device said, and whether the configuration was rolled back.
+    """A change the device refused a line of, that did not verify, or that was not saved:
+    the message says which line and what the device said, and whether the configuration was
+    rolled back.
 
     Attributes:
-        state: ``rolled back``, ``rollback failed`` or ``not rolled back``.
-        backup: the backup file of the configuration before the change.
-        diff: how the configuration now differs from the backup (empty once rolled back).
+        state: ``rolled back``, ``rollback failed``, ``not rolled back``, ``not saved`` or
+            ``interrupted during change``.
+        backup: the backup file of the configuration before the change (``None``: nothing was
+            to change, so nothing was backed up).
+        diff: how the configuration now differs from the backup (empty once rolled back): a
+            device left changed (``core.changes.left_changed``).
     """
 
-    def __init__(self, message: str, *, state: str, backup: str, diff: str = "") -> None:
+    def __init__(
+        self, message: str, *, state: str, backup: str | None, diff: str = ""
+    ) -> None:
         super().__init__(message)
         self.state = state
         self.backup = backup
@@ -124,7 +137,7 @@ class ConfigChangeFailed(Exception):
         return _rebuilt, (str(self), self.state, self.backup, self.diff)
 
 
-def _rebuilt(message: str, state: str, backup: str, diff: str) -> ConfigChangeFailed:
+def _rebuilt(message: str, state: str, backup: str | None, diff: str) -> ConfigChangeFailed:
     return ConfigChangeFailed(message, state=state, backup=backup, diff=diff)
 
 
@@ -164,7 +177,7 @@ class _Send:
 
 @dataclass(frozen=True)
 class _Save:
-    """Save the running configuration."""
+    """Save the running configuration: the device's reply is sent back."""
 
 
 _Request = _Read | _Send | _Save
@@ -219,8 +232,12 @@ def _change(
     running: str = yield _Read()
     before, change = parse_config(running), parse_config(lines)
     diff = mask_config_secrets(config_diff(before, applied(before, change)))
-    if dry_run or not diff:  # nothing to send
+    if dry_run:
         return Change(WOULD_CHANGE if diff else NO_CHANGE, diff)
+    if not diff:  # nothing to send; saved all the same, so that a change left unsaved is now
+        if save:
+            yield from _save("", None)
+        return Change(NO_CHANGE, diff)
     saved = str(backup(running))
     progress.sends(saved)
     try:
@@ -241,18 +258,21 @@ def _apply(
     lines: Sequence[str], before: Section, change: Section, *, rollback: bool, save: bool,
     saved: str,
 ) -> _Plan:
-    """The lines sent, verified, or rolled back to ``before`` (backed up in ``saved``)."""
-    refused: tuple[int, str] | None = yield _Send(tuple(lines))
+    """The lines that change something sent (a change half made before is completed),
+    verified, saved, or rolled back to ``before`` (backed up in ``saved``)."""
+    sent = changing_lines(before, lines)
+    refused: tuple[int, str] | None = yield _Send(tuple(lines[k] for k in sent))
     now = parse_config((yield _Read()))
     if refused is not None:
-        index, said = refused
+        index, said = sent[refused[0]], refused[1]
         problem = f"line {index + 1} of {len(lines)} refused: {lines[index].strip()!r}: {said}"
     else:
         left = config_diff(now, applied(now, change))
         if not left:
+            diff = mask_config_secrets(config_diff(before, now))
             if save:
-                yield _Save()
-            return Change(CHANGED, mask_config_secrets(config_diff(before, now)), saved)
+                yield from _save(diff, saved)
+            return Change(CHANGED, diff, saved)
         problem = "not verified: read back, the configuration still lacks:\n" + left
     problem = mask_config_secrets(problem)
     if not rollback:
@@ -274,6 +294,25 @@ def _apply(
         f"{problem}; ROLLBACK FAILED: the configuration differs from the backup at {saved}:\n"
         f"{left}", state=ROLLBACK_FAILED, backup=saved, diff=left,
     )
+
+
+def _save(diff: str, saved: str | None) -> Generator[_Request, Any, None]:
+    """``write memory``, checked: a reply refusing it, or an error on the way, fails the host
+    with :data:`NOT_SAVED`. A change made (``diff``, backed up in ``saved``) stays: it
+    verified, and saving is no reason to undo it."""
+    try:
+        said = save_refusal((yield _Save()))
+        if said is None:
+            return
+        why = f"refused: {said}"
+    except Exception as exc:  # noqa: BLE001 - the session failed under the save: not saved
+        why = f"failed ({type(exc).__name__}: {exc})"
+    made = (
+        f"changed, not saved: the change is on the device, verified, not rolled back (backup "
+        f"at {saved})" if diff else "not saved (nothing to change: the change was made before)"
+    )
+    raise ConfigChangeFailed(mask_config_secrets(f"{SAVE!r} {why}; {made}"), state=NOT_SAVED,
+                             backup=saved, diff=diff)
 
 
 # -- the lines ---------------------------------------------------------------------------

@@ -19,6 +19,11 @@ the lines one types in configuration mode, indented under their sections.
   remove it changes nothing;
 - ``X`` replaces a ``no X`` line (a default the configuration had turned off).
 
+:func:`changing_lines` picks, of a change's lines, those that change the configuration as the
+device takes them one after another, with the lines that open their sections: what to send,
+so that a change half made (a run stopped in the middle) is completed by sending the rest, not
+all of it again (``no ip route ...`` of a route already gone is refused).
+
 Order within a section is the device's: two configurations are :func:`same` when they have the
 same lines in the same sections, in any order. What a device does beyond these rules (lines it
 rewrites, defaults it adds) shows when the change is verified against the configuration read
@@ -38,12 +43,14 @@ __all__ = [
     "Section",
     "applied",
     "change_lines",
+    "changing_lines",
     "config_diff",
     "parse_config",
     "refusal",
     "render",
     "restoring_lines",
     "same",
+    "save_refusal",
 ]
 
 # Lines that only frame a configuration's text, whatever their indentation.
@@ -54,6 +61,9 @@ _INDENT = " "
 # input detected", FRR's "% Unknown command: ..." and "% Refusing to remove a non-existent
 # route"); accepted lines print nothing.
 _REFUSAL = re.compile(r"^% .*$", re.MULTILINE)
+# Saving the configuration refused: a reply line that begins "%" and is not a warning (FRR's
+# "% Error: failed to open configuration file ...", IOS's "%Error opening nvram:...").
+_SAVE_REFUSAL = re.compile(r"^%(?!\s*warning\b).*$", re.MULTILINE | re.IGNORECASE)
 
 
 @dataclass
@@ -86,6 +96,14 @@ def change_lines(lines: Iterable[object]) -> list[str]:
 def refusal(reply: str) -> str | None:
     """The device's words when ``reply`` (its answer to one configuration line) refuses it."""
     found = _REFUSAL.search(reply)
+    return None if found is None else found.group(0).strip()
+
+
+def save_refusal(reply: str) -> str | None:
+    """The device's words when ``reply`` (its answer to ``write memory``) says the
+    configuration was not saved; a warning alone (FRR's ``% Warning: can't chown ...``) is
+    not a refusal."""
+    found = _SAVE_REFUSAL.search(reply)
     return None if found is None else found.group(0).strip()
 
 
@@ -193,3 +211,59 @@ def _restoring(before: Section, after: Section, depth: int) -> Iterator[str]:
             if below:
                 yield indent + line
                 yield from below
+
+
+def changing_lines(config: Section, lines: Sequence[str]) -> list[int]:
+    """The indexes of the ``lines`` of a change to send to a device whose configuration is
+    ``config``: each line that changes it (taken one after another, by :func:`applied`'s
+    rules), the lines that open its sections (``router bgp 65001`` before its
+    `` neighbor ...``), and the framing lines that close those (``exit-address-family``).
+    Lines indented under a ``no`` line go with it."""
+    state = _copy(config)
+    keep: set[int] = set()
+    # (depth, index of the line that opened it, its section in ``state`` or None under "no")
+    stack: list[tuple[int, int, Section | None]] = [(-1, -1, state)]
+    last_at: dict[int, int] = {}  # depth -> the last section line there, which framing closes
+    follow: list[tuple[int, int]] = []  # (a line, the line it is kept with)
+    for index, raw in enumerate(lines):
+        line = raw.rstrip().expandtabs(1)
+        words = line.strip()
+        depth = len(line) - len(line.lstrip(_INDENT))
+        if not words or words.startswith("!") or words in _FRAMING or words.startswith(_HEADERS):
+            if depth in last_at:
+                follow.append((index, last_at[depth]))
+            continue
+        while stack[-1][0] >= depth:
+            stack.pop()
+        last_at[depth] = index
+        section = stack[-1][2]
+        if section is None:
+            follow.append((index, stack[-1][1]))
+            stack.append((depth, index, None))
+            continue
+        changed, inner = _take(section, words)
+        if changed:
+            keep.update(opener for _, opener, _ in stack[1:])
+            keep.add(index)
+        stack.append((depth, index, inner))
+    for index, kept_with in follow:  # in order: a line's opener is settled before it
+        if kept_with in keep:
+            keep.add(index)
+    return sorted(keep)
+
+
+def _take(section: Section, line: str) -> tuple[bool, Section | None]:
+    """``line`` applied to ``section`` in place, as :func:`applied` does: whether that changed
+    it, and the section the lines under it go to (``None`` under a ``no`` line)."""
+    if line.startswith("no "):
+        removed = line[3:].strip()
+        gone = [present for present in section.lines
+                if present == removed or present.startswith(removed + " ")]
+        for present in gone:
+            del section.lines[present]
+        return bool(gone), None
+    changed = section.lines.pop("no " + line, None) is not None
+    if line not in section.lines:
+        section.lines[line] = Section()
+        changed = True
+    return changed, section.lines[line]

@@ -23,7 +23,10 @@ import pytest
 from nornir.core.task import AggregatedResult
 
 from nornir_bench import arun_subtask
+from nornir_bench.bench.summary import summarize
+from nornir_bench.lab._system import FRR_ETC
 from nornir_bench.lab.routers import restore_config
+from nornir_bench.processors.records import host_record
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same
 from tests.report.test_page import CHROMIUM, in_browser
@@ -696,3 +699,183 @@ def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_i
     assert again.returncode == 0, again.stdout + again.stderr
     assert records(tmp_path / "again.jsonl")["h1"]["change"]["state"] == "changed"
     assert change_routes(frr_lab, "r1") == 150
+
+
+# -- save, changed, a change half made (issue 43) ------------------------------------------
+
+# The blocking driver on threads, the async one on the event loop: the plan they share.
+DRIVERS = [p for p in EVERY if p.values[0].id in ("threadpool", "asyncio")]
+
+
+def configure(lab: RouterLabProcess, router: str, lines: list[str]) -> None:
+    """``lines`` in ``router``'s configuration mode, as root through vtysh (not the task)."""
+    args = ["vtysh", "-N", f"nb-{lab.name}-{router}", "-c", "configure terminal"]
+    for line in lines:
+        args += ["-c", line.strip()]
+    subprocess.run(args, capture_output=True, timeout=60, check=True)
+
+
+def saved_file(lab: RouterLabProcess, router: str) -> Path:
+    return FRR_ETC / f"nb-{lab.name}-{router}" / "frr.conf"
+
+
+@pytest.fixture
+def saved(frr_lab: RouterLabProcess) -> Iterator[None]:
+    """Every router's saved configuration (frr.conf: text, owner, mode) put back after."""
+    files = {r.name: saved_file(frr_lab, r.name) for r in frr_lab.plan.routers}
+    kept = {router: (path.read_bytes(), path.stat()) for router, path in files.items()}
+    yield
+    for router, path in files.items():
+        text, was = kept[router]
+        path.parent.chmod(0o770)
+        path.write_bytes(text)
+        os.chown(path, was.st_uid, was.st_gid)
+        path.chmod(stat.S_IMODE(was.st_mode))
+        path.with_name("frr.conf.sav").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
+def test_save_writes_the_change_to_each_routers_file_and_a_refused_save_fails_its_host(
+    frr_lab: RouterLabProcess, restored: dict[str, str], saved: None, runner: Runner,
+    task: Any, tmp_path: Path,
+) -> None:
+    """``save: true`` on every router, r2's folder not writable (as the lab's were once): FRR
+    refuses r2's ``write memory``. h1 and h3 are saved (their frr.conf has the change); h2
+    fails naming the refusal, changed, not saved, not rolled back. Run again with r2's
+    folder writable, nothing is left to change and h2's change is saved."""
+    folder = saved_file(frr_lab, "r2").parent
+    folder.chmod(0o750)
+    result = run_change(frr_lab, runner, task, tmp_path, save=True)
+    assert sorted(result.failed_hosts) == ["h2"], failures(result)
+    for host in ("h1", "h3"):
+        router = frr_lab.hosts()[host]
+        assert result[host][1].change["state"] == "changed"
+        assert f"ip route {ROUTE.format(router[1:])} Null0" in saved_file(
+            frr_lab, router).read_text()
+    error = result["h2"][1].exception
+    assert isinstance(error, ConfigChangeFailed) and error.state == "not saved", repr(error)
+    assert str(error).startswith(
+        "'write memory' refused: % Error: failed to open configuration file "
+        f"{saved_file(frr_lab, 'r2')}: Permission denied; changed, not saved: the change is on "
+        "the device, verified, not rolled back (backup at "
+    ), str(error)
+    assert result["h2"][1].changed is True and "+ip route 203.0.113.2/32 Null0" in error.diff
+    assert "ip route 203.0.113.2/32 Null0" in running(frr_lab, "r2")  # not rolled back
+    assert "203.0.113.2" not in saved_file(frr_lab, "r2").read_text()
+    assert summarize(result).changes["not saved"] == ["h2"]
+    folder.chmod(0o770)
+    again = run_change(frr_lab, runner, task, tmp_path, save=True)
+    assert not again.failed, failures(again)
+    assert again["h2"][1].change == {"state": "no change", "backup": None}
+    assert "ip route 203.0.113.2/32 Null0" in saved_file(frr_lab, "r2").read_text()
+
+
+def refused_last(host: str, lab: RouterLabProcess) -> list[str]:
+    """h2's change has a line its FRR does not know, last of five; the others are fine."""
+    lines = change(host, lab)
+    return [*lines, "ip routx 198.51.100.0/24"] if host == "h2" else lines
+
+
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
+def test_a_failed_change_says_changed_when_it_left_its_router_changed_and_only_then(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    """Line 5 of 5 refused: without rollback, 4 lines stay on r2, and its result, record and
+    the summary say changed; rolled back, they say unchanged."""
+    kept = run_change(frr_lab, runner, task, tmp_path, lines=refused_last, rollback=False)
+    error = kept["h2"][1].exception
+    assert isinstance(error, ConfigChangeFailed) and error.state == "not rolled back"
+    assert "ip route 203.0.113.2/32 Null0" in running(frr_lab, "r2")
+    assert kept["h2"][1].changed is True and kept["h2"].changed is True
+    assert host_record("h2", kept["h2"])["changed"] is True
+    assert summarize(kept).changed == 3
+    assert restore_config(frr_lab.name, "r2", restored["r2"])
+    back = run_change(frr_lab, runner, task, tmp_path, lines=refused_last)
+    assert back["h2"][1].exception.state == "rolled back"
+    assert back["h2"].changed is False and host_record("h2", back["h2"])["changed"] is False
+    assert summarize(back).changed == 0  # h1 and h3 had nothing left to change
+
+
+HALF = [f"198.18.{k}.0/32" for k in range(200, 210)]
+
+
+def half_made(host: str, lab: RouterLabProcess) -> list[str]:
+    """Ten routes removed, a BGP neighbour described: on r2, half of it made already."""
+    router = lab.hosts()[host]
+    peer = next(iter(lab.bgp_at_ready[router]))
+    return [*(f"no ip route {route} Null0" for route in HALF),
+            f"router bgp {lab.asn(router)}", f" neighbor {peer} description half-{host}"]
+
+
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
+def test_a_change_half_made_is_completed_by_sending_only_what_it_still_changes(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    """Every router holds ten routes; r2 lost its first five already, as a change stopped in
+    the middle leaves it. Sending the whole change again, FRR would refuse the first line
+    (``% Refusing to remove a non-existent route``): only the other five and the neighbour's
+    description (with its ``router bgp`` line) are sent, and every change completes."""
+    for router in restored:
+        configure(frr_lab, router, [f"ip route {route} Null0" for route in HALF])
+    configure(frr_lab, "r2", [f"no ip route {route} Null0" for route in HALF[:5]])
+    result = run_change(frr_lab, runner, task, tmp_path, lines=half_made)
+    assert not result.failed, failures(result)
+    for host, router in frr_lab.hosts().items():
+        assert result[host][1].change["state"] == "changed"
+        text = running(frr_lab, router)
+        assert not any(route in text for route in HALF), text
+        assert f"description half-{host}" in text
+
+
+# h1 removes 150 routes, the others 3: h1 is caught with part of its change made.
+REMOVE_ON_H1 = LONG_ON_H1.replace("%}ip route", "%}no ip route")
+
+
+@pytest.mark.parametrize(("runner", "task"),
+                         [("threadpool", "send_config"), ("asyncio", "asend_config")])
+def test_rerun_failed_completes_a_removal_a_deadline_stopped_in_the_middle(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    tmp_path: Path,
+) -> None:
+    """Each router holds the routes of LONG_ON_H1; a change removes them. r1's CLI stops
+    (SIGSTOP) once it has lost part of them, and h1 fails at its deadline, interrupted during
+    change. --rerun-failed sends only the removals left (the others FRR would refuse: ``%
+    Refusing to remove a non-existent route``), and completes the change."""
+    for router in restored:
+        k = int(router[1:])
+        configure(frr_lab, router, [f"ip route 198.18.{100 + k}.{i}/32 Null0"
+                                    for i in range(150 if k == 1 else 3)])
+    (tmp_path / "remove.j2").write_text(REMOVE_ON_H1)
+    job = change_job(frr_lab, tmp_path, runner, refuse=[], task=task,
+                     options=", task_timeout: 3")
+    job.write_text(job.read_text().replace("change.j2", "remove.j2") + "    timeout: 600\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    stopped: list[int] = []
+    try:
+        assert not wait_for(
+            lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
+            pause=0.02,
+        ), process.communicate()
+        stopped = lab_pids(frr_lab.name, "vtysh", "r1")
+        send_signal_to(stopped, signal.SIGSTOP)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        send_signal_to(stopped, signal.SIGCONT)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, stdout + stderr
+    rows = records(tmp_path / "out.jsonl")
+    assert rows["h1"]["change"]["state"] == "interrupted during change", rows["h1"]
+    assert 0 < change_routes(frr_lab, "r1") < 150
+    job.write_text(job.read_text().replace("task_timeout: 3", "task_timeout: 120"))
+    again = run_cli(job, "--rerun-failed", "out.jsonl", "-o", "again.jsonl")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert records(tmp_path / "again.jsonl")["h1"]["change"]["state"] == "changed"
+    assert change_routes(frr_lab, "r1") == 0

@@ -10,11 +10,13 @@ import pytest
 from nornir_bench.tasks.config_text import (
     applied,
     change_lines,
+    changing_lines,
     config_diff,
     parse_config,
     render,
     restoring_lines,
     same,
+    save_refusal,
 )
 
 RUNNING = """\
@@ -100,6 +102,62 @@ def test_no_removes_the_line_its_section_and_lines_that_begin_with_it() -> None:
     assert same(nothing, running)  # nothing to remove: no change
     on = applied(running, parse_config(["ip forwarding"]))
     assert "ip forwarding" in on.lines and "no ip forwarding" not in on.lines
+
+
+def sent(config: str, lines: list[str]) -> list[str]:
+    return [lines[k] for k in changing_lines(parse_config(config), lines)]
+
+
+def test_only_the_lines_that_change_something_are_sent_with_the_lines_of_their_sections() -> None:
+    change = [
+        "no ip forwarding",  # there already
+        "router bgp 65001",
+        " neighbor 198.18.0.2 description r2",  # there already
+        " address-family ipv4 unicast",
+        "  redistribute connected",  # there already
+        "  network 203.0.113.0/24",
+        " exit-address-family",
+        "exit",
+        "no ip route 198.51.100.0/24 Null0",  # nothing to remove
+        "ip route 203.0.113.0/24 Null0",
+    ]
+    assert sent(RUNNING, change) == [
+        "router bgp 65001", " address-family ipv4 unicast", "  network 203.0.113.0/24",
+        " exit-address-family", "exit", "ip route 203.0.113.0/24 Null0",
+    ]
+    done = "\n".join(render(applied(parse_config(RUNNING), parse_config(change))))
+    assert sent(done, change) == []  # all made: nothing to send
+
+
+def test_a_removal_half_made_sends_the_removals_left_and_later_lines_see_earlier_ones() -> None:
+    routes = [f"ip route 198.51.100.{k}/32 Null0" for k in range(4)]
+    half = "\n".join([RUNNING, *routes[2:]])
+    change = [f"no {route}" for route in routes]
+    assert sent(half, change) == change[2:]
+    # one after another: a line added, then taken away, then added again all change it
+    again = [routes[0], f"no {routes[0]}", routes[0]]
+    assert sent(RUNNING, again) == again
+    # lines under a "no" line go with it
+    assert sent(RUNNING, ["no router bgp 65001", " bgp router-id 198.19.0.1"]) == [
+        "no router bgp 65001", " bgp router-id 198.19.0.1",
+    ]
+    assert sent(RUNNING, ["no router bgp 65009", " bgp router-id 198.19.0.9"]) == []
+
+
+def test_a_save_is_refused_by_an_error_not_by_a_warning() -> None:
+    frr = "Note: this version of vtysh never writes vtysh.conf\n\nBuilding Configuration...\n"
+    assert save_refusal(
+        frr + "% Warning: can't chown configuration file /etc/frr/frr.conf: Operation not "
+        "permitted\nIntegrated configuration saved to /etc/frr/frr.conf\n"
+    ) is None
+    assert save_refusal(
+        frr + "Error renaming /etc/frr/frr.conf to /etc/frr/frr.conf.sav: Permission denied\n"
+        "% Error: failed to open configuration file /etc/frr/frr.conf: Permission denied\n"
+    ) == "% Error: failed to open configuration file /etc/frr/frr.conf: Permission denied"
+    assert save_refusal("Building configuration...\n[OK]\n") is None
+    assert save_refusal("%Error opening nvram:/startup-config (No space left on device)") == (
+        "%Error opening nvram:/startup-config (No space left on device)"
+    )
 
 
 def test_the_restoring_lines_take_the_changed_configuration_back() -> None:
