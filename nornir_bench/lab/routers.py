@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -42,8 +42,10 @@ from nornir_bench.lab._system import (
     LabState,
     check_router_lab_needs,
     command,
+    labs_locked,
     namespaces_named,
-    pid_alive,
+    owner_alive,
+    process_started,
     read_state,
     teardown,
 )
@@ -125,19 +127,21 @@ class RouterLab:
                 port in use, or the system command that failed.
         """
         check_router_lab_needs()
-        _remove_stale(self.plan)
-        workdir = tempfile.mkdtemp(prefix=f"nornir-bench-lab-{self.plan.name}-")
-        self.state = LabState(
-            name=self.plan.name,
-            owner=os.getpid(),
-            namespaces=[r.namespace for r in self.plan.routers],
-            user=self.user,
-            password=self.password,
-            workdir=workdir,
-            ports={r.name: r.port for r in self.plan.routers},
-            topology=self.plan.topology,
-        )
-        self.state.save()  # before anything is made: whatever follows can be removed
+        with labs_locked():  # taking turns with a killed lab's guard: it never removes this one
+            _remove_stale(self.plan)
+            workdir = tempfile.mkdtemp(prefix=f"nornir-bench-lab-{self.plan.name}-")
+            self.state = LabState(
+                name=self.plan.name,
+                owner=os.getpid(),
+                namespaces=[r.namespace for r in self.plan.routers],
+                user=self.user,
+                password=self.password,
+                workdir=workdir,
+                ports={r.name: r.port for r in self.plan.routers},
+                topology=self.plan.topology,
+                owner_started=process_started(os.getpid()),
+            )
+            self.state.save()  # before anything is made: whatever follows can be removed
         try:
             self._guard = _start_guard(self.state)
             self._make_user()
@@ -297,39 +301,64 @@ def wait_for_named_lab(name: str, timeout: float = 60.0) -> LabPlan:
     """``nornir-bench wait-lab --routers``: wait for the lab named ``name``, started by another
     process (its state file appears as it starts), to be ready; its plan.
 
+    The state is read again at each look: the state a killed lab left (its process gone) is
+    not this lab's, and a lab started again under the name has another password.
+
     Raises:
         RouterNotReady: no such lab, or not ready, at ``timeout``.
     """
     check_router_lab_needs()
-    deadline = time.monotonic() + timeout
-    while (state := read_state(name)) is None or state.sshd_pid is None:
-        if time.monotonic() >= deadline:
-            raise RouterNotReady(f"no router lab named {name!r} started within {timeout:g} s")
-        time.sleep(_POLL)
-    plan = plan_lab(
-        len(state.ports), topology=state.topology, port=min(state.ports.values()), name=name
+
+    def running() -> tuple[LabPlan, str] | None:
+        state = read_state(name)
+        if state is None or state.sshd_pid is None or not owner_alive(state):
+            return None
+        plan = plan_lab(
+            len(state.ports), topology=state.topology, port=min(state.ports.values()), name=name
+        )
+        return plan, state.password
+
+    return _wait_ready(
+        running, timeout, f"no router lab named {name!r} started within {timeout:g} s"
     )
-    wait_for_router_lab(plan, state.password, max(deadline - time.monotonic(), _POLL))
-    return plan
 
 
 def wait_for_router_lab(plan: LabPlan, password: str, timeout: float = 60.0) -> None:
     """Return once every router of ``plan`` accepts a login (as ``password``) and every BGP
     session is established; :class:`RouterNotReady` saying what was not at ``timeout``."""
+    _wait_ready(lambda: (plan, password), timeout, "")
+
+
+def _wait_ready(
+    running: Callable[[], tuple[LabPlan, str] | None], timeout: float, absent: str
+) -> LabPlan:
+    """Wait for the lab ``running()`` gives at each look (its plan and password; ``None``
+    while none runs, :class:`RouterNotReady` saying ``absent`` at ``timeout``); a lab given
+    anew (started again under its name) is waited for from the start."""
     deadline = time.monotonic() + timeout
-    waiting_bgp = list(range(len(plan.routers)))
-    waiting_login = list(range(len(plan.routers)))
+    lab: tuple[LabPlan, str] | None = None
+    waiting_bgp: list[int] = []
+    waiting_login: list[int] = []
     problem = ""
     while True:
-        waiting_bgp = [k for k in waiting_bgp if not _bgp_established(plan, k)]
-        if waiting_login:
-            failures = asyncio.run(_logins(plan, password, waiting_login))
-            waiting_login = [k for k in waiting_login if k in failures]
-            if failures:
-                problem = next(iter(failures.values()))
-        if not waiting_bgp and not waiting_login:
-            return
+        found = running()
+        if found is not None and found != lab:
+            lab = found
+            waiting_bgp = list(range(len(lab[0].routers)))
+            waiting_login = list(range(len(lab[0].routers)))
+        if found is not None:
+            plan, password = found
+            waiting_bgp = [k for k in waiting_bgp if not _bgp_established(plan, k)]
+            if waiting_login:
+                failures = asyncio.run(_logins(plan, password, waiting_login))
+                waiting_login = [k for k in waiting_login if k in failures]
+                if failures:
+                    problem = next(iter(failures.values()))
+            if not waiting_bgp and not waiting_login:
+                return plan
         if time.monotonic() >= deadline:
+            if found is None:
+                raise RouterNotReady(absent)
             names = ", ".join(plan.routers[k].name for k in sorted({*waiting_bgp, *waiting_login}))
             what = []
             if waiting_login:
@@ -521,7 +550,7 @@ def _remove_stale(plan: LabPlan) -> None:
     Namespaces of the name that no state records (a start killed early) go too."""
     state = read_state(plan.name)
     if state is not None:
-        if state.owner != os.getpid() and pid_alive(state.owner):
+        if state.owner != os.getpid() and owner_alive(state):
             raise LabError(
                 f"a router lab named {plan.name!r} is running (process {state.owner}): stop it, "
                 "or give this one another --name"
@@ -539,7 +568,7 @@ def _start_guard(state: LabState) -> subprocess.Popen[bytes]:
     """The process that removes the lab if this one dies without doing so: it waits for its
     standard input (a pipe only this process holds) to close."""
     return subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench.lab._guard", state.name],
+        [sys.executable, "-m", "nornir_bench.lab._guard", state.name, str(state.owner)],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,  # a Ctrl-C in the terminal is the lab's to handle, not its
     )
