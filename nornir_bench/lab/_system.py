@@ -33,6 +33,7 @@ __all__ = [
     "STATE_FOLDER",
     "check_router_lab_needs",
     "command",
+    "lab_states",
     "labs_locked",
     "namespaces_named",
     "owner_alive",
@@ -103,6 +104,19 @@ def read_state(name: str) -> LabState | None:
         return None
     except (OSError, ValueError, TypeError) as exc:
         raise LabError(f"the router lab's state file {path} cannot be read: {exc}") from exc
+
+
+def lab_states() -> list[LabState]:
+    """The state of every lab started and not removed (those that cannot be read left out)."""
+    states = []
+    for path in sorted(STATE_FOLDER.glob("*.json")):
+        try:
+            state = read_state(path.stem)
+        except LabError:
+            continue
+        if state is not None:
+            states.append(state)
+    return states
 
 
 def owner_alive(state: LabState) -> bool:

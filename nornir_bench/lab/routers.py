@@ -42,6 +42,7 @@ from nornir_bench.lab._system import (
     LabState,
     check_router_lab_needs,
     command,
+    lab_states,
     labs_locked,
     namespaces_named,
     owner_alive,
@@ -50,6 +51,7 @@ from nornir_bench.lab._system import (
     teardown,
 )
 from nornir_bench.lab.devices import LabDevice, write_inventory
+from nornir_bench.lab.ports import listening_ports, port_free, port_holder
 from nornir_bench.lab.ready import LabNotReady
 from nornir_bench.lab.topology import DEFAULT_LAB_NAME, LabPlan, plan_lab
 
@@ -100,6 +102,8 @@ class RouterLab:
         self.state: LabState | None = None
         self._sshd: subprocess.Popen[bytes] | None = None
         self._guard: subprocess.Popen[bytes] | None = None
+        self.made = False
+        """Whether :meth:`start` got past its refusals to making the lab."""
 
     @property
     def user(self) -> str:
@@ -124,11 +128,13 @@ class RouterLab:
 
         Raises:
             LabError: what the lab needs and lacks, a lab of that name already running, a
-                port in use, or the system command that failed.
+                port in use (naming what holds it), or the system command that failed.
         """
         check_router_lab_needs()
         with labs_locked():  # taking turns with a killed lab's guard: it never removes this one
             _remove_stale(self.plan)
+            _refuse_held_ports(self.plan)
+            self.made = True
             workdir = tempfile.mkdtemp(prefix=f"nornir-bench-lab-{self.plan.name}-")
             self.state = LabState(
                 name=self.plan.name,
@@ -249,8 +255,10 @@ class RouterLab:
         self.state.sshd_pid = self._sshd.pid
         self.state.save()
         ends = time.monotonic() + _LOGIN_TIMEOUT
-        while not _listening(self.plan.routers[-1].port):
+        ports = {r.port for r in self.plan.routers}
+        while not ports <= listening_ports(self._sshd.pid):  # its own, not another's
             if self._sshd.poll() is not None or time.monotonic() > ends:
+                _refuse_held_ports(self.plan, self._sshd.pid)  # taken since they were checked
                 said = (work / "sshd.log").read_text(errors="replace").strip().splitlines()
                 raise LabError(
                     "the lab's SSH server did not start: "
@@ -507,7 +515,8 @@ def run_router_lab(
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: the guard finishes
             ended = time.monotonic()
             lab.stop()
-            say(f"lab stopped: everything removed in {time.monotonic() - ended:.1f} s")
+            if lab.made:  # a refusal (a name running, a port held) made nothing to remove
+                say(f"lab stopped: everything removed in {time.monotonic() - ended:.1f} s")
 
 
 class _Interrupted(BaseException):
@@ -564,6 +573,33 @@ def _remove_stale(plan: LabPlan) -> None:
         subprocess.run(["userdel", plan.user], capture_output=True, check=False)
 
 
+def _refuse_held_ports(plan: LabPlan, ours: int | None = None) -> None:
+    """A LabError naming the first of the lab's ports that another process (not ``ours``)
+    listens on, and that process: another lab's SSH server is named by its lab."""
+    for router in plan.routers:
+        holder = port_holder(router.port)
+        if (holder is not None and holder == ours) or (holder is None and port_free(router.port)):
+            continue
+        lab = next((s for s in lab_states() if holder and s.sshd_pid == holder), None)
+        if lab is not None:
+            who = f"router lab {lab.name!r} (process {lab.owner})"
+        elif holder is not None:
+            who = f"process {holder} ({_program(holder)})"
+        else:
+            who = "a process this one cannot see"
+        raise LabError(
+            f"port {router.port} (router {router.name}) is held by {who}: stop it, or give this "
+            "lab free ports (--port)"
+        )
+
+
+def _program(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
+    except OSError:
+        return "gone"
+
+
 def _start_guard(state: LabState) -> subprocess.Popen[bytes]:
     """The process that removes the lab if this one dies without doing so: it waits for its
     standard input (a pipe only this process holds) to close."""
@@ -592,14 +628,6 @@ def _user_exists(user: str) -> bool:
     except KeyError:
         return False
     return True
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _write(path: Path, text: str, user: str, group: str) -> None:

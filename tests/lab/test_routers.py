@@ -10,6 +10,7 @@ import ipaddress
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -387,6 +388,44 @@ def test_a_second_lab_of_a_running_ones_name_is_refused_naming_it(
     assert lab_pids(frr_lab.name, "bgpd") == bgpd and alive(state["sshd_pid"])
     with netmiko_session(frr_lab, "r3") as connection:
         assert connection.find_prompt() == "r3#"
+
+
+def test_a_lab_on_ports_another_lab_holds_is_refused_at_once_naming_that_lab(
+    frr_lab: RouterLabProcess,
+) -> None:
+    """From the command line and from Python, before anything is made; the running lab is left
+    as it was."""
+    port = frr_lab.plan.routers[1].port  # r2's, and r3's next: the new lab's r1 and r2
+    name = new_lab_name()
+    says = (f"port {port} (router r1) is held by router lab {frr_lab.name!r} (process "
+            f"{frr_lab.handle.process.pid}): stop it, or give this lab free ports (--port)")
+    done = nornir_bench("lab", "--routers", "2", "--name", name, "--port", str(port),
+                        timeout=2 * LAB_READY_TIMEOUT)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"nornir-bench: error: {says}"]
+    assert done.stdout == ""
+    with pytest.raises(LabError, match=f"^{re.escape(says)}$"):
+        RouterLab(plan_lab(1, port=port, name=name)).start()
+    assert lab_leftovers(name) == []
+    with netmiko_session(frr_lab, "r2") as connection:
+        assert connection.find_prompt() == "r2#"
+
+
+def test_a_lab_on_a_port_another_process_listens_on_is_refused_naming_it() -> None:
+    skip_without_router_lab()
+    name = new_lab_name()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", free_port_range(1)))
+        server.listen()
+        port = server.getsockname()[1]
+        done = nornir_bench("lab", "--routers", "1", "--name", name, "--port", str(port))
+    program = Path("/proc/self/comm").read_text().strip()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"nornir-bench: error: port {port} (router r1) is held by process {os.getpid()} "
+        f"({program}): stop it, or give this lab free ports (--port)"
+    ]
+    assert lab_leftovers(name) == []
 
 
 # -- labs of their own -----------------------------------------------------------------------
