@@ -13,7 +13,7 @@ Helpers: :func:`skip_without_router_lab` (the one reason a test of the lab is sk
 size), :func:`lab_leftovers` (what a lab left on the machine), :func:`lab_pids` and
 :func:`guard_pid` (its processes), :func:`kill_lab` (SIGKILL), :func:`wait_for` (a condition,
 a bounded number of times), :func:`daemon_stopped` and :func:`waiting_on_a_daemon` (a command
-held in flight on a router).
+held in flight on a router), :func:`file_opened` (the moment another process read a file).
 
 Every lab a test starts is named by :func:`new_lab_name`: the session's end check
 (tests/conftest.py) looks for what those names left, and for nothing of labs other sessions on
@@ -22,9 +22,11 @@ the same machine may be running.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import random
+import select
 import signal
 import string
 import subprocess
@@ -47,10 +49,12 @@ from tests.devices import LAB, Started, free_port_range, nornir_on, started, sto
 from tests.waiting import HANG_GUARD
 
 __all__ = [
+    "LAB_READY_TIMEOUT",
     "NEEDS_ROUTER_LAB",
     "STATE_FOLDER",
     "RouterLabProcess",
     "daemon_stopped",
+    "file_opened",
     "frr_lab",
     "guard_pid",
     "interrupted_when",
@@ -71,6 +75,8 @@ __all__ = [
 NEEDS_ROUTER_LAB = "needs root and apt-get install -y frr openssh-server"
 LAB_READY_TIMEOUT = 60.0  # seconds for `lab ready:` (FRR, sshd, logins and BGP on 2 busy cores)
 STATE_FOLDER = Path("/run/nornir-bench/labs")
+_GUARD = "nornir_bench.lab._guard"
+_IN_OPEN = 0x20  # inotify's "a file was opened"
 # The names this session gave its labs, for the end-of-session check: other sessions on the
 # machine may be running labs of their own, which are not this session's to judge.
 _SESSION_LABS: set[str] = set()
@@ -279,7 +285,7 @@ def lab_leftovers(name: str) -> list[str]:
             or ("sshd" in argv[0] and f"nornir-bench-lab-{name}-" in line)
             or line.startswith(f"sshd: nbl-{name} ")
             or line.startswith(f"sshd: nbl-{name}@")
-            or argv[-2:] == ["nornir_bench.lab._guard", name]
+            or _is_guard(argv, name)
         ):
             left.append(f"process {pid}: {line}")
     user = f"nbl-{name}"
@@ -376,8 +382,33 @@ def waiting_on_a_daemon(pid: int) -> bool:
 
 def guard_pid(name: str) -> int:
     """The guard process of lab ``name``."""
-    (pid,) = [p for p, argv in _processes() if argv[-2:] == ["nornir_bench.lab._guard", name]]
+    (pid,) = [p for p, argv in _processes() if _is_guard(argv, name)]
     return pid
+
+
+def _is_guard(argv: list[str], name: str) -> bool:
+    """Whether ``argv`` is the guard of lab ``name`` (``-m nornir_bench.lab._guard NAME ...``)."""
+    return _GUARD in argv[:-1] and argv[argv.index(_GUARD) + 1] == name
+
+
+@contextmanager
+def file_opened(path: Path) -> Iterator[Callable[[], None]]:
+    """Inside, a function that returns once some process has opened ``path`` since the block
+    began (Linux's inotify): the moment another process read a file, an event, not a time."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    watch = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    assert watch >= 0, os.strerror(ctypes.get_errno())
+    try:
+        added = libc.inotify_add_watch(watch, os.fsencode(path), _IN_OPEN)
+        assert added >= 0, f"{path}: {os.strerror(ctypes.get_errno())}"
+
+        def opened() -> None:
+            ready, _, _ = select.select([watch], [], [], HANG_GUARD)
+            assert ready, f"nothing opened {path}"
+
+        yield opened
+    finally:
+        os.close(watch)
 
 
 def kill_lab(lab: RouterLabProcess) -> None:

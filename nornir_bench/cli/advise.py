@@ -1,4 +1,4 @@
-"""``nornir-bench advise JOB.yaml``: run a job's task on a sample of its hosts and say which
+"""``nornir-bench advise JOB.yaml``: run a job's steps on a sample of its hosts and say which
 runner and how many workers the whole job needs, with what it will cost this machine."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from nornir_bench.bench.advise import Prediction, Sample
     from nornir_bench.bench.costs import RunnerCosts
     from nornir_bench.jobs.advise import JobAdvice
+    from nornir_bench.jobs.load import Job
 
 HELP = "predict how many workers a job needs, from a run on a sample of its hosts"
 
@@ -48,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="then run the recommendation on 2,000 of the job's hosts (all, if "
                         "fewer) and print predicted against measured")
     parser.add_argument("--allow-changes", action="store_true",
-                        help="run the task on the sample even if it is not known to be "
-                        "read-only (it may change the devices)")
+                        help="run the job's steps on the sample even if a step's task is not "
+                        "known to be read-only (it may change the devices)")
     parser.add_argument("--plot", metavar="FILE", type=Path,
                         help="also draw predicted wall against workers, a line per runner, "
                         "to this PNG file (needs matplotlib: the extra plot)")
@@ -82,7 +83,7 @@ def command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # the hosts in flight were waited for, or abandoned
         print(f"interrupted{by_signal(args.terminated)}: no advice", file=sys.stderr)
         return interrupted_status(args.terminated)
-    print(f"job {job.path}: task {job.task_name} on {hosts_text(found.hosts)}")
+    print(header_line(job, found.hosts))
     for line in report_lines(found):
         print(line)
     if args.plot is not None:
@@ -101,6 +102,16 @@ def _names(text: str) -> tuple[str, ...]:
     if not names:
         raise argparse.ArgumentTypeError(f"must name one runner or more, got {text!r}")
     return names
+
+
+def header_line(job: Job, hosts: int) -> str:
+    """The job, every step's task (in order), its hosts."""
+    if job.stepped:
+        tasks = ", ".join(step.task_name for step in job.steps)
+        what = f"{len(job.steps)} step{'s' * (len(job.steps) != 1)} ({tasks})"
+    else:
+        what = f"task {job.task_name}"
+    return f"job {job.path}: {what} on {hosts_text(hosts)}"
 
 
 def report_lines(found: JobAdvice) -> list[str]:

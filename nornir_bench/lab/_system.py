@@ -5,17 +5,23 @@ Every namespace, user, folder and process of a lab is recorded in its state file
 :func:`teardown` removes all of it whoever calls it: the lab itself when it stops, its guard
 process when the lab was killed (SIGKILL, the OOM killer), or the next lab of the same name
 finding a stale one. Teardown is idempotent: what is already gone is skipped.
+
+A state whose owner process is gone is stale: ``wait-lab`` ignores it, and the next lab of the
+name replaces it. Replacing one and a guard's teardown hold :func:`labs_locked`, so a killed
+lab's guard never removes what its successor made.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,8 +33,12 @@ __all__ = [
     "STATE_FOLDER",
     "check_router_lab_needs",
     "command",
+    "lab_states",
+    "labs_locked",
     "namespaces_named",
+    "owner_alive",
     "pid_alive",
+    "process_started",
     "read_state",
     "teardown",
 ]
@@ -69,6 +79,8 @@ class LabState:
     topology: str = "chain"
     user_made: bool = False
     sshd_pid: int | None = None
+    owner_started: int | None = None
+    """When ``owner`` started (:func:`process_started`): a process given its id since is not it."""
 
     @property
     def path(self) -> Path:
@@ -92,6 +104,48 @@ def read_state(name: str) -> LabState | None:
         return None
     except (OSError, ValueError, TypeError) as exc:
         raise LabError(f"the router lab's state file {path} cannot be read: {exc}") from exc
+
+
+def lab_states() -> list[LabState]:
+    """The state of every lab started and not removed (those that cannot be read left out)."""
+    states = []
+    for path in sorted(STATE_FOLDER.glob("*.json")):
+        try:
+            state = read_state(path.stem)
+        except LabError:
+            continue
+        if state is not None:
+            states.append(state)
+    return states
+
+
+def owner_alive(state: LabState) -> bool:
+    """Whether the process that made ``state`` still runs: else the state is stale, what a
+    killed lab left."""
+    started = state.owner_started
+    return pid_alive(state.owner) and (started is None or process_started(state.owner) == started)
+
+
+def process_started(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), ``None`` if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+@contextmanager
+def labs_locked() -> Iterator[None]:
+    """Hold the labs' lock (on their state folder) inside: the next lab of a name replacing a
+    stale state, and the guard of the lab that left it tearing it down, take turns."""
+    STATE_FOLDER.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor = os.open(STATE_FOLDER, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def check_router_lab_needs() -> None:

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -43,12 +43,16 @@ from nornir_bench.lab._system import (
     LabState,
     check_router_lab_needs,
     command,
+    lab_states,
+    labs_locked,
     namespaces_named,
-    pid_alive,
+    owner_alive,
+    process_started,
     read_state,
     teardown,
 )
 from nornir_bench.lab.devices import LabDevice, write_inventory
+from nornir_bench.lab.ports import listening_ports, port_free, port_holder
 from nornir_bench.lab.ready import LabNotReady
 from nornir_bench.lab.topology import DEFAULT_LAB_NAME, LabPlan, plan_lab
 
@@ -99,6 +103,8 @@ class RouterLab:
         self.state: LabState | None = None
         self._sshd: subprocess.Popen[bytes] | None = None
         self._guard: subprocess.Popen[bytes] | None = None
+        self.made = False
+        """Whether :meth:`start` got past its refusals to making the lab."""
 
     @property
     def user(self) -> str:
@@ -123,22 +129,26 @@ class RouterLab:
 
         Raises:
             LabError: what the lab needs and lacks, a lab of that name already running, a
-                port in use, or the system command that failed.
+                port in use (naming what holds it), or the system command that failed.
         """
         check_router_lab_needs()
-        _remove_stale(self.plan)
-        workdir = tempfile.mkdtemp(prefix=f"nornir-bench-lab-{self.plan.name}-")
-        self.state = LabState(
-            name=self.plan.name,
-            owner=os.getpid(),
-            namespaces=[r.namespace for r in self.plan.routers],
-            user=self.user,
-            password=self.password,
-            workdir=workdir,
-            ports={r.name: r.port for r in self.plan.routers},
-            topology=self.plan.topology,
-        )
-        self.state.save()  # before anything is made: whatever follows can be removed
+        with labs_locked():  # taking turns with a killed lab's guard: it never removes this one
+            _remove_stale(self.plan)
+            _refuse_held_ports(self.plan)
+            self.made = True
+            workdir = tempfile.mkdtemp(prefix=f"nornir-bench-lab-{self.plan.name}-")
+            self.state = LabState(
+                name=self.plan.name,
+                owner=os.getpid(),
+                namespaces=[r.namespace for r in self.plan.routers],
+                user=self.user,
+                password=self.password,
+                workdir=workdir,
+                ports={r.name: r.port for r in self.plan.routers},
+                topology=self.plan.topology,
+                owner_started=process_started(os.getpid()),
+            )
+            self.state.save()  # before anything is made: whatever follows can be removed
         try:
             self._guard = _start_guard(self.state)
             self._make_user()
@@ -252,8 +262,10 @@ class RouterLab:
         self.state.sshd_pid = self._sshd.pid
         self.state.save()
         ends = time.monotonic() + _LOGIN_TIMEOUT
-        while not _listening(self.plan.routers[-1].port):
+        ports = {r.port for r in self.plan.routers}
+        while not ports <= listening_ports(self._sshd.pid):  # its own, not another's
             if self._sshd.poll() is not None or time.monotonic() > ends:
+                _refuse_held_ports(self.plan, self._sshd.pid)  # taken since they were checked
                 said = (work / "sshd.log").read_text(errors="replace").strip().splitlines()
                 raise LabError(
                     "the lab's SSH server did not start: "
@@ -304,39 +316,64 @@ def wait_for_named_lab(name: str, timeout: float = 60.0) -> LabPlan:
     """``nornir-bench wait-lab --routers``: wait for the lab named ``name``, started by another
     process (its state file appears as it starts), to be ready; its plan.
 
+    The state is read again at each look: the state a killed lab left (its process gone) is
+    not this lab's, and a lab started again under the name has another password.
+
     Raises:
         RouterNotReady: no such lab, or not ready, at ``timeout``.
     """
     check_router_lab_needs()
-    deadline = time.monotonic() + timeout
-    while (state := read_state(name)) is None or state.sshd_pid is None:
-        if time.monotonic() >= deadline:
-            raise RouterNotReady(f"no router lab named {name!r} started within {timeout:g} s")
-        time.sleep(_POLL)
-    plan = plan_lab(
-        len(state.ports), topology=state.topology, port=min(state.ports.values()), name=name
+
+    def running() -> tuple[LabPlan, str] | None:
+        state = read_state(name)
+        if state is None or state.sshd_pid is None or not owner_alive(state):
+            return None
+        plan = plan_lab(
+            len(state.ports), topology=state.topology, port=min(state.ports.values()), name=name
+        )
+        return plan, state.password
+
+    return _wait_ready(
+        running, timeout, f"no router lab named {name!r} started within {timeout:g} s"
     )
-    wait_for_router_lab(plan, state.password, max(deadline - time.monotonic(), _POLL))
-    return plan
 
 
 def wait_for_router_lab(plan: LabPlan, password: str, timeout: float = 60.0) -> None:
     """Return once every router of ``plan`` accepts a login (as ``password``) and every BGP
     session is established; :class:`RouterNotReady` saying what was not at ``timeout``."""
+    _wait_ready(lambda: (plan, password), timeout, "")
+
+
+def _wait_ready(
+    running: Callable[[], tuple[LabPlan, str] | None], timeout: float, absent: str
+) -> LabPlan:
+    """Wait for the lab ``running()`` gives at each look (its plan and password; ``None``
+    while none runs, :class:`RouterNotReady` saying ``absent`` at ``timeout``); a lab given
+    anew (started again under its name) is waited for from the start."""
     deadline = time.monotonic() + timeout
-    waiting_bgp = list(range(len(plan.routers)))
-    waiting_login = list(range(len(plan.routers)))
+    lab: tuple[LabPlan, str] | None = None
+    waiting_bgp: list[int] = []
+    waiting_login: list[int] = []
     problem = ""
     while True:
-        waiting_bgp = [k for k in waiting_bgp if not _bgp_established(plan, k)]
-        if waiting_login:
-            failures = asyncio.run(_logins(plan, password, waiting_login))
-            waiting_login = [k for k in waiting_login if k in failures]
-            if failures:
-                problem = next(iter(failures.values()))
-        if not waiting_bgp and not waiting_login:
-            return
+        found = running()
+        if found is not None and found != lab:
+            lab = found
+            waiting_bgp = list(range(len(lab[0].routers)))
+            waiting_login = list(range(len(lab[0].routers)))
+        if found is not None:
+            plan, password = found
+            waiting_bgp = [k for k in waiting_bgp if not _bgp_established(plan, k)]
+            if waiting_login:
+                failures = asyncio.run(_logins(plan, password, waiting_login))
+                waiting_login = [k for k in waiting_login if k in failures]
+                if failures:
+                    problem = next(iter(failures.values()))
+            if not waiting_bgp and not waiting_login:
+                return plan
         if time.monotonic() >= deadline:
+            if found is None:
+                raise RouterNotReady(absent)
             names = ", ".join(plan.routers[k].name for k in sorted({*waiting_bgp, *waiting_login}))
             what = []
             if waiting_login:
@@ -485,7 +522,8 @@ def run_router_lab(
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: the guard finishes
             ended = time.monotonic()
             lab.stop()
-            say(f"lab stopped: everything removed in {time.monotonic() - ended:.1f} s")
+            if lab.made:  # a refusal (a name running, a port held) made nothing to remove
+                say(f"lab stopped: everything removed in {time.monotonic() - ended:.1f} s")
 
 
 class _Interrupted(BaseException):
@@ -528,7 +566,7 @@ def _remove_stale(plan: LabPlan) -> None:
     Namespaces of the name that no state records (a start killed early) go too."""
     state = read_state(plan.name)
     if state is not None:
-        if state.owner != os.getpid() and pid_alive(state.owner):
+        if state.owner != os.getpid() and owner_alive(state):
             raise LabError(
                 f"a router lab named {plan.name!r} is running (process {state.owner}): stop it, "
                 "or give this one another --name"
@@ -542,11 +580,38 @@ def _remove_stale(plan: LabPlan) -> None:
         subprocess.run(["userdel", plan.user], capture_output=True, check=False)
 
 
+def _refuse_held_ports(plan: LabPlan, ours: int | None = None) -> None:
+    """A LabError naming the first of the lab's ports that another process (not ``ours``)
+    listens on, and that process: another lab's SSH server is named by its lab."""
+    for router in plan.routers:
+        holder = port_holder(router.port)
+        if (holder is not None and holder == ours) or (holder is None and port_free(router.port)):
+            continue
+        lab = next((s for s in lab_states() if holder and s.sshd_pid == holder), None)
+        if lab is not None:
+            who = f"router lab {lab.name!r} (process {lab.owner})"
+        elif holder is not None:
+            who = f"process {holder} ({_program(holder)})"
+        else:
+            who = "a process this one cannot see"
+        raise LabError(
+            f"port {router.port} (router {router.name}) is held by {who}: stop it, or give this "
+            "lab free ports (--port)"
+        )
+
+
+def _program(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
+    except OSError:
+        return "gone"
+
+
 def _start_guard(state: LabState) -> subprocess.Popen[bytes]:
     """The process that removes the lab if this one dies without doing so: it waits for its
     standard input (a pipe only this process holds) to close."""
     return subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench.lab._guard", state.name],
+        [sys.executable, "-m", "nornir_bench.lab._guard", state.name, str(state.owner)],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,  # a Ctrl-C in the terminal is the lab's to handle, not its
     )
@@ -570,14 +635,6 @@ def _user_exists(user: str) -> bool:
     except KeyError:
         return False
     return True
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _write(path: Path, text: str, user: str, group: str) -> None:

@@ -218,3 +218,21 @@ def test_with_address_the_clusters_workers_and_a_run_there_are_measured_and_chec
     assert all(p.in_flight == min(40, 2 * p.workers) for p in found.advice.predictions)
     assert found.check is not None and found.check.measured.failed == 0
     assert found.check.prediction.runner == "dask"
+
+
+def test_the_header_of_a_job_of_steps_names_every_steps_task(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "steps.yaml"
+    path.write_text(textwrap.dedent("""\
+        inventory: {plugin: synthetic, options: {hosts: 6}}
+        runner: {plugin: asyncio, options: {num_workers: 10}}
+        logging: {enabled: false}
+        steps:
+          - {name: sim_rtt, params: {rtt: 0}}
+          - {name: asim_rtt, params: {rtt: 0}}
+          - {name: sim_rtt, params: {rtt: 0}}
+        """))
+    assert main(["advise", str(path), "--sample", "6", "--runners", "asyncio"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"job {path}: 3 steps (sim_rtt, asim_rtt, sim_rtt) on 6 hosts"

@@ -10,6 +10,7 @@ import ipaddress
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -27,13 +28,16 @@ from nornir_bench.lab.routers import RouterLab, router_hosts
 from nornir_bench.lab.topology import MAX_ROUTERS, TOPOLOGIES, plan_lab
 from tests.devices import LAB, ROOT, free_port_range, started, stopped
 from tests.routers import (
+    LAB_READY_TIMEOUT,
     STATE_FOLDER,
     RouterLabProcess,
+    file_opened,
     guard_pid,
     kill_lab,
     lab_leftovers,
     lab_pids,
     new_lab_name,
+    send_signal_to,
     skip_without_router_lab,
     start_router_lab,
     wait_for,
@@ -386,6 +390,44 @@ def test_a_second_lab_of_a_running_ones_name_is_refused_naming_it(
         assert connection.find_prompt() == "r3#"
 
 
+def test_a_lab_on_ports_another_lab_holds_is_refused_at_once_naming_that_lab(
+    frr_lab: RouterLabProcess,
+) -> None:
+    """From the command line and from Python, before anything is made; the running lab is left
+    as it was."""
+    port = frr_lab.plan.routers[1].port  # r2's, and r3's next: the new lab's r1 and r2
+    name = new_lab_name()
+    says = (f"port {port} (router r1) is held by router lab {frr_lab.name!r} (process "
+            f"{frr_lab.handle.process.pid}): stop it, or give this lab free ports (--port)")
+    done = nornir_bench("lab", "--routers", "2", "--name", name, "--port", str(port),
+                        timeout=2 * LAB_READY_TIMEOUT)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"nornir-bench: error: {says}"]
+    assert done.stdout == ""
+    with pytest.raises(LabError, match=f"^{re.escape(says)}$"):
+        RouterLab(plan_lab(1, port=port, name=name)).start()
+    assert lab_leftovers(name) == []
+    with netmiko_session(frr_lab, "r2") as connection:
+        assert connection.find_prompt() == "r2#"
+
+
+def test_a_lab_on_a_port_another_process_listens_on_is_refused_naming_it() -> None:
+    skip_without_router_lab()
+    name = new_lab_name()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", free_port_range(1)))
+        server.listen()
+        port = server.getsockname()[1]
+        done = nornir_bench("lab", "--routers", "1", "--name", name, "--port", str(port))
+    program = Path("/proc/self/comm").read_text().strip()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"nornir-bench: error: port {port} (router r1) is held by process {os.getpid()} "
+        f"({program}): stop it, or give this lab free ports (--port)"
+    ]
+    assert lab_leftovers(name) == []
+
+
 # -- labs of their own -----------------------------------------------------------------------
 
 
@@ -452,6 +494,81 @@ def test_the_next_start_of_a_name_removes_what_a_killed_lab_and_its_guard_left(
         stale = read_state(name)  # the test failed half-way: what it made goes all the same
         if stale is not None and not alive(stale.owner):
             teardown(stale)
+
+
+def test_wait_lab_waits_for_the_live_lab_not_for_the_state_a_killed_one_left(
+    tmp_path: Path,
+) -> None:
+    """A lab killed with its guard leaves its state file. wait-lab reads it (the test sees the
+    file opened) before the next lab of the name starts, with another password: it must wait
+    for that lab and log in to it, not keep the dead one's password."""
+    skip_without_router_lab()
+    first = start_router_lab(tmp_path / "first", 1)
+    name, port = first.name, first.plan.routers[0].port
+    waiter: subprocess.Popen[str] | None = None
+    second = None
+    try:
+        state = first.state()
+        guard = guard_pid(name)
+        os.kill(guard, signal.SIGKILL)
+        assert not wait_for(lambda: alive(guard))
+        kill_lab(first)
+        os.kill(state["sshd_pid"], signal.SIGKILL)  # the dead lab's password leads nowhere
+        with file_opened(STATE_FOLDER / f"{name}.json") as opened:
+            waiter = subprocess.Popen(
+                [*LAB, "wait-lab", "--routers", "1", "--name", name, "--timeout",
+                 str(LAB_READY_TIMEOUT)],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            opened()
+        second = start_router_lab(tmp_path / "second", 1, name=name, port=port)
+        assert second.password != first.password
+        out, err = waiter.communicate(timeout=2 * LAB_READY_TIMEOUT)
+        assert waiter.returncode == 0, err
+        assert out == "lab ready: 1 FRR routers accept logins, BGP established\n"
+        assert err == ""
+    finally:
+        if waiter is not None and waiter.poll() is None:
+            waiter.kill()
+            waiter.communicate()
+        if second is not None:
+            stopped(second.handle)
+        stale = read_state(name)  # the test failed half-way: what it made goes all the same
+        if stale is not None and not alive(stale.owner):
+            teardown(stale)
+    assert not wait_for(lambda: lab_leftovers(name)), lab_leftovers(name)
+
+
+def test_the_guard_of_a_killed_lab_leaves_the_next_lab_of_its_name_alone(
+    tmp_path: Path,
+) -> None:
+    """The guard is held (SIGSTOP) while its lab is killed and the next lab of the name starts
+    (removing what the first left) and gets ready; let go, the guard must find nothing of its
+    own lab to remove, and leave the new one as it is."""
+    skip_without_router_lab()
+    first = start_router_lab(tmp_path / "first", 1)
+    name, port = first.name, first.plan.routers[0].port
+    guard = guard_pid(name)
+    second = None
+    try:
+        os.kill(guard, signal.SIGSTOP)
+        kill_lab(first)
+        second = start_router_lab(tmp_path / "second", 1, name=name, port=port)
+        state = second.state()
+        os.kill(guard, signal.SIGCONT)
+        assert not wait_for(lambda: alive(guard))
+        assert second.state() == state
+        assert alive(state["sshd_pid"]) and len(lab_pids(name, "bgpd")) == 1
+        with netmiko_session(second, "r1") as connection:
+            assert connection.find_prompt() == "r1#"
+    finally:
+        send_signal_to([guard], signal.SIGCONT)
+        if second is not None:
+            assert stopped(second.handle) == 0, second.output()
+        stale = read_state(name)
+        if stale is not None and not alive(stale.owner):
+            teardown(stale)
+    assert not wait_for(lambda: lab_leftovers(name)), lab_leftovers(name)
 
 
 @pytest.mark.parametrize("moment", ["state file written", "first router line"])
