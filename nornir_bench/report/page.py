@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nornir_bench.bench.summary import percentile
+from nornir_bench.bench.summary import change_counts, percentile
 from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.wording import shortened
 from nornir_bench.processors.records import RecordsRead, each_record
 
 __all__ = ["TIMELINE_ROWS", "ReportError", "Written", "fold_cause", "write_report"]
@@ -139,7 +140,7 @@ class _Step:
 
     def _cause(self, record: dict[str, Any]) -> None:
         exception = str(record.get("exception") or "failed")
-        message = " ".join(str(record.get("message") or "").split())[:300]
+        message = shortened(" ".join(str(record.get("message") or "").split()), 300)
         folded = fold_cause(message, record["host"])
         cause = self.causes.get((exception, folded))
         if cause is None:
@@ -235,6 +236,8 @@ def write_report(records: Sequence[Path], output: Path, *, compare: Path | None 
     title = "nornir-bench report: " + ", ".join(path.name for path in records)
     page = _PAGE.format(title=_e(title), body="\n".join(body), total=hosts)
     notes = tuple(n for run in runs if (n := run.read.note()) is not None)
+    if not output.parent.exists():  # made, and said: a mistyped folder shows
+        notes += (f"report: made the folder {output.parent}, which was not there",)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(
@@ -267,8 +270,7 @@ def _step_section(step: _Step) -> str:
                f"<b>{step.ok:,}</b>, failed: <b>{step.failed:,}</b>, changed: "
                f"{step.changed:,}")
     if step.change_states:
-        summary += "; config: " + ", ".join(f"{n:,} {_e(state)}" for state, n in
-                                             sorted(step.change_states.items()))
+        summary += "; config: " + _e(change_counts(step.change_states))
     summary += "</p>"
     parts = [f"<h3>{_e(step.label)}</h3>", summary]
     if step.causes:
