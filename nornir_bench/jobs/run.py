@@ -239,7 +239,8 @@ def _run_step(
     selected = [n for n in names if n not in left_out]
     records = JsonLinesWriter(
         file, redact=redact,
-        fields={"job": str(job.path.resolve()), "step": step.number, "task": step.task_name},
+        fields={"job": str(job.path.resolve()), "overrides": job.overrides.as_record(),
+                "step": step.number, "task": step.task_name},
         origin=origin, session_logs=logs,
     )
     params = step.params

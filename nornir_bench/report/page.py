@@ -179,6 +179,7 @@ class _Run:
     read: RecordsRead
     job: str | None = None
     run_start: str | None = None
+    overrides: str | None = None  # what the command line changed in the job (run --limit ...)
     steps: dict[Any, _Step] = field(default_factory=dict)
 
 
@@ -195,6 +196,9 @@ def _load(path: Path) -> _Run:
             run.job = record["job"]
         if run.run_start is None and isinstance(record.get("run_start"), str):
             run.run_start = record["run_start"]
+        given = record.get("overrides")
+        if run.overrides is None and isinstance(given, dict) and given:
+            run.overrides = ", ".join(f"{key} {value}" for key, value in given.items())
     return run
 
 
@@ -256,7 +260,8 @@ def _e(text: object) -> str:
 
 def _run_section(run: _Run) -> str:
     parts = [f"<section class='run'><h2>{_e(run.path.name)}</h2>"]
-    facts = [("job", run.job), ("started", run.run_start)]
+    facts = [("job", run.job), ("started", run.run_start),
+             ("from the command line", run.overrides)]
     parts.append("<p class='facts'>" + " · ".join(
         f"{name}: <code>{_e(value)}</code>" for name, value in facts if value) + "</p>")
     for step in run.steps.values():

@@ -126,7 +126,7 @@ def test_records_written_before_times_were_kept_still_make_a_page(tmp_path: Path
 
 def test_a_page_of_one_host_in_a_folder_not_there_says_both_in_words(tmp_path: Path) -> None:
     """``(1 host, ...)``, not ``(1 hosts``; the missing folder is made, and said; the config
-    states read as words."""
+    states read as words; what the command line changed is named."""
     (tmp_path / "one.jsonl").write_text(json.dumps({
         "host": "r1", "overrides": {"limit": "r1", "workers": 5}, "step": 1,
         "task": "send_config", "failed": False, "elapsed": 0.5, "result": "no change",
@@ -138,3 +138,4 @@ def test_a_page_of_one_host_in_a_folder_not_there_says_both_in_words(tmp_path: P
     assert done.stderr.splitlines() == ["report: made the folder new, which was not there"]
     page = (tmp_path / "new" / "page.html").read_text()
     assert "config: 1 host with nothing to change" in page
+    assert "from the command line: <code>limit r1, workers 5</code>" in page
