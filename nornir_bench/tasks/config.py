@@ -60,7 +60,7 @@ from nornir_bench.core.changes import (
 from nornir_bench.core.checks import number
 from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.exceptions import HostAbandoned, SessionClosed
-from nornir_bench.core.files import records_folder
+from nornir_bench.core.files import make_private_folder, records_folder
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
@@ -355,7 +355,7 @@ def _backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callabl
 
     def write(text: str) -> Path:
         base = Path(folder) if folder is not None else records_folder() / "backups"
-        base.mkdir(parents=True, exist_ok=True)
+        make_private_folder(base)  # the backups hold the devices' secrets
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         path = base / f"{host.name}-{stamp}.cfg"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -630,3 +630,17 @@ def test_inventory_data_may_share_an_alias(tmp_path: Path) -> None:
 def test_loading_a_job_does_not_import_the_benchmark() -> None:
     """Job files ask the runner registry, not the benchmark, which runners await async tasks."""
     assert "nornir_bench.bench.benchmark" not in imported_by("import nornir_bench.jobs.load")
+
+
+def test_a_folder_parameter_is_the_jobs_folders_as_its_files_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``backup_dir: mybackups`` is next to the job, wherever the command runs."""
+    (tmp_path / "jobs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path / "jobs", SYNTHETIC + textwrap.dedent("""\
+        task:
+          name: send_config
+          params: {lines: [ip route 192.0.2.0/24 Null0], backup_dir: mybackups}
+        """))
+    assert load_job(path).params["backup_dir"] == str(tmp_path / "jobs" / "mybackups")
