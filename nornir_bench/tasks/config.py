@@ -65,6 +65,7 @@ from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks._templates import check_template
 from nornir_bench.tasks.config_text import (
     Section,
     applied,
@@ -294,6 +295,8 @@ def _check_config_params(params: Mapping[str, Any]) -> None:
         change_lines(source)
     elif not isinstance(source, (str, os.PathLike)) or not Path(source).is_file():
         raise ValueError(f"{given[0]}: no such file: {source}")
+    elif given[0] == "template_file":
+        check_template(Path(source))
     variables = params.get("variables")
     if variables is not None and not isinstance(variables, Mapping):
         raise ValueError(f"variables must be a mapping of names to values, got {variables!r}")
