@@ -23,7 +23,7 @@ def check_template(path: Path) -> None:
     import jinja2.meta
 
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(path.parent))
-    waiting, seen = [path.name], set()
+    waiting, seen = [path.name], set[str]()
     while waiting and len(seen) < _MAX_INCLUDES:
         name = waiting.pop()
         if name in seen:
