@@ -34,7 +34,7 @@ from nornir_bench.core.wording import hosts_named, hosts_text
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult, MultiResult
 
-__all__ = ["RunSummary", "summarize"]
+__all__ = ["RunSummary", "change_counts", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -109,11 +109,8 @@ class RunSummary:
             + (f", not finished: {self.unfinished}" if self.unfinished else "")
         )
         if self.changes:
-            counts = ", ".join(
-                f"{hosts_text(len(self.changes[state]))} {state}"
-                for state in _CHANGE_ORDER if self.changes.get(state)
-            )
-            out.append(f"config: {counts}")
+            counts = {state: len(names) for state, names in self.changes.items()}
+            out.append(f"config: {change_counts(counts)}")
         if self.wall is not None and self.throughput is not None:
             out.append(f"run: {self.wall:.3f} s, {self.throughput:,.0f} hosts/s")
         if self.p50 is not None and self.p95 is not None and self.max is not None:
@@ -168,6 +165,18 @@ _CHANGE_ORDER = (
     WOULD_CHANGE, CHANGED, NO_CHANGE, NOT_SAVED, ROLLED_BACK, NOT_ROLLED_BACK, ROLLBACK_FAILED,
     INTERRUPTED, NOT_TOUCHED,
 )
+# How a count of hosts reads with each state: "3 hosts no change" would not.
+_CHANGE_WORDS = {NO_CHANGE: "with nothing to change", ROLLBACK_FAILED: "whose rollback failed"}
+
+
+def change_counts(counts: Mapping[str, int]) -> str:
+    """``3 hosts would change, 1 host with nothing to change``: what changes did, host counts
+    by state (``core.changes``), in a fixed order, states it does not know last."""
+    order = [*_CHANGE_ORDER, *sorted(set(counts) - set(_CHANGE_ORDER))]
+    return ", ".join(
+        f"{hosts_text(counts[state])} {_CHANGE_WORDS.get(state, state)}"
+        for state in order if counts.get(state)
+    )
 
 
 def summarize(

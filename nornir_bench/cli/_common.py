@@ -86,7 +86,7 @@ def _comma_list(item: Callable[[str], _Item], allowed: str) -> Callable[[str], l
     return parse
 
 
-def _known_runner(name: str) -> str:
+def known_runner(name: str) -> str:
     from nornir_bench.runners.registry import available_runners
 
     runners = available_runners()
@@ -97,11 +97,32 @@ def _known_runner(name: str) -> str:
     return name
 
 
-runner_list = _comma_list(_known_runner, "comma-separated runner names")
+runner_list = _comma_list(known_runner, "comma-separated runner names")
 workers_list = _comma_list(positive_int, "comma-separated whole numbers >= 1 (e.g. 100,1000)")
 seconds_list = _comma_list(
     seconds, f"comma-separated seconds from 0 to {MAX_RTT:g} (e.g. 0.05,0.1)"
 )
+
+
+def limit_patterns(text: str) -> str:
+    """``--limit``: patterns of the right form (what they match is checked with the hosts)."""
+    from nornir_bench.jobs.overrides import check_limit
+
+    try:
+        check_limit(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--limit {text!r}: ")) from None
+    return text
+
+
+def variable(text: str) -> tuple[str, str]:
+    """``-e KEY=VALUE``: the name and its value."""
+    from nornir_bench.jobs.overrides import parse_variable
+
+    try:
+        return parse_variable(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"-e {text!r}: ")) from None
 
 
 def by_signal(terminated: threading.Event | None) -> str:

@@ -54,7 +54,8 @@ def report_command(args: argparse.Namespace, **_: object) -> int:
     from nornir_bench.report.page import write_report
 
     written = write_report(args.records, args.output, compare=args.compare)
-    print(f"report: {written.path} ({written.hosts:,} hosts, {written.size / 1e6:.1f} MB)")
+    hosts = f"{written.hosts:,} host{'s' * (written.hosts != 1)}"
+    print(f"report: {written.path} ({hosts}, {written.size / 1e6:.1f} MB)")
     for note in written.notes:
         print(note, file=sys.stderr)
     return EXIT_OK

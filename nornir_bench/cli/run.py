@@ -13,6 +13,10 @@ from nornir_bench.cli._common import (
     EXIT_OK,
     by_signal,
     interrupted_status,
+    known_runner,
+    limit_patterns,
+    positive_int,
+    variable,
 )
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs.show import MAX_CHARS, MAX_LINES
@@ -47,6 +51,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write each device's CLI session, masked, next to the records "
                         "(RECORDS/sessions/HOST.log), as the job's output: {session_logs: "
                         "true} does")
+    parser.add_argument("--limit", "-l", metavar="PATTERN", type=limit_patterns,
+                        help="only the job's hosts (after its filter) that PATTERN matches, as "
+                        "Ansible's --limit: host names or globs, group:NAME, comma-separated; "
+                        "!PATTERN leaves hosts out, &PATTERN keeps only those also matched")
+    parser.add_argument("--runner", metavar="NAME", type=known_runner,
+                        help="this runner instead of the job's (its other options must suit it)")
+    parser.add_argument("--workers", metavar="N", type=positive_int,
+                        help="the runner's worker count (num_workers) instead of the job's")
+    parser.add_argument("-e", "--extra-var", metavar="KEY=VALUE", type=variable, action="append",
+                        dest="variables", default=[],
+                        help="a template variable (a string), over the job's variables, for "
+                        "each step whose task takes variables (send_config, asend_config); "
+                        "repeatable")
     parser.add_argument("--show", action="store_true",
                         help="after the run, print each host's result (device output), "
                         f"masked, at most {MAX_LINES} lines and {MAX_CHARS:,} characters a "
@@ -54,11 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from nornir_bench.jobs.load import load_job
+    from nornir_bench.jobs.load import Overrides, load_job
     from nornir_bench.jobs.run import run_job
     from nornir_bench.jobs.show import failure_lines, interruption, result_lines, step_lines
 
-    job = load_job(args.job)
+    overrides = Overrides(limit=args.limit, runner=args.runner, workers=args.workers,
+                          variables=dict(args.variables))
+    job = load_job(args.job, overrides)
     # A records file that cannot be written is a RecordsError: one line naming it, exit 2.
     run = run_job(
         job, output=args.output, progress=False if args.quiet else None,
@@ -69,7 +88,7 @@ def command(args: argparse.Namespace) -> int:
     how = (", a dry run (--check): nothing changed" if args.check else "") + (
         f", only the hosts that failed or never started in {args.rerun_failed}"
         if args.rerun_failed else ""
-    )
+    ) + (f"; from the command line: {run.redact(overrides.text())}" if overrides.text() else "")
     print(f"job {job.path}: {what} on {hosts_text(run.hosts)}, runner {job.runner_plugin}{how}")
     if args.show:
         for line in result_lines(run):

@@ -110,7 +110,7 @@ def script_main(
         print(line)
     if run.interrupted:
         not_run = args.hosts - run.summary.hosts
-        print(f"interrupted{by_signal(terminated)}: {not_run} hosts did not run")
+        print(f"interrupted{by_signal(terminated)}: {hosts_text(not_run)} did not run")
     usage = process_usage()
     summary = run.summary
     print(

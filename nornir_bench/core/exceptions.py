@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.wording import hosts_text, seconds_text
+
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult
 
@@ -63,7 +65,7 @@ class RunInterrupted(KeyboardInterrupt):
     """
 
     def __init__(self, result: AggregatedResult, pending: int, abandoned: bool = False) -> None:
-        super().__init__(f"interrupted: {len(result)} hosts finished, {pending} did not run")
+        super().__init__(f"interrupted: {hosts_text(len(result))} finished, {pending} did not run")
         self.result = result
         self.pending = pending
         self.abandoned = abandoned
@@ -127,7 +129,7 @@ class TaskTimeout(TimeoutError):
         change: dict[str, object] | None = None,
     ) -> None:
         super().__init__(
-            f"task {task!r} on host {host!r} timed out after {seconds:g} s"
+            f"task {task!r} on host {host!r} timed out after {seconds_text(seconds)} s"
             + _what_changed(change)
         )
         self.task = task
@@ -229,7 +231,8 @@ class RunTimeout(TimeoutError):
     ) -> None:
         what = "before this host finished" if started else "before this host started"
         super().__init__(
-            f"the run's deadline (run_timeout {seconds:g} s) passed {what}" + _what_changed(change)
+            f"the run's deadline (run_timeout {seconds_text(seconds)} s) passed {what}"
+            + _what_changed(change)
         )
         self.seconds = seconds
         self.started = started

@@ -1,14 +1,15 @@
-"""Why a file could not be written, in words: what a user reads instead of an errno; and the
-user's state folder for what runs keep (records, configuration backups)."""
+"""Why a file could not be written, in words: what a user reads instead of an errno; the user's
+state folder for what runs keep (records, configuration backups), and private folders made."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import resource
 from pathlib import Path
 
-__all__ = ["records_folder", "why_not_written"]
+__all__ = ["make_private_folder", "records_folder", "why_not_written"]
 
 
 def why_not_written(exc: OSError, path: Path) -> str:
@@ -50,3 +51,13 @@ def records_folder() -> Path:
     state = os.environ.get("XDG_STATE_HOME", "")
     base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
     return base / "nornir-bench" / "records"
+
+
+def make_private_folder(folder: Path) -> None:
+    """Make ``folder`` and any missing parent, each readable by the user alone (``mkdir -p``
+    would give the parents the umask's mode): records and backups hold what only the user
+    should read. Folders already there are left as they are."""
+    missing = [p for p in (folder, *folder.parents) if not p.is_dir()]
+    for parent in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another run made it meanwhile
+            parent.mkdir(mode=0o700)

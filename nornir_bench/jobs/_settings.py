@@ -27,6 +27,7 @@ from nornir_bench.jobs._plugins import (
     named_plugin,
     plugin_options,
 )
+from nornir_bench.jobs._signatures import parameters_of
 from nornir_bench.jobs._steps import Step
 from nornir_bench.runners.registry import prefers_async_tasks
 
@@ -39,6 +40,9 @@ _DEFAULT_RUNNER, _DEFAULT_ASYNC_RUNNER = "threadpool", "asyncio"
 # Runner options given as a mapping of file paths: the dask runner's TLS files
 # (``security: {tls_ca_file: ..., tls_client_cert: ..., tls_client_key: ...}``).
 _RUNNER_FILE_MAPPINGS = ("security",)
+# The option every runner that runs hosts side by side names its worker count with (nornir's
+# threaded and all of nornir-bench's); --workers sets it.
+_WORKERS = "num_workers"
 
 
 def inventory_settings(job: JobFile, root: CommentedMap) -> dict[str, Any]:
@@ -102,27 +106,56 @@ def _no_hosts_yaml(job: JobFile, root: CommentedMap, node: CommentedMap) -> JobE
 
 
 def runner_settings(
-    job: JobFile, root: CommentedMap, steps: Sequence[Step], *, stepped: bool = False
+    job: JobFile,
+    root: CommentedMap,
+    steps: Sequence[Step],
+    *,
+    stepped: bool = False,
+    runner: str | None = None,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """The ``runner`` section: a runner that can run every step's task, and its options.
 
     With none named: ``asyncio`` when every step's task is async, else ``threadpool`` (so a
     job mixing both must name a runner that awaits, which runs the blocking steps in threads).
-    ``stepped``: the job gave ``steps`` (messages then say which step).
+    ``stepped``: the job gave ``steps`` (messages then say which step). ``runner`` and
+    ``workers`` (``--runner``, ``--workers``) replace the job's plugin and ``num_workers``; the
+    job's other options must suit that runner too.
     """
     node = job.mapping(root, "runner")
     job.keys(node, ("plugin", "options"), "runner")
     plugins = installed(RunnersPluginRegister, "nornir.plugins.runners")
     all_async = all(is_async_task(step.task) for step in steps)
     default = _DEFAULT_ASYNC_RUNNER if all_async else _DEFAULT_RUNNER
-    plugin, cls = named_plugin(job, node, "runner", plugins, default)
+    if runner is None:
+        plugin, cls = named_plugin(job, node, "runner", plugins, default)
+    elif runner not in plugins:
+        raise JobError(
+            f"--runner {runner}: unknown runner; available: {', '.join(sorted(plugins))}"
+        )
+    else:
+        plugin, cls = runner, plugins[runner]
     for step in steps:
         if is_async_task(step.task) and not prefers_async_tasks(cls):
-            raise _cannot_await(job, node, step, plugin, plugins, stepped=stepped)
-    what = f"runner plugin {plugin}"
+            raise _cannot_await(job, node, step, plugin, plugins, stepped=stepped,
+                                given=runner is not None)
+    what = f"runner plugin {plugin}" + (" (--runner)" if runner is not None else "")
     options_node = job.mapping(node, "options")
+    taken = parameters_of(cls)
+    counts_workers = taken is None or taken.takes_any or _WORKERS in taken.names
+    if runner is not None and not counts_workers and _WORKERS in options_node:
+        # The job's worker count means nothing to a runner that runs one host at a time.
+        del options_node[_WORKERS]
     options = plugin_options(job, options_node, cls, what, "runner.options")
     _runner_files(job, options_node, options)
+    if workers is not None:
+        if not counts_workers:
+            raise JobError(
+                f"--workers {workers}: runner {plugin} has no worker count ({_WORKERS}): it "
+                "runs one host at a time"
+            )
+        options[_WORKERS] = workers
+        what += " (--workers)"
     construct(job, cls, options, node, what)
     return {"plugin": plugin, "options": options}
 
@@ -152,11 +185,15 @@ def _cannot_await(
     plugins: dict[str, Any],
     *,
     stepped: bool,
+    given: bool = False,
 ) -> JobError:
-    """An async step on a runner that cannot await it: at the runner named, else at the step."""
+    """An async step on a runner that cannot await it: at the runner named (``given``: by
+    ``--runner``), else at the step."""
     able = ", ".join(sorted(n for n, c in plugins.items() if prefers_async_tasks(c)))
     what = f"step {step.number}: task" if stepped else "task"
     message = f"{what} {step.task_name} is async (async def) and runner {plugin!r} cannot await it"
+    if given:
+        return JobError(f"--runner {plugin}: {message}; use one of: {able}")
     if "plugin" in node:
         return job.error(node, "plugin", f"{message}; use one of: {able}")
     return JobError(

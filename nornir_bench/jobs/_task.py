@@ -1,8 +1,8 @@
 """A job's ``task`` section: the task it names, found, and the parameters it gives, checked.
 
 ``name`` is a built-in task (:data:`nornir_bench.tasks.BUILTIN_TASKS`) or ``module:function``,
-imported from the job's folder or the current one; ``params`` (a ``..._file`` found from the
-job's folder, as the inventory's files are) are checked against the task's
+imported from the job's folder or the current one; ``params`` (a ``..._file`` or ``..._dir``
+found from the job's folder, as the inventory's files are) are checked against the task's
 signature (names, then types) and by the task's own check (``check_params_with``), so that a
 task that cannot run with them fails before the inventory loads.
 """
@@ -58,8 +58,8 @@ def task_of(
         raise job.error(node, "name", str(exc)) from None
     params_node = job.mapping(node, "params")
     params: dict[str, Any] = job.plain(params_node, f"{what}.params")
-    for key, value in params.items():  # files are found from the job's folder, as its others
-        if key.endswith("_file") and isinstance(value, str):
+    for key, value in params.items():  # files and folders are found from the job's folder
+        if key.endswith(("_file", "_dir")) and isinstance(value, str):
             params[key] = str(job.relative(value))
     for key in params:
         if key in _RUN_ARGUMENTS:

@@ -57,13 +57,14 @@ from nornir_bench.jobs._settings import (
 )
 from nornir_bench.jobs._steps import Step, read_steps
 from nornir_bench.jobs._yaml_input import MAX_VALUES, expanded_size, too_many_values
+from nornir_bench.jobs.overrides import Overrides, with_variables
 from nornir_bench.jobs.secrets import resolve_inventory
 from nornir_bench.tasks import connections_of
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
 
-__all__ = ["HostFilter", "Job", "JobError", "Step", "load_job"]
+__all__ = ["HostFilter", "Job", "JobError", "Overrides", "Step", "load_job"]
 
 NORNIR_KEYS = ("inventory", "runner", "core", "logging", "ssh", "user_defined")
 JOB_KEYS = (*NORNIR_KEYS, "task", "steps", "filter", "output")
@@ -83,6 +84,8 @@ class Job:
         stepped: the job gave ``steps`` (rather than one ``task``).
         session_logs: a session log per device (``output: {session_logs: true}``; see
             :mod:`nornir_bench.jobs.sessions`).
+        overrides: what the command line changed (:mod:`nornir_bench.jobs.overrides`); its
+            ``--limit`` narrows the hosts the filter leaves.
     """
 
     path: Path
@@ -93,6 +96,7 @@ class Job:
     secrets: frozenset[str] = frozenset()
     stepped: bool = False
     session_logs: bool = False
+    overrides: Overrides = field(default_factory=Overrides)
 
     @property
     def runner_plugin(self) -> str:
@@ -131,7 +135,7 @@ class Job:
 
         Raises:
             JobError: when the inventory cannot be loaded, a variable is unset, or the filter
-                matches no host.
+                or ``--limit`` matches no host.
         """
         try:
             nr = init_nornir(connections=self.connections(), **self.settings)
@@ -156,6 +160,9 @@ class Job:
             )
         for step in self.steps:
             self._check_step_filter(step, nr)
+        # After the step filters are checked against the job's hosts: a step the limit leaves
+        # no host to is not a mistake in the job, it runs on none.
+        nr = self.overrides.apply_limit(nr)
         return nr, self.secrets | secrets
 
     def _check_step_filter(self, step: Step, nr: Nornir) -> None:
@@ -200,12 +207,16 @@ class Job:
                 )
 
 
-def load_job(path: str | Path) -> Job:
-    """Read and check the job file at ``path``.
+def load_job(path: str | Path, overrides: Overrides | None = None) -> Job:
+    """Read and check the job file at ``path``, with what the command line changes in it
+    (``overrides``: the runner, its worker count, template variables; the limit applies when
+    the inventory loads).
 
     Raises:
-        JobError: for anything wrong with it (see the module's docstring).
+        JobError: for anything wrong with it (see the module's docstring), or with
+            ``overrides``.
     """
+    overrides = overrides or Overrides()
     job = JobFile(Path(path))
     root = job.read()
     if not isinstance(root, CommentedMap):
@@ -214,9 +225,11 @@ def load_job(path: str | Path) -> Job:
         )
     job.keys(root, JOB_KEYS, "the job")
     steps, stepped = read_steps(job, root)
+    steps = with_variables(steps, overrides.variables, job.secrets)
     settings: dict[str, Any] = {
         "inventory": inventory_settings(job, root),
-        "runner": runner_settings(job, root, steps, stepped=stepped),
+        "runner": runner_settings(job, root, steps, stepped=stepped, runner=overrides.runner,
+                                  workers=overrides.workers),
         "core": config_settings(job, root, "core", CoreConfig),
         "logging": config_settings(job, root, "logging", LoggingConfig, paths=("log_file",)),
         "ssh": config_settings(job, root, "ssh", SSHConfig, paths=("config_file",)),
@@ -232,6 +245,7 @@ def load_job(path: str | Path) -> Job:
         output=output,
         secrets=frozenset(job.secrets),
         stepped=stepped,
+        overrides=overrides,
     )
 
 

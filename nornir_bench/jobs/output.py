@@ -1,28 +1,39 @@
-"""A job run's records file: where it goes by default, and opened so that no two runs share one.
+"""A job run's records file: where it goes by default, and opened so that no two runs share one;
+and where its configuration backups go by default, next to it.
 
 Each run writes its own records file, and never one that another run is writing: by default a
 new one in the user's state folder (:func:`records_folder`), named after the job and the time
 (:func:`default_output`); a path given is locked while the run writes it (:func:`open_records`).
+A change task's backups go to ``backups/`` beside the records file unless the job names a
+``backup_dir`` (:func:`with_default_backups`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
 import stat
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from nornir_bench.core.exceptions import NornirBenchError
-from nornir_bench.core.files import records_folder, why_not_written
+from nornir_bench.core.files import make_private_folder, records_folder, why_not_written
+from nornir_bench.jobs._signatures import parameters_of
 
 if TYPE_CHECKING:
     from nornir_bench.jobs.load import Job
 
-__all__ = ["RecordsError", "default_output", "open_records", "records_folder"]
+__all__ = [
+    "RecordsError",
+    "backups_folder",
+    "default_output",
+    "open_records",
+    "records_folder",
+    "with_default_backups",
+]
 
 
 class RecordsError(NornirBenchError, OSError):
@@ -62,7 +73,7 @@ def open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
 def _open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
     if path is None:
         base = default_output(job)
-        _make_private_folder(base.parent)
+        make_private_folder(base.parent)
         for number in range(1, _MAX_SAME_NAME + 1):
             path = base if number == 1 else base.with_name(f"{base.stem}-{number}{base.suffix}")
             try:
@@ -93,10 +104,24 @@ def _open_records(path: Path | None, job: Job) -> tuple[Path, IO[str]]:
         raise
 
 
-def _make_private_folder(folder: Path) -> None:
-    """Make ``folder`` and any missing parent, each readable by the user alone (``mkdir -p``
-    would give the parents the umask's mode: the state folder is the user's own)."""
-    missing = [p for p in (folder, *folder.parents) if not p.is_dir()]
-    for parent in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # another run made it meanwhile
-            parent.mkdir(mode=0o700)
+
+def backups_folder(records: Path) -> Path:
+    """Where a run writing ``records`` keeps its configuration backups by default: ``backups/``
+    next to it (in the state folder when the records go to no folder: a pipe, a terminal)."""
+    try:
+        regular = stat.S_ISREG(os.stat(records).st_mode)
+    except OSError:
+        regular = False
+    return (Path(os.path.abspath(records)).parent if regular else records_folder()) / "backups"
+
+
+def with_default_backups(job: Job, records: Path) -> Job:
+    """``job`` with ``backup_dir`` set to :func:`backups_folder` in each step whose task takes
+    it and that names none: a change's backups go next to the records that name them."""
+    steps = []
+    for step in job.steps:
+        taken = parameters_of(step.task, skip=1)
+        if taken is not None and "backup_dir" in taken.names and "backup_dir" not in step.params:
+            step = replace(step, params={**step.params, "backup_dir": str(backups_folder(records))})
+        steps.append(step)
+    return replace(job, steps=tuple(steps))

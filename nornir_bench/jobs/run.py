@@ -47,7 +47,13 @@ from nornir_bench.jobs.outcome import (
     not_run,
     unfinished,
 )
-from nornir_bench.jobs.output import RecordsError, default_output, open_records, records_folder
+from nornir_bench.jobs.output import (
+    RecordsError,
+    default_output,
+    open_records,
+    records_folder,
+    with_default_backups,
+)
 from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
 from nornir_bench.jobs.sessions import log_sessions, mask_session_logs, sessions_folder
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
@@ -144,6 +150,7 @@ def _run(
 ) -> JobRun:
     no_last_resort_logging()
     path, file = open_records(output or job.output, job)
+    job = with_default_backups(job, path)
     logs = log_sessions(nr, sessions_folder(path)) if session_logs else {}
     try:
         run = _run_steps(job, nr, redact, path, file, progress, on_stopping, logs)
@@ -239,7 +246,8 @@ def _run_step(
     selected = [n for n in names if n not in left_out]
     records = JsonLinesWriter(
         file, redact=redact,
-        fields={"job": str(job.path.resolve()), "step": step.number, "task": step.task_name},
+        fields={"job": str(job.path.resolve()), "overrides": job.overrides.as_record(),
+                "step": step.number, "task": step.task_name},
         origin=origin, session_logs=logs,
     )
     params = step.params

@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core.wording import hosts_named, hosts_text
+from nornir_bench.core.wording import hosts_named, hosts_text, shortened
 
 if TYPE_CHECKING:
     from nornir.core.task import MultiResult, Result
@@ -42,8 +42,9 @@ MAX_CHARS = 20_000
 _INDENT = "    "
 # A step's parameters as its summary line shows them, at most this many characters.
 _PARAMS_SHOWN = 60
-# A failure's message, or the value of a result failed without one, at most this many.
-_WHY_SHOWN = 200
+# A failure's message, or the value of a result failed without one, at most about this many:
+# past it, its middle is cut with a marker (its end often matters: a backup's path, an advice).
+_WHY_SHOWN = 300
 
 
 def step_lines(run: JobRun) -> list[str]:
@@ -215,10 +216,10 @@ def _why(redact: Redactor, failure: Result | None) -> str:
     exc = failure.exception if failure is not None else None
     if exc is None:
         value = failure.result if failure is not None else ""
-        return f"failed: {redact(str(value))[:_WHY_SHOWN]}"
+        return f"failed: {shortened(redact(str(value)), _WHY_SHOWN)}"
     # Masked before it is cut short: a secret cut in two would not be recognised.
     message = redact(str(exc)).strip().splitlines()
-    return type(exc).__name__ + (f": {message[0][:_WHY_SHOWN]}" if message else "")
+    return type(exc).__name__ + (f": {shortened(message[0], _WHY_SHOWN)}" if message else "")
 
 
 def _text(redact: Redactor, result: Result) -> list[str]:

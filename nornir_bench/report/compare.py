@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nornir_bench.core.wording import shortened
 from nornir_bench.processors.records import RecordsRead, each_record, record_at
 
 __all__ = ["Comparison", "HostChange", "compare_runs"]
+
+# A cause in a line of text at most about this long: past it, its middle is cut with a
+# marker (the JSON form, --json, holds it whole).
+CAUSE_SHOWN = 300
 
 Key = tuple[str, Any]  # host, step
 
@@ -89,12 +94,13 @@ class Comparison:
                + f", same: {self.same:,}")
         for change in self.changes:
             line = f"{change.kind}: {change.label()}"
+            new, old = _shown(change.new_cause), _shown(change.old_cause)
             if change.kind in ("newly failed", "still failing") and change.new_cause:
-                line += f": {change.new_cause}"
+                line += f": {new}"
             if change.kind == "still failing" and change.old_cause != change.new_cause:
-                line += f" (was: {change.old_cause})"
+                line += f" (was: {old})"
             if change.kind == "fixed" and change.old_cause:
-                line += f" (was: {change.old_cause})"
+                line += f" (was: {old})"
             yield line
             if diffs and change.diff:
                 yield from ("    " + row for row in change.diff.splitlines())
@@ -160,11 +166,15 @@ def _seen(path: Path, read: RecordsRead) -> dict[Key, _Seen]:
         if failed:
             message = str(record.get("message") or "").strip().splitlines()
             cause = str(record.get("exception") or "failed") + (
-                f": {message[0][:200]}" if message else "")
+                f": {message[0]}" if message else "")
         seen[(record["host"], record.get("step"))] = _Seen(
             failed, cause, _digest(record.get("result")), record["_offset"]
         )
     return seen
+
+
+def _shown(cause: str | None) -> str | None:
+    return None if cause is None else shortened(cause, CAUSE_SHOWN)
 
 
 def _digest(value: object) -> int:

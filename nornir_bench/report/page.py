@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nornir_bench.bench.summary import percentile
+from nornir_bench.bench.summary import change_counts, percentile
 from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.wording import shortened
 from nornir_bench.processors.records import RecordsRead, each_record
 
 __all__ = ["TIMELINE_ROWS", "ReportError", "Written", "fold_cause", "write_report"]
@@ -139,7 +140,7 @@ class _Step:
 
     def _cause(self, record: dict[str, Any]) -> None:
         exception = str(record.get("exception") or "failed")
-        message = " ".join(str(record.get("message") or "").split())[:300]
+        message = shortened(" ".join(str(record.get("message") or "").split()), 300)
         folded = fold_cause(message, record["host"])
         cause = self.causes.get((exception, folded))
         if cause is None:
@@ -178,6 +179,7 @@ class _Run:
     read: RecordsRead
     job: str | None = None
     run_start: str | None = None
+    overrides: str | None = None  # what the command line changed in the job (run --limit ...)
     steps: dict[Any, _Step] = field(default_factory=dict)
 
 
@@ -194,6 +196,9 @@ def _load(path: Path) -> _Run:
             run.job = record["job"]
         if run.run_start is None and isinstance(record.get("run_start"), str):
             run.run_start = record["run_start"]
+        given = record.get("overrides")
+        if run.overrides is None and isinstance(given, dict) and given:
+            run.overrides = ", ".join(f"{key} {value}" for key, value in given.items())
     return run
 
 
@@ -235,6 +240,8 @@ def write_report(records: Sequence[Path], output: Path, *, compare: Path | None 
     title = "nornir-bench report: " + ", ".join(path.name for path in records)
     page = _PAGE.format(title=_e(title), body="\n".join(body), total=hosts)
     notes = tuple(n for run in runs if (n := run.read.note()) is not None)
+    if not output.parent.exists():  # made, and said: a mistyped folder shows
+        notes += (f"report: made the folder {output.parent}, which was not there",)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(
@@ -253,7 +260,8 @@ def _e(text: object) -> str:
 
 def _run_section(run: _Run) -> str:
     parts = [f"<section class='run'><h2>{_e(run.path.name)}</h2>"]
-    facts = [("job", run.job), ("started", run.run_start)]
+    facts = [("job", run.job), ("started", run.run_start),
+             ("from the command line", run.overrides)]
     parts.append("<p class='facts'>" + " · ".join(
         f"{name}: <code>{_e(value)}</code>" for name, value in facts if value) + "</p>")
     for step in run.steps.values():
@@ -267,8 +275,7 @@ def _step_section(step: _Step) -> str:
                f"<b>{step.ok:,}</b>, failed: <b>{step.failed:,}</b>, changed: "
                f"{step.changed:,}")
     if step.change_states:
-        summary += "; config: " + ", ".join(f"{n:,} {_e(state)}" for state, n in
-                                             sorted(step.change_states.items()))
+        summary += "; config: " + _e(change_counts(step.change_states))
     summary += "</p>"
     parts = [f"<h3>{_e(step.label)}</h3>", summary]
     if step.causes:

@@ -65,11 +65,12 @@ from nornir_bench.core.changes import (
 from nornir_bench.core.checks import number
 from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.exceptions import HostAbandoned, SessionClosed
-from nornir_bench.core.files import records_folder
+from nornir_bench.core.files import make_private_folder, records_folder
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks._templates import check_template
 from nornir_bench.tasks.config_text import (
     Section,
     applied,
@@ -333,6 +334,8 @@ def _check_config_params(params: Mapping[str, Any]) -> None:
         change_lines(source)
     elif not isinstance(source, (str, os.PathLike)) or not Path(source).is_file():
         raise ValueError(f"{given[0]}: no such file: {source}")
+    elif given[0] == "template_file":
+        check_template(Path(source))
     variables = params.get("variables")
     if variables is not None and not isinstance(variables, Mapping):
         raise ValueError(f"variables must be a mapping of names to values, got {variables!r}")
@@ -394,7 +397,7 @@ def _backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callabl
 
     def write(text: str) -> Path:
         base = Path(folder) if folder is not None else records_folder() / "backups"
-        base.mkdir(parents=True, exist_ok=True)
+        make_private_folder(base)  # the backups hold the devices' secrets
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
         path = base / f"{host.name}-{stamp}.cfg"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

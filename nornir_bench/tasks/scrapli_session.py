@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.liveness import bytes_waiting, socket_open
+from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks._scrapli_drivers import (
     login_timed_out,
     privileged_level,
@@ -167,7 +168,7 @@ class ScrapliSession:
             self._abort()
             if login_timed_out(exc):
                 raise TimeoutError(
-                    f"{self._where}: no SSH login within {timeout:g} s of connecting"
+                    f"{self._where}: no SSH login within {seconds_text(timeout)} s of connecting"
                 ) from exc
             raise
 

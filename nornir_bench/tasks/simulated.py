@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from nornir_bench.core.deadlines import time_left
 from nornir_bench.core.exceptions import SimulatedFailure
 from nornir_bench.core.read_only import read_only
+from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks._needs import needs
 from nornir_bench.tasks._params import check_params_with
 
@@ -110,7 +111,7 @@ def sim_rtt(
     left = time_left(task)
     if left is not None and trip.delay > left:
         time.sleep(left)
-        raise TimeoutError(f"{task.host.name}: no simulated reply within {left:.3g} s")
+        raise TimeoutError(f"{task.host.name}: no simulated reply within {seconds_text(left)} s")
     time.sleep(trip.delay)
     if trip.fails:
         raise SimulatedFailure(task.host.name, trip.delay)

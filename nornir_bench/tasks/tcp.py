@@ -21,6 +21,7 @@ from nornir_bench.core.checks import number, whole_number
 from nornir_bench.core.deadlines import bounded
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.timeouts import within
+from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks._needs import needs
 
 if TYPE_CHECKING:
@@ -81,10 +82,12 @@ class TcpPing(NamedTuple):  # not a frozen dataclass: built once per host, a tup
         return {"address": self.address, "connect": connect, "reply": reply}
 
     def no_connection(self) -> TimeoutError:
-        return TimeoutError(f"{self.address}: no TCP connection within {self.timeout:g} s")
+        return TimeoutError(
+            f"{self.address}: no TCP connection within {seconds_text(self.timeout)} s"
+        )
 
     def no_reply(self) -> TimeoutError:
-        return TimeoutError(f"{self.address}: no reply line within {self.timeout:g} s")
+        return TimeoutError(f"{self.address}: no reply line within {seconds_text(self.timeout)} s")
 
     def closed(self) -> ConnectionResetError:
         return ConnectionResetError(f"{self.address}: the connection closed before a reply line")

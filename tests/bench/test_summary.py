@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -172,3 +173,12 @@ def test_hosts_kept_from_starting_count_in_neither_times_nor_throughput() -> Non
     summary = summarize(nr.run(task=fails_on_odd), elapsed=elapsed, wall=1.0)
     assert (summary.hosts, summary.failed, summary.aborted) == (6, 5, 4)
     assert (summary.p50, summary.max, summary.throughput) == (1.0, 2.0, 2.0)
+
+
+def test_what_changes_did_reads_as_words() -> None:
+    """``config: 3 hosts no change`` read badly: each state is worded with its count."""
+    summary = summarize(make_nornir(hosts=1).run(task=returns_result))
+    summary = replace(summary, changes={"no change": ["a", "b", "c"], "changed": ["d"],
+                                        "rollback failed": ["e"]})
+    assert "config: 1 host changed, 3 hosts with nothing to change, 1 host whose rollback " \
+        "failed" in summary.lines()

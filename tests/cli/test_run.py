@@ -108,6 +108,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
         assert set(row) == {
             "host",
             "job",
+            "overrides",
             "step",
             "task",
             "failed",
@@ -132,6 +133,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "groups",
         }
         assert row["job"] == str((tmp_path / "job.yaml").resolve())
+        assert row["overrides"] == {}  # nothing changed from the command line
         assert (row["changed"], row["change"], row["diff"]) == (False, None, None)
         assert (row["step"], row["task"]) == (1, "sim_rtt")  # a job of one task: step 1
         assert (row["attempts"], row["failed_attempts"], row["abandoned"]) == (1, [], False)

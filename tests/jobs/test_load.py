@@ -630,3 +630,40 @@ def test_inventory_data_may_share_an_alias(tmp_path: Path) -> None:
 def test_loading_a_job_does_not_import_the_benchmark() -> None:
     """Job files ask the runner registry, not the benchmark, which runners await async tasks."""
     assert "nornir_bench.bench.benchmark" not in imported_by("import nornir_bench.jobs.load")
+
+
+def test_a_folder_parameter_is_the_jobs_folders_as_its_files_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``backup_dir: mybackups`` is next to the job, wherever the command runs."""
+    (tmp_path / "jobs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path / "jobs", SYNTHETIC + textwrap.dedent("""\
+        task:
+          name: send_config
+          params: {lines: [ip route 192.0.2.0/24 Null0], backup_dir: mybackups}
+        """))
+    assert load_job(path).params["backup_dir"] == str(tmp_path / "jobs" / "mybackups")
+
+
+@pytest.mark.parametrize(
+    ("files", "wrong"),
+    [
+        ({"t.j2": "ip route 192.0.2.0/24 Null0\n{% if x %}\nip route {{ }}\n{% endif %}\n"},
+         "t.j2:3: template syntax error: Expected an expression, got 'end of print statement'"),
+        ({"t.j2": "{% include 'part.j2' %}\n", "part.j2": "\n\n{% if x %}never closed\n"},
+         "part.j2:3: template syntax error: Unexpected end of template. Jinja was looking for "
+         "the following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be "
+         "closed is 'if'."),
+    ],
+)
+def test_a_template_syntax_error_is_refused_at_load_naming_its_file_and_line(
+    tmp_path: Path, files: dict[str, str], wrong: str
+) -> None:
+    """Not the same TemplateSyntaxError on every host at run time, without a line number."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    path = write(tmp_path, SYNTHETIC + "task: {name: send_config, params: {template_file: t.j2}}\n")
+    message = error_of(path)
+    assert message.startswith(f"{path}:") and f"task send_config: {tmp_path}/" in message
+    assert message.endswith(wrong)

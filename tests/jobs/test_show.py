@@ -60,13 +60,17 @@ def test_hosts_kept_from_starting_never_crowd_out_those_that_ran() -> None:
 
 def refuses_at_length(task: Task) -> str:
     if task.host.name == "dev1":
-        raise ValueError("refused: " + "x" * 300 + "\nsecond line")
+        raise ValueError("refused: " + "x" * 400 + " backup at /backups/dev1.cfg\nsecond line")
     return "ok"
 
 
-def test_a_failure_is_said_the_same_in_the_failure_lines_and_the_result_headers() -> None:
+def test_a_long_failure_is_cut_in_its_middle_with_a_marker_the_same_in_both_places() -> None:
+    """Past 300 characters a failure's line loses its middle, not its end (a backup's path,
+    an advice), and says how much was cut; the records keep the whole message."""
     result = make_nornir(hosts=2).run(task=refuses_at_length)
     done = JobRun(result, summarize(result), Path("out.jsonl"), 2, False, Redactor())
-    why = "ValueError: " + ("refused: " + "x" * 300)[:200]
-    assert failure_lines(done) == [f"  dev1: {why}"]
-    assert list(result_lines(done))[2] == f"dev1: failed: {why}"
+    (line,) = failure_lines(done)
+    assert line.startswith("  dev1: ValueError: refused: xxx")
+    assert line.endswith("xxx backup at /backups/dev1.cfg")
+    assert " [... 137 characters cut ...] " in line  # 9 + 400 + 28 = 437, 300 shown
+    assert list(result_lines(done))[2] == f"dev1: failed: {line.removeprefix('  dev1: ')}"

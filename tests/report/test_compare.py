@@ -146,3 +146,16 @@ def test_hostile_records_are_skipped_or_shown_as_they_are_never_a_traceback(
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert page.returncode == 0, page.stderr
     assert "Traceback" not in page.stderr
+
+
+def test_a_long_cause_is_cut_in_its_middle_in_the_text_and_whole_in_json(tmp_path: Path) -> None:
+    """The end of a cause (a backup's path) is kept, with a marker for what was cut."""
+    message = "line 1 refused; " + "x" * 400 + "; rolled back to the backup at /b/r1.cfg"
+    old = write(tmp_path / "old.jsonl", row("r1"))
+    new = write(tmp_path / "new.jsonl", row("r1", failed=True, message=message))
+    done = diff(old, new, cwd=tmp_path)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("newly failed: r1"))
+    assert line.endswith("rolled back to the backup at /b/r1.cfg")
+    assert "characters cut ...]" in line and len(line) < 360
+    whole = diff(old, new, "--json", cwd=tmp_path)
+    assert json.loads(whole.stdout)["changes"][0]["new_cause"] == f"DeviceError: {message}"

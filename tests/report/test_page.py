@@ -122,3 +122,20 @@ def test_records_written_before_times_were_kept_still_make_a_page(tmp_path: Path
     assert "data-hosts='3' data-ok='2' data-failed='1'" in page
     assert "missing: these records hold no start and end times" in page
     assert "simulated failure on &lt;host&gt; after &lt;n&gt; ms" in page
+
+
+def test_a_page_of_one_host_in_a_folder_not_there_says_both_in_words(tmp_path: Path) -> None:
+    """``(1 host, ...)``, not ``(1 hosts``; the missing folder is made, and said; the config
+    states read as words; what the command line changed is named."""
+    (tmp_path / "one.jsonl").write_text(json.dumps({
+        "host": "r1", "overrides": {"limit": "r1", "workers": 5}, "step": 1,
+        "task": "send_config", "failed": False, "elapsed": 0.5, "result": "no change",
+        "exception": None, "message": None, "changed": False,
+        "change": {"state": "no change", "backup": None}, "diff": None}) + "\n")
+    done = nornir_bench("report", "one.jsonl", "-o", "new/page.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("report: new/page.html (1 host, ")
+    assert done.stderr.splitlines() == ["report: made the folder new, which was not there"]
+    page = (tmp_path / "new" / "page.html").read_text()
+    assert "config: 1 host with nothing to change" in page
+    assert "from the command line: <code>limit r1, workers 5</code>" in page

@@ -350,7 +350,7 @@ def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_n
     if CHROMIUM is not None:  # .ci/run installs it; the page's own tests say when it lacks
         dom, _ = in_browser(tmp_path / "first.html", tmp_path)
         assert 'data-ready="1"' in dom and "data-errors" not in dom
-        assert "config: 1 changed, 1 rolled back" in dom
+        assert "config: 1 host changed, 1 host rolled back" in dom
         assert 'data-state="rolled back" data-host="h2"' in dom
         assert "line 5 of 5 refused: 'ip routx 198.51.100.0/24'" in dom
     job = change_job(frr_lab, tmp_path, runner, refuse=[],
