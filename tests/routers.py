@@ -53,6 +53,7 @@ __all__ = [
     "NEEDS_ROUTER_LAB",
     "STATE_FOLDER",
     "RouterLabProcess",
+    "cli_killed_mid_command",
     "daemon_stopped",
     "file_opened",
     "frr_lab",
@@ -378,6 +379,25 @@ def waiting_on_a_daemon(pid: int) -> bool:
         return Path(f"/proc/{pid}/wchan").read_text() == "unix_stream_read_generic"
     except OSError:
         return False
+
+
+def cli_killed_mid_command(
+    lab: RouterLabProcess, router: str, process: subprocess.Popen[str],
+    before: Callable[[], None] = lambda: None,
+) -> tuple[str, str]:
+    """``router``'s vtysh killed (SIGKILL) while a command of ``process`` waits on its
+    staticd (stopped meanwhile; ``before`` runs once it is): the process's output and error
+    once it ends, the test failed at the hang guard if it does not."""
+    with daemon_stopped(lab, router, "staticd"):
+        before()
+        assert not wait_for(lambda: not any(
+            waiting_on_a_daemon(pid) for pid in lab_pids(lab.name, "vtysh", router)
+        ), pause=0.05)
+        send_signal_to(lab_pids(lab.name, "vtysh", router), signal.SIGKILL)
+        try:
+            return process.communicate(timeout=HANG_GUARD)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"hang guard: the run went on {HANG_GUARD:g} s after {router}'s CLI died")
 
 
 def guard_pid(name: str) -> int:

@@ -32,16 +32,14 @@ from nornir_bench.tasks.config_text import parse_config, same
 from tests.report.test_page import CHROMIUM, in_browser
 from tests.routers import (
     RouterLabProcess,
-    daemon_stopped,
+    cli_killed_mid_command,
     interrupted_when,
     lab_pids,
     send_signal_to,
     wait_for,
-    waiting_on_a_daemon,
 )
 from tests.runners.test_conformance import ASYNC, Runner, each_runner
 from tests.runners.test_routers import closed, failures
-from tests.waiting import HANG_GUARD
 
 ROUTE = "203.0.113.{}/32"  # TEST-NET-3: one per router, so that each announces its own
 
@@ -612,15 +610,7 @@ def test_a_cli_killed_while_a_line_is_in_flight_fails_its_host_at_once_as_interr
             lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
             pause=0.05,
         ), process.communicate()
-        with daemon_stopped(frr_lab, "r1", "staticd"):
-            assert not wait_for(lambda: not any(
-                waiting_on_a_daemon(pid) for pid in lab_pids(frr_lab.name, "vtysh", "r1")
-            ), pause=0.05)
-            send_signal_to(lab_pids(frr_lab.name, "vtysh", "r1"), signal.SIGKILL)
-            try:
-                stdout, stderr = process.communicate(timeout=HANG_GUARD)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"hang guard: the run went on {HANG_GUARD:g} s after r1's CLI died")
+        stdout, stderr = cli_killed_mid_command(frr_lab, "r1", process)
     finally:
         if process.poll() is None:
             process.kill()
@@ -645,26 +635,16 @@ LONG_ON_H1 = """\
 """
 
 
-@pytest.mark.parametrize(
-    ("runner", "task"),
-    # every runner, each driver on two: the blocking one on threads here and in a worker
-    [("threadpool", "send_config"), ("asyncio", "asend_config"),
-     ("processpool", "send_config"), ("dask", "asend_config")],
-)
-def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_it_got(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
-    tmp_path: Path,
-) -> None:
-    """r1's CLI stops (SIGSTOP) once it holds part of h1's change; each exchange may take 600
-    s, the host 3 s (task_timeout). Once, asend_config's shield held the change past its
-    deadline until the exchange timed out, and the blocking send_config's record said
-    nothing of the change it cut: now h1 fails at its deadline with TaskTimeout, its record
-    says interrupted during change with its backup, first in the summary; and
-    --rerun-failed completes the change."""
-    (tmp_path / "long.j2").write_text(LONG_ON_H1)
+def hung_midway(
+    frr_lab: RouterLabProcess, tmp_path: Path, runner: str, task: str, template: str,
+) -> tuple[Path, str, str]:
+    """The change job on ``template`` (each exchange may take 600 s, a host 3 s), r1's CLI
+    stopped (SIGSTOP) once it holds part of h1's change and let go once the command ended
+    (exit status 1 asserted): the job, the command's output and error."""
+    (tmp_path / "midway.j2").write_text(template)
     job = change_job(frr_lab, tmp_path, runner, refuse=[], task=task,
                      options=", task_timeout: 3")
-    job.write_text(job.read_text().replace("change.j2", "long.j2") + "    timeout: 600\n")
+    job.write_text(job.read_text().replace("change.j2", "midway.j2") + "    timeout: 600\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -685,6 +665,26 @@ def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_i
             process.kill()
             process.communicate()
     assert process.returncode == 1, stdout + stderr
+    return job, stdout, stderr
+
+
+@pytest.mark.parametrize(
+    ("runner", "task"),
+    # every runner, each driver on two: the blocking one on threads here and in a worker
+    [("threadpool", "send_config"), ("asyncio", "asend_config"),
+     ("processpool", "send_config"), ("dask", "asend_config")],
+)
+def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_it_got(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    tmp_path: Path,
+) -> None:
+    """r1's CLI stops (SIGSTOP) once it holds part of h1's change; each exchange may take 600
+    s, the host 3 s (task_timeout). Once, asend_config's shield held the change past its
+    deadline until the exchange timed out, and the blocking send_config's record said
+    nothing of the change it cut: now h1 fails at its deadline with TaskTimeout, its record
+    says interrupted during change with its backup, first in the summary; and
+    --rerun-failed completes the change."""
+    job, stdout, stderr = hung_midway(frr_lab, tmp_path, runner, task, LONG_ON_H1)
     rows = records(tmp_path / "out.jsonl")
     assert rows["h1"]["exception"] == "TaskTimeout", rows["h1"]
     assert rows["h1"]["change"]["state"] == "interrupted during change"
@@ -847,30 +847,7 @@ def test_rerun_failed_completes_a_removal_a_deadline_stopped_in_the_middle(
         k = int(router[1:])
         configure(frr_lab, router, [f"ip route 198.18.{100 + k}.{i}/32 Null0"
                                     for i in range(150 if k == 1 else 3)])
-    (tmp_path / "remove.j2").write_text(REMOVE_ON_H1)
-    job = change_job(frr_lab, tmp_path, runner, refuse=[], task=task,
-                     options=", task_timeout: 3")
-    job.write_text(job.read_text().replace("change.j2", "remove.j2") + "    timeout: 600\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
-    stopped: list[int] = []
-    try:
-        assert not wait_for(
-            lambda: process.poll() is None and not 0 < change_routes(frr_lab, "r1") < 150,
-            pause=0.02,
-        ), process.communicate()
-        stopped = lab_pids(frr_lab.name, "vtysh", "r1")
-        send_signal_to(stopped, signal.SIGSTOP)
-        stdout, stderr = process.communicate(timeout=120)
-    finally:
-        send_signal_to(stopped, signal.SIGCONT)
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 1, stdout + stderr
+    job, _, _ = hung_midway(frr_lab, tmp_path, runner, task, REMOVE_ON_H1)
     rows = records(tmp_path / "out.jsonl")
     assert rows["h1"]["change"]["state"] == "interrupted during change", rows["h1"]
     assert 0 < change_routes(frr_lab, "r1") < 150

@@ -31,18 +31,16 @@ from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME
 from tests.routers import (
     RouterLabProcess,
-    daemon_stopped,
+    cli_killed_mid_command,
     interrupted_when,
     lab_pids,
     router_lab_process,
     send_signal_to,
     skip_without_router_lab,
     wait_for,
-    waiting_on_a_daemon,
 )
 from tests.runners.test_conformance import ASYNC, POLICIES, STALE, Runner, each_runner
 from tests.tasks.test_scrapli_session import opened
-from tests.waiting import HANG_GUARD
 
 RUNNER_IDS = ("threaded", "threadpool", "asyncio", "processpool", "dask")
 COMMAND = "show ip bgp summary"
@@ -399,16 +397,8 @@ def test_a_cli_killed_under_a_command_fails_its_host_at_once_saying_the_session_
         assert not wait_for(lambda: process.poll() is None and not all(
             (tmp_path / f"logged-in-{host}").exists() for host in frr_lab.hosts()
         )), process.communicate()
-        with daemon_stopped(frr_lab, "r1", "staticd"):
-            (tmp_path / "go").touch()
-            assert not wait_for(lambda: not any(
-                waiting_on_a_daemon(pid) for pid in lab_pids(frr_lab.name, "vtysh", "r1")
-            ), pause=0.05)
-            send_signal_to(lab_pids(frr_lab.name, "vtysh", "r1"), signal.SIGKILL)
-            try:
-                stdout, stderr = process.communicate(timeout=HANG_GUARD)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"hang guard: the run went on {HANG_GUARD:g} s after r1's CLI died")
+        stdout, stderr = cli_killed_mid_command(
+            frr_lab, "r1", process, before=(tmp_path / "go").touch)
     finally:
         if process.poll() is None:
             process.kill()
