@@ -15,11 +15,17 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["HANG_GUARD", "process_ended", "still_alive", "wait_until"]
+__all__ = ["HANG_GUARD", "LIVENESS_IN_TESTS", "process_ended", "still_alive", "wait_until"]
 
 HANG_GUARD = 60.0
 """Seconds after which a wait for something that should happen counts as a hang: a guard, not
 a measure."""
+
+LIVENESS_IN_TESTS = 10.0
+"""The process runners' liveness bound (``watchdog.LIVENESS_SECONDS``, 60 s) in the tests of a
+worker gone silent: short, for the test's sake, yet past what a live worker's heartbeats (every
+second) are held up on two loaded cores: at 3 s, a CI run under load gave up the live worker
+too."""
 
 
 def wait_until(condition: Callable[[], object], what: str, *, every: float = 0.01) -> None:

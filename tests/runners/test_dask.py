@@ -45,7 +45,7 @@ from tests.conftest import descendant_pids, make_nornir
 from tests.dask_cluster import DaskCluster, dask_cluster, shared_address
 from tests.devices import closed_port, silent_port
 from tests.runners.test_connections import _wait_gone
-from tests.waiting import HANG_GUARD, wait_until
+from tests.waiting import HANG_GUARD, LIVENESS_IN_TESTS, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -533,7 +533,7 @@ def test_a_dask_worker_alive_but_silent_past_the_liveness_bound_is_given_up_nami
     bound is given up: its hosts fail naming it, the others run on the other worker."""
     from nornir_bench.runners._remote import watchdog
 
-    monkeypatch.setattr(watchdog, "LIVENESS_SECONDS", 3.0)  # the parent's bound, not the beat
+    monkeypatch.setattr(watchdog, "LIVENESS_SECONDS", LIVENESS_IN_TESTS)
     with dask_cluster(2) as cluster:
         pids = dask_worker_pids(cluster.address)
         nr = make_nornir("dask", hosts=8, num_workers=2, address=cluster.address)

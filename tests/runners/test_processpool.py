@@ -41,7 +41,7 @@ from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.conftest import Recorder, make_nornir
-from tests.waiting import HANG_GUARD, process_ended, wait_until
+from tests.waiting import HANG_GUARD, LIVENESS_IN_TESTS, process_ended, wait_until
 
 pytestmark = pytest.mark.usefixtures("no_leaked_processes")
 
@@ -367,7 +367,7 @@ def test_a_worker_alive_but_silent_past_the_liveness_bound_is_given_up_naming_it
     killed, its hosts fail naming it, and the others run on."""
     from nornir_bench.runners._remote import watchdog
 
-    monkeypatch.setattr(watchdog, "LIVENESS_SECONDS", 3.0)  # the parent's bound, not the beat
+    monkeypatch.setattr(watchdog, "LIVENESS_SECONDS", LIVENESS_IN_TESTS)
     nr = pool(hosts=8, num_procs=2, num_workers=2)
     try:
         result = nr.run(task=_stops_its_worker)
