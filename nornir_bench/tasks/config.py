@@ -320,7 +320,15 @@ def _save(diff: str, saved: str | None) -> Generator[_Request, Any, None]:
 
 
 def _check_config_params(params: Mapping[str, Any]) -> None:
-    """The job loader's check: one source of lines, which exists; a list of lines checked."""
+    """The job loader's check, once for the run: :func:`_check_sources`, and a template's
+    syntax (each host's render parses it again: a check there would parse it twice)."""
+    _check_sources(params)
+    if params.get("template_file") is not None:
+        check_template(Path(params["template_file"]))
+
+
+def _check_sources(params: Mapping[str, Any]) -> None:
+    """One source of lines, which exists; a list of lines checked; variables, timeout."""
     given = [name for name in _SOURCES if params.get(name) is not None]
     if len(given) != 1:
         raise ValueError(
@@ -334,8 +342,6 @@ def _check_config_params(params: Mapping[str, Any]) -> None:
         change_lines(source)
     elif not isinstance(source, (str, os.PathLike)) or not Path(source).is_file():
         raise ValueError(f"{given[0]}: no such file: {source}")
-    elif given[0] == "template_file":
-        check_template(Path(source))
     variables = params.get("variables")
     if variables is not None and not isinstance(variables, Mapping):
         raise ValueError(f"variables must be a mapping of names to values, got {variables!r}")
@@ -355,8 +361,8 @@ def config_lines(
 ) -> list[str]:
     """The change's lines for ``host``, from exactly one of ``lines``, ``config_file`` and
     ``template_file`` (Jinja2, with ``host`` and ``variables``; undefined names fail)."""
-    _check_config_params({"lines": lines, "config_file": config_file,
-                          "template_file": template_file, "variables": variables})
+    _check_sources({"lines": lines, "config_file": config_file,
+                    "template_file": template_file, "variables": variables})
     if lines is not None:
         return change_lines(lines)
     if config_file is not None:
