@@ -142,14 +142,9 @@ def applied(config: Section, change: Section) -> Section:
 
 def _apply(target: Section, change: Section) -> None:
     for line, inner in change.lines.items():
-        if line.startswith("no "):
-            removed = line[3:].strip()
-            for present in list(target.lines):
-                if present == removed or present.startswith(removed + " "):
-                    del target.lines[present]
-            continue
-        target.lines.pop("no " + line, None)
-        _apply(target.lines.setdefault(line, Section()), inner)
+        _, section = _take(target, line)  # the rules, written once (changing_lines too)
+        if section is not None:
+            _apply(section, inner)
 
 
 def _copy(section: Section) -> Section:
