@@ -137,29 +137,16 @@ def _matching(pattern: str, hosts: Mapping[str, Host]) -> set[str]:
         return {
             name
             for name, host in hosts.items()
-            if any(fnmatch.fnmatchcase(g.name, group) for g in _all_groups(host))
+            if any(fnmatch.fnmatchcase(g.name, group) for g in host.extended_groups())
         }
     return {name for name in hosts if fnmatch.fnmatchcase(name, pattern)}
-
-
-def _all_groups(host: Host) -> list[Any]:
-    """The host's groups and their parents, as nornir's ``F(groups__contains=...)`` sees them
-    through ``has_parent_group``."""
-    seen: list[Any] = []
-    todo = list(host.groups)
-    while todo:
-        group = todo.pop()
-        if group not in seen:
-            seen.append(group)
-            todo.extend(group.groups)
-    return seen
 
 
 def _groups_known(pattern: str, hosts: Mapping[str, Host]) -> str:
     """For a ``group:`` pattern: the groups the job's hosts are in."""
     if _GROUP not in pattern:
         return ""
-    names = sorted({g.name for host in hosts.values() for g in _all_groups(host)})
+    names = sorted({g.name for host in hosts.values() for g in host.extended_groups()})
     return f"; their groups: {', '.join(names[:20]) or 'none'}" + (
         " ..." if len(names) > 20 else ""
     )
