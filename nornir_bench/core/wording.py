@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["hosts_named", "hosts_text", "seconds_text", "shortened"]
+__all__ = ["LINE_SHOWN", "hosts_named", "hosts_text", "seconds_text", "shortened"]
+
+# A failure's cause in a line of text (a job's failure lines, diff, the report page) at most
+# about this long: past it, :func:`shortened` cuts its middle (records hold it whole).
+LINE_SHOWN = 300
 
 
 def hosts_text(count: int) -> str:
@@ -30,7 +34,7 @@ def seconds_text(seconds: float) -> str:
     return text.rstrip("0").rstrip(".")
 
 
-def shortened(text: str, limit: int) -> str:
+def shortened(text: str, limit: int = LINE_SHOWN) -> str:
     """``text`` in at most about ``limit`` characters: past it, its middle is cut, with a
     marker saying how much, so that both its start and its end (a path, an advice) show."""
     if len(text) <= limit:

@@ -42,9 +42,6 @@ MAX_CHARS = 20_000
 _INDENT = "    "
 # A step's parameters as its summary line shows them, at most this many characters.
 _PARAMS_SHOWN = 60
-# A failure's message, or the value of a result failed without one, at most about this many:
-# past it, its middle is cut with a marker (its end often matters: a backup's path, an advice).
-_WHY_SHOWN = 300
 
 
 def step_lines(run: JobRun) -> list[str]:
@@ -216,10 +213,10 @@ def _why(redact: Redactor, failure: Result | None) -> str:
     exc = failure.exception if failure is not None else None
     if exc is None:
         value = failure.result if failure is not None else ""
-        return f"failed: {shortened(redact(str(value)), _WHY_SHOWN)}"
+        return f"failed: {shortened(redact(str(value)))}"
     # Masked before it is cut short: a secret cut in two would not be recognised.
     message = redact(str(exc)).strip().splitlines()
-    return type(exc).__name__ + (f": {shortened(message[0], _WHY_SHOWN)}" if message else "")
+    return type(exc).__name__ + (f": {shortened(message[0])}" if message else "")
 
 
 def _text(redact: Redactor, result: Result) -> list[str]:

@@ -25,10 +25,6 @@ from nornir_bench.processors.records import RecordsRead, each_record, record_at
 
 __all__ = ["Comparison", "HostChange", "compare_runs"]
 
-# A cause in a line of text at most about this long: past it, its middle is cut with a
-# marker (the JSON form, --json, holds it whole).
-CAUSE_SHOWN = 300
-
 Key = tuple[str, Any]  # host, step
 
 
@@ -174,7 +170,7 @@ def _seen(path: Path, read: RecordsRead) -> dict[Key, _Seen]:
 
 
 def _shown(cause: str | None) -> str | None:
-    return None if cause is None else shortened(cause, CAUSE_SHOWN)
+    return None if cause is None else shortened(cause)
 
 
 def _digest(value: object) -> int:

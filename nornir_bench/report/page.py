@@ -140,7 +140,7 @@ class _Step:
 
     def _cause(self, record: dict[str, Any]) -> None:
         exception = str(record.get("exception") or "failed")
-        message = shortened(" ".join(str(record.get("message") or "").split()), 300)
+        message = shortened(" ".join(str(record.get("message") or "").split()))
         folded = fold_cause(message, record["host"])
         cause = self.causes.get((exception, folded))
         if cause is None:
