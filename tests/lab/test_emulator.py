@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nornir_bench.lab import DeviceLab, LabDevice, LabError, load_lab_devices
+from nornir_bench.lab.ports import port_free
 from tests.devices import LAB, ROOT, free_port_range, free_ports, full_port, started, stopped
 from tests.waiting import HANG_GUARD
 
@@ -28,13 +29,7 @@ def ssh_banner(port: int) -> bytes:
 def listened_on(port: int) -> bool:
     """Whether something listens on the port, found without connecting (a connection would
     start a FakeNOS session thread in this process)."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
+    return not port_free(port)
 
 
 def refuses(port: int) -> bool:
