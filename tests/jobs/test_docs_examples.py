@@ -300,6 +300,12 @@ def put_back(routers: RouterLabProcess | None) -> Iterator[None]:
             assert restore_config(routers.name, router, text), router
 
 
+def shell(args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
+    """``args`` run in ``folder`` with the examples' environment, their output captured."""
+    return subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=300,
+                          env=shell_env(), check=False)
+
+
 def run_starting_a_lab(block: Block, folder: Path) -> None:
     """The block as a script, in a namespace with only a loopback, from ``folder`` holding
     the shipped files; the labs it starts in the background are stopped when it ends."""
@@ -309,15 +315,7 @@ def run_starting_a_lab(block: Block, folder: Path) -> None:
     # The labs are stopped when the script ends, also at a failed command (``set -e``): one
     # left running would hold the output open, and its namespace, until killed by hand.
     script = f"set -e\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n{block.text}"
-    done = subprocess.run(
-        own_loopback(script),
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=shell_env(),
-        check=False,
-    )
+    done = shell(own_loopback(script), folder)
     assert done.returncode == 0, f"{where(block)}:\n{done.stdout}{done.stderr}"
     assert "lab stopped" in done.stdout.splitlines()[-1], f"{where(block)}:\n{done.stdout}"
 
@@ -340,15 +338,7 @@ def test_a_shell_example_runs_as_written(
     folder = workspace(tmp_path / "work", lab=lab, routers=routers)
     with put_back(routers):
         for command in commands:
-            done = subprocess.run(
-                ["bash", "-c", command.text],
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                env=shell_env(),
-                check=False,
-            )
+            done = shell(["bash", "-c", command.text], folder)
             assert done.returncode == command.status, (
                 f"{DOC.name}:{command.line}: {command.text}\n{done.stdout}{done.stderr}"
             )
