@@ -42,8 +42,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,13 +64,25 @@ from nornir_bench.core.changes import (
     note_change,
 )
 from nornir_bench.core.checks import number
-from nornir_bench.core.deadlines import bounded, time_left
-from nornir_bench.core.exceptions import HostAbandoned, SessionClosed
+from nornir_bench.core.exceptions import HostAbandoned
 from nornir_bench.core.files import make_private_folder, records_folder
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
+from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks._plan import (
+    SAVE,
+    Login,
+    PastDeadline,
+    Plan,
+    Read,
+    Save,
+    Send,
+    Wait,
+    adrive,
+    drive,
+)
 from nornir_bench.tasks._templates import check_template
 from nornir_bench.tasks.config_text import (
     Section,
@@ -82,7 +95,15 @@ from nornir_bench.tasks.config_text import (
     same,
     save_refusal,
 )
-from nornir_bench.tasks.scrapli_session import session_of
+from nornir_bench.tasks.journal import CONFIRMED, PENDING, REVERT_FAILED, REVERTED, append_entry
+from nornir_bench.tasks.state_checks import (
+    CheckOutcome,
+    StateCheck,
+    checks_from,
+    failures_said,
+    read_checks,
+    resolved,
+)
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -103,9 +124,8 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 """A change's text, from a file or a template, at most: a larger one is a mistake (a template
 looping without end), refused before anything is sent."""
 
-SHOW_RUNNING = "show running-config"
-SAVE = "write memory"
-
+MAX_CONFIRM = 3600.0
+"""A confirm window, in seconds, at most: the change is pending (and its host held) so long."""
 
 
 class ConfigChangeFailed(Exception):
@@ -123,66 +143,156 @@ class ConfigChangeFailed(Exception):
     """
 
     def __init__(
-        self, message: str, *, state: str, backup: str | None, diff: str = ""
+        self, message: str, *, state: str, backup: str | None, diff: str = "",
+        checks: list[dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(message)
         self.state = state
         self.backup = backup
         self.diff = diff
+        self.checks = checks or []
 
     @property
     def change(self) -> dict[str, Any]:
         return {"state": self.state, "backup": self.backup}
 
     def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in the parent of a worker process
-        return _rebuilt, (str(self), self.state, self.backup, self.diff)
+        return _rebuilt, (str(self), self.state, self.backup, self.diff, self.checks)
 
 
-def _rebuilt(message: str, state: str, backup: str | None, diff: str) -> ConfigChangeFailed:
-    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff)
+def _rebuilt(
+    message: str, state: str, backup: str | None, diff: str, checks: list[dict[str, Any]]
+) -> ConfigChangeFailed:
+    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff, checks=checks)
 
 
 @dataclass(frozen=True)
 class Change:
     """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
-    ``no change``, ``changed``), the diff, and the backup file when one was written."""
+    ``no change``, ``changed``), the diff, the backup file when one was written, and the
+    checks around it (:meth:`~nornir_bench.tasks.state_checks.CheckOutcome.record`)."""
 
     state: str
     diff: str
     backup: str | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         return self.state in (WOULD_CHANGE, CHANGED)
 
     def text(self) -> str:
-        """The result's text: the state (and backup), then the diff."""
+        """The result's text: the state (and backup), then the diff, then the checks."""
         head = self.state + (f" (backup: {self.backup})" if self.backup else "")
-        return head + (":\n" + self.diff if self.diff else "")
+        return head + (":\n" + self.diff if self.diff else "") + _checks_text(self.checks)
 
 
-# -- the plan: what to ask the device, in order ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Read:
-    """Read the running configuration: the device's text is sent back."""
-
-
-@dataclass(frozen=True)
-class _Send:
-    """Send lines in configuration mode: ``None`` or (refused index, the device's words)."""
-
-    lines: tuple[str, ...]
+def _checks_text(checks: list[dict[str, Any]]) -> str:
+    lines = []
+    for check in checks:
+        on = f" on {check['host']}" if check["host"] else ""
+        held = {True: "held", False: "FAILED", None: "to hold after the change"}[check["held"]]
+        lines.append(f"check {check['name']!r} ({check['expect']}){on}: before "
+                     f"{check['before']!r}, after {check['after']!r}: {held}")
+    return "".join("\n" + line for line in lines)
 
 
 @dataclass(frozen=True)
-class _Save:
-    """Save the running configuration: the device's reply is sent back."""
+class _How:
+    """How a change is made: its options, as the task was given them."""
+
+    task: str
+    host: str
+    platform: str | None
+    dry_run: bool
+    rollback: bool
+    save: bool
+    backup: Callable[[str], Path]
+    checks: tuple[StateCheck, ...] = ()
+    settle: float = 0.0
+    confirm: float | None = None  # the window, in seconds
+    journal: str | None = None
 
 
-_Request = _Read | _Send | _Save
-_Plan = Generator[_Request, Any, Change]
+class _Around:
+    """What is read around a change (its checks), and its entry in the journal when it waits
+    for confirmation (``confirm``)."""
+
+    def __init__(self, how: _How) -> None:
+        self.how = how
+        self.outcomes = [CheckOutcome(check) for check in how.checks]
+        self.journaled = False
+
+    def records(self) -> list[dict[str, Any]]:
+        return [outcome.record() for outcome in self.outcomes]
+
+    def read_before(self) -> Plan[None]:
+        """Each check's value before the change; one not read leaves the device untouched."""
+        if not self.how.checks:
+            return
+        values = yield from read_checks(self.how.checks, self.how.platform)
+        pairs = list(zip(self.how.checks, values, strict=True))
+        self.outcomes = [CheckOutcome(check, before=value) for check, (value, _) in pairs]
+        unread = [f"{check.said()}: {why}" for check, (_, why) in pairs if why]
+        if unread:
+            raise ConfigChangeFailed(
+                f"before the change, {'; '.join(unread)}: not touched", state=NOT_TOUCHED,
+                backup=None, checks=self.records(),
+            )
+
+    def pending(self, backup: str) -> None:
+        """The change waits for confirmation from now on: in the journal before it is sent."""
+        how = self.how
+        if how.confirm is None or how.journal is None:
+            return
+        append_entry(how.journal, how.host, PENDING, backup=backup, task=how.task,
+                     until=time.time() + how.confirm)
+        self.journaled = True
+
+    def ended(self, state: str) -> None:
+        if self.journaled and self.how.journal is not None:
+            append_entry(self.how.journal, self.how.host, state)
+
+    def read_after(self) -> Plan[str | None]:
+        """Why the change must be undone (``None``: every check holds): the checks read once,
+        or, with ``confirm``, again until they hold, a new login included, within its
+        window."""
+        how = self.how
+        if not how.checks and how.confirm is None:
+            return None
+        if how.settle:
+            yield Wait(how.settle)
+        until = None if how.confirm is None else time.monotonic() + how.confirm
+        while True:
+            problem = None
+            if how.confirm is not None:
+                try:
+                    yield Login()
+                except PastDeadline:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - not reached again: not confirmed
+                    problem = f"no new login to the device ({type(exc).__name__}: {exc})"
+            if problem is None:
+                problem = yield from self._checks_after()
+                if problem is None:
+                    return None
+            if until is None or time.monotonic() >= until:
+                window = "" if how.confirm is None else \
+                    f" (not confirmed within {seconds_text(how.confirm)} s)"
+                return f"after the change, {problem}{window}"
+            yield Wait(min(1.0, max(0.0, until - time.monotonic())))
+
+    def _checks_after(self) -> Plan[str | None]:
+        values = yield from read_checks(self.how.checks, self.how.platform)
+        self.outcomes = [
+            CheckOutcome(o.check, before=o.before, after=value, after_read=True,
+                         failure=why or o.check.fails(o.before, value))
+            for o, (value, why) in zip(self.outcomes, values, strict=True)
+        ]
+        return failures_said(self.outcomes) or None
+
+
+# -- the plan: what to ask the device, in order (tasks._plan drives it) ----------------------
 
 
 class _Progress:
@@ -208,7 +318,7 @@ class _Progress:
         note_change(self.task, state, backup)
 
 
-def _noting(plan: _Plan, progress: _Progress) -> _Plan:
+def _noting(plan: Plan[Change], progress: _Progress) -> Plan[Change]:
     """``plan``, its end noted on the host's task (see :class:`_Progress`)."""
     try:
         change = yield from plan
@@ -219,31 +329,34 @@ def _noting(plan: _Plan, progress: _Progress) -> _Plan:
     return change
 
 
-def _change(
-    lines: Sequence[str],
-    *,
-    dry_run: bool,
-    rollback: bool,
-    save: bool,
-    backup: Callable[[str], Path],
-    progress: _Progress,
-) -> _Plan:
+def _change(lines: Sequence[str], how: _How, progress: _Progress) -> Plan[Change]:
     """The change, as requests to the device (see the module); what it did. ``progress``
     follows how far it got."""
-    running: str = yield _Read()
+    running: str = yield Read()
     before, change = parse_config(running), parse_config(lines)
     diff = mask_config_secrets(config_diff(before, applied(before, change)))
-    if dry_run:
-        return Change(WOULD_CHANGE if diff else NO_CHANGE, diff)
+    around = _Around(how)
+    yield from around.read_before()
+    if how.dry_run:
+        return Change(WOULD_CHANGE if diff else NO_CHANGE, diff, checks=around.records())
     if not diff:  # nothing to send; saved all the same, so that a change left unsaved is now
-        if save:
-            yield from _save("", None)
-        return Change(NO_CHANGE, diff)
-    saved = str(backup(running))
+        if how.save:
+            yield from _save("", None, around)
+        return Change(NO_CHANGE, diff, checks=around.records())
+    saved = str(how.backup(running))
     progress.sends(saved)
+    around.pending(saved)
     try:
-        return (yield from _apply(lines, before, change, rollback=rollback, save=save,
-                                  saved=saved))
+        problem, now = yield from _apply(lines, before, change, saved, how)
+        if problem is None:
+            problem = yield from around.read_after()
+        if problem is None:
+            around.ended(CONFIRMED)
+            diff = mask_config_secrets(config_diff(before, now))
+            if how.save:
+                yield from _save(diff, saved, around)
+            return Change(CHANGED, diff, saved, checks=around.records())
+        yield from _roll_back(mask_config_secrets(problem), before, now, saved, how, around)
     except ConfigChangeFailed:
         raise
     except Exception as exc:  # the session failed under the change: what holds is unknown
@@ -251,61 +364,84 @@ def _change(
             mask_config_secrets(
                 f"the session failed during the change ({type(exc).__name__}: {exc}): state "
                 f"unknown, backup at {saved}"
-            ), state=INTERRUPTED, backup=saved,
+            ), state=INTERRUPTED, backup=saved, checks=around.records(),
         ) from exc
+    raise AssertionError("a rollback ends in an error")  # pragma: no cover
 
 
 def _apply(
-    lines: Sequence[str], before: Section, change: Section, *, rollback: bool, save: bool,
-    saved: str,
-) -> _Plan:
-    """The lines that change something sent (a change half made before is completed),
-    verified, saved, or rolled back to ``before`` (backed up in ``saved``)."""
+    lines: Sequence[str], before: Section, change: Section, saved: str, how: _How
+) -> Plan[tuple[str | None, Section]]:
+    """The lines that change something sent (a change half made before is completed), and
+    verified: what went wrong (``None``: nothing), and the configuration read back."""
     sent = changing_lines(before, lines)
-    refused: tuple[int, str] | None = yield _Send(tuple(lines[k] for k in sent))
-    now = parse_config((yield _Read()))
+    refused: tuple[int, str] | None = yield Send(tuple(lines[k] for k in sent))
+    now = parse_config((yield Read()))
     if refused is not None:
         index, said = sent[refused[0]], refused[1]
-        problem = f"line {index + 1} of {len(lines)} refused: {lines[index].strip()!r}: {said}"
-    else:
-        left = config_diff(now, applied(now, change))
-        if not left:
-            diff = mask_config_secrets(config_diff(before, now))
-            if save:
-                yield from _save(diff, saved)
-            return Change(CHANGED, diff, saved)
-        problem = "not verified: read back, the configuration still lacks:\n" + left
-    problem = mask_config_secrets(problem)
-    if not rollback:
+        return f"line {index + 1} of {len(lines)} refused: {lines[index].strip()!r}: {said}", now
+    left = config_diff(now, applied(now, change))
+    if left:
+        return "not verified: read back, the configuration still lacks:\n" + left, now
+    return None, now
+
+
+_ROLLBACK_ROUNDS = 3
+"""Rounds of restoring lines at most: a line whose removal takes others with it (FRR's
+``no neighbor X remote-as Y`` removes the neighbour) leaves those to add back in the next."""
+
+
+def _roll_back(
+    problem: str, before: Section, now: Section, saved: str, how: _How, around: _Around
+) -> Plan[None]:
+    """Back to ``before`` (backed up in ``saved``), or not (``rollback: false``): always ends
+    in :class:`ConfigChangeFailed` saying which."""
+    if not how.rollback:
         raise ConfigChangeFailed(
             f"{problem}; not rolled back (rollback: false): the configuration differs from "
             f"the backup at {saved}", state=NOT_ROLLED_BACK, backup=saved,
-            diff=mask_config_secrets(config_diff(before, now)),
+            diff=mask_config_secrets(config_diff(before, now)), checks=around.records(),
         )
-    undo = restoring_lines(before, now)
-    if undo:
-        yield _Send(tuple(undo))
-        now = parse_config((yield _Read()))
-    if same(now, before):
+    why = ""
+    try:
+        for _ in range(_ROLLBACK_ROUNDS):
+            undo = restoring_lines(before, now)
+            if not undo:
+                break
+            yield Send(tuple(undo))
+            now = parse_config((yield Read()))
+    except PastDeadline:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the device could not be reached to restore it
+        why = f" (the device could not be reached: {type(exc).__name__}: {exc})"
+    if not why and same(now, before):
+        around.ended(REVERTED)
         raise ConfigChangeFailed(
-            f"{problem}; rolled back to the backup at {saved}", state=ROLLED_BACK, backup=saved
+            f"{problem}; rolled back to the backup at {saved}", state=ROLLED_BACK, backup=saved,
+            checks=around.records(),
         )
-    left = mask_config_secrets(config_diff(before, now))
+    around.ended(REVERT_FAILED)
+    left = "" if why else ":\n" + mask_config_secrets(config_diff(before, now))
     raise ConfigChangeFailed(
-        f"{problem}; ROLLBACK FAILED: the configuration differs from the backup at {saved}:\n"
-        f"{left}", state=ROLLBACK_FAILED, backup=saved, diff=left,
+        mask_config_secrets(
+            f"{problem}; ROLLBACK FAILED{why}: the configuration differs from the backup at "
+            f"{saved}{left}"
+        ), state=ROLLBACK_FAILED, backup=saved,
+        diff=left.lstrip(":\n") or "state unknown", checks=around.records(),
     )
 
 
-def _save(diff: str, saved: str | None) -> Generator[_Request, Any, None]:
+def _save(diff: str, saved: str | None, around: _Around) -> Plan[None]:
     """``write memory``, checked: a reply refusing it, or an error on the way, fails the host
     with :data:`NOT_SAVED`. A change made (``diff``, backed up in ``saved``) stays: it
     verified, and saving is no reason to undo it."""
     try:
-        said = save_refusal((yield _Save()))
+        said = save_refusal((yield Save()))
         if said is None:
             return
         why = f"refused: {said}"
+    except PastDeadline:
+        raise
     except Exception as exc:  # noqa: BLE001 - the session failed under the save: not saved
         why = f"failed ({type(exc).__name__}: {exc})"
     made = (
@@ -313,18 +449,41 @@ def _save(diff: str, saved: str | None) -> Generator[_Request, Any, None]:
         f"at {saved})" if diff else "not saved (nothing to change: the change was made before)"
     )
     raise ConfigChangeFailed(mask_config_secrets(f"{SAVE!r} {why}; {made}"), state=NOT_SAVED,
-                             backup=saved, diff=diff)
+                             backup=saved, diff=diff, checks=around.records())
 
 
 # -- the lines ---------------------------------------------------------------------------
 
 
 def _check_config_params(params: Mapping[str, Any]) -> None:
-    """The job loader's check, once for the run: :func:`_check_sources`, and a template's
-    syntax (each host's render parses it again: a check there would parse it twice)."""
+    """The job loader's check, once for the run: :func:`_check_sources`, the checks and
+    ``confirm``, and a template's syntax (each host's render parses it again: a check there
+    would parse it twice)."""
     _check_sources(params)
+    _check_around(params)
     if params.get("template_file") is not None:
         check_template(Path(params["template_file"]))
+
+
+def _check_around(params: Mapping[str, Any]) -> float | None:
+    """The checks, ``settle`` and ``confirm`` checked; the confirm window, if any."""
+    checks_from(params.get("checks"))
+    if params.get("settle") is not None:
+        number("settle", params["settle"], minimum=0, maximum=MAX_CONFIRM,
+               unit="a number of seconds")
+    confirm = params.get("confirm")
+    if confirm is None:
+        return None
+    if not isinstance(confirm, Mapping) or list(confirm) != ["within"]:
+        raise ValueError(f"confirm must be {{within: SECONDS}}, got {confirm!r}")
+    within = number("confirm.within", confirm["within"], above=0, maximum=MAX_CONFIRM,
+                    unit="a number of seconds")
+    if params.get("rollback") is False:
+        raise ValueError(
+            "confirm reverts a change that is not confirmed, and rollback: false says not to "
+            "revert: give one or the other"
+        )
+    return float(within)
 
 
 def _check_sources(params: Mapping[str, Any]) -> None:
@@ -445,6 +604,7 @@ def _abandoned_failure(host: str, params: Mapping[str, Any], since: float) -> Ex
 def _result(host: Host, change: Change) -> Result:
     result = Result(host=host, result=change.text(), changed=change.changed, diff=change.diff)
     result.change = {"state": change.state, "backup": change.backup}  # type: ignore[attr-defined]
+    result.checks = change.checks  # type: ignore[attr-defined]
     return result
 
 
@@ -475,30 +635,30 @@ def _dry_run_only(params: Mapping[str, Any]) -> bool:
 # -- the tasks ---------------------------------------------------------------------------
 
 
-def _planned(
-    which: Callable[..., Any],
-    task: Task,
-    lines: Sequence[object] | None,
-    config_file: str | None,
-    template_file: str | None,
-    variables: Mapping[str, Any] | None,
-    *,
-    dry_run: bool | None,
-    rollback: bool,
-    save: bool,
-    backup_dir: str | None,
-    timeout: float,
-) -> tuple[_Plan, _Progress]:
+def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) -> Plan[Change]:
     """The change ``which`` (``send_config``, ``asend_config``) makes on the task's host, as a
-    plan not yet started, and its progress: the parameters checked, the lines rendered."""
+    plan not yet started: the parameters checked, the lines rendered."""
     require_libraries(which)
+    timeout = given["timeout"]
     number(f"{which.__name__}: timeout", timeout, above=0, unit="a number of seconds")
-    change = config_lines(task.host, lines, config_file, template_file, variables)
+    confirm = _check_around(given)
+    if confirm is not None and given.get("journal_file") is None:
+        raise ValueError(
+            "confirm needs a journal_file, where a pending change is kept until it is "
+            "confirmed (a job gives it one, beside its records)"
+        )
+    lines = config_lines(task.host, given["lines"], given["config_file"],
+                         given["template_file"], given["variables"])
+    how = _How(
+        task=which.__name__, host=task.host.name, platform=task.host.platform,
+        dry_run=task.is_dry_run(given["dry_run"]), rollback=given["rollback"],
+        save=given["save"], backup=_backup_writer(task.host, given["backup_dir"]),
+        checks=resolved(task, checks_from(given["checks"])),
+        settle=float(given["settle"] or 0), confirm=confirm,
+        journal=None if given.get("journal_file") is None else str(given["journal_file"]),
+    )
     progress = _Progress(task)
-    plan = _change(change, dry_run=task.is_dry_run(dry_run), rollback=rollback, save=save,
-                   backup=_backup_writer(task.host, backup_dir), progress=progress)
-    return _noting(plan, progress), progress
-
+    return _noting(_change(lines, how, progress), progress)
 
 
 @_changing
@@ -517,6 +677,10 @@ def send_config(
     rollback: bool = True,
     save: bool = False,
     backup_dir: str | None = None,
+    checks: list[dict[str, Any]] | None = None,
+    settle: float | None = None,
+    confirm: dict[str, float] | None = None,
+    journal_file: str | None = None,
     timeout: float = DEFAULT_CONFIG_TIMEOUT,
 ) -> Result:
     """Change the host's configuration through nornir-netmiko's connection (blocking): see the
@@ -529,75 +693,25 @@ def send_config(
         rollback: restore the backup when a line is refused or the change does not verify.
         save: ``write memory`` after a verified change.
         backup_dir: the folder of the backups (default: the records folder's ``backups/``).
+        checks: state checks read before and after the change
+            (:mod:`~nornir_bench.tasks.state_checks`); one that fails after it rolls it back.
+        settle: seconds to wait after the change before reading the checks.
+        confirm: ``{within: SECONDS}``: the change is pending, in ``journal_file``, until a
+            new login and its checks succeed within the window; else it is reverted.
+        journal_file: the journal of pending changes (:mod:`~nornir_bench.tasks.journal`).
         timeout: seconds for each exchange with the device.
 
     Returns:
-        A ``Result`` whose ``result`` is the state and diff, ``changed`` and ``diff`` set, and
-        ``change`` (``state``, ``backup``).
+        A ``Result`` whose ``result`` is the state and diff, ``changed`` and ``diff`` set,
+        ``change`` (``state``, ``backup``) and ``checks`` (each check's values).
 
     Raises:
-        ConfigChangeFailed: a line refused, or the change not verified (rolled back or not).
+        ConfigChangeFailed: a line refused, the change not verified, a check failed after it
+            (rolled back or not).
         ValueError: no lines, a missing file, a template error.
     """
-    plan, _ = _planned(send_config, task, lines, config_file, template_file, variables,
-                       dry_run=dry_run, rollback=rollback, save=save, backup_dir=backup_dir,
-                       timeout=timeout)
-    from nornir_bench.tasks._netmiko_channel import netmiko_connection
-
-    connection = netmiko_connection(task)
-    request = next(plan)
-    while True:
-        try:
-            _within_the_deadline(task)  # a call the runner gave up goes no further
-            if isinstance(request, _Read):
-                answer: Any = connection.send_command(
-                    SHOW_RUNNING, read_timeout=bounded(task, timeout)
-                )
-            elif isinstance(request, _Send):
-                answer = _netmiko_send(connection, request.lines, timeout, task)
-            else:
-                answer = connection.send_command(SAVE, read_timeout=bounded(task, timeout))
-        except Exception as exc:  # the plan says what it means where the change stands
-            plan.throw(exc)
-            raise
-        try:
-            request = plan.send(answer)
-        except StopIteration as done:
-            return _result(task.host, done.value)
-
-
-def _within_the_deadline(task: Task) -> None:
-    """Raise ``TimeoutError`` once the host's attempt is past its deadline: a blocking change
-    given up there (its thread cannot be stopped) sends no further line."""
-    if time_left(task) == 0:
-        raise TimeoutError("the host's deadline passed: no further line is sent")
-
-
-def _netmiko_send(
-    connection: Any, lines: Sequence[str], timeout: float, task: Task
-) -> tuple[int, str] | None:
-    """``lines`` in configuration mode, one at a time, up to the first refused; each exchange
-    within the host's deadline, and none after it."""
-    from nornir_bench.tasks.config_text import refusal
-
-    connection.config_mode()
-    try:
-        for index, line in enumerate(lines):
-            _within_the_deadline(task)
-            reply = connection.send_config_set(
-                [line], enter_config_mode=False, exit_config_mode=False,
-                read_timeout=bounded(task, timeout),
-            )
-            said = refusal(reply)
-            if said is not None:
-                return index, said
-        return None
-    finally:
-        # A session the device closed has no mode left to leave: what ended it is the error.
-        # Past the deadline nothing more is written: the session is dropped (given up).
-        if time_left(task) != 0:
-            with contextlib.suppress(SessionClosed):
-                connection.exit_config_mode()
+    plan = _planned(send_config, task, locals())
+    return _result(task.host, drive(task, plan, timeout))
 
 
 @_changing
@@ -615,38 +729,16 @@ async def asend_config(
     rollback: bool = True,
     save: bool = False,
     backup_dir: str | None = None,
+    checks: list[dict[str, Any]] | None = None,
+    settle: float | None = None,
+    confirm: dict[str, float] | None = None,
+    journal_file: str | None = None,
     timeout: float = DEFAULT_CONFIG_TIMEOUT,
 ) -> Result:
     """:func:`send_config` on scrapli's async driver, on the host's kept session (the one
     ``asend_command`` uses): the same steps, parameters and result."""
-    plan, _ = _planned(asend_config, task, lines, config_file, template_file, variables,
-                              dry_run=dry_run, rollback=rollback, save=save,
-                              backup_dir=backup_dir, timeout=timeout)
-    session = session_of(task.host)
-    async with session.lock:
-        if not session.is_open or not await session.still_open():
-            await session.aopen(task.host, timeout=timeout)
-        # Cancelled (a deadline, a second Ctrl-C, an awaiting caller's cancel), the change
-        # stops where it is: its session is dropped, and what it did is noted on the task
-        # (the deadline's error says it; a first Ctrl-C cancels nothing, the change ends).
-        return _result(task.host, await _adrive(session, plan, timeout))
-
-
-async def _adrive(session: Any, plan: _Plan, timeout: float) -> Change:
-    """``plan``'s requests on a scrapli session; what the change did."""
-    request = next(plan)
-    while True:
-        try:
-            if isinstance(request, _Read):
-                answer: Any = await session.send_command(SHOW_RUNNING, timeout=timeout)
-            elif isinstance(request, _Send):
-                answer = await session.send_config_lines(request.lines, timeout=timeout)
-            else:
-                answer = await session.send_command(SAVE, timeout=timeout)
-        except Exception as exc:  # the plan says what it means where the change stands
-            plan.throw(exc)
-            raise
-        try:
-            request = plan.send(answer)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+    plan = _planned(asend_config, task, locals())
+    # Cancelled (a deadline, a second Ctrl-C, an awaiting caller's cancel), the change stops
+    # where it is: its session is dropped, and what it did is noted on the task (the
+    # deadline's error says it; a first Ctrl-C cancels nothing, the change ends).
+    return _result(task.host, await adrive(task, plan, timeout))

@@ -1,0 +1,380 @@
+"""State checks: what must hold on the network, read from parsed output with JMESPath.
+
+A check is a mapping, as a job file gives it::
+
+    {"name": "r2's BGP sessions", "host": "r2",
+     "command": "show bgp ipv4 unicast summary json", "parse": "json",
+     "path": "length(peers.*.state[?@ == 'Established'])", "expect": "no_fewer"}
+
+- ``command``: one line, run on ``host`` (an inventory host's name; by default the host the
+  step runs on);
+- ``parse``: ``json`` (the default), ``textfsm`` or ``ttp``, with ``template_file`` for the
+  last two (:mod:`nornir_bench.tasks.output_parsers`);
+- ``path``: the value to take, a JMESPath expression (the language of Ansible's
+  ``json_query``); without it, the whole parsed output;
+- ``expect``: what must hold: ``same`` (equal to before the change), ``no_fewer`` (a number,
+  or a list's or mapping's length, no smaller than before), ``present``, ``absent``, or
+  ``{equals: VALUE}``. ``same`` by default.
+
+Around a change every check is read before and after; after, each must hold. ``same`` and
+``no_fewer`` compare with before; ``present``, ``absent`` and ``equals`` hold or not by
+themselves (a route announced by the change is absent before it). A step of checks alone (an
+audit: :func:`check_state`, :func:`acheck_state`) reads them once, and takes only the last
+three. Pure: the reading is the drivers' (:mod:`nornir_bench.tasks._plan`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from nornir.core.task import Result
+
+from nornir_bench.core.checks import number
+from nornir_bench.core.read_only import read_only
+from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
+from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks._plan import Command, PastDeadline, Plan, adrive, drive
+from nornir_bench.tasks.output_parsers import check_parser, parse_output
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import Task
+
+__all__ = [
+    "EXPECTS",
+    "CheckOutcome",
+    "StateCheck",
+    "StateCheckFailed",
+    "acheck_state",
+    "check_state",
+    "checks_from",
+    "read_checks",
+    "resolved",
+]
+
+EXPECTS = ("same", "no_fewer", "present", "absent", "equals")
+_RELATIVE = ("same", "no_fewer")
+_KEYS = ("name", "host", "command", "parse", "template_file", "path", "expect")
+MAX_CHECKS = 50
+
+
+@dataclass(frozen=True)
+class StateCheck:
+    """One check (see the module). ``host`` is an inventory host's name, or the ``Host``
+    itself (a job gives the host so that a worker without the inventory can reach it)."""
+
+    name: str
+    command: str
+    parse: str = "json"
+    path: str | None = None
+    expect: str = "same"
+    value: Any = None
+    host: str | Host | None = None
+    template_file: str | None = None
+
+    @property
+    def host_name(self) -> str | None:
+        return self.host if self.host is None or isinstance(self.host, str) else self.host.name
+
+    @property
+    def relative(self) -> bool:
+        """Whether it compares with the value before the change."""
+        return self.expect in _RELATIVE
+
+    def take(self, data: Any) -> Any:
+        """The value ``path`` takes from the parsed output."""
+        return data if self.path is None else _compiled(self.path).search(data)
+
+    def fails(self, before: Any, after: Any) -> str | None:
+        """Why ``after`` (and ``before``, for ``same`` and ``no_fewer``) breaks the check, or
+        ``None`` when it holds."""
+        if self.expect == "same":
+            return None if after == before else f"was {_shown(before)}, now {_shown(after)}"
+        if self.expect == "no_fewer":
+            was, now = _count(before), _count(after)
+            if was is None or now is None:
+                return f"no_fewer needs a number, list or mapping: was {_shown(before)}, now " \
+                       f"{_shown(after)}"
+            return None if now >= was else f"was {was}, now {now}: fewer"
+        if self.expect == "present":
+            return None if _present(after) else "absent"
+        if self.expect == "absent":
+            return None if not _present(after) else f"present: {_shown(after)}"
+        return None if after == self.value else f"{_shown(after)}, not {_shown(self.value)}"
+
+    def said(self) -> str:
+        """The check in words: ``'r2 sessions' (no_fewer) on h2``."""
+        what = f"equals {_shown(self.value)}" if self.expect == "equals" else self.expect
+        on = f" on {self.host_name}" if self.host is not None else ""
+        return f"check {self.name!r} ({what}){on}"
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A check's values around a change (``before`` is ``None`` in an audit), and why it
+    failed (``None``: it held; not yet read after: ``after_read`` false)."""
+
+    check: StateCheck
+    before: Any = None
+    after: Any = None
+    after_read: bool = False
+    failure: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The outcome as records keep it."""
+        check = self.check
+        return {
+            "name": check.name, "host": check.host_name, "command": check.command,
+            "path": check.path, "expect": check.expect,
+            **({"value": check.value} if check.expect == "equals" else {}),
+            "before": self.before, "after": self.after if self.after_read else None,
+            "held": None if not self.after_read else self.failure is None,
+            "failure": self.failure,
+        }
+
+
+def checks_from(
+    given: object, *, audit: bool = False, where: str = "checks"
+) -> tuple[StateCheck, ...]:
+    """The checks of a task's ``checks`` parameter, each checked before any device is touched.
+
+    Args:
+        audit: checks read once (no change to compare with): ``same`` and ``no_fewer`` are
+            refused.
+
+    Raises:
+        ValueError: a mapping that is not a check, naming its place (``checks[2].path``) and
+            what is allowed: an unknown key, parser or ``expect``, a JMESPath syntax error, a
+            missing or unreadable template.
+    """
+    if given is None:
+        return ()
+    if not isinstance(given, Sequence) or isinstance(given, str) or not given:
+        raise ValueError(f"{where} must be a list of 1 to {MAX_CHECKS} checks, got {given!r}")
+    if len(given) > MAX_CHECKS:
+        raise ValueError(f"{where}: at most {MAX_CHECKS} checks, got {len(given)}")
+    return tuple(_check(item, f"{where}[{k + 1}]", audit) for k, item in enumerate(given))
+
+
+def _check(item: object, where: str, audit: bool) -> StateCheck:
+    if isinstance(item, StateCheck):
+        return item
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where} must be a mapping with a command, got {item!r}")
+    unknown = [key for key in item if key not in _KEYS]
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; a check takes {', '.join(_KEYS)}")
+    command = item.get("command")
+    if not isinstance(command, str) or not command.strip() or "\n" in command:
+        raise ValueError(f"{where}.command must be one line of text, got {command!r}")
+    parse = item.get("parse", "json")
+    check_parser({"parse": parse, "template_file": item.get("template_file")},
+                 where=f"{where}.parse")
+    path = item.get("path")
+    if path is not None:
+        if not isinstance(path, str) or not path.strip():
+            raise ValueError(f"{where}.path must be a JMESPath expression, got {path!r}")
+        _compile(path, f"{where}.path")
+    expect, value = _expect(item.get("expect", "same"), f"{where}.expect")
+    if audit and expect in _RELATIVE:
+        raise ValueError(
+            f"{where}.expect: {expect} compares with the state before a change, and this step "
+            "changes nothing: use present, absent or {equals: VALUE}"
+        )
+    host = item.get("host")
+    if host is not None and not isinstance(host, str) and not hasattr(host, "connections"):
+        raise ValueError(f"{where}.host must be an inventory host's name, got {host!r}")
+    name = item.get("name")
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"{where}.name must be text, got {name!r}")
+    return StateCheck(
+        name=name or (f"{command} | {path}" if path else command), command=command.strip(),
+        parse=parse, path=path, expect=expect, value=value, host=host,
+        template_file=None if item.get("template_file") is None else str(item["template_file"]),
+    )
+
+
+def _expect(given: object, where: str) -> tuple[str, Any]:
+    if isinstance(given, Mapping) and list(given) == ["equals"]:
+        return "equals", given["equals"]
+    if isinstance(given, str) and given in EXPECTS and given != "equals":
+        return given, None
+    raise ValueError(
+        f"{where} must be same, no_fewer, present, absent or {{equals: VALUE}}, got {given!r}"
+    )
+
+
+def _compile(path: str, where: str) -> None:
+    import jmespath.exceptions
+
+    try:
+        _compiled(path)
+    except jmespath.exceptions.JMESPathError as exc:
+        said = " ".join(str(exc).split())
+        raise ValueError(f"{where}: JMESPath syntax error in {path!r}: {said}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(path: str) -> Any:
+    import jmespath
+
+    return jmespath.compile(path)
+
+
+def _count(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, (list, Mapping)):
+        return len(value)
+    return None
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value != [] and value != {}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + " ..." + text[-15:]
+
+
+# -- reading them --------------------------------------------------------------------------
+
+
+def resolved(task: Task, checks: tuple[StateCheck, ...]) -> tuple[StateCheck, ...]:
+    """``checks`` with each ``host`` named by a name given as the inventory's ``Host``.
+
+    Raises:
+        ValueError: a host the run's inventory does not have (a job checks this as it loads;
+            a worker elsewhere has no inventory, and the job gives it the hosts themselves).
+    """
+    hosts = getattr(getattr(task.nornir, "inventory", None), "hosts", {})
+    found = []
+    for check in checks:
+        if isinstance(check.host, str):
+            host = hosts.get(check.host)
+            if host is None:
+                raise ValueError(f"{check.said()}: no host {check.host!r} in the inventory")
+            check = replace(check, host=host)
+        found.append(check)
+    return tuple(found)
+
+
+def read_checks(
+    checks: tuple[StateCheck, ...], platform: str | None
+) -> Plan[list[tuple[Any, str | None]]]:
+    """Each check's value, read from its host, or why it could not be (``platform``: the
+    host's own, for ntc-templates)."""
+    values: list[tuple[Any, str | None]] = []
+    for check in checks:
+        try:
+            text = yield Command(check.command, check.host)
+            data = parse_output(
+                text, check.parse, command=check.command, template_file=check.template_file,
+                platform=platform if check.host is None else getattr(check.host, "platform", None),
+            )
+            values.append((check.take(data), None))
+        except PastDeadline:
+            raise
+        except Exception as exc:  # noqa: BLE001 - what a check could not read fails it
+            values.append((None, f"not read: {type(exc).__name__}: {exc}"))
+    return values
+
+
+class StateCheckFailed(Exception):
+    """Checks that did not hold: the message names each, with its values.
+
+    Attributes:
+        checks: every check's outcome, as records keep it (:meth:`CheckOutcome.record`).
+    """
+
+    def __init__(self, message: str, *, checks: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.checks = checks
+
+    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in the parent of a worker process
+        return StateCheckFailed._rebuilt, (str(self), self.checks)
+
+    @staticmethod
+    def _rebuilt(message: str, checks: list[dict[str, Any]]) -> StateCheckFailed:
+        return StateCheckFailed(message, checks=checks)
+
+
+def failures_said(outcomes: Sequence[CheckOutcome]) -> str:
+    """The checks that failed, in one line: ``check 'peers' (no_fewer) on h2: was 2, now 1``."""
+    return "; ".join(f"{o.check.said()}: {o.failure}" for o in outcomes if o.failure)
+
+
+def _audit(
+    checks: tuple[StateCheck, ...], platform: str | None
+) -> Plan[list[dict[str, Any]]]:
+    values = yield from read_checks(checks, platform)
+    outcomes = [
+        CheckOutcome(check, after=value, after_read=True,
+                     failure=why or check.fails(None, value))
+        for check, (value, why) in zip(checks, values, strict=True)
+    ]
+    records = [outcome.record() for outcome in outcomes]
+    failed = [o for o in outcomes if o.failure]
+    if failed:
+        count = f"{len(failed)} of {len(outcomes)} checks failed"
+        raise StateCheckFailed(f"{count}: {failures_said(failed)}", checks=records)
+    return records
+
+
+def _check_audit_params(params: Mapping[str, Any]) -> None:
+    checks_from(params.get("checks"), audit=True)
+    if "timeout" in params:
+        number("timeout", params["timeout"], above=0, unit="a number of seconds")
+
+
+def _audited(task: Task, checks: object, timeout: float) -> tuple[Plan[Any], float]:
+    number("timeout", timeout, above=0, unit="a number of seconds")
+    found = resolved(task, checks_from(checks, audit=True))
+    return _audit(found, task.host.platform), timeout
+
+
+def _audit_result(task: Task, records: list[dict[str, Any]]) -> Result:
+    result = Result(host=task.host, result=records)
+    result.checks = records  # type: ignore[attr-defined]
+    return result
+
+
+@read_only()
+@needs(libraries=["netmiko", "nornir_netmiko", "jmespath"], connections=["netmiko"],
+       install=DEVICES_EXTRA)
+@check_params_with(_check_audit_params)
+def check_state(task: Task, checks: list[dict[str, Any]], *, timeout: float = 60.0) -> Result:
+    """Read each check on the network, through netmiko, and fail the host where one does not
+    hold: a fleet audit ("every BGP session Established").
+
+    Args:
+        checks: the checks (see the module); ``present``, ``absent`` or ``equals`` each.
+        timeout: seconds for each command.
+
+    Returns:
+        A ``Result`` whose ``result`` (and ``checks``) is each check's outcome.
+
+    Raises:
+        StateCheckFailed: a check did not hold, or could not be read.
+    """
+    require_libraries(check_state)
+    plan, timeout = _audited(task, checks, timeout)
+    return _audit_result(task, drive(task, plan, timeout))
+
+
+@read_only()
+@needs(libraries=["scrapli", "asyncssh", "jmespath"], install=DEVICES_EXTRA)
+@check_params_with(_check_audit_params)
+async def acheck_state(
+    task: Task, checks: list[dict[str, Any]], *, timeout: float = 60.0
+) -> Result:
+    """:func:`check_state` on scrapli's async driver, on the session ``asend_command`` keeps."""
+    require_libraries(acheck_state)
+    plan, timeout = _audited(task, checks, timeout)
+    return _audit_result(task, await adrive(task, plan, timeout))
