@@ -43,6 +43,12 @@ _COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
         None,
     ),
     "diff": ("nornir_bench.cli.records", "DIFF_HELP", "add_diff_arguments", "diff_command", None),
+    "recover": (
+        "nornir_bench.cli.records", "RECOVER_HELP", "add_recover_arguments", "recover_command",
+        "Exit status: 0 every pending change reverted (or none pending), 1 a revert failed or "
+        "a journal is held by a run still going, 2 bad input (a file that is not a journal, a "
+        "journal of another records folder, a job that cannot load).",
+    ),
 }
 
 

@@ -1,5 +1,6 @@
 """``nornir-bench diff OLD.jsonl NEW.jsonl`` (two runs compared) and ``nornir-bench report
-RECORDS...`` (a page of what runs did), from the records files ``run`` writes."""
+RECORDS...`` (a page of what runs did), from the records files ``run`` writes; ``nornir-bench
+recover [JOURNAL]``: the changes a dead run left pending confirmation, reverted."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from nornir_bench.cli._common import EXIT_FAILED_HOSTS, EXIT_OK
 
 DIFF_HELP = "compare two runs from their records files: what failed, was fixed, or changed"
 REPORT_HELP = "a page of what runs did, from their records files: one HTML file, offline"
+RECOVER_HELP = ("revert the changes a run that died left pending confirmation (confirm), "
+                "from its journal")
 
 
 def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,3 +62,30 @@ def report_command(args: argparse.Namespace, **_: object) -> int:
     for note in written.notes:
         print(note, file=sys.stderr)
     return EXIT_OK
+
+
+def add_recover_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("journal", metavar="JOURNAL", type=Path, nargs="?",
+                        help="a run's journal (RECORDS.journal, beside its records); default: "
+                        "every journal in the records folder ($XDG_STATE_HOME/nornir-bench/"
+                        "records) that no run holds")
+
+
+def recover_command(args: argparse.Namespace, **_: object) -> int:
+    from nornir_bench.core.files import records_folder
+    from nornir_bench.jobs.recover import recover_folder, recover_journal
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    if args.journal is None:
+        done = recover_folder(records_folder(), say)
+    else:
+        if not args.journal.is_file():
+            from nornir_bench.tasks.journal import JournalError
+
+            raise JournalError(f"{args.journal}: no such journal file")
+        done = recover_journal(args.journal, say)
+    if not done.reverted and not done.failed and not done.busy:
+        print("recover: no change pending")
+    return EXIT_FAILED_HOSTS if done.failed or done.busy else EXIT_OK

@@ -28,6 +28,7 @@ __all__ = [
     "WOULD_CHANGE",
     "change_of",
     "changed_of",
+    "checks_of",
     "left_changed",
     "note_left_changed",
 ]
@@ -71,6 +72,19 @@ def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:
         return None
     holder, change = found
     return dict(change), str(getattr(holder, "diff", "") or "")
+
+
+def checks_of(multi: MultiResult) -> list[dict[str, Any]] | None:
+    """The state checks a host's results say (each one's values, as
+    ``tasks.state_checks.CheckOutcome.record`` makes it), if any: the last task's that has
+    them, whether it succeeded or failed."""
+    found = None
+    for item in each_result(multi):
+        for holder in (item, item.exception):
+            checks = getattr(holder, "checks", None)
+            if isinstance(checks, list) and checks:
+                found = checks
+    return None if found is None else list(found)
 
 
 def left_changed(error: BaseException | None) -> bool:

@@ -61,6 +61,14 @@ def task_of(
     for key, value in params.items():  # files and folders are found from the job's folder
         if key.endswith(("_file", "_dir")) and isinstance(value, str):
             params[key] = str(job.relative(value))
+    checks = params.get("checks")
+    if isinstance(checks, list):  # a state check's template too
+        params["checks"] = [
+            {**check, "template_file": str(job.relative(check["template_file"]))}
+            if isinstance(check, dict) and isinstance(check.get("template_file"), str)
+            else check
+            for check in checks
+        ]
     for key in params:
         if key in _RUN_ARGUMENTS:
             raise job.error(
@@ -90,6 +98,12 @@ def _check_signature(
         return
     takes = f"it takes: {', '.join(taken.names) or 'no parameters'}"
     unknown = taken.unknown(params)
+    if unknown == "confirm":
+        raise job.error(
+            params_node, unknown,
+            f"task {name} cannot revert a change, so it takes no confirm (send_config and "
+            "asend_config do)", at_key=True,
+        )
     if unknown is not None:
         raise job.error(
             params_node,

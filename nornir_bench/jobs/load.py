@@ -153,6 +153,8 @@ class Job:
             raise JobError(
                 f"{self.path}: filter: no such host in the inventory: {', '.join(missing)}"
             )
+        for step in self.steps:  # from the whole inventory: a neighbour may be filtered out
+            _check_hosts(step, nr)
         nr = self.filter.apply(nr)
         if not nr.inventory.hosts:
             raise JobError(
@@ -264,3 +266,25 @@ def _session_logs(job: JobFile, root: CommentedMap) -> bool:
         raise job.error(node, "session_logs", f"output: session_logs must be true or false, "
                         f"got {value!r}")
     return value
+
+
+def _check_hosts(step: Step, nr: Nornir) -> None:
+    """Give each state check of ``step`` its host as the inventory's ``Host``, which a worker
+    without the inventory can reach; a name the inventory lacks is the job's error."""
+    checks = step.params.get("checks")
+    if not isinstance(checks, list):
+        return
+    hosts = nr.inventory.hosts
+    found = []
+    for number, check in enumerate(checks, start=1):
+        if isinstance(check, dict) and check.get("host") is not None:
+            name = str(getattr(check["host"], "name", check["host"]))
+            if name not in hosts:
+                raise JobError(
+                    f"{step.at}: {step.label}: checks[{number}].host: no host {name!r} in the "
+                    "inventory"
+                )
+            check = {**check, "host": hosts[name]}
+        found.append(check)
+    step.params["checks"] = found
+

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
@@ -54,6 +55,7 @@ from nornir_bench.jobs.output import (
     records_folder,
     with_default_backups,
 )
+from nornir_bench.jobs.recover import held_journal, journal_beside, recover_folder, with_journal
 from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
 from nornir_bench.jobs.sessions import log_sessions, mask_session_logs, sessions_folder
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
@@ -91,6 +93,7 @@ def run_job(
     check: bool = False,
     rerun_failed: Path | None = None,
     session_logs: bool | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> JobRun:
     """Run ``job`` on its hosts.
 
@@ -107,6 +110,9 @@ def run_job(
             failed or never started in it (:mod:`nornir_bench.jobs.rerun`).
         session_logs: a session log per device (:mod:`nornir_bench.jobs.sessions`); ``None``:
             as the job says.
+        say: told a line for each change a dead run left pending in the records folder and
+            that is reverted before this run starts (:mod:`nornir_bench.jobs.recover`);
+            standard error by default.
 
     Raises:
         JobError: when the inventory cannot be loaded or the filter matches no host.
@@ -131,7 +137,7 @@ def run_job(
         # What tasks print, warn or exit with on the terminal is masked too (and on workers).
         logged = job.session_logs if session_logs is None else session_logs
         with masked_terminal(secrets):
-            run = _run(job, nr, redact, output, progress, on_stopping, logged)
+            run = _run(job, nr, redact, output, progress, on_stopping, logged, say)
         return run
     finally:
         # Hosts abandoned by a second Ctrl-C may still log from their threads: keep masking.
@@ -147,13 +153,17 @@ def _run(
     progress: bool | None,
     on_stopping: Callable[[], None] | None,
     session_logs: bool,
+    say: Callable[[str], None] | None,
 ) -> JobRun:
     no_last_resort_logging()
     path, file = open_records(output or job.output, job)
     job = with_default_backups(job, path)
+    job, journal = with_journal(job, path)
+    recover_folder(journal_beside(path).parent, say or _said)  # what a dead run left pending
     logs = log_sessions(nr, sessions_folder(path)) if session_logs else {}
     try:
-        run = _run_steps(job, nr, redact, path, file, progress, on_stopping, logs)
+        with held_journal(journal, job, path):
+            run = _run_steps(job, nr, redact, path, file, progress, on_stopping, logs)
     except RecordsWriteError as exc:
         raise RecordsError(path, exc) from None
     finally:
@@ -356,6 +366,10 @@ def _fail_abandoned(
         )
         result[name] = multi = failed_result(step, nr, name, exc)
         records.write(name, multi)
+
+
+def _said(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def close_run(nr: Nornir) -> None:

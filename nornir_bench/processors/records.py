@@ -8,7 +8,7 @@ stopped with Ctrl-C keeps every host that had finished. A line holds::
      "batch": null, "worker": null,
      "result": "...", "exception": null, "message": null, "traceback": null,
      "abandoned": false, "attempts": 1, "failed_attempts": [],
-     "changed": false, "change": null, "diff": null, "session_log": null,
+     "changed": false, "change": null, "diff": null, "checks": null, "session_log": null,
      "platform": "ios", "groups": ["core"]}
 
 ``step`` and ``task`` are the fields the writer was given (``fields``): a job run gives every
@@ -39,7 +39,10 @@ again when another host crashed its worker.
 change``, ``no change``, ``changed``, ``rolled back``, ``rollback failed``, ``not rolled
 back``, ``interrupted during change``, ``not touched``; ``backup``: the file of the
 configuration before it),
-and ``diff`` its diff (:mod:`nornir_bench.core.changes`). Values that JSON cannot hold are
+and ``diff`` its diff (:mod:`nornir_bench.core.changes`). ``checks`` holds each state check
+read around a change or by an audit (``name``, ``host``, ``command``, ``path``, ``expect``,
+``before``, ``after``, ``held``, ``failure``; :mod:`nornir_bench.tasks.state_checks`), else
+null. Values that JSON cannot hold are
 written as their ``repr``; known secrets are masked in every
 value before it is encoded.
 """
@@ -61,7 +64,7 @@ from typing import IO, TYPE_CHECKING, Any
 from nornir.core.exceptions import NornirSubTaskError
 
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.core.changes import change_of, changed_of
+from nornir_bench.core.changes import change_of, changed_of, checks_of
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.failures import failure_of
 from nornir_bench.core.secrets import Redactor
@@ -113,6 +116,7 @@ def host_record(
         "changed": changed_of(multi),
         "change": None if change is None else change[0],
         "diff": None if change is None or not change[1] else change[1],
+        "checks": checks_of(multi),
     }
 
 

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     )
     from nornir_bench.tasks.commands import asend_command, send_command
     from nornir_bench.tasks.config import ConfigChangeFailed, asend_config, send_config
+    from nornir_bench.tasks.journal import JournalError, read_journal
+    from nornir_bench.tasks.output_parsers import OutputNotParsed, parse_output
     from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
     from nornir_bench.tasks.scrapli_session import ScrapliSession
     from nornir_bench.tasks.simulated import (
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         plan_round_trip,
         sim_rtt,
     )
+    from nornir_bench.tasks.state_checks import StateCheckFailed, acheck_state, check_state
     from nornir_bench.tasks.tcp import TcpPing, atcp_ping, tcp_ping
 
 __getattr__, __dir__ = lazy_exports(
@@ -85,11 +88,21 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "nornir_bench.tasks.scrapli_session": ("ScrapliSession",),
         "nornir_bench.tasks.tcp": ("TcpPing", "atcp_ping", "tcp_ping"),
+        "nornir_bench.tasks.journal": ("JournalError", "read_journal"),
+        "nornir_bench.tasks.output_parsers": ("OutputNotParsed", "parse_output"),
+        "nornir_bench.tasks.state_checks": ("StateCheckFailed", "acheck_state", "check_state"),
     },
 )
 
 __all__ = [
     "ConfigChangeFailed",
+    "JournalError",
+    "OutputNotParsed",
+    "StateCheckFailed",
+    "acheck_state",
+    "check_state",
+    "parse_output",
+    "read_journal",
     "BUILTIN_TASKS",
     "MAX_RTT",
     "MissingLibrary",

@@ -10,6 +10,7 @@ from nornir_bench.tasks.commands import asend_command, send_command
 from nornir_bench.tasks.config import asend_config, send_config
 from nornir_bench.tasks.parsing import parse_interfaces
 from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
+from nornir_bench.tasks.state_checks import acheck_state, check_state
 from nornir_bench.tasks.tcp import atcp_ping, tcp_ping
 
 __all__ = ["BUILTIN_TASKS"]
@@ -27,6 +28,8 @@ BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
             sim_rtt,
             asim_rtt,
             parse_interfaces,
+            check_state,
+            acheck_state,
         )
     }
 )

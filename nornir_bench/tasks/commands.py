@@ -27,6 +27,7 @@ from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.read_only import read_only, reads_only_commands
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
+from nornir_bench.tasks.output_parsers import check_parser, parse_output
 from nornir_bench.tasks.scrapli_session import session_of
 
 if TYPE_CHECKING:
@@ -38,34 +39,63 @@ DEFAULT_COMMAND_TIMEOUT = 30.0
 """Seconds ``asend_command`` allows for the login, and again for each command."""
 
 
+_OURS = ("command", "enable", "parse", "template_file")
+
+
 def _check_send_command(params: Mapping[str, Any]) -> None:
     """The job loader's check of ``send_command`` parameters, as the task does it."""
-    _check_netmiko_arguments({k: v for k, v in params.items() if k not in ("command", "enable")})
+    check_parser(params)
+    _check_netmiko_arguments({k: v for k, v in params.items() if k not in _OURS})
+
+
+def _parsed(task: Task, command: str, result: Result, parse: str | None,
+            template_file: str | None) -> Result:
+    """``result`` with its output parsed (``parse``), the text kept as ``raw``."""
+    if parse is None:
+        return result
+    text = result.result
+    data = parse_output(str(text), parse, command=command, platform=task.host.platform,
+                        template_file=template_file)
+    return Result(host=task.host, result=data, raw=text)
 
 
 @read_only(when=reads_only_commands)
 @needs(libraries=["netmiko", "nornir_netmiko"], connections=["netmiko"], install=DEVICES_EXTRA)
 @check_params_with(_check_send_command)
-def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: Any) -> Result:
+def send_command(
+    task: Task,
+    command: str,
+    *,
+    enable: bool = False,
+    parse: str | None = None,
+    template_file: str | None = None,
+    **kwargs: Any,
+) -> Result:
     """Run ``command`` through nornir-netmiko's connection (blocking).
 
     Args:
         command: the CLI command, one line.
         enable: enter privileged mode first (netmiko's ``enable()``; the enable password is
             netmiko's ``secret`` in the host's ``connection_options.netmiko.extras``).
+        parse: ``json``, ``textfsm`` or ``ttp``: the result is the output as data, the text
+            in the result's ``raw`` (:mod:`~nornir_bench.tasks.output_parsers`).
+        template_file: the TextFSM or TTP template (TextFSM: ntc-templates' by default).
         **kwargs: ``use_timing`` (netmiko's ``send_command_timing`` instead), and the rest is
             passed to netmiko's ``send_command`` (``read_timeout``, ``expect_string``,
             ``use_textfsm`` ...), or ``send_command_timing``.
 
     Returns:
-        A ``Result`` whose ``result`` is the output.
+        A ``Result`` whose ``result`` is the output, or the data ``parse`` made of it.
 
     Raises:
         MissingLibrary: netmiko or nornir-netmiko is not installed (``pip install
             'nornir-bench[devices]'``).
         TypeError: a keyword argument netmiko's method does not take, before connecting.
+        OutputNotParsed: the output is not what ``parse`` reads, or its template matched
+            nothing.
     """
     require_libraries(send_command)
+    check_parser({"parse": parse, "template_file": template_file})
     # 0.17 s to import: only when used.
     from netmiko.exceptions import NetmikoTimeoutException
     from nornir_netmiko.tasks import netmiko_send_command  # type: ignore[import-untyped]
@@ -94,7 +124,7 @@ def send_command(task: Task, command: str, *, enable: bool = False, **kwargs: An
                 "on that port (is the device, or the lab, up?)"
             ) from exc
         raise
-    return result
+    return _parsed(task, command, result, parse, template_file)
 
 
 # netmiko's waits while it logs in, as ConnectHandler's keyword arguments.
@@ -174,12 +204,15 @@ def _refused(exc: BaseException) -> bool:
 
 @read_only(when=reads_only_commands)
 @needs(libraries=["scrapli", "asyncssh"], install=DEVICES_EXTRA)
+@check_params_with(check_parser)
 async def asend_command(
     task: Task,
     command: str,
     *,
     enable: bool = False,
     timeout: float = DEFAULT_COMMAND_TIMEOUT,
+    parse: str | None = None,
+    template_file: str | None = None,
 ) -> Result:
     """Run ``command`` on scrapli's async driver for the host's platform, logging in on first
     use.
@@ -196,9 +229,10 @@ async def asend_command(
         enable: reach the privileged level first (``enable``) and stay there; otherwise the
             command runs at the level the session is at (where the login landed, at first).
         timeout: seconds for the login, and again for the command.
+        parse, template_file: as :func:`send_command`'s.
 
     Returns:
-        A ``Result`` whose ``result`` is the output.
+        A ``Result`` whose ``result`` is the output, or the data ``parse`` made of it.
 
     Raises:
         MissingLibrary: scrapli or asyncssh is not installed (``pip install
@@ -213,6 +247,7 @@ async def asend_command(
     """
     command = _checked(command)
     number("asend_command: timeout", timeout, above=0, unit="a number of seconds")
+    check_parser({"parse": parse, "template_file": template_file})
     host = task.host
     session = session_of(host)
     async with session.lock:
@@ -220,7 +255,7 @@ async def asend_command(
             require_libraries(asend_command)
             await session.aopen(host, timeout=timeout, enable=enable)
         output = await session.send_command(command, enable=enable, timeout=timeout)
-    return Result(host=host, result=output)
+    return _parsed(task, command, Result(host=host, result=output), parse, template_file)
 
 
 def _checked(command: object) -> str:

@@ -91,11 +91,11 @@ from nornir_bench.tasks.config_text import (
     changing_lines,
     config_diff,
     parse_config,
-    restoring_lines,
     same,
     save_refusal,
 )
 from nornir_bench.tasks.journal import CONFIRMED, PENDING, REVERT_FAILED, REVERTED, append_entry
+from nornir_bench.tasks.restore import restoring
 from nornir_bench.tasks.state_checks import (
     CheckOutcome,
     StateCheck,
@@ -386,11 +386,6 @@ def _apply(
     return None, now
 
 
-_ROLLBACK_ROUNDS = 3
-"""Rounds of restoring lines at most: a line whose removal takes others with it (FRR's
-``no neighbor X remote-as Y`` removes the neighbour) leaves those to add back in the next."""
-
-
 def _roll_back(
     problem: str, before: Section, now: Section, saved: str, how: _How, around: _Around
 ) -> Plan[None]:
@@ -404,12 +399,7 @@ def _roll_back(
         )
     why = ""
     try:
-        for _ in range(_ROLLBACK_ROUNDS):
-            undo = restoring_lines(before, now)
-            if not undo:
-                break
-            yield Send(tuple(undo))
-            now = parse_config((yield Read()))
+        now = yield from restoring(before, now)
     except PastDeadline:
         raise
     except Exception as exc:  # noqa: BLE001 - the device could not be reached to restore it
@@ -421,13 +411,13 @@ def _roll_back(
             checks=around.records(),
         )
     around.ended(REVERT_FAILED)
-    left = "" if why else ":\n" + mask_config_secrets(config_diff(before, now))
+    left = "" if why else mask_config_secrets(config_diff(before, now))
     raise ConfigChangeFailed(
         mask_config_secrets(
             f"{problem}; ROLLBACK FAILED{why}: the configuration differs from the backup at "
-            f"{saved}{left}"
-        ), state=ROLLBACK_FAILED, backup=saved,
-        diff=left.lstrip(":\n") or "state unknown", checks=around.records(),
+            f"{saved}" + (f":\n{left}" if left else "")
+        ), state=ROLLBACK_FAILED, backup=saved, diff=left or "state unknown",
+        checks=around.records(),
     )
 
 

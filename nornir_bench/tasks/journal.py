@@ -28,6 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from nornir_bench.core.exceptions import NornirBenchError
+
 __all__ = [
     "CONFIRMED",
     "JOURNAL_SUFFIX",
@@ -47,7 +49,7 @@ JOURNAL_SUFFIX = ".journal"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
 
-class JournalError(ValueError):
+class JournalError(NornirBenchError, ValueError):
     """A file that is not a journal, or not one that may be used here: what is wrong."""
 
 
@@ -112,6 +114,14 @@ def read_journal(path: str | os.PathLike[str]) -> Journal:
     path = Path(path)
     if path.stat().st_size > MAX_JOURNAL_BYTES:
         raise JournalError(f"{path}: larger than {MAX_JOURNAL_BYTES:,} bytes: not a journal")
+    try:
+        return _read(path)
+    except UnicodeDecodeError as exc:
+        raise JournalError(f"{path}: not a nornir-bench journal: not UTF-8 text ({exc.reason})")\
+            from None
+
+
+def _read(path: Path) -> Journal:
     lines = iter(_lines(path))
     header = next(lines, None)
     if not isinstance(header, dict) or header.get("journal") != 1:
