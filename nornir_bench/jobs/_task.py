@@ -98,9 +98,9 @@ def _check_signature(
         return
     takes = f"it takes: {', '.join(taken.names) or 'no parameters'}"
     unknown = taken.unknown(params)
-    if unknown == "confirm":
+    if "confirm" in params and "confirm" not in taken.names:  # not only a name it lacks
         raise job.error(
-            params_node, unknown,
+            params_node, "confirm",
             f"task {name} cannot revert a change, so it takes no confirm (send_config and "
             "asend_config do)", at_key=True,
         )

@@ -1,0 +1,103 @@
+"""Checks, parsers and confirm refused in one line, exit 2, before any device is touched; and
+``nornir-bench recover`` on files that are not a journal of its folder. The inventory's
+devices do not exist: nothing may try to reach them (their address is a port nothing listens
+on, and the tests see no connection error, only the job's own line)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nornir_bench.tasks.journal import PENDING, append_entry, start_journal
+from tests.cli.test_run import nornir_bench
+from tests.devices import free_port_range
+
+
+def job(tmp_path: Path, task: str) -> Path:
+    port = free_port_range(1)
+    (tmp_path / "hosts.yaml").write_text(
+        f"r1: {{hostname: 127.0.0.1, port: {port}, platform: cisco_ios}}\n"
+        f"r2: {{hostname: 127.0.0.1, port: {port}, platform: cisco_ios}}\n"
+    )
+    path = tmp_path / "job.yaml"
+    path.write_text("inventory: {plugin: SimpleInventory, options: {host_file: hosts.yaml}}\n"
+                    "logging: {enabled: false}\n" + textwrap.dedent(task))
+    return path
+
+
+CHANGE = """\
+task:
+  name: send_config
+  params:
+    lines: [ip route 203.0.113.1/32 Null0]
+"""
+
+
+@pytest.mark.parametrize(
+    ("task", "error"),
+    [
+        ("task: {name: send_command, params: {command: show x, parse: xml}}\n",
+         "job.yaml:3:28: task send_command: parse must be one of json, textfsm, ttp, got 'xml'"),
+        ("task: {name: asend_command, params: {command: show x, parse: textfsm, "
+         "template_file: gone.textfsm}}\n", "parse: template_file: no such file: "),
+        (CHANGE + "    checks: [{command: show bgp summary json, path: 'peers.[?x=='}]\n",
+         "checks[1].path: JMESPath syntax error in 'peers.[?x=='"),
+        (CHANGE + "    checks: [{command: show bgp summary json, host: r9}]\n",
+         "step 1 send_config: checks[1].host: no host 'r9' in the inventory"),
+        ("task: {name: send_command, params: {command: show x, confirm: {within: 10}}}\n",
+         "task send_command cannot revert a change, so it takes no confirm"),
+        (CHANGE + "    rollback: false\n    confirm: {within: 10}\n",
+         "confirm reverts a change that is not confirmed, and rollback: false says not to"),
+        (CHANGE + "    confirm: {within: 0}\n", "confirm.within must be a number of seconds"),
+        ("task: {name: check_state, params: {checks: [{command: show x, expect: same}]}}\n",
+         "this step changes nothing: use present, absent or {equals: VALUE}"),
+    ],
+)
+def test_a_mistake_in_checks_parsers_or_confirm_is_one_line_and_exit_2(
+    tmp_path: Path, task: str, error: str
+) -> None:
+    done = nornir_bench("run", str(job(tmp_path, task)), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert error in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()
+    assert not (tmp_path / "backups").exists()
+
+
+def test_recover_refuses_a_file_that_is_not_a_journal(tmp_path: Path) -> None:
+    garbage = tmp_path / "x.journal"
+    garbage.write_bytes(b"\x00\x01not a journal")
+    done = nornir_bench("recover", str(garbage), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"nornir-bench: error: {garbage}: not a nornir-bench journal")
+    assert len(done.stderr.splitlines()) == 1
+    missing = nornir_bench("recover", str(tmp_path / "none.journal"), cwd=tmp_path)
+    assert missing.returncode == 2 and "no such journal file" in missing.stderr
+
+
+def test_recover_refuses_a_journal_moved_from_another_records_folder(tmp_path: Path) -> None:
+    """A copy would revert its routers a second time, maybe over a later change."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    journal = tmp_path / "a" / "run.journal"
+    start_journal(journal, job=str(job(tmp_path, CHANGE)), records=None)
+    append_entry(journal, "r1", PENDING, backup=str(tmp_path / "r1.cfg"), task="send_config")
+    moved = tmp_path / "b" / "run.journal"
+    shutil.copy(journal, moved)
+    done = nornir_bench("recover", str(moved), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"a journal of the records folder {tmp_path / 'a'}, not of {tmp_path / 'b'}" \
+        in done.stderr
+    assert json.loads(moved.read_text().splitlines()[-1])["state"] == PENDING  # untouched
+
+
+def test_recover_with_nothing_pending_says_so(tmp_path: Path) -> None:
+    journal = tmp_path / "run.journal"
+    start_journal(journal, job=None, records=None)
+    done = nornir_bench("recover", str(journal), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == "recover: no change pending\n"
