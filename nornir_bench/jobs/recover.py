@@ -94,6 +94,18 @@ def held_journal(path: Path | None, job: Job, records: Path) -> Iterator[None]:
     if path is None:
         yield
         return
+    if path.exists():  # an earlier run's, whose records this run replaces (-o)
+        try:
+            left = read_journal(path).pending()
+        except (JournalError, UnicodeDecodeError):
+            left = {}
+        if left:
+            raise JobError(
+                f"{path}: changes still pending on {', '.join(sorted(left))}, not reverted "
+                f"(see above): run nornir-bench recover {path}, or give this run another "
+                "--output"
+            )
+        path.unlink()
     start_journal(path, job=os.path.abspath(job.path), records=str(os.path.abspath(records)))
     descriptor = os.open(path, os.O_RDONLY)
     try:

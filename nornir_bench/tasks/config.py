@@ -100,6 +100,7 @@ from nornir_bench.tasks.state_checks import (
     CheckOutcome,
     StateCheck,
     checks_from,
+    checks_text,
     failures_said,
     read_checks,
     resolved,
@@ -184,17 +185,9 @@ class Change:
     def text(self) -> str:
         """The result's text: the state (and backup), then the diff, then the checks."""
         head = self.state + (f" (backup: {self.backup})" if self.backup else "")
-        return head + (":\n" + self.diff if self.diff else "") + _checks_text(self.checks)
-
-
-def _checks_text(checks: list[dict[str, Any]]) -> str:
-    lines = []
-    for check in checks:
-        on = f" on {check['host']}" if check["host"] else ""
-        held = {True: "held", False: "FAILED", None: "to hold after the change"}[check["held"]]
-        lines.append(f"check {check['name']!r} ({check['expect']}){on}: before "
-                     f"{check['before']!r}, after {check['after']!r}: {held}")
-    return "".join("\n" + line for line in lines)
+        checks = checks_text(self.checks)
+        return head + (":\n" + self.diff if self.diff else "") + (
+            "\n" + checks if checks else "")
 
 
 @dataclass(frozen=True)

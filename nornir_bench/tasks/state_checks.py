@@ -51,6 +51,7 @@ __all__ = [
     "acheck_state",
     "check_state",
     "checks_from",
+    "checks_text",
     "read_checks",
     "resolved",
 ]
@@ -134,6 +135,26 @@ class CheckOutcome:
             "held": None if not self.after_read else self.failure is None,
             "failure": self.failure,
         }
+
+
+def checks_text(records: Sequence[Mapping[str, Any]]) -> str:
+    """The checks' outcomes (:meth:`CheckOutcome.record`) in lines, values shortened:
+    ``check 'peers' (no_fewer) on h2: before 2, after 1: FAILED: was 2, now 1: fewer``."""
+    lines = []
+    for record in records:
+        what = (f"equals {_shown(record.get('value'))}" if record["expect"] == "equals"
+                else record["expect"])
+        on = f" on {record['host']}" if record["host"] else ""
+        values = []
+        if record["expect"] in _RELATIVE or record["before"] is not None:
+            values.append(f"before {_shown(record['before'])}")
+        if record["held"] is not None:
+            values.append(f"after {_shown(record['after'])}" if values
+                          else _shown(record["after"]))
+        held = {True: "held", False: f"FAILED: {record['failure']}",
+                None: "to hold after the change"}[record["held"]]
+        lines.append(f"check {record['name']!r} ({what}){on}: {', '.join(values)}: {held}")
+    return "\n".join(lines)
 
 
 def checks_from(
@@ -340,7 +361,7 @@ def _audited(task: Task, checks: object, timeout: float) -> tuple[Plan[Any], flo
 
 
 def _audit_result(task: Task, records: list[dict[str, Any]]) -> Result:
-    result = Result(host=task.host, result=records)
+    result = Result(host=task.host, result=checks_text(records))
     result.checks = records  # type: ignore[attr-defined]
     return result
 
@@ -358,7 +379,8 @@ def check_state(task: Task, checks: list[dict[str, Any]], *, timeout: float = 60
         timeout: seconds for each command.
 
     Returns:
-        A ``Result`` whose ``result`` (and ``checks``) is each check's outcome.
+        A ``Result`` whose ``result`` says each check's outcome in a line, and ``checks``
+        holds them as data.
 
     Raises:
         StateCheckFailed: a check did not hold, or could not be read.
