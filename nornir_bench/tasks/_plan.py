@@ -160,7 +160,7 @@ def _netmiko_answer(
     if isinstance(request, Login):
         fresh = private_copy(task.host)
         try:
-            fresh.get_connection("netmiko", task.nornir.config)
+            _netmiko_login(task, fresh, timeout)
         finally:
             with contextlib.suppress(Exception):
                 fresh.close_connections()
@@ -170,8 +170,24 @@ def _netmiko_answer(
         other = others.get(request.host.name)
         if other is None:
             other = others[request.host.name] = private_copy(request.host)
-        connection = other.get_connection("netmiko", task.nornir.config)
+        connection = _netmiko_login(task, other, timeout)
     return connection.send_command(request.command, read_timeout=bounded(task, timeout))
+
+
+_LOGIN_WAITS = ("conn_timeout", "auth_timeout", "banner_timeout")
+
+
+def _netmiko_login(task: Task, host: Host, timeout: float) -> Any:
+    """``host``'s netmiko connection, logged in if need be within ``timeout`` (and the task's
+    deadline) for each of the login's waits: a device that takes no new login is told in
+    seconds, not netmiko's minute."""
+    if "netmiko" not in host.connections:
+        extras = dict(host.get_connection_parameters("netmiko").extras or {})
+        for name in _LOGIN_WAITS:
+            given = extras.get(name)
+            extras[name] = bounded(task, timeout if given is None else min(float(given), timeout))
+        host.open_connection("netmiko", configuration=task.nornir.config, extras=extras)
+    return host.get_connection("netmiko", task.nornir.config)
 
 
 def _netmiko_send(

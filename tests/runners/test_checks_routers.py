@@ -19,7 +19,13 @@ from typing import Any
 
 import pytest
 
-from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
+from nornir_bench.tasks import (
+    ConfigChangeFailed,
+    asend_command,
+    asend_config,
+    send_command,
+    send_config,
+)
 from nornir_bench.tasks.journal import PENDING, REVERTED, read_journal
 from tests.routers import RouterLabProcess, lab_pids, wait_for
 from tests.runners.test_config_routers import records, restored, run_cli, run_cli_command, running
@@ -316,3 +322,36 @@ def test_the_next_run_on_the_records_folder_reverts_what_a_dead_run_left_pending
     rows = records(tmp_path / "audit.jsonl")
     assert all(r["checks"][0]["held"] is False for r in rows.values())
     assert "StateCheckFailed" in done.stdout
+
+
+@pytest.mark.parametrize(("runner", "task"), runners(cases=changes, only=("threadpool",
+                                                                          "asyncio")))
+def test_a_change_after_which_the_device_takes_no_new_login_is_reverted_within_its_window(
+    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    tmp_path: Path,
+) -> None:
+    """The session in use outlives what the change did to the device's access: the lab's SSH
+    server is stopped (SIGSTOP) once the run holds its session, so no new login is answered;
+    the change is reverted over the session it has, at the end of its window."""
+    command = asend_command if task is asend_config else send_command
+    sessions = set(lab_pids(frr_lab.name, "vtysh"))
+    nr = frr_lab.nornir(runner.name, **runner.options).filter(name="h1")
+    sshd = frr_lab.state()["sshd_pid"]
+    try:
+        assert not nr.run(task=command, command="show version").failed  # the session kept
+        os.kill(sshd, signal.SIGSTOP)
+        try:
+            result = nr.run(task=task, lines=["ip route 203.0.113.78/32 Null0"],
+                            confirm={"within": 1}, timeout=2, backup_dir=str(tmp_path),
+                            journal_file=str(tmp_path / "run.journal"))
+        finally:
+            os.kill(sshd, signal.SIGCONT)
+    finally:
+        closed(nr, frr_lab, sessions)
+    error = result["h1"].exception
+    assert isinstance(error, ConfigChangeFailed), failures(result)
+    assert error.state == "rolled back"
+    assert "after the change, no new login to the device (" in str(error)
+    assert "(not confirmed within 1 s); rolled back to the backup at " in str(error)
+    assert running(frr_lab, "r1") == restored["r1"]
+    assert read_journal(tmp_path / "run.journal").hosts["h1"]["state"] == REVERTED
