@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         check_params_with,
         params_check_of,
     )
+    from nornir_bench.tasks.audit import StateCheckFailed, acheck_state, check_state
     from nornir_bench.tasks.commands import asend_command, send_command
     from nornir_bench.tasks.config import ConfigChangeFailed, asend_config, send_config
     from nornir_bench.tasks.journal import JournalError, read_journal
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
         plan_round_trip,
         sim_rtt,
     )
-    from nornir_bench.tasks.state_checks import StateCheckFailed, acheck_state, check_state
     from nornir_bench.tasks.tcp import TcpPing, atcp_ping, tcp_ping
 
 __getattr__, __dir__ = lazy_exports(
@@ -90,7 +90,7 @@ __getattr__, __dir__ = lazy_exports(
         "nornir_bench.tasks.tcp": ("TcpPing", "atcp_ping", "tcp_ping"),
         "nornir_bench.tasks.journal": ("JournalError", "read_journal"),
         "nornir_bench.tasks.output_parsers": ("OutputNotParsed", "parse_output"),
-        "nornir_bench.tasks.state_checks": ("StateCheckFailed", "acheck_state", "check_state"),
+        "nornir_bench.tasks.audit": ("StateCheckFailed", "acheck_state", "check_state"),
     },
 )
 

@@ -39,13 +39,8 @@ backup file holds them.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,26 +59,29 @@ from nornir_bench.core.changes import (
     note_change,
 )
 from nornir_bench.core.checks import number
-from nornir_bench.core.exceptions import HostAbandoned
-from nornir_bench.core.files import make_private_folder, records_folder
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
-from nornir_bench.core.wording import seconds_text
+from nornir_bench.tasks._change import (
+    AroundChange,
+    Change,
+    ChangeOptions,
+    ConfigChangeFailed,
+    check_around,
+)
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks._plan import (
     SAVE,
-    Login,
     PastDeadline,
     Plan,
     Read,
     Save,
     Send,
-    Wait,
     adrive,
     drive,
 )
 from nornir_bench.tasks._templates import check_template
+from nornir_bench.tasks.backups import abandoned_failure, backup_writer
 from nornir_bench.tasks.config_text import (
     Section,
     applied,
@@ -94,15 +92,10 @@ from nornir_bench.tasks.config_text import (
     same,
     save_refusal,
 )
-from nornir_bench.tasks.journal import CONFIRMED, PENDING, REVERT_FAILED, REVERTED, append_entry
+from nornir_bench.tasks.journal import CONFIRMED, REVERT_FAILED, REVERTED
 from nornir_bench.tasks.restore import restoring
 from nornir_bench.tasks.state_checks import (
-    CheckOutcome,
-    StateCheck,
     checks_from,
-    checks_text,
-    failures_said,
-    read_checks,
     resolved,
 )
 
@@ -124,169 +117,6 @@ DEFAULT_CONFIG_TIMEOUT = 60.0
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 """A change's text, from a file or a template, at most: a larger one is a mistake (a template
 looping without end), refused before anything is sent."""
-
-MAX_CONFIRM = 3600.0
-"""A confirm window, in seconds, at most: the change is pending (and its host held) so long."""
-
-
-class ConfigChangeFailed(Exception):
-    """A change the device refused a line of, that did not verify, or that was not saved:
-    the message says which line and what the device said, and whether the configuration was
-    rolled back.
-
-    Attributes:
-        state: ``rolled back``, ``rollback failed``, ``not rolled back``, ``not saved`` or
-            ``interrupted during change``.
-        backup: the backup file of the configuration before the change (``None``: nothing was
-            to change, so nothing was backed up).
-        diff: how the configuration now differs from the backup (empty once rolled back): a
-            device left changed (``core.changes.left_changed``).
-    """
-
-    def __init__(
-        self, message: str, *, state: str, backup: str | None, diff: str = "",
-        checks: list[dict[str, Any]] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.state = state
-        self.backup = backup
-        self.diff = diff
-        self.checks = checks or []
-
-    @property
-    def change(self) -> dict[str, Any]:
-        return {"state": self.state, "backup": self.backup}
-
-    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in the parent of a worker process
-        return _rebuilt, (str(self), self.state, self.backup, self.diff, self.checks)
-
-
-def _rebuilt(
-    message: str, state: str, backup: str | None, diff: str, checks: list[dict[str, Any]]
-) -> ConfigChangeFailed:
-    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff, checks=checks)
-
-
-@dataclass(frozen=True)
-class Change:
-    """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
-    ``no change``, ``changed``), the diff, the backup file when one was written, and the
-    checks around it (:meth:`~nornir_bench.tasks.state_checks.CheckOutcome.record`)."""
-
-    state: str
-    diff: str
-    backup: str | None = None
-    checks: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return self.state in (WOULD_CHANGE, CHANGED)
-
-    def text(self) -> str:
-        """The result's text: the state (and backup), then the diff, then the checks."""
-        head = self.state + (f" (backup: {self.backup})" if self.backup else "")
-        checks = checks_text(self.checks)
-        return head + (":\n" + self.diff if self.diff else "") + (
-            "\n" + checks if checks else "")
-
-
-@dataclass(frozen=True)
-class _How:
-    """How a change is made: its options, as the task was given them."""
-
-    task: str
-    host: str
-    platform: str | None
-    dry_run: bool
-    rollback: bool
-    save: bool
-    backup: Callable[[str], Path]
-    checks: tuple[StateCheck, ...] = ()
-    settle: float = 0.0
-    confirm: float | None = None  # the window, in seconds
-    journal: str | None = None
-
-
-class _Around:
-    """What is read around a change (its checks), and its entry in the journal when it waits
-    for confirmation (``confirm``)."""
-
-    def __init__(self, how: _How) -> None:
-        self.how = how
-        self.outcomes = [CheckOutcome(check) for check in how.checks]
-        self.journaled = False
-
-    def records(self) -> list[dict[str, Any]]:
-        return [outcome.record() for outcome in self.outcomes]
-
-    def read_before(self) -> Plan[None]:
-        """Each check's value before the change; one not read leaves the device untouched."""
-        if not self.how.checks:
-            return
-        values = yield from read_checks(self.how.checks, self.how.platform)
-        pairs = list(zip(self.how.checks, values, strict=True))
-        self.outcomes = [CheckOutcome(check, before=value) for check, (value, _) in pairs]
-        unread = [f"{check.said()}: {why}" for check, (_, why) in pairs if why]
-        if unread:
-            raise ConfigChangeFailed(
-                f"before the change, {'; '.join(unread)}: not touched", state=NOT_TOUCHED,
-                backup=None, checks=self.records(),
-            )
-
-    def pending(self, backup: str) -> None:
-        """The change waits for confirmation from now on: in the journal before it is sent."""
-        how = self.how
-        if how.confirm is None or how.journal is None:
-            return
-        append_entry(how.journal, how.host, PENDING, backup=backup, task=how.task,
-                     until=time.time() + how.confirm)
-        self.journaled = True
-
-    def ended(self, state: str) -> None:
-        if self.journaled and self.how.journal is not None:
-            append_entry(self.how.journal, self.how.host, state)
-
-    def read_after(self) -> Plan[str | None]:
-        """Why the change must be undone (``None``: every check holds): the checks read once,
-        or, with ``confirm``, again until they hold, a new login included, within its
-        window."""
-        how = self.how
-        if not how.checks and how.confirm is None:
-            return None
-        if how.settle:
-            yield Wait(how.settle)
-        until = None if how.confirm is None else time.monotonic() + how.confirm
-        while True:
-            problem = None
-            if how.confirm is not None:
-                try:
-                    yield Login()
-                except PastDeadline:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - not reached again: not confirmed
-                    problem = f"no new login to the device ({type(exc).__name__}: {exc})"
-            if problem is None:
-                problem = yield from self._checks_after()
-                if problem is None:
-                    return None
-            if until is None or time.monotonic() >= until:
-                window = "" if how.confirm is None else \
-                    f" (not confirmed within {seconds_text(how.confirm)} s)"
-                return f"after the change, {problem}{window}"
-            yield Wait(min(1.0, max(0.0, until - time.monotonic())))
-
-    def _checks_after(self) -> Plan[str | None]:
-        values = yield from read_checks(self.how.checks, self.how.platform)
-        self.outcomes = [
-            CheckOutcome(o.check, before=o.before, after=value, after_read=True,
-                         failure=why or o.check.fails(o.before, value))
-            for o, (value, why) in zip(self.outcomes, values, strict=True)
-        ]
-        return failures_said(self.outcomes) or None
-
-
-# -- the plan: what to ask the device, in order (tasks._plan drives it) ----------------------
-
 
 class _Progress:
     """How far a change got: its backup, and whether lines were sent to the device; noted on
@@ -322,13 +152,13 @@ def _noting(plan: Plan[Change], progress: _Progress) -> Plan[Change]:
     return change
 
 
-def _change(lines: Sequence[str], how: _How, progress: _Progress) -> Plan[Change]:
+def _change(lines: Sequence[str], how: ChangeOptions, progress: _Progress) -> Plan[Change]:
     """The change, as requests to the device (see the module); what it did. ``progress``
     follows how far it got."""
     running: str = yield Read()
     before, change = parse_config(running), parse_config(lines)
     diff = mask_config_secrets(config_diff(before, applied(before, change)))
-    around = _Around(how)
+    around = AroundChange(how)
     yield from around.read_before()
     if how.dry_run:
         return Change(WOULD_CHANGE if diff else NO_CHANGE, diff, checks=around.records())
@@ -363,7 +193,7 @@ def _change(lines: Sequence[str], how: _How, progress: _Progress) -> Plan[Change
 
 
 def _apply(
-    lines: Sequence[str], before: Section, change: Section, saved: str, how: _How
+    lines: Sequence[str], before: Section, change: Section, saved: str, how: ChangeOptions
 ) -> Plan[tuple[str | None, Section]]:
     """The lines that change something sent (a change half made before is completed), and
     verified: what went wrong (``None``: nothing), and the configuration read back."""
@@ -380,7 +210,8 @@ def _apply(
 
 
 def _roll_back(
-    problem: str, before: Section, now: Section, saved: str, how: _How, around: _Around
+    problem: str, before: Section, now: Section, saved: str, how: ChangeOptions,
+    around: AroundChange,
 ) -> Plan[None]:
     """Back to ``before`` (backed up in ``saved``), or not (``rollback: false``): always ends
     in :class:`ConfigChangeFailed` saying which."""
@@ -414,7 +245,7 @@ def _roll_back(
     )
 
 
-def _save(diff: str, saved: str | None, around: _Around) -> Plan[None]:
+def _save(diff: str, saved: str | None, around: AroundChange) -> Plan[None]:
     """``write memory``, checked: a reply refusing it, or an error on the way, fails the host
     with :data:`NOT_SAVED`. A change made (``diff``, backed up in ``saved``) stays: it
     verified, and saving is no reason to undo it."""
@@ -443,30 +274,9 @@ def _check_config_params(params: Mapping[str, Any]) -> None:
     ``confirm``, and a template's syntax (each host's render parses it again: a check there
     would parse it twice)."""
     _check_sources(params)
-    _check_around(params)
+    check_around(params)
     if params.get("template_file") is not None:
         check_template(Path(params["template_file"]))
-
-
-def _check_around(params: Mapping[str, Any]) -> float | None:
-    """The checks, ``settle`` and ``confirm`` checked; the confirm window, if any."""
-    checks_from(params.get("checks"))
-    if params.get("settle") is not None:
-        number("settle", params["settle"], minimum=0, maximum=MAX_CONFIRM,
-               unit="a number of seconds")
-    confirm = params.get("confirm")
-    if confirm is None:
-        return None
-    if not isinstance(confirm, Mapping) or list(confirm) != ["within"]:
-        raise ValueError(f"confirm must be {{within: SECONDS}}, got {confirm!r}")
-    within = number("confirm.within", confirm["within"], above=0, maximum=MAX_CONFIRM,
-                    unit="a number of seconds")
-    if params.get("rollback") is False:
-        raise ValueError(
-            "confirm reverts a change that is not confirmed, and rollback: false says not to "
-            "revert: give one or the other"
-        )
-    return float(within)
 
 
 def _check_sources(params: Mapping[str, Any]) -> None:
@@ -539,51 +349,6 @@ def config_lines(
     return change_lines("".join(chunks).splitlines())
 
 
-def _backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callable[[str], Path]:
-    """Writes a host's running configuration to a new file of its own in ``folder`` (mode
-    0600); its path."""
-
-    def write(text: str) -> Path:
-        base = Path(folder) if folder is not None else records_folder() / "backups"
-        make_private_folder(base)  # the backups hold the devices' secrets
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-        path = base / f"{host.name}-{stamp}.cfg"
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(text)
-        return path
-
-    return write
-
-
-_BACKUP_NAME = re.compile(r"(?P<host>.+)-\d{8}T\d{6}\.\d{6}Z\.cfg")
-
-
-def _abandoned_failure(host: str, params: Mapping[str, Any], since: float) -> Exception:
-    """What a change Ctrl-C stopped in flight on ``host`` (cancelled, or abandoned by a second
-    press; run with ``params`` since ``since``, a ``time.time()``) may have done, told by its
-    backup: written before the first line is sent, so without one in this run the device was
-    not touched."""
-    folder = params.get("backup_dir")
-    base = Path(folder) if folder is not None else records_folder() / "backups"
-    made = []
-    with contextlib.suppress(OSError):
-        for path in base.iterdir():
-            match = _BACKUP_NAME.fullmatch(path.name)
-            if match and match["host"] == host and path.stat().st_mtime >= since:
-                made.append(path)
-    if not made:
-        return HostAbandoned(
-            "stopped in flight by Ctrl-C before its change was sent: not touched",
-            change={"state": NOT_TOUCHED, "backup": None},
-        )
-    backup = str(max(made, key=lambda path: path.stat().st_mtime_ns))
-    return ConfigChangeFailed(
-        f"interrupted during change: state unknown, backup at {backup}", state=INTERRUPTED,
-        backup=backup,
-    )
-
-
 def _result(host: Host, change: Change) -> Result:
     result = Result(host=host, result=change.text(), changed=change.changed, diff=change.diff)
     result.change = {"state": change.state, "backup": change.backup}  # type: ignore[attr-defined]
@@ -607,7 +372,7 @@ def _changing(task: Callable[..., Any]) -> Callable[..., Any]:
     it in flight (``abandoned_failure``). The jobs read these."""
     task.supports_dry_run = True  # type: ignore[attr-defined]
     task.prepare = _prepare  # type: ignore[attr-defined]
-    task.abandoned_failure = _abandoned_failure  # type: ignore[attr-defined]
+    task.abandoned_failure = abandoned_failure  # type: ignore[attr-defined]
     return task
 
 
@@ -624,7 +389,7 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
     require_libraries(which)
     timeout = given["timeout"]
     number(f"{which.__name__}: timeout", timeout, above=0, unit="a number of seconds")
-    confirm = _check_around(given)
+    confirm = check_around(given)
     if confirm is not None and given.get("journal_file") is None:
         raise ValueError(
             "confirm needs a journal_file, where a pending change is kept until it is "
@@ -632,10 +397,10 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
         )
     lines = config_lines(task.host, given["lines"], given["config_file"],
                          given["template_file"], given["variables"])
-    how = _How(
+    how = ChangeOptions(
         task=which.__name__, host=task.host.name, platform=task.host.platform,
         dry_run=task.is_dry_run(given["dry_run"]), rollback=given["rollback"],
-        save=given["save"], backup=_backup_writer(task.host, given["backup_dir"]),
+        save=given["save"], backup=backup_writer(task.host, given["backup_dir"]),
         checks=resolved(task, checks_from(given["checks"])),
         settle=float(given["settle"] or 0), confirm=confirm,
         journal=None if given.get("journal_file") is None else str(given["journal_file"]),

@@ -20,7 +20,8 @@ Around a change every check is read before and after; after, each must hold. ``s
 ``no_fewer`` compare with before; ``present``, ``absent`` and ``equals`` hold or not by
 themselves (a route announced by the change is absent before it). A step of checks alone (an
 audit: :func:`check_state`, :func:`acheck_state`) reads them once, and takes only the last
-three. Pure: the reading is the drivers' (:mod:`nornir_bench.tasks._plan`).
+three (:mod:`nornir_bench.tasks.audit`). Reading them is a plan (:func:`read_checks`) that
+either driver runs (:mod:`nornir_bench.tasks._plan`).
 """
 
 from __future__ import annotations
@@ -30,13 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from nornir.core.task import Result
-
-from nornir_bench.core.checks import number
-from nornir_bench.core.read_only import read_only
-from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
-from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks._plan import Command, PastDeadline, Plan, adrive, drive
+from nornir_bench.core.read_only import READ_ONLY_COMMANDS, reads_only_commands
+from nornir_bench.tasks._plan import Command, PastDeadline, Plan
 from nornir_bench.tasks.output_parsers import check_parser, parse_output
 
 if TYPE_CHECKING:
@@ -47,11 +43,9 @@ __all__ = [
     "EXPECTS",
     "CheckOutcome",
     "StateCheck",
-    "StateCheckFailed",
-    "acheck_state",
-    "check_state",
     "checks_from",
     "checks_text",
+    "failures_said",
     "read_checks",
     "resolved",
 ]
@@ -191,6 +185,11 @@ def _check(item: object, where: str, audit: bool) -> StateCheck:
     command = item.get("command")
     if not isinstance(command, str) or not command.strip() or "\n" in command:
         raise ValueError(f"{where}.command must be one line of text, got {command!r}")
+    if not reads_only_commands({"command": command}):  # --check runs them: they must not write
+        raise ValueError(
+            f"{where}.command: a check reads, and {command!r} may not: it must start with "
+            f"{', '.join(READ_ONLY_COMMANDS)}"
+        )
     parse = item.get("parse", "json")
     check_parser({"parse": parse, "template_file": item.get("template_file")},
                  where=f"{where}.parse")
@@ -307,96 +306,6 @@ def read_checks(
     return values
 
 
-class StateCheckFailed(Exception):
-    """Checks that did not hold: the message names each, with its values.
-
-    Attributes:
-        checks: every check's outcome, as records keep it (:meth:`CheckOutcome.record`).
-    """
-
-    def __init__(self, message: str, *, checks: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.checks = checks
-
-    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in the parent of a worker process
-        return StateCheckFailed._rebuilt, (str(self), self.checks)
-
-    @staticmethod
-    def _rebuilt(message: str, checks: list[dict[str, Any]]) -> StateCheckFailed:
-        return StateCheckFailed(message, checks=checks)
-
-
 def failures_said(outcomes: Sequence[CheckOutcome]) -> str:
     """The checks that failed, in one line: ``check 'peers' (no_fewer) on h2: was 2, now 1``."""
     return "; ".join(f"{o.check.said()}: {o.failure}" for o in outcomes if o.failure)
-
-
-def _audit(
-    checks: tuple[StateCheck, ...], platform: str | None
-) -> Plan[list[dict[str, Any]]]:
-    values = yield from read_checks(checks, platform)
-    outcomes = [
-        CheckOutcome(check, after=value, after_read=True,
-                     failure=why or check.fails(None, value))
-        for check, (value, why) in zip(checks, values, strict=True)
-    ]
-    records = [outcome.record() for outcome in outcomes]
-    failed = [o for o in outcomes if o.failure]
-    if failed:
-        count = f"{len(failed)} of {len(outcomes)} checks failed"
-        raise StateCheckFailed(f"{count}: {failures_said(failed)}", checks=records)
-    return records
-
-
-def _check_audit_params(params: Mapping[str, Any]) -> None:
-    checks_from(params.get("checks"), audit=True)
-    if "timeout" in params:
-        number("timeout", params["timeout"], above=0, unit="a number of seconds")
-
-
-def _audited(task: Task, checks: object, timeout: float) -> tuple[Plan[Any], float]:
-    number("timeout", timeout, above=0, unit="a number of seconds")
-    found = resolved(task, checks_from(checks, audit=True))
-    return _audit(found, task.host.platform), timeout
-
-
-def _audit_result(task: Task, records: list[dict[str, Any]]) -> Result:
-    result = Result(host=task.host, result=checks_text(records))
-    result.checks = records  # type: ignore[attr-defined]
-    return result
-
-
-@read_only()
-@needs(libraries=["netmiko", "nornir_netmiko", "jmespath"], connections=["netmiko"],
-       install=DEVICES_EXTRA)
-@check_params_with(_check_audit_params)
-def check_state(task: Task, checks: list[dict[str, Any]], *, timeout: float = 60.0) -> Result:
-    """Read each check on the network, through netmiko, and fail the host where one does not
-    hold: a fleet audit ("every BGP session Established").
-
-    Args:
-        checks: the checks (see the module); ``present``, ``absent`` or ``equals`` each.
-        timeout: seconds for each command.
-
-    Returns:
-        A ``Result`` whose ``result`` says each check's outcome in a line, and ``checks``
-        holds them as data.
-
-    Raises:
-        StateCheckFailed: a check did not hold, or could not be read.
-    """
-    require_libraries(check_state)
-    plan, timeout = _audited(task, checks, timeout)
-    return _audit_result(task, drive(task, plan, timeout))
-
-
-@read_only()
-@needs(libraries=["scrapli", "asyncssh", "jmespath"], install=DEVICES_EXTRA)
-@check_params_with(_check_audit_params)
-async def acheck_state(
-    task: Task, checks: list[dict[str, Any]], *, timeout: float = 60.0
-) -> Result:
-    """:func:`check_state` on scrapli's async driver, on the session ``asend_command`` keeps."""
-    require_libraries(acheck_state)
-    plan, timeout = _audited(task, checks, timeout)
-    return _audit_result(task, await adrive(task, plan, timeout))

@@ -35,6 +35,8 @@ def test_every_builtin_task_says_what_it_needs() -> None:
         "send_config": Needs(("netmiko", "nornir_netmiko", "jinja2"), ("netmiko",), EXTRA),
         "asend_config": Needs(("scrapli", "asyncssh", "jinja2"), install=EXTRA),
         "parse_interfaces": Needs(("ntc_templates",), install=EXTRA, descriptors=0),
+        "check_state": Needs(("netmiko", "nornir_netmiko", "jmespath"), ("netmiko",), EXTRA),
+        "acheck_state": Needs(("scrapli", "asyncssh", "jmespath"), install=EXTRA),
         "tcp_ping": Needs(descriptors=1),
         "atcp_ping": Needs(descriptors=1),
         "sim_rtt": Needs(descriptors=0),

@@ -65,18 +65,20 @@ def test_an_outcome_keeps_the_values_and_whether_the_check_held() -> None:
     [
         ("show x", "checks must be a list of 1 to 50 checks"),
         ([], "checks must be a list of 1 to 50 checks"),
-        ([{"command": "x"}] * 51, "at most 50 checks"),
+        ([{"command": "show x"}] * 51, "at most 50 checks"),
         (["show x"], r"checks\[1\] must be a mapping with a command"),
         ([{"cmd": "show x"}], r"checks\[1\]: unknown key 'cmd'; a check takes name, host"),
         ([{"command": "show x\nshow y"}], r"checks\[1\].command must be one line"),
+        ([{"command": "clear bgp *"}], r"checks\[1\].command: a check reads, and 'clear bgp "
+         r"\*' may not: it must start with show, display, ping, traceroute"),
         ([{"command": "show x", "parse": "yaml"}], r"checks\[1\].parse must be one of json"),
         ([{"command": "show x", "parse": "textfsm", "template_file": "/nonexistent/x"}],
          "template_file: no such file"),
-        ([{"command": "x"}, {"command": "x", "path": "peers.[?state=="}],
+        ([{"command": "show x"}, {"command": "show x", "path": "peers.[?state=="}],
          r"checks\[2\].path: JMESPath syntax error in 'peers.\[\?state==': "),
-        ([{"command": "x", "expect": "more"}], r"checks\[1\].expect must be same, no_fewer"),
-        ([{"command": "x", "expect": {"equals": 1, "or": 2}}], r"checks\[1\].expect must be"),
-        ([{"command": "x", "host": 3}], r"checks\[1\].host must be an inventory host's name"),
+        ([{"command": "show x", "expect": "more"}], r"checks\[1\].expect must be same, no_fewer"),
+        ([{"command": "show x", "expect": {"equals": 1, "or": 2}}], r"checks\[1\].expect must be"),
+        ([{"command": "show x", "host": 3}], r"checks\[1\].host must be an inventory host's name"),
     ],
 )
 def test_a_check_that_is_not_one_is_refused_naming_its_place(given: Any, error: str) -> None:
@@ -87,5 +89,5 @@ def test_a_check_that_is_not_one_is_refused_naming_its_place(given: Any, error: 
 def test_an_audit_refuses_checks_that_compare_with_a_before_it_does_not_have() -> None:
     with pytest.raises(ValueError, match="same compares with the state before a change, and "
                        "this step changes nothing: use present, absent or"):
-        checks_from([{"command": "x"}], audit=True)
-    assert checks_from([{"command": "x", "expect": "present"}], audit=True)
+        checks_from([{"command": "show x"}], audit=True)
+    assert checks_from([{"command": "show x", "expect": "present"}], audit=True)

@@ -1,0 +1,67 @@
+"""A change's backups: the running configuration, in a file of its own before the first line
+is sent; and what a change stopped in flight by Ctrl-C may have done, told by them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.core.changes import INTERRUPTED, NOT_TOUCHED
+from nornir_bench.core.exceptions import HostAbandoned
+from nornir_bench.core.files import make_private_folder, records_folder
+from nornir_bench.tasks._change import ConfigChangeFailed
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+__all__ = ["abandoned_failure", "backup_writer"]
+
+
+def backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callable[[str], Path]:
+    """Writes a host's running configuration to a new file of its own in ``folder`` (mode
+    0600); its path."""
+
+    def write(text: str) -> Path:
+        base = Path(folder) if folder is not None else records_folder() / "backups"
+        make_private_folder(base)  # the backups hold the devices' secrets
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        path = base / f"{host.name}-{stamp}.cfg"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        return path
+
+    return write
+
+
+_BACKUP_NAME = re.compile(r"(?P<host>.+)-\d{8}T\d{6}\.\d{6}Z\.cfg")
+
+
+def abandoned_failure(host: str, params: Mapping[str, Any], since: float) -> Exception:
+    """What a change Ctrl-C stopped in flight on ``host`` (cancelled, or abandoned by a second
+    press; run with ``params`` since ``since``, a ``time.time()``) may have done, told by its
+    backup: written before the first line is sent, so without one in this run the device was
+    not touched."""
+    folder = params.get("backup_dir")
+    base = Path(folder) if folder is not None else records_folder() / "backups"
+    made = []
+    with contextlib.suppress(OSError):
+        for path in base.iterdir():
+            match = _BACKUP_NAME.fullmatch(path.name)
+            if match and match["host"] == host and path.stat().st_mtime >= since:
+                made.append(path)
+    if not made:
+        return HostAbandoned(
+            "stopped in flight by Ctrl-C before its change was sent: not touched",
+            change={"state": NOT_TOUCHED, "backup": None},
+        )
+    backup = str(max(made, key=lambda path: path.stat().st_mtime_ns))
+    return ConfigChangeFailed(
+        f"interrupted during change: state unknown, backup at {backup}", state=INTERRUPTED,
+        backup=backup,
+    )
