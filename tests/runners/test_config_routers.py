@@ -440,28 +440,36 @@ def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
 def test_a_second_ctrl_c_abandons_the_changes_in_flight_and_their_records_say_so(
     frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
-    """Ctrl-C once a router holds part of a 150-line change, and again, once the run said it
-    is stopping, while a router still does: the hosts in flight are abandoned. Each router
-    holding part of the change (or all of it) has a record saying so: interrupted during
-    change, state unknown, with its backup (the configuration before the change)."""
+    """Ctrl-C once r1 holds part of a 150-line change and its staticd is stopped (SIGSTOP: its
+    next line waits on it, as a busy router's would), and again once the run said it is
+    stopping: the hosts in flight are abandoned, r1's among them. Each router holding part of
+    the change (or all of it) has a record saying so: interrupted during change, state
+    unknown, with its backup (the configuration before the change)."""
     (tmp_path / "many.j2").write_text(MANY)
     job = change_job(frr_lab, tmp_path, runner, refuse=[])
     job.write_text(job.read_text().replace("change.j2", "many.j2"))
-    # Each press while a router holds at most half of the change: the rest of its lines
-    # take longer than the press takes to land. (Pressed at any part, the change could end
-    # between the look and the press, and then no router is in the middle of it.)
-    early = lambda: any(0 < change_routes(frr_lab, r) <= 40 for r in restored)  # noqa: E731
-    half = lambda: any(0 < change_routes(frr_lab, r) <= 75 for r in restored)  # noqa: E731
-    status, stdout, stderr = interrupted_when(
-        [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"], tmp_path,
-        early, again=half, pause=0.02,
-    )
+    stopped: list[int] = []
+
+    def r1_held_midway() -> bool:
+        if not 0 < change_routes(frr_lab, "r1") < 150:
+            return False
+        stopped.extend(lab_pids(frr_lab.name, "staticd", "r1"))
+        send_signal_to(stopped, signal.SIGSTOP)
+        return True
+
+    try:
+        status, stdout, stderr = interrupted_when(
+            [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
+            tmp_path, r1_held_midway, again=lambda: True, pause=0.02,
+        )
+    finally:
+        send_signal_to(stopped, signal.SIGCONT)
     assert status == 130, stdout + stderr
     rows = records(tmp_path / "out.jsonl")
     interrupted = {
         h for h, r in rows.items() if r["change"]["state"] == "interrupted during change"
     }
-    assert interrupted, rows  # a router held part of the change at the second press
+    assert "h1" in interrupted, rows  # r1 held part of the change at the second press
     assert "INTERRUPTED DURING CHANGE:" in stdout
     for host, router in frr_lab.hosts().items():
         held = change_routes(frr_lab, router)
