@@ -1,6 +1,7 @@
 """State checks in records files: each record's ``checks`` (as
 ``tasks.state_checks.CheckOutcome.record`` writes them) as a table of the report page, their
-values before and after per host.
+values before and after per host; and, for ``nornir-bench diff``, how a host's checks drifted
+between two runs.
 
 Records come from devices, and may be written by hand: every key is read as it may be.
 """
@@ -18,8 +19,11 @@ from nornir_bench.core.wording import shortened
 __all__ = [
     "MAX_CHECKS_SHOWN",
     "VALUE_SHOWN",
+    "CheckDrift",
     "CheckTable",
+    "checks_digest",
     "checks_section",
+    "drifted",
     "value_text",
 ]
 
@@ -132,3 +136,99 @@ def checks_section(table: CheckTable) -> str:
             "<th>before</th><th>after</th><th>held</th><th>failure</th></tr>" + "".join(rows)
             + "</table>" + more)
 
+
+# -- drift between two runs --------------------------------------------------------------------
+
+_Key = tuple[str, str | None, int]  # name, host read on (None: the record's), occurrence
+
+
+def _keyed(checks: object) -> dict[_Key, Mapping[str, Any]] | None:
+    if not isinstance(checks, list):
+        return None
+    keyed: dict[_Key, Mapping[str, Any]] = {}
+    seen: dict[tuple[str, str | None], int] = {}  # two checks may share a name
+    for item in checks:
+        if isinstance(item, dict):
+            on = item.get("host")
+            named = (str(item.get("name")), None if on is None else str(on))
+            seen[named] = seen.get(named, -1) + 1
+            keyed[(named[0], named[1], seen[named])] = item
+    return keyed
+
+
+def _state(item: Mapping[str, Any]) -> tuple[Any, bool | None]:
+    """A check's value (after the change, or as an audit read it; before, when it was not read
+    after) and whether it held."""
+    held = item.get("held") if isinstance(item.get("held"), bool) else None
+    read_after = held is not None or item.get("after") is not None
+    return item.get("after") if read_after else item.get("before"), held
+
+
+def checks_digest(checks: object) -> int | None:
+    """A digest of the checks' states (:func:`_state`), within this process: equal states,
+    equal digests; ``None`` when the record holds no checks."""
+    keyed = _keyed(checks)
+    if keyed is None:
+        return None
+    states = sorted((repr(key), _canonical(state[0]), state[1])
+                    for key, state in ((key, _state(item)) for key, item in keyed.items()))
+    return hash(repr(states))
+
+
+@dataclass(frozen=True)
+class CheckDrift:
+    """A check of one host whose state differs between two runs: its value, or whether it held
+    (a check in one run only: ``only`` names the run)."""
+
+    name: str
+    on: str | None  # the host it was read on; None: the record's own
+    old: Any = None
+    new: Any = None
+    old_held: bool | None = None
+    new_held: bool | None = None
+    failure: str | None = None  # why it failed in the new run
+    only: str | None = None  # "old", "new"
+
+    def said(self) -> str:
+        """``check 'r2 sessions' on r2: 2 -> 1: held, now FAILED (was 2, now 1: fewer)``."""
+        head = f"check {self.name!r}" + (f" on {self.on}" if self.on else "")
+        if self.only is not None:
+            value = self.old if self.only == "old" else self.new
+            return f"{head}: only in {self.only.upper()}: {value_text(value)}"
+        if _canonical(self.old) == _canonical(self.new):
+            text = f"{head}: {value_text(self.new)} in both"
+        else:
+            text = f"{head}: {value_text(self.old)} -> {value_text(self.new)}"
+        if None not in (self.old_held, self.new_held) and self.old_held != self.new_held:
+            text += f": {_VERDICTS[self.old_held]}, now {_VERDICTS[self.new_held]}"
+            if self.failure:
+                text += f" ({shortened(self.failure)})"
+        return text
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "host": self.on, "old": self.old, "new": self.new,
+                "old_held": self.old_held, "new_held": self.new_held,
+                "failure": self.failure, "only": self.only}
+
+
+def drifted(old_checks: object, new_checks: object) -> list[CheckDrift]:
+    """The checks whose state differs between a host's two records' ``checks``: the value
+    (:func:`_state`) or held and failed; none when either record holds no checks (older
+    records, a host that failed before reading them)."""
+    old, new = _keyed(old_checks), _keyed(new_checks)
+    if old is None or new is None:
+        return []
+    drifts = []
+    for key, item in new.items():
+        value, held = _state(item)
+        failure = None if item.get("failure") is None else str(item["failure"])
+        if key not in old:
+            drifts.append(CheckDrift(key[0], key[1], new=value, new_held=held, only="new"))
+            continue
+        was, was_held = _state(old[key])
+        flipped = None not in (was_held, held) and was_held != held
+        if flipped or _canonical(was) != _canonical(value):
+            drifts.append(CheckDrift(key[0], key[1], was, value, was_held, held, failure))
+    drifts += [CheckDrift(key[0], key[1], old=_state(item)[0], old_held=_state(item)[1],
+                          only="old") for key, item in old.items() if key not in new]
+    return drifts

@@ -421,9 +421,10 @@ def _comparison_section(comparison: Any) -> str:
     for change in comparison.changes[:MAX_CHANGES_SHOWN]:
         diff = (f"<details><summary>diff</summary><pre>{_e(change.diff[:MAX_DIFF_CHARS])}</pre>"
                 "</details>" if change.diff else "")
-        cause = change.new_cause or change.old_cause or ""
+        cause = _e(change.new_cause or change.old_cause or "") + "".join(
+            f"<div class='example'>{_e(drift.said())}</div>" for drift in change.drift)
         rows.append(f"<tr><td>{_e(change.kind)}</td><td>{_e(change.label())}</td>"
-                    f"<td>{_e(cause)}</td><td>{diff}</td></tr>")
+                    f"<td>{cause}</td><td>{diff}</td></tr>")
     return (f"<section class='compare'><h2>Compared with {_e(comparison.old.path.name)}</h2>"
             f"<p class='summary' data-differ='{len(comparison.changes)}'>{_e(head)}, same: "
             f"{comparison.same:,}</p><table><tr><th>change</th><th>host</th><th>cause</th>"
