@@ -3,12 +3,15 @@
 Hosts (in a job of steps: host and step) are matched by name. Each is newly failed, fixed,
 still failing (with its cause, old and new), added, missing, or ok in both; and a host whose
 output (``result``) differs has a unified diff of it: configuration drift between two
-``show running-config`` runs. A host's last record in a file counts.
+``show running-config`` runs. A host's last record in a file counts. Where both records of a
+host hold state checks (``checks``), the checks whose state drifted are named, each with its
+value then and now (:func:`nornir_bench.report.checks.drifted`); a host ok in both whose only
+difference is that counts as output changed.
 
 The files are streamed: each record is kept as its outcome, cause and a hash of its output,
-with where its line is; the lines of the hosts whose output changed are read again for their
-diffs. So two files of 100,000 hosts of running configurations are compared in the memory of
-their digests.
+with where its line is; the lines of the hosts whose output or checks changed are read again
+for their diffs. So two files of 100,000 hosts of running configurations are compared in the
+memory of their digests.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from nornir_bench.core.wording import shortened
 from nornir_bench.processors.records import RecordsRead, each_record, record_at
+from nornir_bench.report.checks import CheckDrift, checks_digest, drifted
 
 __all__ = ["Comparison", "HostChange", "compare_runs"]
 
@@ -34,11 +38,12 @@ class _Seen:
     cause: str | None
     digest: int
     offset: int
+    checks: int | None  # a digest of the checks' states, None: none recorded
 
 
 @dataclass
 class HostChange:
-    """A host whose outcome or output differs between the runs."""
+    """A host whose outcome or output differs between the runs, and its checks that drifted."""
 
     host: str
     step: Any
@@ -46,13 +51,15 @@ class HostChange:
     old_cause: str | None = None
     new_cause: str | None = None
     diff: str = ""
+    drift: list[CheckDrift] = field(default_factory=list)
 
     def label(self) -> str:
         return self.host if self.step in (None, 1) else f"{self.host} (step {self.step})"
 
     def as_json(self) -> dict[str, Any]:
         return {"host": self.host, "step": self.step, "change": self.kind,
-                "old_cause": self.old_cause, "new_cause": self.new_cause, "diff": self.diff}
+                "old_cause": self.old_cause, "new_cause": self.new_cause, "diff": self.diff,
+                "checks": [drift.as_json() for drift in self.drift]}
 
 
 KINDS = ("newly failed", "fixed", "still failing", "added", "missing", "output changed")
@@ -70,11 +77,11 @@ class Comparison:
 
     @property
     def differ(self) -> bool:
-        """Whether the runs differ: a host still failing for the same cause is as it was (a
-        records file compared with itself does not differ)."""
+        """Whether the runs differ: a host still failing for the same cause, its checks as they
+        were, is as it was (a records file compared with itself does not differ)."""
         return any(
             change.kind != "still failing" or change.old_cause != change.new_cause
-            for change in self.changes
+            or change.drift for change in self.changes
         )
 
     def counts(self) -> dict[str, int]:
@@ -98,6 +105,7 @@ class Comparison:
             if change.kind == "fixed" and change.old_cause:
                 line += f" (was: {old})"
             yield line
+            yield from (f"  {change.label()}: {drift.said()}" for drift in change.drift)
             if diffs and change.diff:
                 yield from ("    " + row for row in change.diff.splitlines())
         for read in (self.old, self.new):
@@ -134,15 +142,19 @@ def compare_runs(old: Path, new: Path) -> Comparison:
             kind = "fixed"
         elif was.failed:
             kind = "still failing"
-        elif was.digest != now.digest:
+        elif was.digest != now.digest or _checks_differ(was, now):
             kind = "output changed"
         else:
             comparison.same += 1
             continue
         change = HostChange(*key, kind, was.cause, now.cause)
+        if _checks_differ(was, now):
+            change.drift = drifted(record_at(old, was.offset).get("checks"),
+                                   record_at(new, now.offset).get("checks"))
         if kind == "output changed":
-            change.diff = _output_diff(old, was, new, now, key[0])
-            if not change.diff:  # the same output, written otherwise (keys in another order)
+            if was.digest != now.digest:
+                change.diff = _output_diff(old, was, new, now, key[0])
+            if not change.diff and not change.drift:  # written otherwise: keys in another order
                 comparison.same += 1
                 continue
         changes[kind].append(change)
@@ -164,9 +176,15 @@ def _seen(path: Path, read: RecordsRead) -> dict[Key, _Seen]:
             cause = str(record.get("exception") or "failed") + (
                 f": {message[0]}" if message else "")
         seen[(record["host"], record.get("step"))] = _Seen(
-            failed, cause, _digest(record.get("result")), record["_offset"]
+            failed, cause, _digest(record.get("result")), record["_offset"],
+            checks_digest(record.get("checks")),
         )
     return seen
+
+
+def _checks_differ(was: _Seen, now: _Seen) -> bool:
+    """Whether both records hold checks, in states that differ (older records hold none)."""
+    return None not in (was.checks, now.checks) and was.checks != now.checks
 
 
 def _shown(cause: str | None) -> str | None:

@@ -13,7 +13,8 @@ For each records file, and each step of a job of steps:
   (in the order they started) are drawn in as many rows, each row a run of hosts, and the
   hosts in flight over time are plotted beside it, so a page of 100,000 hosts stays small;
 - the distribution of the hosts' times: a histogram and percentiles;
-- for change jobs, each host's change state, backup and diff, filterable.
+- for change jobs, each host's change state, backup and diff, filterable;
+- each state check's values before and after, per host (:mod:`nornir_bench.report.checks`).
 
 The records are streamed and kept as numbers; the plots are matplotlib's, as inline SVG.
 Secrets are already masked in the records; everything from them is HTML-escaped.
@@ -36,6 +37,7 @@ from nornir_bench.bench.summary import change_counts, percentile
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import shortened
 from nornir_bench.processors.records import RecordsRead, each_record
+from nornir_bench.report.checks import CheckTable, checks_section
 
 __all__ = ["TIMELINE_ROWS", "ReportError", "Written", "fold_cause", "write_report"]
 
@@ -83,6 +85,7 @@ class _Step:
     batches: dict[int, float] = field(default_factory=dict)  # batch -> its first start
     causes: dict[tuple[str, str], _Cause] = field(default_factory=dict)
     changes: list[dict[str, Any]] = field(default_factory=list)
+    checks: CheckTable = field(default_factory=CheckTable)
     change_states: dict[str, int] = field(default_factory=dict)
     slowest: list[tuple[float, str]] = field(default_factory=list)
     by_kind: dict[str, list[float]] = field(default_factory=dict)  # "platform ios" -> times
@@ -125,6 +128,7 @@ class _Step:
                 self.batches[batch] = min(self.batches.get(batch, start), start)
         if failed:
             self._cause(record)
+        self.checks.add(record)
         change = record.get("change")
         if isinstance(change, dict) and "state" in change:
             state = str(change["state"])
@@ -289,6 +293,7 @@ def _step_section(step: _Step) -> str:
         parts.append("<h4>Time per host</h4>" + _latency(step))
     if step.changes:
         parts.append(_changes(step))
+    parts.append(checks_section(step.checks))
     return "\n".join(parts)
 
 
@@ -416,9 +421,10 @@ def _comparison_section(comparison: Any) -> str:
     for change in comparison.changes[:MAX_CHANGES_SHOWN]:
         diff = (f"<details><summary>diff</summary><pre>{_e(change.diff[:MAX_DIFF_CHARS])}</pre>"
                 "</details>" if change.diff else "")
-        cause = change.new_cause or change.old_cause or ""
+        cause = _e(change.new_cause or change.old_cause or "") + "".join(
+            f"<div class='example'>{_e(drift.said())}</div>" for drift in change.drift)
         rows.append(f"<tr><td>{_e(change.kind)}</td><td>{_e(change.label())}</td>"
-                    f"<td>{_e(cause)}</td><td>{diff}</td></tr>")
+                    f"<td>{cause}</td><td>{diff}</td></tr>")
     return (f"<section class='compare'><h2>Compared with {_e(comparison.old.path.name)}</h2>"
             f"<p class='summary' data-differ='{len(comparison.changes)}'>{_e(head)}, same: "
             f"{comparison.same:,}</p><table><tr><th>change</th><th>host</th><th>cause</th>"
