@@ -114,6 +114,15 @@ def within_the_deadline(task: Task) -> None:
         raise PastDeadline("the host's deadline passed: nothing further is sent")
 
 
+def _advance(plan: Plan[T], answer: Any, error: Exception | None) -> tuple[bool, Any]:
+    """``plan`` given ``answer`` (or ``error``, thrown in where it stands): ``(False, its next
+    request)``, or ``(True, what it returned)``; what it raises goes up."""
+    try:
+        return False, plan.throw(error) if error is not None else plan.send(answer)
+    except StopIteration as done:
+        return True, done.value
+
+
 # -- netmiko (blocking) --------------------------------------------------------------------
 
 
@@ -124,21 +133,15 @@ def drive(task: Task, plan: Plan[T], timeout: float) -> T:
     others: dict[str, Host] = {}
     connection = netmiko_connection(task)
     try:
-        request = next(plan)
-        while True:
+        done, request = _advance(plan, None, None)
+        while not done:
             try:
                 within_the_deadline(task)  # a call the runner gave up goes no further
-                answer = _netmiko_answer(task, connection, request, timeout, others)
-            except Exception as exc:  # noqa: BLE001 - the plan says what it means where it stands
-                try:
-                    request = plan.throw(exc)
-                except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
-                continue
-            try:
-                request = plan.send(answer)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                answer, error = _netmiko_answer(task, connection, request, timeout, others), None
+            except Exception as exc:  # noqa: BLE001 - the plan says what it means where it is
+                answer, error = None, exc
+            done, request = _advance(plan, answer, error)
+        return request  # type: ignore[no-any-return]
     finally:
         for other in others.values():
             with contextlib.suppress(Exception):
@@ -231,20 +234,15 @@ async def adrive(task: Task, plan: Plan[T], timeout: float) -> T:
         try:
             if not session.is_open or not await session.still_open():
                 await session.aopen(task.host, timeout=timeout)
-            request = next(plan)
-            while True:
+            done, request = _advance(plan, None, None)
+            while not done:
                 try:
                     answer = await _scrapli_answer(task, session, request, timeout, others)
-                except Exception as exc:  # noqa: BLE001 - the plan says what it means where it stands
-                    try:
-                        request = plan.throw(exc)
-                    except StopIteration as done:
-                        return done.value  # type: ignore[no-any-return]
-                    continue
-                try:
-                    request = plan.send(answer)
-                except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
+                    error = None
+                except Exception as exc:  # noqa: BLE001 - the plan decides what it means
+                    answer, error = None, exc
+                done, request = _advance(plan, answer, error)
+            return request  # type: ignore[no-any-return]
         finally:
             for other in others.values():
                 with contextlib.suppress(Exception):
