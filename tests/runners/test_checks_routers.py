@@ -28,7 +28,14 @@ from nornir_bench.tasks import (
 )
 from nornir_bench.tasks.journal import PENDING, REVERTED, read_journal
 from tests.routers import RouterLabProcess, lab_pids, wait_for
-from tests.runners.test_config_routers import records, restored, run_cli, run_cli_command, running
+from tests.runners.test_config_routers import (
+    lab_job,
+    records,
+    restored,
+    run_cli,
+    run_cli_command,
+    running,
+)
 from tests.runners.test_conformance import ASYNC, Runner
 from tests.runners.test_routers import closed, failures, runners
 
@@ -194,25 +201,9 @@ def test_a_template_that_matches_nothing_fails_its_host_and_secrets_stay_masked(
 def change_job(lab: RouterLabProcess, folder: Path, runner: str, *, lines: str, checks: str,
                confirm: float, options: str = "") -> Path:
     (folder / "change.j2").write_text(lines)
-    procs = "num_procs: 1, " if runner == "dask" else ""
-    job = folder / "change.yaml"
-    job.write_text(
-        "inventory:\n"
-        "  plugin: SimpleInventory\n"
-        "  options:\n"
-        f"    host_file: {lab.inventory / 'hosts.yaml'}\n"
-        f"    group_file: {lab.inventory / 'groups.yaml'}\n"
-        f"    defaults_file: {lab.inventory / 'defaults.yaml'}\n"
-        f"runner: {{plugin: {runner}, options: {{{procs}num_workers: 10{options}}}}}\n"
-        "logging: {enabled: false}\n"
-        "task:\n"
-        f"  name: {'send_config' if runner == 'threadpool' else 'asend_config'}\n"
-        "  params:\n"
-        "    template_file: change.j2\n"
-        f"    checks: {checks}\n"
-        f"    confirm: {{within: {confirm}}}\n"
-    )
-    return job
+    return lab_job(lab, folder, runner, "    template_file: change.j2\n"
+                   f"    checks: {checks}\n    confirm: {{within: {confirm}}}\n",
+                   options=options)
 
 
 BREAK_ON_H1 = """{% if host.name == 'h1' %}router bgp {{ asn }}

@@ -257,11 +257,10 @@ router bgp {{ 65000 + host.name[1:] | int }}
 """
 
 
-def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[str],
-               options: str = "", task: str | None = None) -> Path:
-    """A job changing every router from a template; ``refuse``: hosts given a line FRR does
-    not know; ``task``: the runner's own kind of change task unless given."""
-    (folder / "change.j2").write_text(TEMPLATE)
+def lab_job(lab: RouterLabProcess, folder: Path, runner: str, params: str, *,
+            options: str = "", task: str | None = None) -> Path:
+    """A job on the lab's inventory, ``params`` the YAML lines of its task's parameters;
+    ``task``: the runner's own kind of change task unless given."""
     procs = "num_procs: 1, " if runner == "dask" else ""  # a cluster of its own: one worker
     job = folder / "change.yaml"
     job.write_text(
@@ -274,12 +273,23 @@ def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[st
         f"runner: {{plugin: {runner}, options: {{{procs}num_workers: 10{options}}}}}\n"
         "task:\n"
         f"  name: {task or ('asend_config' if runner != 'threadpool' else 'send_config')}\n"
-        "  params:\n"
-        "    template_file: change.j2\n"
-        f"    variables: {{refuse: {refuse}}}\n"
-        f"    backup_dir: {folder / 'backups'}\n"
+        "  params:\n" + params
     )
     return job
+
+
+def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[str],
+               options: str = "", task: str | None = None) -> Path:
+    """A job changing every router from a template; ``refuse``: hosts given a line FRR does
+    not know."""
+    (folder / "change.j2").write_text(TEMPLATE)
+    return lab_job(
+        lab, folder, runner,
+        "    template_file: change.j2\n"
+        f"    variables: {{refuse: {refuse}}}\n"
+        f"    backup_dir: {folder / 'backups'}\n",
+        options=options, task=task,
+    )
 
 
 def run_cli_command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
