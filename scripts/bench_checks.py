@@ -105,12 +105,10 @@ def main() -> int:
     routers = args.routers or (3 if args.quick else 10)
     hosts = args.hosts or (30 if args.quick else 1000)
     repeat = args.repeat or (1 if args.quick else 3)
-    parse_runners = args.parse_runners or (["asyncio"] if args.quick else ["threadpool",
-                                                                          "asyncio"])
+    parse_runners = args.parse_runners or ["asyncio", *([] if args.quick else ["threadpool"])]
     if not 2 <= routers <= 100:
         parser.error(f"--routers must be from 2 to 100 (r1 needs a neighbour), got {routers}")
-    for name, value in (("--hosts", hosts), ("--repeat", repeat), ("--in-flight",
-                                                                   args.in_flight)):
+    for name, value in (("--hosts", hosts), ("--repeat", repeat), ("--in-flight", args.in_flight)):
         if value < 1:
             parser.error(f"{name} must be at least 1, got {value}")
     if os.geteuid() != 0:
@@ -252,7 +250,9 @@ class Bench:
         down = next((t for t, n in samples if broke and t >= broke and n < sessions), None)
         back = next((t for t, n in samples if down and t > down and n == sessions), None)
         if broke is None or down is None or back is None:
-            said = f"not seen (break {broke is not None}, down {down is not None}, up {back})"
+            said = "NOT SEEN: " + (f"no pending entry for {first} in the journal" if broke is None
+                                    else "the session never left Established" if down is None
+                                    else f"not Established {BACK_SECONDS:g} s after the run")
             self.row("broken-bgp", f"break to {neighbour}'s session Established", said,
                      _met(False, "<= 30 s"))
         else:
@@ -264,8 +264,8 @@ class Bench:
         aborted = sum(records.get(r, {}).get("exception") == "RunAborted"
                       for r in self.routers[1:])
         self.row("broken-bgp", "later routers touched",
-                 f"{len(later)} of {len(later + [r for r in self.routers[1:] if r not in later])}"
-                 f" ({aborted} RunAborted)", _met(not later, "0"))
+                 f"{len(later)} of {len(self.routers) - 1} ({aborted} RunAborted)",
+                 _met(not later, "0"))
 
     # -- sigkill ---------------------------------------------------------------------------
 
