@@ -326,6 +326,34 @@ def test_the_router_benchmark_runs(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_the_checks_benchmark_reverts_what_it_breaks_on_a_router_lab(tmp_path: Path) -> None:
+    """bench_checks.py --quick: a lab of its own, a BGP break in a canary rollout, a SIGKILL
+    before confirm, and the overhead runs; what must hold whatever the timings."""
+    from tests.routers import skip_without_router_lab
+
+    skip_without_router_lab()
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_checks.py"), "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=200,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    for line in (
+        rf"\| broken-bgp \| r1 reverted \(run {N} s\) \| change.state rolled back; running "
+        r"config byte-identical \| rolled back, identical \(met\) \|",
+        rf"\| broken-bgp \| break to r2's session Established \| {N} s .* \| <= 30 s .* \|",
+        r"\| broken-bgp \| later routers touched \| 0 of 2 \(2 RunAborted\) \| 0 \(met\) \|",
+        rf"\| sigkill \| SIGKILL {N} s after start, all 3 pending; recover {N} s \| 3/3 "
+        r"routers byte-identical to before \| 3/3 \(met\) \|",
+        r"\| sigkill \| journal's last entry per host / recover records \| 3/3 reverted / "
+        r"3/3 'rolled back' \| all \(met\) \|",
+        rf"\| overhead \| .* \| {N} s \(30 of 30 ok\) / {N} s \(30 of 30 ok\) = {N} \| .* \|",
+        rf"\| parse \| asend_command .* \| {N} s \(30 of 30 ok\) / {N} s \(30 of 30 ok\) = "
+        rf"{N} \| .* \|",
+    ):
+        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
+
+
 def test_the_faults_benchmark_runs_its_hung_change_on_a_router_lab(tmp_path: Path) -> None:
     """bench_faults.py --hung-change: a router lab of its own, r1's vtysh stopped mid-change."""
     from tests.routers import skip_without_router_lab

@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Changes checked against the network, on real routers: a BGP break caught in a canary
+rollout, a run SIGKILLed before confirming and recovered, and what checks and parsing cost.
+
+    python scripts/bench_checks.py [--routers 10] [--hosts 1000] [--repeat 3] [--in-flight 200]
+                                   [--parts broken-bgp sigkill overhead parse] [--quick]
+
+As root (``apt-get install -y frr openssh-server``). A lab of ``--routers`` FRR routers of its
+own (bench_routers.RouterLab: a name ``bc`` + six random characters, free loopback ports,
+stopped at the end, on an error and on Ctrl-C), one inventory host per router (r1 ...) and
+``--hosts`` hosts spread over them (h0001 ...). Every job runs through ``nornir-bench run`` in
+a process of its own, on the asyncio runner (scrapli) unless said; every file it writes (jobs,
+records, journals, backups, state) is in a temporary folder removed at the end.
+
+**broken-bgp**: ``asend_config`` on every router in canary batches ``[1, "10%", "100%"]``,
+``max_fail_percentage: 0``; r1's change mistypes its neighbour r2's AS (``neighbor <r2's
+address> remote-as 65099``, from the lab's plan), the others add a static route. The check,
+on r2 for every host: its Established BGP sessions, ``no_fewer``, ``settle: 2``, ``confirm:
+{within: 10}``. Measured: r1's running configuration byte-identical to before (root's vtysh);
+the seconds from the break (r1's ``pending`` entry in the journal, written just before the
+lines are sent) until r2's session is Established again (r2 polled through vtysh, every 0.1
+s; target <= 30 s); the later routers whose running configuration changed (target 0).
+
+**sigkill**: a static route on every router, with a check that cannot hold (``as`` equals
+-1) and ``confirm: {within: 300}``; the run SIGKILLed once the journal holds every router as
+pending and every router runs its route; then ``nornir-bench recover JOURNAL``. Measured: the
+routers byte-identical to before (target all), the journal's last entry per host and the
+recover records (target all reverted / rolled back).
+
+**overhead**: ``--hosts`` hosts, ``--in-flight`` at a time: a static route of each host's own
+(``asend_config``) with one check read before and after it (its router's Established
+sessions, ``no_fewer``) against the same change without it (target <= 1.6x); and ``show bgp
+ipv4 unicast summary json`` with ``parse: json`` against without (**parse**), through
+``send_command`` on threadpool and ``asend_command`` on asyncio (target <= 1.10x). Whole runs
+timed from outside, alternating, ``--repeat`` each, medians; the routers put back (root's
+vtysh) after each change.
+
+``--quick``: 3 routers, 30 hosts, 1 repeat, asyncio only, for a test (about 90 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import string
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench_routers import (
+    QUIET_SCRAPLI,
+    RouterLab,
+    _nornir_bench_run,
+    _put_back,
+    _sessions_gone,
+    _stop_on_sigterm,
+    _vtysh,
+)
+from faults_processes import Child, measured_commit
+
+PARTS = ("broken-bgp", "sigkill", "overhead", "parse")
+SUMMARY = "show bgp ipv4 unicast summary json"
+ESTABLISHED = "length(peers.* | [?state=='Established'])"
+SHOW = "show running-config"
+WRONG_AS = 65099
+SETTLE, WITHIN = 2, 10  # broken-bgp: seconds before the check, and to confirm in
+POLL = 0.1  # seconds between two reads of r2's sessions
+BACK_SECONDS = 60.0  # after the run, at most, for r2's session to come back
+PENDING_SECONDS = 120.0  # sigkill: for every router to be pending and changed
+RUN_SECONDS = 600.0  # one `nornir-bench run` or `recover` (_nornir_bench_run's bound)
+TARGETS = {"back": 30.0, "checks": 1.6, "parse": 1.10}
+BREAK = """{% if host.name == broken %}router bgp {{ asn }}
+ neighbor {{ peer }} remote-as {{ wrong_as }}
+{% else %}ip route 203.0.113.{{ host.name[1:] }}/32 Null0
+{% endif %}"""
+ROUTE = "ip route 203.0.113.{{ host.name[1:] }}/32 Null0\n"
+HOST_ROUTE = """{%- set n = host.name[1:] | int %}
+ip route 198.18.{{ 100 + n // 250 }}.{{ n % 250 }}/32 Null0
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--routers", type=int, help="routers in the lab (default 10; quick 3)")
+    parser.add_argument("--hosts", type=int, help="overhead, parse: inventory hosts spread over "
+                        "the routers (default 1000; quick 30)")
+    parser.add_argument("--repeat", type=int, help="overhead, parse: runs of each variant "
+                        "(default 3; quick 1)")
+    parser.add_argument("--in-flight", type=int, default=200,
+                        help="overhead, parse: hosts in flight (num_workers; default 200)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="the parts to run (default all)")
+    parser.add_argument("--parse-runners", nargs="+", choices=("asyncio", "threadpool"),
+                        help="parse: the runners (default both; quick asyncio)")
+    parser.add_argument("--quick", action="store_true", help="everything small, for a test")
+    args = parser.parse_args()
+    routers = args.routers or (3 if args.quick else 10)
+    hosts = args.hosts or (30 if args.quick else 1000)
+    repeat = args.repeat or (1 if args.quick else 3)
+    parse_runners = args.parse_runners or ["asyncio", *([] if args.quick else ["threadpool"])]
+    if not 2 <= routers <= 100:
+        parser.error(f"--routers must be from 2 to 100 (r1 needs a neighbour), got {routers}")
+    for name, value in (("--hosts", hosts), ("--repeat", repeat), ("--in-flight", args.in_flight)):
+        if value < 1:
+            parser.error(f"{name} must be at least 1, got {value}")
+    if os.geteuid() != 0:
+        parser.error("the router lab needs root")
+    _stop_on_sigterm()
+    print(f"bench_checks: parts {', '.join(args.parts)}; nornir_bench of commit "
+          f"{measured_commit()}; {datetime.now():%Y-%m-%d}; {os.cpu_count()} CPUs; load "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    name = "bc" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
+    fleet = bool({"overhead", "parse"} & set(args.parts))
+    with tempfile.TemporaryDirectory(prefix="bench-checks-") as folder:
+        work = Path(folder)
+        os.environ["XDG_STATE_HOME"] = str(work / "state")  # the runs' default records folder
+        with RouterLab(routers, name, work / "fleet", hosts=hosts if fleet else None) as lab:
+            print(f"lab {lab.name}: {routers} routers on 127.0.0.1:{lab.base}-"
+                  f"{lab.base + routers - 1}, ready in {lab.ready_after:.1f} s\n", flush=True)
+            bench = Bench(lab, work)
+            print("| part | measure | measured | target |\n|---|---|---|---|", flush=True)
+            if "broken-bgp" in args.parts:
+                bench.broken_bgp()
+            if "sigkill" in args.parts:
+                bench.sigkill()
+            if "overhead" in args.parts:
+                bench.overhead(hosts, repeat, args.in_flight)
+            if "parse" in args.parts:
+                bench.parse(hosts, repeat, args.in_flight, parse_runners)
+    return 0
+
+
+def _met(ok: bool, target: str) -> str:
+    return f"{target} ({'met' if ok else 'MISSED'})"
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class Bench:
+    """The lab, its plan and its inventories, and the parts measured on them."""
+
+    def __init__(self, lab: RouterLab, work: Path) -> None:
+        from nornir_bench.lab import LabDevice, write_inventory
+        from nornir_bench.lab.topology import plan_lab
+
+        self.lab, self.work = lab, work
+        self.plan = plan_lab(lab.routers, port=lab.base, name=lab.name)
+        self.routers = [router.name for router in self.plan.routers]
+        write_inventory([LabDevice(r.name, "127.0.0.1", r.port, "cisco_ios", lab.user,
+                                   lab.password) for r in self.plan.routers], work / "one-each")
+
+    def row(self, part: str, measure: str, measured: str, target: str = "") -> None:
+        print(f"| {part} | {measure} | {measured} | {target} |", flush=True)
+
+    def configs(self) -> dict[str, str]:
+        return {router: _vtysh(self.lab, router, SHOW) for router in self.routers}
+
+    def job(self, name: str, inventory: str, task: str, params: dict[str, Any],
+            **options: Any) -> Path:
+        """A job file in a folder of its own (its records, journal and backups beside it)."""
+        folder = self.work / name
+        folder.mkdir()
+        path = folder / "job.yaml"
+        runner = "threadpool" if task in ("send_command", "send_config") else "asyncio"
+        path.write_text(json.dumps({
+            "inventory": {"plugin": "SimpleInventory", "options": {
+                key: str(self.work / inventory / f"{name}.yaml") for key, name in (
+                    ("host_file", "hosts"), ("group_file", "groups"),
+                    ("defaults_file", "defaults"))}},
+            "runner": {"plugin": runner, "options": {"num_workers": 50, **options}},
+            "logging": {"enabled": False},
+            "task": {"name": task, "params": {"backup_dir": str(folder / "backups"), **params}
+                     if "config" in task else params},
+        }))
+        return path
+
+    def established(self, router: str) -> int:
+        text = _vtysh(self.lab, router, SUMMARY)
+        try:
+            peers = json.loads(text).get("peers", {})
+        except ValueError:
+            return -1  # not read (bgpd busy): not counted as up
+        return sum(peer.get("state") == "Established" for peer in peers.values())
+
+    # -- broken-bgp ------------------------------------------------------------------------
+
+    def broken_bgp(self) -> None:
+        first, neighbour = self.routers[0], self.routers[1]
+        (_, peer), *_ = self.plan.neighbours(0)
+        sessions = len(self.plan.neighbours(1))
+        (self.work / "break.j2").write_text(BREAK)
+        job = self.job("broken-bgp", "one-each", "asend_config", {
+            "template_file": str(self.work / "break.j2"),
+            "variables": {"broken": first, "asn": self.plan.routers[0].asn, "peer": peer,
+                          "wrong_as": WRONG_AS},
+            "checks": [{"name": f"{neighbour} sessions", "host": neighbour, "command": SUMMARY,
+                        "path": ESTABLISHED, "expect": "no_fewer"}],
+            "settle": SETTLE, "confirm": {"within": WITHIN},
+        }, batches=[1, "10%", "100%"], max_fail_percentage=0)
+        before = self.configs()
+        samples: list[tuple[float, int]] = []
+        stop = threading.Event()
+
+        def watch() -> None:  # ends with the run, or RUN_SECONDS + BACK_SECONDS at most
+            ends = time.monotonic() + RUN_SECONDS + BACK_SECONDS
+            while not stop.is_set() and time.monotonic() < ends:
+                samples.append((time.time(), self.established(neighbour)))
+                stop.wait(POLL)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            took, _ = _nornir_bench_run(job, "-q", "-o", str(job.parent / "rollout.jsonl"))
+            ends = time.monotonic() + BACK_SECONDS
+            while time.monotonic() < ends and not (samples and samples[-1][1] == sessions):
+                time.sleep(POLL)
+        finally:
+            stop.set()
+            watcher.join(5)
+        after = self.configs()
+        _put_back(self.lab, before)
+        records = {r["host"]: r for r in _rows(job.parent / "rollout.jsonl")}
+        journal = _rows(job.parent / "rollout.journal")
+        state = (records.get(first, {}).get("change") or {}).get("state")
+        same = after[first] == before[first]
+        self.row("broken-bgp", f"{first} reverted (run {took:.1f} s)",
+                 f"change.state {state}; running config "
+                 f"{'byte-identical' if same else 'DIFFERS'}",
+                 _met(same and state == "rolled back", "rolled back, identical"))
+        pending = [e for e in journal[1:] if e["host"] == first and e["state"] == "pending"]
+        broke = datetime.fromisoformat(pending[0]["at"]).timestamp() if pending else None
+        down = next((t for t, n in samples if broke and t >= broke and n < sessions), None)
+        back = next((t for t, n in samples if down and t > down and n == sessions), None)
+        if broke is None or down is None or back is None:
+            said = "NOT SEEN: " + (f"no pending entry for {first} in the journal" if broke is None
+                                    else "the session never left Established" if down is None
+                                    else f"not Established {BACK_SECONDS:g} s after the run")
+            self.row("broken-bgp", f"break to {neighbour}'s session Established", said,
+                     _met(False, "<= 30 s"))
+        else:
+            self.row("broken-bgp", f"break to {neighbour}'s session Established",
+                     f"{back - broke:.1f} s (down seen {down - broke:.1f} s after the break; "
+                     f"confirm window {WITHIN} s, settle {SETTLE} s)",
+                     _met(back - broke <= TARGETS["back"], "<= 30 s"))
+        later = [r for r in self.routers[1:] if after[r] != before[r]]
+        aborted = sum(records.get(r, {}).get("exception") == "RunAborted"
+                      for r in self.routers[1:])
+        self.row("broken-bgp", "later routers touched",
+                 f"{len(later)} of {len(self.routers) - 1} ({aborted} RunAborted)",
+                 _met(not later, "0"))
+
+    # -- sigkill ---------------------------------------------------------------------------
+
+    def sigkill(self) -> None:
+        from nornir_bench.tasks.journal import read_journal
+
+        (self.work / "route.j2").write_text(ROUTE)
+        job = self.job("sigkill", "one-each", "asend_config", {
+            "template_file": str(self.work / "route.j2"),
+            "checks": [{"name": "never", "command": SUMMARY, "path": "as",
+                        "expect": {"equals": -1}}],
+            "confirm": {"within": 300},
+        })
+        folder, count = job.parent, len(self.routers)
+        before = self.configs()
+        journal = folder / "run.journal"
+        command = [sys.executable, "-m", "nornir_bench", "run", str(job), "-q", "-o",
+                   str(folder / "run.jsonl")]
+
+        def all_pending() -> bool:  # in the journal before its lines are sent: then sent
+            try:
+                if len(read_journal(journal).pending()) < count:
+                    return False
+            except (OSError, ValueError):
+                return False
+            return all(f"ip route 203.0.113.{r[1:]}/32 Null0" in _vtysh(self.lab, r, SHOW)
+                       for r in self.routers)
+
+        try:
+            with Child(command, folder, "run") as child:
+                ends = time.monotonic() + PENDING_SECONDS
+                while child.process.poll() is None and time.monotonic() < ends:
+                    if all_pending():
+                        break
+                    time.sleep(0.2)
+                killed = child.process.poll() is None and all_pending()
+                waited = time.perf_counter() - child.began
+            # leaving the block SIGKILLed the run's session
+            if not killed:
+                self.row("sigkill", "run killed with every router pending",
+                         f"NO: not all pending within {PENDING_SECONDS:g} s, or the run ended",
+                         _met(False, "all"))
+                return
+            _sessions_gone(self.lab)
+            took, said = self._recover(journal)
+            after = self.configs()
+        finally:
+            _put_back(self.lab, before)
+        same = sum(after[r] == before[r] for r in self.routers)
+        self.row("sigkill", f"SIGKILL {waited:.1f} s after start, all {count} pending; "
+                 f"recover {took:.1f} s", f"{same}/{count} routers byte-identical to before",
+                 _met(same == count, f"{count}/{count}"))
+        last = read_journal(journal).hosts
+        reverted = sum(last.get(r, {}).get("state") == "reverted" for r in self.routers)
+        rows = [r for r in _rows(folder / "run.jsonl") if r.get("task") == "recover"]
+        rolled = sum((r.get("change") or {}).get("state") == "rolled back" for r in rows)
+        self.row("sigkill", "journal's last entry per host / recover records",
+                 f"{reverted}/{count} reverted / {rolled}/{count} 'rolled back'"
+                 + ("" if said.count("reverted to its backup") == count else f" ({said[:200]})"),
+                 _met(reverted == rolled == count, "all"))
+
+    def _recover(self, journal: Path) -> tuple[float, str]:
+        began = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "nornir_bench", "recover", str(journal)],
+                              capture_output=True, text=True, timeout=RUN_SECONDS, check=False)
+        return time.perf_counter() - began, " ".join((done.stdout + done.stderr).split())
+
+    # -- overhead and parse ----------------------------------------------------------------
+
+    def alternate(self, jobs: dict[str, Path], hosts: int, repeat: int,
+                  restore: dict[str, str] | None) -> dict[str, tuple[float, str]]:
+        """Each job run ``repeat`` times, in turn; each variant's median wall and its ok."""
+        walls: dict[str, list[float]] = {name: [] for name in jobs}
+        oks: dict[str, list[int]] = {name: [] for name in jobs}
+        for k in range(repeat):
+            for name in (list(jobs) if k % 2 == 0 else list(reversed(jobs))):
+                out = jobs[name].parent / f"run-{k}.jsonl"
+                took, _ = _nornir_bench_run(jobs[name], "-q", "-o", str(out))
+                walls[name].append(took)
+                oks[name].append(sum(not r["failed"] for r in _rows(out)))
+                _sessions_gone(self.lab)
+                if restore is not None:
+                    _put_back(self.lab, restore)
+        return {name: (_median(walls[name]), "/".join(map(str, oks[name])) + f" of {hosts}")
+                for name in jobs}
+
+    def overhead(self, hosts: int, repeat: int, in_flight: int) -> None:
+        (self.work / "host-route.j2").write_text(HOST_ROUTE)
+        change = {"template_file": str(self.work / "host-route.j2")}
+        check = {"checks": [{"name": "sessions", "command": SUMMARY, "path": ESTABLISHED,
+                             "expect": "no_fewer"}]}
+        jobs = {name: self.job(f"overhead-{name}", "fleet", "asend_config", params,
+                               num_workers=in_flight)
+                for name, params in (("checks", {**change, **check}), ("plain", change))}
+        before = self.configs()
+        try:
+            got = self.alternate(jobs, hosts, repeat, before)
+        finally:
+            _put_back(self.lab, before)
+        ratio = got["checks"][0] / got["plain"][0]
+        self.row("overhead", f"asend_config, {hosts} hosts, {in_flight} in flight, median of "
+                 f"{repeat}: with a check / without",
+                 f"{got['checks'][0]:.1f} s ({got['checks'][1]} ok) / {got['plain'][0]:.1f} s "
+                 f"({got['plain'][1]} ok) = {ratio:.2f}", _met(ratio <= TARGETS["checks"],
+                                                              "<= 1.6"))
+
+    def parse(self, hosts: int, repeat: int, in_flight: int, runners: list[str]) -> None:
+        for runner in runners:
+            task = "send_command" if runner == "threadpool" else "asend_command"
+            jobs = {name: self.job(f"parse-{runner}-{name}", "fleet", task, {
+                "command": SUMMARY, **extra}, num_workers=in_flight)
+                for name, extra in (("json", {"parse": "json"}), ("text", {}))}
+            got = self.alternate(jobs, hosts, repeat, None)
+            ratio = got["json"][0] / got["text"][0]
+            self.row("parse", f"{task} ({runner}), {hosts} hosts, {in_flight} in flight, "
+                     f"median of {repeat}: parse json / text",
+                     f"{got['json'][0]:.1f} s ({got['json'][1]} ok) / {got['text'][0]:.1f} s "
+                     f"({got['text'][1]} ok) = {ratio:.2f}", _met(ratio <= TARGETS["parse"],
+                                                                  "<= 1.10"))
+
+
+if __name__ == "__main__":
+    os.environ["PYTHONWARNINGS"] = ",".join(
+        filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_SCRAPLI])
+    )
+    warnings.filterwarnings("ignore", category=UserWarning, module="scrapli.helper")
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted: the lab and every run this script started are stopped",
+              file=sys.stderr)
+        sys.exit(130)
