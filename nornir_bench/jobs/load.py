@@ -37,7 +37,7 @@ settings by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,9 +60,11 @@ from nornir_bench.jobs._yaml_input import MAX_VALUES, expanded_size, too_many_va
 from nornir_bench.jobs.overrides import Overrides, with_variables
 from nornir_bench.jobs.secrets import resolve_inventory
 from nornir_bench.tasks import connections_of
+from nornir_bench.tasks.state_checks import HOSTS
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
+    from nornir.core.inventory import Host
 
 __all__ = ["HostFilter", "Job", "JobError", "Overrides", "Step", "load_job"]
 
@@ -153,8 +155,9 @@ class Job:
             raise JobError(
                 f"{self.path}: filter: no such host in the inventory: {', '.join(missing)}"
             )
+        job_hosts = self.filter.apply(nr).inventory.hosts.values()
         for step in self.steps:  # from the whole inventory: a neighbour may be filtered out
-            _check_hosts(step, nr)
+            _check_hosts(step, nr, job_hosts)
         nr = self.filter.apply(nr)
         if not nr.inventory.hosts:
             raise JobError(
@@ -268,23 +271,31 @@ def _session_logs(job: JobFile, root: CommentedMap) -> bool:
     return value
 
 
-def _check_hosts(step: Step, nr: Nornir) -> None:
+def _check_hosts(step: Step, nr: Nornir, job_hosts: Iterable[Host]) -> None:
     """Give each state check of ``step`` its host as the inventory's ``Host``, which a worker
-    without the inventory can reach; a name the inventory lacks is the job's error."""
+    without the inventory can reach (for ``host_from``, every host the job's hosts' data
+    names); a name the inventory lacks is the job's error."""
     checks = step.params.get("checks")
     if not isinstance(checks, list):
         return
     hosts = nr.inventory.hosts
     found = []
     for number, check in enumerate(checks, start=1):
+        where = f"{step.at}: {step.label}: checks[{number}]"
         if isinstance(check, dict) and check.get("host") is not None:
             name = str(getattr(check["host"], "name", check["host"]))
             if name not in hosts:
-                raise JobError(
-                    f"{step.at}: {step.label}: checks[{number}].host: no host {name!r} in the "
-                    "inventory"
-                )
+                raise JobError(f"{where}.host: no host {name!r} in the inventory")
             check = {**check, "host": hosts[name]}
+        if isinstance(check, dict) and isinstance(check.get("host_from"), str):
+            key, named = check["host_from"], {}
+            for host in job_hosts:
+                name = host.get(key)
+                if name not in hosts:
+                    said = (f"has no data {key!r} naming the host to check on" if name is None
+                            else f"data {key!r} names {name!r}: no such host in the inventory")
+                    raise JobError(f"{where}.host_from: host {host.name} {said}")
+                named[name] = hosts[name]
+            check = {**check, HOSTS: named}
         found.append(check)
     step.params["checks"] = found
-

@@ -7,7 +7,8 @@ A check is a mapping, as a job file gives it::
      "path": "length(peers.*.state[?@ == 'Established'])", "expect": "no_fewer"}
 
 - ``command``: one line, run on ``host`` (an inventory host's name; by default the host the
-  step runs on);
+  step runs on), or on the host named by the changed host's data key ``host_from`` (each
+  router's own neighbour: ``host_from: bgp_neighbour``);
 - ``parse``: ``json`` (the default), ``textfsm`` or ``ttp``, with ``template_file`` for the
   last two (:mod:`nornir_bench.tasks.output_parsers`);
 - ``path``: the value to take, a JMESPath expression (the language of Ansible's
@@ -52,7 +53,10 @@ __all__ = [
 
 EXPECTS = ("same", "no_fewer", "present", "absent", "equals")
 _RELATIVE = ("same", "no_fewer")
-_KEYS = ("name", "host", "command", "parse", "template_file", "path", "expect")
+_KEYS = ("name", "host", "host_from", "command", "parse", "template_file", "path", "expect")
+HOSTS = "_hosts"
+"""The key a job gives a ``host_from`` check, with every host it may name (a worker has no
+inventory to find them in)."""
 MAX_CHECKS = 50
 
 
@@ -69,6 +73,8 @@ class StateCheck:
     value: Any = None
     host: str | Host | None = None
     template_file: str | None = None
+    host_from: str | None = None
+    hosts: Mapping[str, Host] | None = None
 
     @property
     def host_name(self) -> str | None:
@@ -179,7 +185,7 @@ def _check(item: object, where: str, audit: bool) -> StateCheck:
         return item
     if not isinstance(item, Mapping):
         raise ValueError(f"{where} must be a mapping with a command, got {item!r}")
-    unknown = [key for key in item if key not in _KEYS]
+    unknown = [key for key in item if key not in (*_KEYS, HOSTS)]
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r}; a check takes {', '.join(_KEYS)}")
     command = item.get("command")
@@ -207,6 +213,12 @@ def _check(item: object, where: str, audit: bool) -> StateCheck:
     host = item.get("host")
     if host is not None and not isinstance(host, str) and not hasattr(host, "connections"):
         raise ValueError(f"{where}.host must be an inventory host's name, got {host!r}")
+    host_from = item.get("host_from")
+    if host_from is not None and (not isinstance(host_from, str) or not host_from):
+        raise ValueError(f"{where}.host_from must be the name of a key of the hosts' data, got "
+                         f"{host_from!r}")
+    if host_from is not None and host is not None:
+        raise ValueError(f"{where}: give host or host_from, not both")
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"{where}.name must be text, got {name!r}")
@@ -214,6 +226,7 @@ def _check(item: object, where: str, audit: bool) -> StateCheck:
         name=name or (f"{command} | {path}" if path else command), command=command.strip(),
         parse=parse, path=path, expect=expect, value=value, host=host,
         template_file=None if item.get("template_file") is None else str(item["template_file"]),
+        host_from=host_from, hosts=item.get(HOSTS),
     )
 
 
@@ -276,6 +289,13 @@ def resolved(task: Task, checks: tuple[StateCheck, ...]) -> tuple[StateCheck, ..
     hosts = getattr(getattr(task.nornir, "inventory", None), "hosts", {})
     found = []
     for check in checks:
+        if check.host_from is not None:
+            name = task.host.get(check.host_from)
+            if not isinstance(name, str):
+                raise ValueError(f"{check.said()}: host {task.host.name} has no data "
+                                 f"{check.host_from!r} naming the host to check on")
+            check = replace(check, host=name, host_from=None)
+            hosts = {**hosts, **(check.hosts or {})}
         if isinstance(check.host, str):
             host = hosts.get(check.host)
             if host is None:

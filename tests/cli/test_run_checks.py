@@ -48,6 +48,8 @@ task:
          "checks[1].path: JMESPath syntax error in 'peers.[?x=='"),
         (CHANGE + "    checks: [{command: show bgp summary json, host: r9}]\n",
          "step 1 send_config: checks[1].host: no host 'r9' in the inventory"),
+        (CHANGE + "    checks: [{command: show bgp summary json, host_from: peer}]\n",
+         "checks[1].host_from: host r1 has no data 'peer' naming the host to check on"),
         ("task: {name: send_command, params: {command: show x, confirm: {within: 10}}}\n",
          "task send_command cannot revert a change, so it takes no confirm"),
         (CHANGE + "    rollback: false\n    confirm: {within: 10}\n",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from nornir_bench.tasks import (
     ConfigChangeFailed,
@@ -41,6 +42,7 @@ from tests.runners.test_routers import closed, failures, runners
 
 __all__ = ["restored"]  # the fixture, used by name
 
+yaml = YAML(typ="safe")
 ESTABLISHED = "length(peers.* | [?state=='Established'])"
 SUMMARY = "show bgp ipv4 unicast summary json"
 
@@ -216,17 +218,26 @@ BREAK_ON_H1 = """{% if host.name == 'h1' %}router bgp {{ asn }}
 def test_a_canary_rollout_stops_at_the_router_whose_change_broke_bgp(
     frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
+    """Each router's check is on its own neighbour, named in its host data (host_from)."""
     template = BREAK_ON_H1.replace("{{ asn }}", str(frr_lab.asn("r1"))).replace(
         "{{ peer }}", peer_of_r1(frr_lab))
-    checks = (f"[{{name: r2 sessions, host: h2, command: {SUMMARY}, "
+    checks = (f"[{{name: neighbour sessions, host_from: neighbour, command: {SUMMARY}, "
               f"path: \"{ESTABLISHED}\", expect: no_fewer}}]")
     job = change_job(frr_lab, tmp_path, runner, lines=template, checks=checks, confirm=3,
                      options=", batches: [1, 1, 1], max_fail_percentage: 0")
+    hosts = yaml.load((frr_lab.inventory / "hosts.yaml").read_text())
+    for host, neighbour in (("h1", "h2"), ("h2", "h1"), ("h3", "h2")):
+        hosts[host]["data"] = {"neighbour": neighbour}
+    with (tmp_path / "hosts.yaml").open("w") as file:
+        yaml.dump(hosts, file)
+    job.write_text(job.read_text().replace(str(frr_lab.inventory / "hosts.yaml"),
+                                           str(tmp_path / "hosts.yaml")))
     done = run_cli(job, "-o", "rollout.jsonl")
     assert done.returncode == 1, done.stdout + done.stderr
     rows = records(tmp_path / "rollout.jsonl")
     assert rows["h1"]["change"]["state"] == "rolled back"
-    assert rows["h1"]["checks"][0]["before"] == 2 and rows["h1"]["checks"][0]["after"] == 1
+    (check,) = rows["h1"]["checks"]
+    assert (check["host"], check["before"], check["after"]) == ("h2", 2, 1)
     assert rows["h2"]["exception"] == "RunAborted" and rows["h3"]["exception"] == "RunAborted"
     for router, text in restored.items():
         assert running(frr_lab, router) == text, router  # r1 reverted, r2 and r3 untouched

@@ -79,6 +79,9 @@ def test_an_outcome_keeps_the_values_and_whether_the_check_held() -> None:
         ([{"command": "show x", "expect": "more"}], r"checks\[1\].expect must be same, no_fewer"),
         ([{"command": "show x", "expect": {"equals": 1, "or": 2}}], r"checks\[1\].expect must be"),
         ([{"command": "show x", "host": 3}], r"checks\[1\].host must be an inventory host's name"),
+        ([{"command": "show x", "host": "r2", "host_from": "peer"}],
+         r"checks\[1\]: give host or host_from, not both"),
+        ([{"command": "show x", "host_from": ""}], r"checks\[1\].host_from must be the name"),
     ],
 )
 def test_a_check_that_is_not_one_is_refused_naming_its_place(given: Any, error: str) -> None:
