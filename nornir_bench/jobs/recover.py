@@ -140,6 +140,7 @@ def recover_journal(path: Path, say: Callable[[str], None]) -> Recovered:
         JobError: its job cannot be loaded.
     """
     path = Path(os.path.abspath(path))
+    _trusted(path)
     journal = read_journal(path)
     folder = journal.header.get("folder")
     if folder != str(path.parent):
@@ -166,6 +167,17 @@ def recover_journal(path: Path, say: Callable[[str], None]) -> Recovered:
     finally:
         os.close(descriptor)
     return done
+
+
+def _trusted(path: Path) -> None:
+    """Refuse a journal someone else could have written: it names a job to load and backups to
+    send to devices."""
+    info = os.stat(path)
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise JournalError(
+            f"{path}: not recovered: a journal must be yours and writable by you alone (it "
+            "names the job and the backups sent to the devices)"
+        )
 
 
 def _revert(journal: Journal, done: Recovered, say: Callable[[str], None]) -> None:

@@ -128,6 +128,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
             "changed",
             "change",
             "diff",
+            "checks",
             "session_log",
             "platform",
             "groups",
@@ -135,6 +136,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
         assert row["job"] == str((tmp_path / "job.yaml").resolve())
         assert row["overrides"] == {}  # nothing changed from the command line
         assert (row["changed"], row["change"], row["diff"]) == (False, None, None)
+        assert row["checks"] is None  # no state check read
         assert (row["step"], row["task"]) == (1, "sim_rtt")  # a job of one task: step 1
         assert (row["attempts"], row["failed_attempts"], row["abandoned"]) == (1, [], False)
         assert row["failed"] is False and row["exception"] is None and row["traceback"] is None

@@ -103,3 +103,14 @@ def test_recover_with_nothing_pending_says_so(tmp_path: Path) -> None:
     done = nornir_bench("recover", str(journal), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == "recover: no change pending\n"
+
+
+def test_recover_refuses_a_journal_others_could_have_written(tmp_path: Path) -> None:
+    """It names a job to load and backups to send to devices."""
+    journal = tmp_path / "run.journal"
+    start_journal(journal, job=str(job(tmp_path, CHANGE)), records=None)
+    append_entry(journal, "r1", PENDING, backup=str(tmp_path / "r1.cfg"), task="send_config")
+    journal.chmod(0o622)
+    done = nornir_bench("recover", str(journal), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "a journal must be yours and writable by you alone" in done.stderr
