@@ -50,19 +50,18 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench_routers import (
-    QUIET_SCRAPLI,
     RouterLab,
     _nornir_bench_run,
     _put_back,
     _sessions_gone,
     _stop_on_sigterm,
     _vtysh,
+    run_script,
 )
 from faults_processes import Child, measured_commit
 
@@ -388,13 +387,4 @@ class Bench:
 
 
 if __name__ == "__main__":
-    os.environ["PYTHONWARNINGS"] = ",".join(
-        filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_SCRAPLI])
-    )
-    warnings.filterwarnings("ignore", category=UserWarning, module="scrapli.helper")
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("interrupted: the lab and every run this script started are stopped",
-              file=sys.stderr)
-        sys.exit(130)
+    run_script(main, "the lab and every run this script started are stopped")

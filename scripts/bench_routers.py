@@ -109,12 +109,12 @@ import threading
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from nornir_bench.lab.ports import free_port_range
 
@@ -1402,7 +1402,9 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-if __name__ == "__main__":
+def run_script(main: Callable[[], int], interrupted: str) -> NoReturn:
+    """``main``'s exit status, with scrapli's warning about its asyncssh transport silenced
+    here and in every run it starts; Ctrl-C says ``interrupted`` and exits 130."""
     os.environ["PYTHONWARNINGS"] = ",".join(
         filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_SCRAPLI])
     )
@@ -1410,5 +1412,9 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except KeyboardInterrupt:
-        print("interrupted: every lab and run this script started is stopped", file=sys.stderr)
+        print(f"interrupted: {interrupted}", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    run_script(main, "every lab and run this script started is stopped")
