@@ -155,10 +155,10 @@ class Job:
             raise JobError(
                 f"{self.path}: filter: no such host in the inventory: {', '.join(missing)}"
             )
-        job_hosts = self.filter.apply(nr).inventory.hosts.values()
+        filtered = self.filter.apply(nr)
         for step in self.steps:  # from the whole inventory: a neighbour may be filtered out
-            _check_hosts(step, nr, job_hosts)
-        nr = self.filter.apply(nr)
+            _check_hosts(step, nr, filtered.inventory.hosts.values())
+        nr = filtered
         if not nr.inventory.hosts:
             raise JobError(
                 f"{self.path}: no host to run on: the filter matches none of the inventory"

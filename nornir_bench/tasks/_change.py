@@ -157,8 +157,8 @@ class AroundChange:
         self.journaled = True
 
     def ended(self, state: str) -> None:
-        if self.journaled and self.how.journal is not None:
-            append_entry(self.how.journal, self.how.host, state)
+        if self.journaled:
+            append_entry(str(self.how.journal), self.how.host, state)
 
     def read_after(self) -> Plan[str | None]:
         """Why the change must be undone (``None``: every check holds): the checks read once,

@@ -295,9 +295,9 @@ def resolved(task: Task, checks: tuple[StateCheck, ...]) -> tuple[StateCheck, ..
                 raise ValueError(f"{check.said()}: host {task.host.name} has no data "
                                  f"{check.host_from!r} naming the host to check on")
             check = replace(check, host=name, host_from=None)
-            hosts = {**hosts, **(check.hosts or {})}
         if isinstance(check.host, str):
-            host = hosts.get(check.host)
+            # The hosts a job gave the check first: a worker's inventory is empty.
+            host = (check.hosts or {}).get(check.host) or hosts.get(check.host)
             if host is None:
                 raise ValueError(f"{check.said()}: no host {check.host!r} in the inventory")
             check = replace(check, host=host)
