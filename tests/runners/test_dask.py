@@ -923,3 +923,53 @@ def test_every_chunks_blocking_subtasks_run_in_the_runs_thread_pool() -> None:
         assert all(value.startswith("asyncio-runner_") for value in names.values()), names
     finally:
         nr.runner.close()
+
+
+async def makes_folder(path: str) -> None:
+    os.makedirs(path, exist_ok=True)
+
+
+def test_a_ctrl_c_while_the_workers_are_asked_leaves_the_asking_to_its_end(
+    tmp_path: Path,
+) -> None:
+    """A second Ctrl-C that lands while a run tells its workers to halt (``run_on_workers``)
+    must not cancel the telling: ``client.sync`` cancelled it, and one cancelled before its
+    first step never ran ``Client._run`` (workers not told; a coroutine never awaited).
+
+    The client's loop is held so that the press lands at that very step: after the call is
+    queued, before it starts."""
+    from nornir_bench.runners.dask.asking import run_on_workers
+
+    told = tmp_path / "told"
+    waiting, interrupted = threading.Event(), threading.Event()
+    landed = []
+
+    def press() -> None:  # on the loop, after the call's own first step
+        os.kill(os.getpid(), signal.SIGINT)
+        interrupted.wait(HANG_GUARD)
+
+    def hold() -> None:  # on the loop, until the caller waits for the answer
+        waiting.wait(HANG_GUARD)
+        client.loop.add_callback(press)
+
+    def tracer(frame: Any, event: str, arg: Any) -> None:
+        if (
+            event == "call"
+            and frame.f_code.co_name == "wait"
+            and "threading" in (frame.f_code.co_filename)
+        ):
+            waiting.set()
+
+    with Client(shared_address(), timeout=30, set_as_default=False) as client:
+        client.loop.add_callback(hold)
+        sys.settrace(tracer)
+        try:
+            run_on_workers(client, makes_folder, str(told), wait=False)
+        except KeyboardInterrupt:
+            landed.append("while asking")
+        finally:
+            sys.settrace(None)
+            waiting.set()
+            interrupted.set()
+        assert landed == ["while asking"]
+        wait_until(told.exists, "the workers told, though Ctrl-C came while asking")

@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     from distributed.security import Security
 
 __all__ = [
-    "RUN_ON_WORKERS_SECONDS",
-    "run_on_workers",
     "DaskClusterError",
     "EmbeddedCluster",
     "connect",
@@ -274,27 +271,6 @@ def _alive(pid: int) -> bool:
 
 def _what(process: subprocess.Popen[bytes]) -> str:
     return "scheduler" if "dask_scheduler" in str(process.args) else "workers"
-
-
-RUN_ON_WORKERS_SECONDS = 30.0
-"""How long asking workers something through ``Client.run`` may take at most: a worker that
-does not answer (stopped, its loop frozen) must not hold the run, nor its closing."""
-
-
-def run_on_workers(
-    client: Client,
-    function: Callable[..., Any],
-    *args: Any,
-    workers: list[str] | None = None,
-    wait: bool = True,
-    timeout: float = RUN_ON_WORKERS_SECONDS,
-) -> dict[str, Any]:
-    """``client.run`` within ``timeout`` seconds (``TimeoutError`` past them): even with
-    ``wait=False`` Dask waits for each worker to take the call, and one never does."""
-    result: dict[str, Any] | None = client.sync(
-        client._run, function, *args, workers=workers, wait=wait, callback_timeout=timeout
-    )
-    return result or {}
 
 
 def connect(address: str, security: Security | None, timeout: float) -> Client:

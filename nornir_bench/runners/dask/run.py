@@ -25,7 +25,7 @@ from nornir_bench.runners._remote.book import DispatchBook
 from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts, pack_run
-from nornir_bench.runners.dask.cluster import run_on_workers
+from nornir_bench.runners.dask.asking import run_on_workers
 from nornir_bench.runners.dask.reruns import chunk_key
 from nornir_bench.runners.dask.worker import (
     ENDED,

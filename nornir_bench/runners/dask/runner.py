@@ -52,13 +52,12 @@ from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
 from nornir_bench.runners._remote.connections import HeldInWorkers
+from nornir_bench.runners.dask.asking import RUN_ON_WORKERS_SECONDS, run_on_workers
 from nornir_bench.runners.dask.cluster import (
-    RUN_ON_WORKERS_SECONDS,
     DaskClusterError,
     EmbeddedCluster,
     connect,
     is_loopback,
-    run_on_workers,
     scheme_and_host,
     security_from,
 )

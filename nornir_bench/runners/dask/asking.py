@@ -1,0 +1,63 @@
+"""Asking a Dask cluster's workers something (``Client.run``) from the runner's thread, within a
+bounded time, and without a Ctrl-C cancelling the question half-asked."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+__all__ = ["RUN_ON_WORKERS_SECONDS", "run_on_workers"]
+
+RUN_ON_WORKERS_SECONDS = 30.0
+"""How long asking workers something through ``Client.run`` may take at most: a worker that
+does not answer (stopped, its loop frozen) must not hold the run, nor its closing."""
+
+
+def run_on_workers(
+    client: Client,
+    function: Callable[..., Any],
+    *args: Any,
+    workers: list[str] | None = None,
+    wait: bool = True,
+    timeout: float = RUN_ON_WORKERS_SECONDS,
+) -> dict[str, Any]:
+    """``client.run`` within ``timeout`` seconds (``TimeoutError`` past them): even with
+    ``wait=False`` Dask waits for each worker to take the call, and one never does.
+
+    A ``KeyboardInterrupt`` while waiting (a second Ctrl-C) leaves the call going on the
+    client's loop, to its end within ``timeout``: ``client.sync`` would cancel it, and one
+    cancelled before it began never runs its ``Client._run`` (the workers are not told; Python
+    warns of a coroutine never awaited)."""
+    loop = client.loop
+    if loop is None or loop.asyncio_loop.is_closed():  # type: ignore[attr-defined]
+        raise RuntimeError("the Dask client's loop is closed")
+    answer: concurrent.futures.Future[dict[str, Any] | None] = concurrent.futures.Future()
+
+    async def ask() -> None:
+        try:
+            call = client._run(function, *args, workers=workers, wait=wait)
+            answer.set_result(await asyncio.wait_for(call, timeout))
+        except BaseException as exc:  # noqa: BLE001 - the caller's to raise
+            answer.set_exception(exc)
+
+    def start() -> None:  # the coroutine made where it runs: nothing can cancel it first
+        task = asyncio.ensure_future(ask())
+        _ASKING.add(task)
+        task.add_done_callback(_ASKING.discard)
+
+    loop.add_callback(start)
+    return answer.result(timeout + ANSWER_GRACE_SECONDS) or {}
+
+
+ANSWER_GRACE_SECONDS = 5.0
+"""How much longer than its ``timeout`` :func:`run_on_workers` waits for the client's loop to
+say how the call ended (a loop too busy to start it at all)."""
+
+_ASKING: set[asyncio.Future[None]] = set()
+"""The calls of :func:`run_on_workers` under way: the loop keeps only weak references to its
+tasks."""
