@@ -164,7 +164,8 @@ class Bench:
         self.plan = plan_lab(lab.routers, port=lab.base, name=lab.name)
         self.routers = [router.name for router in self.plan.routers]
         write_inventory([LabDevice(r.name, "127.0.0.1", r.port, "cisco_ios", lab.user,
-                                   lab.password) for r in self.plan.routers], work / "one-each")
+                                   lab.password, lab.host_key) for r in self.plan.routers],
+                        work / "one-each")
 
     def row(self, part: str, measure: str, measured: str, target: str = "") -> None:
         print(f"| {part} | {measure} | {measured} | {target} |", flush=True)

@@ -317,6 +317,13 @@ class RouterLab:
     def password(self) -> str:
         return str(self.state["password"])
 
+    @property
+    def host_key(self) -> str:
+        """Its routers' SSH host key, for the inventories written here (checked by default)."""
+        from nornir_bench.lab.routers import host_key_of
+
+        return host_key_of(self.state["workdir"])
+
     def stop(self) -> float:
         """SIGINT, and the seconds until the process ended (nan if it was not running)."""
         process = self.process
@@ -933,7 +940,8 @@ def changes_part(lab: RouterLab, folder: Path, fleet: Path, hosts: int,
           f"(load {_load()})\n")
     routers = [f"r{k}" for k in range(1, lab.routers + 1)]
     one_each = folder / "one-each"
-    write_inventory([LabDevice(r, "127.0.0.1", port, "cisco_ios", lab.user, lab.password)
+    write_inventory([LabDevice(r, "127.0.0.1", port, "cisco_ios", lab.user, lab.password,
+                               lab.host_key)
                      for r, port in zip(routers, lab.ports, strict=True)], one_each)
     (folder / "change.j2").write_text(CHANGE_TEMPLATE)
     before = {r: _vtysh(lab, r, "show running-config") for r in routers}
@@ -1134,7 +1142,7 @@ def dead_cli_part(lab: RouterLab, folder: Path, repeat: int, child_seconds: floa
           f"given {DEFAULT_CONFIG_TIMEOUT:g} s, {repeat} times per driver (load {_load()})\n")
     inventory = folder / "dead-cli"
     write_inventory([LabDevice("r1", "127.0.0.1", lab.ports[0], "cisco_ios", lab.user,
-                               lab.password)], inventory)
+                               lab.password, lab.host_key)], inventory)
     before = {"r1": _vtysh(lab, "r1", "show running-config")}
     print(f"| driver | failed within {DEAD_CLI_TARGET:g} s | from the kill to the failure: "
           "median s | min s | max s | failed with |")

@@ -43,7 +43,7 @@ from nornir.core import Nornir
 from ruamel.yaml import YAML
 
 from nornir_bench.lab import LabDevice
-from nornir_bench.lab.routers import vtysh
+from nornir_bench.lab.routers import host_key_of, vtysh
 from nornir_bench.lab.topology import LabPlan, plan_lab
 from tests.devices import LAB, Started, free_port_range, nornir_on, started, stopped
 from tests.waiting import HANG_GUARD
@@ -132,7 +132,8 @@ class RouterLabProcess:
     def devices(self) -> list[LabDevice]:
         """A device per router (r1, r2 ...), reached as the inventory reaches it."""
         return [
-            LabDevice(r.name, "127.0.0.1", r.port, "cisco_ios", self.user, self.password)
+            LabDevice(r.name, "127.0.0.1", r.port, "cisco_ios", self.user, self.password,
+                      host_key_of(self.state()["workdir"]))
             for r in self.plan.routers
         ]
 

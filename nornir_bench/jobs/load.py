@@ -46,6 +46,7 @@ from nornir.core.configuration import CoreConfig, LoggingConfig, SSHConfig
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 
+from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.core.secrets import SecretError
 from nornir_bench.jobs._filter import HostFilter, read_filter
@@ -57,6 +58,8 @@ from nornir_bench.jobs._settings import (
 )
 from nornir_bench.jobs._steps import Step, read_steps
 from nornir_bench.jobs._yaml_input import MAX_VALUES, expanded_size, too_many_values
+from nornir_bench.jobs.host_keys import JOB_KEYS as HOST_KEY_SETTINGS
+from nornir_bench.jobs.host_keys import HostKeySettings, apply_host_keys, read_host_keys
 from nornir_bench.jobs.overrides import Overrides, with_variables
 from nornir_bench.jobs.secrets import resolve_inventory
 from nornir_bench.tasks import connections_of
@@ -69,7 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["HostFilter", "Job", "JobError", "Overrides", "Step", "load_job"]
 
 NORNIR_KEYS = ("inventory", "runner", "core", "logging", "ssh", "user_defined")
-JOB_KEYS = (*NORNIR_KEYS, "task", "steps", "filter", "output")
+JOB_KEYS = (*NORNIR_KEYS, "task", "steps", "filter", "output", *HOST_KEY_SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class Job:
             :mod:`nornir_bench.jobs.sessions`).
         overrides: what the command line changed (:mod:`nornir_bench.jobs.overrides`); its
             ``--limit`` narrows the hosts the filter leaves.
+        host_keys: the job's ``host_key_checking`` and ``known_hosts``
+            (:mod:`nornir_bench.jobs.host_keys`).
     """
 
     path: Path
@@ -99,6 +104,7 @@ class Job:
     stepped: bool = False
     session_logs: bool = False
     overrides: Overrides = field(default_factory=Overrides)
+    host_keys: HostKeySettings = field(default_factory=HostKeySettings)
 
     @property
     def runner_plugin(self) -> str:
@@ -150,6 +156,10 @@ class Job:
             secrets = resolve_inventory(nr.inventory)
         except SecretError as exc:
             raise JobError(f"{self.path}: {exc}") from None
+        try:
+            apply_host_keys(nr, self.host_keys, self.settings["inventory"])
+        except NornirBenchError as exc:
+            raise JobError(f"{self.path}: inventory: {exc}") from None
         missing = sorted(set(self.filter.hosts) - set(nr.inventory.hosts))
         if missing:
             raise JobError(
@@ -251,6 +261,7 @@ def load_job(path: str | Path, overrides: Overrides | None = None) -> Job:
         secrets=frozenset(job.secrets),
         stepped=stepped,
         overrides=overrides,
+        host_keys=read_host_keys(job, root),
     )
 
 

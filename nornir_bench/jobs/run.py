@@ -40,6 +40,7 @@ from nornir_bench.core.stopping import NotStarted, stoppable
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.exits import exit_fails_the_host
+from nornir_bench.jobs.host_keys import say_unchecked
 from nornir_bench.jobs.outcome import (
     JobRun,
     StepRun,
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     from nornir.core import Nornir
     from nornir.core.task import AggregatedResult, MultiResult
 
-    from nornir_bench.jobs.load import Job, Step
+from nornir_bench.jobs.load import Job, Step
 
 # The records file (jobs.output) and the run as text (jobs.show) are importable from here too,
 # where they lived first.
@@ -121,6 +122,7 @@ def run_job(
     if check:
         check_dry_run(job)
     nr, secrets = job.nornir()
+    say_unchecked(nr, say or _said)  # host_key_checking: off, once a run
     if check:
         nr.data.dry_run = True
     if rerun_failed is not None:

@@ -25,6 +25,7 @@ from nornir_bench.lab.devices import (
     load_lab_devices,
     render_inventory,
     write_inventory,
+    write_known_hosts,
 )
 from nornir_bench.lab.emulator import DeviceLab, lab_devices, run_lab
 from nornir_bench.lab.ready import LabNotReady, wait_for_lab
@@ -54,4 +55,5 @@ __all__ = [
     "run_rtt_server",
     "wait_for_lab",
     "write_inventory",
+    "write_known_hosts",
 ]

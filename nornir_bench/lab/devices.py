@@ -14,6 +14,7 @@ Either way the same inventory then drives nornir against the lab. Starting the d
 
 from __future__ import annotations
 
+import functools
 import io
 import ipaddress
 import os
@@ -43,6 +44,7 @@ __all__ = [
     "load_lab_devices",
     "render_inventory",
     "write_inventory",
+    "write_known_hosts",
 ]
 
 DEFAULT_PLATFORMS = ("cisco_ios", "arista_eos")
@@ -65,6 +67,9 @@ class LabDevice:
     platform: str
     username: str
     password: str = field(repr=False)  # never in a repr, a log line or an error message
+    host_key: str = ""
+    """Its SSH host key, as OpenSSH writes a public key (``ssh-ed25519 AAAA...``); none for
+    a FakeNOS device, which shows FakeNOS's own (:func:`fakenos_host_key`)."""
 
 
 def fakenos_platforms() -> tuple[str, ...]:
@@ -178,12 +183,16 @@ def generate_lab_devices(
     ]
 
 
-def render_inventory(devices: Sequence[LabDevice]) -> dict[str, str]:
+def render_inventory(
+    devices: Sequence[LabDevice], known_hosts: str | None = None
+) -> dict[str, str]:
     """The nornir SimpleInventory that reaches ``devices``, as YAML text per file name.
 
     ``groups.yaml`` has one group per platform, named after it and carrying ``platform``;
     ``defaults.yaml`` holds the first device's credentials, and a host whose credentials
-    differ carries its own.
+    differ carries its own. With ``known_hosts`` (a path), ``defaults.yaml`` names it as the
+    known-hosts file (data ``known_hosts``), and ``known_hosts`` is its text: each device's
+    host key, so that their keys are checked (``host_key_checking: strict``, the default).
     """
     if not devices:
         raise LabError("an inventory needs at least one device")
@@ -200,30 +209,71 @@ def render_inventory(devices: Sequence[LabDevice]) -> dict[str, str]:
         hosts[device.name] = host
     groups = {p: {"platform": p} for p in dict.fromkeys(d.platform for d in devices)}
     header = f"# nornir SimpleInventory of a nornir-bench lab ({_hosts(len(devices))})\n"
-    return {
-        "hosts.yaml": header + _dump(hosts),
-        "groups.yaml": header + _dump(groups),
-        "defaults.yaml": header + _dump({"username": username, "password": password}),
-    }
+    defaults: dict[str, Any] = {"username": username, "password": password}
+    files = {"hosts.yaml": header + _dump(hosts), "groups.yaml": header + _dump(groups)}
+    if known_hosts is not None:
+        defaults["data"] = {"known_hosts": known_hosts}
+        files["known_hosts"] = known_hosts_text(devices)
+    files["defaults.yaml"] = header + _dump(defaults)
+    return files
+
+
+def known_hosts_text(devices: Sequence[LabDevice]) -> str:
+    """The known-hosts lines of ``devices``' SSH host keys, one per address and port."""
+    lines = (f"[{d.address}]:{d.port} {d.host_key or fakenos_host_key()}\n" for d in devices)
+    return "".join(dict.fromkeys(lines))
+
+
+def write_known_hosts(devices: Sequence[LabDevice], folder: str | os.PathLike[str]) -> Path:
+    """``devices``' host keys written to ``known_hosts`` in ``folder``; its path.
+
+    Raises:
+        LabError: it cannot be written.
+    """
+    path = Path(folder) / "known_hosts"
+    try:
+        path.write_text(known_hosts_text(devices), encoding="utf-8")
+    except OSError as exc:
+        raise LabError(f"cannot write the known hosts to {os.fspath(path)!r}: "
+                       f"{exc.strerror}") from exc
+    return path
+
+
+@functools.cache
+def fakenos_host_key() -> str:
+    """The SSH host key every FakeNOS device shows (FakeNOS's default), as OpenSSH writes it."""
+    import paramiko  # type: ignore[import-untyped]
+    from fakenos.plugins.servers.ssh_server_paramiko import DEFAULT_SSH_KEY
+
+    key = paramiko.RSAKey(file_obj=io.StringIO(DEFAULT_SSH_KEY))
+    return f"{key.get_name()} {key.get_base64()}"
 
 
 def write_inventory(devices: Sequence[LabDevice], directory: str | os.PathLike[str]) -> list[Path]:
-    """Write :func:`render_inventory`'s files into ``directory`` (created if missing).
+    """Write :func:`render_inventory`'s files into ``directory`` (created if missing), with
+    the devices' host keys in its ``known_hosts``.
 
     Returns:
-        The paths written, in the order of :data:`INVENTORY_FILES`.
+        The paths written, in the order of :data:`INVENTORY_FILES`, then ``known_hosts``.
     """
     folder = Path(directory)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         written = []
-        for name, text in render_inventory(devices).items():
+        known = os.fspath((folder / "known_hosts").absolute())
+        for name, text in sorted(
+            render_inventory(devices, known).items(), key=lambda item: _order(item[0])
+        ):
             (folder / name).write_text(text, encoding="utf-8")
             written.append(folder / name)
     except OSError as exc:
         where = os.fspath(directory)
         raise LabError(f"cannot write the inventory to {where!r}: {exc.strerror}") from exc
     return written
+
+
+def _order(name: str) -> int:
+    return INVENTORY_FILES.index(name) if name in INVENTORY_FILES else len(INVENTORY_FILES)
 
 
 def check_ports(devices: Iterable[LabDevice]) -> None:

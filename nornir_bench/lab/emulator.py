@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
@@ -38,6 +39,7 @@ from nornir_bench.lab.devices import (
     generate_lab_devices,
     load_lab_devices,
     write_inventory,
+    write_known_hosts,
 )
 
 __all__ = ["DEFAULT_LAB_SIZE", "READY_TIMEOUT", "DeviceLab", "lab_devices", "run_lab"]
@@ -177,6 +179,9 @@ def run_lab(
         if write is not None:
             files = write_inventory(devices, write)
             print_line(f"inventory written: {', '.join(os.fspath(f) for f in files)}")
+        elif inventory is not None:  # its devices' keys beside it, where its defaults name them
+            known = write_known_hosts(devices, _folder_of(inventory))
+            print_line(f"known hosts written: {os.fspath(known)}")
         print_line(f"lab ready: {len(devices)} devices; Ctrl-C or SIGTERM stops them")
         while not stopped.wait(0.5):
             pass
@@ -207,6 +212,11 @@ def lab_devices(
         platforms=platforms or DEFAULT_PLATFORMS,
         port=DEFAULT_BASE_PORT if port is None else port,
     )
+
+
+def _folder_of(inventory: str | os.PathLike[str]) -> Path:
+    path = Path(inventory)
+    return path if path.is_dir() else path.parent
 
 
 def _printer(out: TextIO | None) -> Callable[[str], None]:

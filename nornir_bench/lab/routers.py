@@ -20,6 +20,7 @@ BGP session is established.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -87,6 +88,13 @@ class RouterNotReady(LabNotReady):
     """Some router did not accept a login, or a BGP session did not come up, in time."""
 
 
+def host_key_of(workdir: str) -> str:
+    """The SSH host key of the lab whose work folder is ``workdir`` (its state file's
+    ``workdir``), as OpenSSH writes a public key: its routers' known-hosts entry."""
+    public = Path(workdir) / "ssh_host_ed25519_key.pub"
+    return " ".join(public.read_text(encoding="utf-8").split()[:2])
+
+
 class RouterLab:
     """One router lab: :meth:`start` makes it, :meth:`stop` removes it (also as a context
     manager, and through its guard if this process dies first).
@@ -112,8 +120,9 @@ class RouterLab:
 
     def devices(self) -> list[LabDevice]:
         """A device per router, as an inventory reaches it."""
+        key = "" if self.state is None else host_key_of(self.state.workdir)
         return [
-            LabDevice(r.name, "127.0.0.1", r.port, PLATFORM, self.user, self.password)
+            LabDevice(r.name, "127.0.0.1", r.port, PLATFORM, self.user, self.password, key)
             for r in self.plan.routers
         ]
 
@@ -465,7 +474,7 @@ def router_hosts(devices: list[LabDevice], count: int) -> list[LabDevice]:
     host, or a benchmark of logins."""
     width = len(str(count))
     return [
-        LabDevice(f"h{k + 1:0{width}d}", d.address, d.port, d.platform, d.username, d.password)
+        dataclasses.replace(d, name=f"h{k + 1:0{width}d}")
         for k in range(count)
         for d in [devices[k % len(devices)]]
     ]

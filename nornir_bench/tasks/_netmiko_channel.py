@@ -16,17 +16,52 @@ from typing import TYPE_CHECKING, Any
 from netmiko.channel import SSHChannel
 
 from nornir_bench.core.exceptions import SessionClosed
+from nornir_bench.tasks.host_keys import (
+    netmiko_host_key_extras,
+    netmiko_refusal,
+    trust_of,
+    without_setting,
+)
 
 if TYPE_CHECKING:
     from netmiko import BaseConnection
+    from nornir.core.inventory import Host
     from nornir.core.task import Task
 
-__all__ = ["netmiko_connection"]
+__all__ = ["netmiko_connection", "open_netmiko"]
+
+
+def open_netmiko(task: Task, host: Host, extras: dict[str, Any] | None = None) -> None:
+    """Open ``host``'s netmiko connection through nornir-netmiko's plugin, with the host's
+    ``extras`` (else ``extras``) and its SSH host key checked before the password
+    (tasks/host_keys.py).
+
+    Raises:
+        HostKeyMismatch, HostKeyUnknown: the host's key is not trusted; nothing was sent.
+    """
+    params = host.get_connection_parameters("netmiko")
+    given = without_setting(dict(params.extras or {}) if extras is None else extras)
+    hostname, port = params.hostname or host.name, params.port or 22
+    probe_wait = float(given.get("conn_timeout") or 10.0)
+    trust = trust_of(host, "netmiko")
+    with netmiko_host_key_extras(trust, host.name, hostname, port, probe_wait) as checked:
+        try:
+            host.open_connection(
+                "netmiko", configuration=task.nornir.config, extras={**given, **checked}
+            )
+        except Exception as exc:
+            refused = netmiko_refusal(exc, host.name, hostname, port)
+            if refused is exc:
+                raise
+            raise refused from None
 
 
 def netmiko_connection(task: Task) -> BaseConnection:
     """The host's netmiko connection, opened as nornir-netmiko's tasks open it if it is not
-    yet, reading through a channel that raises ``SessionClosed`` at the device's end of file."""
+    yet (its key checked: :func:`open_netmiko`), reading through a channel that raises
+    ``SessionClosed`` at the device's end of file."""
+    if "netmiko" not in task.host.connections:
+        open_netmiko(task, task.host)
     connection: BaseConnection = task.host.get_connection("netmiko", task.nornir.config)
     channel = connection.channel
     # Exactly netmiko's SSH channel (made anew at each login): telnet, serial or a channel

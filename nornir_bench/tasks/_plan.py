@@ -184,12 +184,14 @@ def _netmiko_login(task: Task, host: Host, timeout: float) -> Any:
     """``host``'s netmiko connection, logged in if need be within ``timeout`` (and the task's
     deadline) for each of the login's waits: a device that takes no new login is told in
     seconds, not netmiko's minute."""
+    from nornir_bench.tasks._netmiko_channel import open_netmiko
+
     if "netmiko" not in host.connections:
         extras = dict(host.get_connection_parameters("netmiko").extras or {})
         for name in _LOGIN_WAITS:
             given = extras.get(name)
             extras[name] = bounded(task, timeout if given is None else min(float(given), timeout))
-        host.open_connection("netmiko", configuration=task.nornir.config, extras=extras)
+        open_netmiko(task, host, extras)
     return host.get_connection("netmiko", task.nornir.config)
 
 

@@ -12,10 +12,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.tasks.host_keys import HostKeyCheck, without_setting
+
 if TYPE_CHECKING:
     from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
 
 __all__ = [
+    "driver_options",
     "SCRAPLI_PLATFORMS",
     "login_timed_out",
     "privileged_level",
@@ -132,3 +135,22 @@ def login_timed_out(exc: BaseException) -> bool:
     return isinstance(exc, ScrapliAuthenticationFailed) and isinstance(
         exc.__cause__, (TimeoutError, asyncio.TimeoutError)
     )
+
+def driver_options(extras: dict[str, Any], check: HostKeyCheck, timeout: float) -> dict[str, Any]:
+    """scrapli's driver options for a login: the host's ``extras`` over the login's timeouts,
+    with the host-key check given to asyncssh (scrapli's own, ``auth_strict_key``, comes after
+    the password)."""
+    options: dict[str, Any] = {
+        "auth_strict_key": False,
+        "timeout_socket": timeout,
+        "timeout_transport": timeout,
+        "timeout_ops": timeout,
+    }
+    options.update(without_setting(extras))
+    transport_options = dict(options.get("transport_options") or {})
+    transport_options["asyncssh"] = {
+        **check.transport_options(),
+        **(transport_options.get("asyncssh") or {}),
+    }
+    options["transport_options"] = transport_options
+    return options

@@ -137,6 +137,8 @@ def _open_by_the_deadline(task: Task) -> None:
     (``conn_timeout``, ``auth_timeout``, ``banner_timeout``: the host's, else netmiko's)
     bounded by the time the attempt has left: a device that accepts and never answers gives
     the thread back at the deadline, not a minute later."""
+    from nornir_bench.tasks._netmiko_channel import open_netmiko
+
     host = task.host
     if "netmiko" in host.connections:
         return
@@ -145,7 +147,7 @@ def _open_by_the_deadline(task: Task) -> None:
     for name in _LOGIN_TIMEOUTS:
         given = extras.get(name, _netmiko_default("__init__", name))
         extras[name] = bounded(task, _PARAMIKO_WAIT if given is None else float(given))
-    host.open_connection("netmiko", configuration=task.nornir.config, extras=extras)
+    open_netmiko(task, host, extras)
 
 
 @functools.cache

@@ -27,12 +27,14 @@ from typing import TYPE_CHECKING, Any
 from nornir_bench.core.liveness import bytes_waiting, socket_open
 from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks._scrapli_drivers import (
+    driver_options,
     login_timed_out,
     privileged_level,
     scrapli_driver,
     scrapli_platform,
     stay_where_logged_in,
 )
+from nornir_bench.tasks.host_keys import HostKeyCheck, trust_of
 
 if TYPE_CHECKING:
     import asyncssh
@@ -114,14 +116,16 @@ class ScrapliSession:
                 ``password`` and ``platform`` are taken as nornir gives a connection plugin
                 them, so ``connection_options.scrapli_async`` overrides each; its ``extras``
                 go to scrapli's driver (``auth_secondary``, the enable password;
-                ``auth_strict_key``, ``transport_options`` ...). Host keys are not checked
-                unless ``auth_strict_key`` is true, as a lab needs.
+                ``transport_options`` ...). The host's key is checked during the key exchange,
+                before the password, as ``host_key_checking`` says (tasks/host_keys.py).
             timeout: seconds for the TCP and SSH login, and for each exchange of the login
                 (scrapli's ``timeout_socket``, ``timeout_transport``, ``timeout_ops``).
             enable: log in to the privileged level, as scrapli does (the first command asks
                 for it); else stay at the level the login lands on (a round trip more).
 
         Raises:
+            HostKeyMismatch: the host showed a key the known hosts do not hold for it.
+            HostKeyUnknown: ``strict``, and the known hosts do not name the host.
             ValueError: no platform, a platform scrapli has no driver for, or a
                 ``transport`` in ``extras`` (it is asyncssh here).
             scrapli.exceptions.ScrapliAuthenticationFailed: wrong credentials.
@@ -134,13 +138,8 @@ class ScrapliSession:
         if self.connection is not None:
             await self.aclose()
         self._where = f"{hostname}:{port or 22}"
-        options: dict[str, Any] = {
-            "auth_strict_key": False,
-            "timeout_socket": timeout,
-            "timeout_transport": timeout,
-            "timeout_ops": timeout,
-        }
-        options.update(params.extras or {})
+        check = HostKeyCheck(trust_of(host, CONNECTION_NAME), host.name, hostname, port or 22)
+        options = driver_options(params.extras or {}, check, timeout)
         if "transport" in options:
             raise ValueError(
                 f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
@@ -166,6 +165,8 @@ class ScrapliSession:
             await driver.open()
         except BaseException as exc:
             self._abort()
+            if check.refused is not None:
+                raise check.refused from None
             if login_timed_out(exc):
                 raise TimeoutError(
                     f"{self._where}: no SSH login within {seconds_text(timeout)} s of connecting"
@@ -383,3 +384,4 @@ def _close_channel_log(driver: Any) -> None:
     if log is not None and hasattr(log, "close"):
         with contextlib.suppress(Exception):
             log.close()
+

@@ -374,7 +374,8 @@ def test_a_bad_job_exits_2_with_file_line_and_column(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"nornir-bench: error: {job}:7:1: unknown key 'runner_options' in the job; allowed: "
-        "inventory, runner, core, logging, ssh, user_defined, task, steps, filter, output"
+        "inventory, runner, core, logging, ssh, user_defined, task, steps, filter, output, "
+        "host_key_checking, known_hosts"
     )
     assert done.stdout == ""
 

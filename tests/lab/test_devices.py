@@ -20,6 +20,7 @@ from nornir_bench.lab import (
     run_lab,
     write_inventory,
 )
+from nornir_bench.lab.devices import fakenos_host_key
 from tests.devices import ROOT
 
 SHIPPED = ROOT / "inventory" / "lab"
@@ -186,8 +187,13 @@ def test_rendered_inventory_loads_back_to_the_same_devices(tmp_path: Path) -> No
     devices = generate_lab_devices(3, port=9100)
     devices.append(LabDevice("odd", "127.0.0.2", 9200, "juniper_junos", "admin", "other"))
     files = write_inventory(devices, tmp_path / "new" / "inventory")
-    assert [f.name for f in files] == ["hosts.yaml", "groups.yaml", "defaults.yaml"]
+    assert [f.name for f in files] == ["hosts.yaml", "groups.yaml", "defaults.yaml", "known_hosts"]
     assert load_lab_devices(tmp_path / "new" / "inventory") == devices
+    # each device's key, as FakeNOS shows it, where the defaults say (checked by default)
+    known = (tmp_path / "new" / "inventory" / "known_hosts").read_text().splitlines()
+    assert known == [f"[{d.address}]:{d.port} {fakenos_host_key()}" for d in devices]
+    defaults = YAML(typ="safe").load(files[2].read_text())
+    assert defaults["data"] == {"known_hosts": str(files[3].absolute())}
     text = render_inventory(devices)
     assert "groups: [cisco_ios]" in text["hosts.yaml"]
     assert "cisco_ios:\n  platform: cisco_ios\n" in text["groups.yaml"]

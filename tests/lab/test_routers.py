@@ -337,7 +337,17 @@ def test_the_inventory_reaches_each_router_as_the_labs_user(frr_lab: RouterLabPr
     }
     assert yaml.load(frr_lab.inventory / "groups.yaml") == {"cisco_ios": {"platform": "cisco_ios"}}
     defaults = yaml.load(frr_lab.inventory / "defaults.yaml")
-    assert defaults == {"username": f"nbl-{frr_lab.name}", "password": frr_lab.password}
+    known = frr_lab.inventory / "known_hosts"
+    assert defaults == {
+        "username": f"nbl-{frr_lab.name}",
+        "password": frr_lab.password,
+        "data": {"known_hosts": str(known)},
+    }
+    # the lab's SSH server's own key, for every router's port: the default check passes
+    public = Path(frr_lab.state()["workdir"], "ssh_host_ed25519_key.pub").read_text().split()
+    assert known.read_text().splitlines() == [
+        f"[127.0.0.1]:{r.port} {public[0]} {public[1]}" for r in frr_lab.plan.routers
+    ]
 
 
 def test_wait_lab_finds_the_running_lab(frr_lab: RouterLabProcess) -> None:

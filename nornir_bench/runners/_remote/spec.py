@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._pickling import cloud_dumps, dumps
+from nornir_bench.core.known_hosts import KnownHostsError, install, run_files, snapshot
 from nornir_bench.core.plugins import registered_plugins
 from nornir_bench.core.secrets import terminal_secrets
 
@@ -47,6 +48,7 @@ class RunSpec:
     plugins: dict[str, dict[str, Any]] = field(default_factory=dict)  # by kind, then name
     keep_connections: bool = False  # hosts' connections outlive the run, in their worker
     secrets: tuple[str, ...] = ()  # what the worker's own output masks, as the terminal here
+    known_hosts: tuple[str, dict[str, str]] | None = None  # the client's (core/known_hosts.py)
     deadline: float | None = field(default=None, compare=False)
 
 
@@ -83,6 +85,7 @@ def pack_run(
         plugins=registered_plugins(),
         keep_connections=keep_connections,
         secrets=terminal_secrets(),
+        known_hosts=_known_hosts(task),
     )
     try:
         return cloud_dumps(spec)
@@ -93,6 +96,20 @@ def pack_run(
         ) from exc
 
 
+def _known_hosts(task: Task) -> tuple[str, dict[str, str]] | None:
+    """The known-hosts files the run's hosts may read, as this process knows them: a worker
+    checks host keys against these, not against files of its own machine."""
+    inventory = getattr(task.nornir, "inventory", None)
+    if inventory is None:
+        return None
+    try:
+        return snapshot(
+            run_files(inventory.defaults, inventory.groups.values(), inventory.hosts.values())
+        )
+    except KnownHostsError:  # each host's login says it, as it would here
+        return None
+
+
 def unpack_run(payload: bytes) -> RunSpec:
     """The spec :func:`pack_run` made, its deadline set on this machine's clock.
 
@@ -100,6 +117,8 @@ def unpack_run(payload: bytes) -> RunSpec:
         Exception: whatever unpickling raises (a module the task needs does not import here).
     """
     spec: RunSpec = pickle.loads(payload)
+    if spec.known_hosts is not None:
+        install(spec.known_hosts)
     if spec.seconds_left is not None:
         spec.deadline = time.monotonic() + spec.seconds_left
     return spec

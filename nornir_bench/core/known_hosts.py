@@ -1,0 +1,203 @@
+"""The SSH known hosts as this process knows them: files read once, the content a run's client
+sent its workers, and the keys recorded since (``accept-new``).
+
+``~/.ssh/known_hosts`` and the file an inventory names (data ``known_hosts``) are read the first
+time a login needs them, or sent by the run's client (:func:`snapshot`, :func:`install`): a
+worker on another machine checks against the client's known hosts, not a path only the client
+has. :func:`record` appends a new host's key to a file once, whatever the number of processes
+recording at once (an exclusive lock, the file read under it). The matching is asyncssh's
+(hashed names, ``[host]:port``, patterns, ``@revoked``); tasks/host_keys.py checks the keys.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.core.exceptions import NornirBenchError
+
+if TYPE_CHECKING:
+    from asyncssh import SSHKey, SSHKnownHosts
+
+__all__ = [
+    "KNOWN_HOSTS",
+    "KnownHosts",
+    "KnownHostsError",
+    "install",
+    "known_name",
+    "matched",
+    "openssh_line",
+    "parsed",
+    "record",
+    "run_files",
+    "snapshot",
+    "user_known_hosts",
+]
+
+KNOWN_HOSTS = "known_hosts"
+"""The inventory data key naming a known-hosts file (host, group or defaults)."""
+
+
+class KnownHostsError(NornirBenchError):
+    """A known-hosts file that cannot be read or written, or a setting not allowed."""
+
+
+class KnownHosts:
+    """The known-hosts files' texts (read once, or as a run sent them), parsed by asyncssh per
+    set of files, and the keys recorded since they were read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._texts: dict[str, str] = {}
+        self._parsed: dict[tuple[str, ...], SSHKnownHosts] = {}
+        self._added: dict[tuple[str, int], list[SSHKey]] = {}
+        self.user: str | None = None
+
+    def text(self, path: str) -> str:
+        with self._lock:
+            if path not in self._texts:
+                self._texts[path] = _read(path)
+            return self._texts[path]
+
+    def parsed(self, files: tuple[str, ...]) -> SSHKnownHosts:
+        from asyncssh import import_known_hosts
+
+        texts = "".join(_ending(self.text(path)) for path in files)
+        with self._lock:
+            found = self._parsed.get(files)
+            if found is None:
+                found = self._parsed[files] = import_known_hosts(texts)
+            return found
+
+    def install(self, texts: Mapping[str, str]) -> None:
+        with self._lock:
+            self._texts.update(texts)
+            self._parsed.clear()
+            self._added.clear()
+
+    def add(self, hostname: str, port: int, keys: list[SSHKey]) -> None:
+        with self._lock:
+            self._added.setdefault((hostname, port), []).extend(keys)
+
+    def added(self, hostname: str, port: int) -> list[SSHKey]:
+        with self._lock:
+            return list(self._added.get((hostname, port), ()))
+
+
+_KNOWN = KnownHosts()
+
+
+def user_known_hosts() -> str:
+    """``~/.ssh/known_hosts`` of the user running this process; on a run's worker, the
+    client's (:func:`install`)."""
+    return _KNOWN.user or os.path.join(os.path.expanduser("~"), ".ssh", "known_hosts")
+
+
+def parsed(files: tuple[str, ...]) -> SSHKnownHosts:
+    """The known hosts of ``files``, read in turn, as asyncssh matches them."""
+    return _KNOWN.parsed(files)
+
+
+def matched(files: tuple[str, ...], hostname: str, port: int) -> tuple[list[SSHKey], list[SSHKey]]:
+    """The keys ``files`` (and the keys recorded since) trust for ``hostname:port``, and those
+    they revoke."""
+    result = _KNOWN.parsed(files).match(hostname, "", port)
+    return [*result[0], *_KNOWN.added(hostname, port)], list(result[2])
+
+
+def snapshot(paths: Iterable[str]) -> tuple[str, dict[str, str]]:
+    """The user's known-hosts path and the texts of the files ``paths``, for a run's workers.
+
+    Raises:
+        KnownHostsError: a file that exists and cannot be read.
+    """
+    return user_known_hosts(), {path: _KNOWN.text(path) for path in dict.fromkeys(paths)}
+
+
+def install(known: tuple[str, Mapping[str, str]]) -> None:
+    """A worker's known hosts: those its run's client sent (:func:`snapshot`), the client's
+    ``~/.ssh/known_hosts`` standing for the worker's own."""
+    _KNOWN.user = known[0]
+    _KNOWN.install(known[1])
+
+
+def run_files(defaults: Any, groups: Iterable[Any], hosts: Iterable[Any]) -> list[str]:
+    """The known-hosts files a run's hosts may read: the user's, and each one their inventory
+    names (defaults, groups, hosts' own data)."""
+    named = [user_known_hosts()]
+    for holder in (defaults, *groups, *hosts):
+        path = (getattr(holder, "data", None) or {}).get(KNOWN_HOSTS)
+        if isinstance(path, (str, os.PathLike)):
+            named.append(os.fspath(path))
+    return list(dict.fromkeys(named))
+
+
+def known_name(hostname: str, port: int) -> str:
+    """How a known-hosts line names ``hostname:port``, as OpenSSH writes it."""
+    return hostname if port == 22 else f"[{hostname}]:{port}"
+
+
+def openssh_line(hostname: str, port: int, key: SSHKey) -> str:
+    """The known-hosts line of ``key`` for ``hostname:port``."""
+    return f"{known_name(hostname, port)} {key.export_public_key('openssh').decode().strip()}\n"
+
+
+def record(path: str, hostname: str, port: int, key: SSHKey) -> list[SSHKey]:
+    """``key`` appended to ``path`` as one line, under an exclusive lock, unless the file
+    already trusts keys for ``hostname:port`` (another process recorded it first); those keys,
+    else ``[]``. Either way they are trusted in this process from now on.
+
+    Raises:
+        KnownHostsError: the file cannot be created or written.
+    """
+    from asyncssh import import_known_hosts
+
+    try:
+        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError as exc:
+        raise KnownHostsError(
+            f"cannot record the key of {hostname}:{port} in {path}: {exc.strerror or exc}"
+        ) from None
+    with os.fdopen(fd, "r+", encoding="utf-8") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)  # released as the file closes
+        now = file.read()
+        about = "".join(_lines_about(now, hostname))
+        trusted = list(import_known_hosts(about).match(hostname, "", port)[0]) if about else []
+        if not trusted:
+            file.write(("" if not now or now.endswith("\n") else "\n") + openssh_line(
+                hostname, port, key
+            ))
+            file.flush()
+            os.fsync(file.fileno())
+    _KNOWN.add(hostname, port, trusted or [key])
+    return trusted
+
+
+def _lines_about(text: str, hostname: str) -> Iterator[str]:
+    """The lines of known-hosts ``text`` that may name ``hostname``: those holding its name, a
+    hashed name or a pattern (parsing only them keeps 10,000 records linear)."""
+    for line in text.splitlines(keepends=True):
+        fields = line.split(maxsplit=2)[1 if line.startswith("@") else 0 :]
+        names = fields[0] if fields else ""
+        if hostname in names or names.startswith("|") or "*" in names or "?" in names:
+            yield _ending(line)
+
+
+def _ending(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise KnownHostsError(
+            f"cannot read the known hosts file {path}: {exc.strerror or exc}"
+        ) from None

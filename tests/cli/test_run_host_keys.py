@@ -1,0 +1,104 @@
+"""A job's SSH host-key settings: bad ones stop it before any device is touched (exit 2, one
+line), ``off`` is said once a run (the logins themselves: tests/tasks/test_host_keys.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_run import job_file, nornir_bench
+
+TASK = """\
+task:
+  name: sim_rtt
+  params: {rtt: 0}
+"""
+
+
+def simple_inventory(folder: Path, data: str, *, host_data: str = "") -> str:
+    (folder / "hosts.yaml").write_text(
+        "r1: {hostname: 127.0.0.1, port: 2201}\n"
+        f"r2: {{hostname: 127.0.0.1, port: 2202{host_data}}}\n"
+    )
+    (folder / "defaults.yaml").write_text(data)
+    return (
+        "inventory:\n  plugin: SimpleInventory\n  options:\n"
+        "    host_file: hosts.yaml\n    defaults_file: defaults.yaml\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ("host_key_checking: maybe\n", "job.yaml:9:20: host_key_checking must be one of "
+         "strict, accept-new, off, not 'maybe'"),
+        ("host_key_checking: [strict]\n", "host_key_checking must be one of strict, "
+         "accept-new, off, not ['strict']"),
+    ],
+)
+def test_a_job_value_not_allowed_is_one_line_and_exit_2(
+    tmp_path: Path, body: str, said: str
+) -> None:
+    job = job_file(tmp_path, TASK + body)
+    done = nornir_bench("run", str(job), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_inventory_value_not_allowed_names_the_host(tmp_path: Path) -> None:
+    inventory = simple_inventory(
+        tmp_path, "username: u\n", host_data=", data: {host_key_checking: nope}"
+    )
+    (tmp_path / "job.yaml").write_text(inventory + TASK)
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "nornir-bench: error: job.yaml: inventory: host r2: host_key_checking "
+        "must be one of strict, accept-new, off, not 'nope'\n"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_known_hosts_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    known = tmp_path / "known"
+    known.write_text("")
+    known.chmod(0)
+    inventory = simple_inventory(tmp_path, "data: {known_hosts: known}\n")
+    (tmp_path / "job.yaml").write_text(inventory + TASK)
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 2 and "cannot read the known hosts file" in done.stderr
+
+
+def test_a_known_hosts_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A path that cannot be read as a file (here a folder), relative to the inventory file."""
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "known").mkdir()
+    inventory = simple_inventory(tmp_path / "inv", "data: {known_hosts: known}\n")
+    (tmp_path / "job.yaml").write_text(inventory.replace("hosts.yaml", "inv/hosts.yaml")
+                                       .replace("defaults.yaml", "inv/defaults.yaml") + TASK)
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "nornir-bench: error: job.yaml: inventory: cannot read the known "
+        f"hosts file {tmp_path / 'inv' / 'known'}: Is a directory\n"
+    )
+
+
+def test_off_is_said_once_a_run(tmp_path: Path) -> None:
+    inventory = simple_inventory(tmp_path, "data: {host_key_checking: off}\n")
+    (tmp_path / "job.yaml").write_text(inventory + TASK)
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("host_key_checking is off") == 1
+    assert ("warning: host_key_checking is off for 2 hosts: any server answering at their "
+            "addresses is sent their passwords") in done.stderr
+
+
+def test_strict_is_said_nothing(tmp_path: Path) -> None:
+    inventory = simple_inventory(tmp_path, "username: u\n")
+    (tmp_path / "job.yaml").write_text(inventory + TASK)
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 0 and "host_key_checking" not in done.stderr

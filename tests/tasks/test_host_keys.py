@@ -1,0 +1,264 @@
+"""SSH host keys checked before the password, on every runner and driver: a real SSH server on
+loopback (asyncssh) that records every password offered to it stands for an impostor."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import pytest
+from nornir import InitNornir
+from nornir.core import Nornir
+
+from nornir_bench.core.known_hosts import record
+from nornir_bench.tasks import asend_command, send_command
+from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+from tests.dask_cluster import shared_address
+from tests.waiting import HANG_GUARD
+
+PASSWORD = "impostor-gets-nothing"
+
+
+@dataclass
+class Impostor:
+    """An SSH server on 127.0.0.1 with its own host key, refusing every login and keeping
+    every password offered."""
+
+    port: int
+    key: asyncssh.SSHKey
+    passwords: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return f"[127.0.0.1]:{self.port} {self.key.export_public_key().decode().strip()}\n"
+
+
+@contextmanager
+def impostor() -> Iterator[Impostor]:
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+    found: dict[str, Any] = {}
+
+    connections: list[asyncssh.SSHServerConnection] = []
+
+    class Recording(asyncssh.SSHServer):
+        def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+            connections.append(conn)
+
+        def begin_auth(self, username: str) -> bool:
+            return True
+
+        def password_auth_supported(self) -> bool:
+            return True
+
+        def validate_password(self, username: str, password: str) -> bool:
+            found["server"].passwords.append(password)
+            return False
+
+    async def serve() -> None:
+        server = await asyncssh.listen(
+            "127.0.0.1", 0, server_host_keys=[key], server_factory=Recording
+        )
+        found["listener"] = server
+        found["server"] = Impostor(server.sockets[0].getsockname()[1], key)
+        ready.set()
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(serve(), loop)
+    assert ready.wait(HANG_GUARD)
+    try:
+        yield found["server"]
+    finally:
+        async def stop() -> None:
+            found["listener"].close()
+            await found["listener"].wait_closed()
+            for conn in connections:
+                conn.close()
+            for conn in connections:
+                await conn.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(HANG_GUARD)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(HANG_GUARD)
+        loop.close()
+
+
+def nornir_at(
+    server: Impostor, folder: Path, runner: str, options: dict[str, Any], **data: Any
+) -> Nornir:
+    hosts = {
+        f"h{n}": {"hostname": "127.0.0.1", "port": server.port, "platform": "cisco_ios"}
+        for n in range(3)
+    }
+    defaults = {"username": "admin", "password": PASSWORD, "data": data}
+    (folder / "hosts.yaml").write_text(json.dumps(hosts))
+    (folder / "defaults.yaml").write_text(json.dumps(defaults))
+    return InitNornir(
+        runner={"plugin": runner, "options": options},
+        inventory={
+            "plugin": "SimpleInventory",
+            "options": {
+                "host_file": str(folder / "hosts.yaml"),
+                "defaults_file": str(folder / "defaults.yaml"),
+            },
+        },
+        logging={"enabled": False},
+    )
+
+
+COMBINATIONS = [
+    ("threadpool", send_command),
+    ("asyncio", asend_command),
+    ("processpool", send_command),
+    ("processpool", asend_command),
+    ("dask", asend_command),
+]
+
+
+def runner_options(runner: str) -> dict[str, Any]:
+    if runner == "processpool":
+        return {"num_procs": 2}
+    if runner == "dask":
+        return {"address": shared_address()}
+    return {}
+
+
+def run_against(
+    server: Impostor, folder: Path, runner: str, task: Any, **data: Any
+) -> dict[str, BaseException | None]:
+    nr = nornir_at(server, folder, runner, runner_options(runner), **data)
+    try:
+        result = nr.run(task=task, command="show clock")
+    finally:
+        getattr(nr.runner, "close", lambda: None)()
+    return {name: multi[0].exception for name, multi in result.items()}
+
+
+def ids(value: Any) -> str:
+    return getattr(value, "__name__", str(value))
+
+
+@pytest.fixture
+def known(tmp_path: Path) -> Path:
+    return tmp_path / "known_hosts"
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
+def test_an_unknown_key_gets_no_password_by_default(
+    runner: str, task: Any, known: Path, tmp_path: Path
+) -> None:
+    with impostor() as server:
+        errors = run_against(server, tmp_path, runner, task, known_hosts=str(known))
+    assert server.passwords == []
+    for name, exc in errors.items():
+        assert isinstance(exc, HostKeyUnknown) or "HostKeyUnknown" in repr(exc), (name, exc)
+        assert f"127.0.0.1:{server.port}" in str(exc)
+        assert server.key.get_fingerprint() in str(exc)
+    assert not known.exists()
+
+
+@pytest.mark.parametrize("checking", ["strict", "accept-new"])
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
+def test_a_key_other_than_the_known_one_gets_no_password(
+    runner: str, task: Any, checking: str, known: Path, tmp_path: Path
+) -> None:
+    genuine = asyncssh.generate_private_key("ssh-ed25519")
+    with impostor() as server:
+        known.write_text(
+            f"[127.0.0.1]:{server.port} {genuine.export_public_key().decode().strip()}\n"
+        )
+        before = known.read_text()
+        errors = run_against(
+            server, tmp_path, runner, task, known_hosts=str(known), host_key_checking=checking
+        )
+    assert server.passwords == []
+    for name, exc in errors.items():
+        assert isinstance(exc, HostKeyMismatch) or "HostKeyMismatch" in repr(exc), (name, exc)
+        text = str(exc)
+        assert server.key.get_fingerprint() in text and genuine.get_fingerprint() in text
+        assert "ssh-ed25519" in text and name in text
+    assert known.read_text() == before
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
+def test_the_known_key_lets_the_login_go_on(
+    runner: str, task: Any, known: Path, tmp_path: Path
+) -> None:
+    """The check is not a wall: the right key reaches the password (which this server
+    refuses)."""
+    with impostor() as server:
+        known.write_text(server.line())
+        errors = run_against(server, tmp_path, runner, task, known_hosts=str(known))
+    assert server.passwords and set(server.passwords) == {PASSWORD}
+    assert all(not isinstance(exc, (HostKeyMismatch, HostKeyUnknown)) for exc in errors.values())
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
+def test_accept_new_records_a_new_key_once(
+    runner: str, task: Any, known: Path, tmp_path: Path
+) -> None:
+    with impostor() as server:
+        errors = run_against(
+            server, tmp_path, runner, task, known_hosts=str(known), host_key_checking="accept-new"
+        )
+    assert known.read_text() == server.line()
+    assert all(not isinstance(exc, (HostKeyMismatch, HostKeyUnknown)) for exc in errors.values())
+    assert set(server.passwords) == {PASSWORD}
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
+def test_off_checks_nothing(runner: str, task: Any, known: Path, tmp_path: Path) -> None:
+    with impostor() as server:
+        run_against(server, tmp_path, runner, task, host_key_checking="off")
+    assert set(server.passwords) == {PASSWORD}
+    assert not known.exists()
+
+
+def test_many_processes_recording_at_once_write_each_host_once(tmp_path: Path) -> None:
+    """accept-new from many processes and threads at once: one line per host, none torn."""
+    import multiprocessing
+
+    known = tmp_path / "known_hosts"
+    keys = [asyncssh.generate_private_key("ssh-ed25519") for _ in range(4)]
+    lines = [k.export_public_key().decode().strip() for k in keys]
+    context = multiprocessing.get_context("fork")
+    processes = [
+        context.Process(target=_record_many, args=(str(known), lines, 200, seed))
+        for seed in range(4)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(HANG_GUARD)
+        assert process.exitcode == 0
+    written = known.read_text().splitlines()
+    assert len(written) == 200 and len(set(written)) == 200
+    for line in written:
+        name, key_type, blob = line.split()
+        assert name.startswith("[10.0.") and key_type == "ssh-ed25519"
+        assert asyncssh.import_public_key(f"{key_type} {blob}")
+
+
+def _record_many(path: str, lines: list[str], hosts: int, seed: int) -> None:
+    order = list(range(hosts))
+    order = order[seed:] + order[:seed]
+    def work(part: list[int]) -> None:
+        for n in part:
+            key = asyncssh.import_public_key(lines[n % len(lines)])
+            record(path, f"10.0.{n // 250}.{n % 250}", 2200 + n, key)
+
+    threads = [threading.Thread(target=work, args=(order[i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    os._exit(0)
