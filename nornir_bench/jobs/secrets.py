@@ -1,21 +1,33 @@
-"""The secrets of a job's inventory: ``${NAME}`` expanded in its credentials, and collected.
+"""The secrets of a job's inventory: ``${NAME}`` expanded in its credentials, passwords read
+from a command, and collected.
 
 A job's inventory may say ``password: ${ROUTER_PASSWORD}`` for a host, a group or the defaults,
-and hide an enable secret deep in a connection plugin's ``extras``: :func:`resolve_inventory`
-expands them all once the inventory is loaded and returns every secret it found, for the run's
+hide an enable secret deep in a connection plugin's ``extras``, or give
+``data: {password_command: pass show net/ro}`` (a password manager's command; its first line is
+the password): :func:`resolve_inventory` expands them all once the inventory is loaded, before
+any device is touched, and returns every secret it found, for the run's
 :class:`~nornir_bench.core.secrets.Redactor` to mask.
 """
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core.secrets import expand_env, is_secret_key, secret_text
+from nornir_bench.core.secrets import SecretError, expand_env, is_secret_key, secret_text
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Inventory
 
-__all__ = ["resolve_inventory"]
+__all__ = ["PASSWORD_COMMAND", "resolve_inventory"]
+
+PASSWORD_COMMAND = "password_command"
+"""The inventory data key of a command whose output's first line is the password."""
+
+COMMAND_SECONDS = 60.0
+"""How long a password command may take (a password manager waiting for a PIN does not
+answer: the job stops, in one line)."""
 
 
 def resolve_inventory(inventory: Inventory) -> set[str]:
@@ -27,17 +39,25 @@ def resolve_inventory(inventory: Inventory) -> set[str]:
     hands the expanded values down. A password written as a number (``password: 123456``)
     is masked too.
 
+    A ``password_command`` in a host's, group's or the defaults' own ``data`` sets that
+    object's ``password`` (its own one, if given, wins): the command runs once per distinct
+    command, without a shell, standard input closed.
+
     Returns:
         Every password and secret found, expanded or literal, for :class:`Redactor`.
 
     Raises:
-        SecretError: for a variable that is not set, naming the host or group.
+        SecretError: for a variable that is not set, or a password command that fails (not
+            found, a non-zero exit, no output, past ``COMMAND_SECONDS``), naming the host or
+            group and never the command's output.
     """
     secrets: set[str] = set()
     owners: list[tuple[str, Any]] = [("inventory defaults", inventory.defaults)]
     owners += [(f"inventory group {name}", group) for name, group in inventory.groups.items()]
     owners += [(f"inventory host {name}", host) for name, host in inventory.hosts.items()]
+    outputs: dict[str, str] = {}
     for where, owner in owners:
+        _password_from_command(owner, where, outputs)
         _resolve_credentials(owner, where, secrets)
         for plugin, options in (owner.connection_options or {}).items():
             _resolve_credentials(options, f"{where} connection_options {plugin}", secrets)
@@ -76,3 +96,48 @@ def _resolve_credentials(owner: Any, where: str, secrets: set[str]) -> None:
             setattr(owner, attribute, value)
         if attribute == "password" and (text := secret_text(value)) is not None:
             secrets.add(text)
+
+
+def _password_from_command(owner: Any, where: str, outputs: dict[str, str]) -> None:
+    """``owner``'s password from its own ``password_command``, unless it has its own
+    password; each distinct command run once (``outputs``)."""
+    command = (owner.data or {}).get(PASSWORD_COMMAND)
+    if command is None or object.__getattribute__(owner, "password") is not None:
+        return
+    if not isinstance(command, str) or not command.strip():
+        raise SecretError(
+            f"{where} {PASSWORD_COMMAND}: must be a command line (text), got "
+            f"{type(command).__name__}"
+        )
+    if command not in outputs:
+        outputs[command] = _run_password_command(command, f"{where} {PASSWORD_COMMAND}")
+    owner.password = outputs[command]
+
+
+def _run_password_command(command: str, where: str) -> str:
+    """The first line of what ``command`` prints; its output is never in an error."""
+    try:
+        argv = shlex.split(command)
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=COMMAND_SECONDS,
+            check=False,
+        )
+    except ValueError as exc:  # shlex: an unclosed quote
+        raise SecretError(f"{where} {command!r}: {exc}") from None
+    except FileNotFoundError:
+        raise SecretError(f"{where} {command!r}: no such command: {argv[0]}") from None
+    except subprocess.TimeoutExpired:
+        raise SecretError(
+            f"{where} {command!r}: no answer within {COMMAND_SECONDS:g} s"
+        ) from None
+    except OSError as exc:
+        raise SecretError(f"{where} {command!r}: cannot run it: {exc.strerror}") from None
+    if done.returncode != 0:
+        raise SecretError(
+            f"{where} {command!r}: exited with status {done.returncode} (its output is not "
+            "shown: it may hold a secret)"
+        )
+    first = done.stdout.decode("utf-8", errors="replace").split("\n", 1)[0].rstrip("\r")
+    if not first:
+        raise SecretError(f"{where} {command!r}: printed no password")
+    return first

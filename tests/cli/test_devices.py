@@ -32,8 +32,17 @@ def inventory_with_bad_hosts(lab: LabProcess, folder: Path, closed: int, silent:
     with open(folder / "hosts.yaml", "w") as f:
         yaml.dump(hosts, f)
     (folder / "groups.yaml").write_text((lab.inventory / "groups.yaml").read_text())
-    (folder / "defaults.yaml").write_text("username: user\npassword: ${NB_LAB_PASSWORD}\n")
+    (folder / "defaults.yaml").write_text(defaults(lab))
     return folder
+
+
+def defaults(lab: LabProcess, more: str = "") -> str:
+    """The job's defaults: the lab's credentials, and the lab's devices' keys (the lab wrote
+    them; they are checked by default)."""
+    known = lab.inventory / "known_hosts"
+    return (
+        f"username: user\npassword: ${{NB_LAB_PASSWORD}}\ndata: {{known_hosts: {known}}}\n{more}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -61,11 +70,11 @@ def test_a_job_on_good_and_bad_devices(
         if task == "send_command":  # netmiko's own timeouts, short for the silent host
             text = job.read_text().replace("enable: true}", "enable: true, read_timeout: 8}")
             job.write_text(text)
-            (inventory / "defaults.yaml").write_text(
-                "username: user\npassword: ${NB_LAB_PASSWORD}\n"
+            (inventory / "defaults.yaml").write_text(defaults(
+                fakenos_lab,
                 "connection_options: {netmiko: {extras: {conn_timeout: 3, banner_timeout: 3,"
-                " auth_timeout: 3}}}\n"
-            )
+                " auth_timeout: 3}}}\n",
+            ))
         done = subprocess.run(
             [sys.executable, "-m", "nornir_bench", "run", str(job), "-o", "out.jsonl"],
             cwd=tmp_path, capture_output=True, text=True, timeout=110,

@@ -1,0 +1,113 @@
+"""Passwords from a command (``password_command``, as ``pass show net/ro``): run once per
+distinct command before any device is touched, masked like any password, and a command that
+fails stops the job in one line without its output."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_run import nornir_bench
+
+SECRET = "from-the-vault-7c1e"
+
+TASKS = """\
+import hashlib
+
+
+def password_digest(task):
+    return hashlib.sha256(task.host.password.encode()).hexdigest()
+
+
+def says_password(task):
+    return f"the password is {task.host.password}"
+"""
+
+
+def write_job(tmp_path: Path, command: str, task: str = "jobtasks:password_digest") -> Path:
+    (tmp_path / "jobtasks.py").write_text(TASKS)
+    (tmp_path / "hosts.yaml").write_text(
+        "r1: {groups: [core]}\nr2: {groups: [core]}\nr3: {password: own-one}\n"
+    )
+    (tmp_path / "groups.yaml").write_text("core: {}\n")
+    (tmp_path / "defaults.yaml").write_text(
+        json.dumps({"username": "netops", "data": {"password_command": command}})
+    )
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "inventory:\n  plugin: SimpleInventory\n  options:\n    host_file: hosts.yaml\n"
+        "    group_file: groups.yaml\n    defaults_file: defaults.yaml\n"
+        "logging: {enabled: true, log_file: nornir.log}\n"
+        f"task: {{name: '{task}'}}\noutput: {{path: out.jsonl}}\n"
+    )
+    return job
+
+
+def vault(tmp_path: Path, *, exit_status: int = 0, prints: str = SECRET) -> str:
+    """A password manager's stand-in: counts its runs, prints ``prints`` and a second line."""
+    script = tmp_path / "vault.py"
+    script.write_text(
+        "import sys\n"
+        f"open({str(tmp_path / 'runs')!r}, 'a').write('run\\n')\n"
+        f"print({prints!r}); print('second line, not the password')\n"
+        "print('vault noise: token=abc', file=sys.stderr)\n"
+        f"sys.exit({exit_status})\n"
+    )
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} show net/ro"
+
+
+def test_the_password_comes_from_the_command_run_once_and_masked(tmp_path: Path) -> None:
+    job = write_job(tmp_path, vault(tmp_path))
+    done = nornir_bench("run", str(job), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs").read_text() == "run\n"  # once, for the defaults all share
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    digests = {r["host"]: r["result"] for r in records}
+    assert digests["r1"] == digests["r2"] == hashlib.sha256(SECRET.encode()).hexdigest()
+    assert digests["r3"] == hashlib.sha256(b"own-one").hexdigest()  # its own wins
+    for text in (done.stdout, done.stderr, (tmp_path / "out.jsonl").read_text(),
+                 (tmp_path / "nornir.log").read_text()):
+        assert SECRET not in text
+
+
+def test_what_a_task_shows_of_it_is_masked(tmp_path: Path) -> None:
+    job = write_job(tmp_path, vault(tmp_path), task="jobtasks:says_password")
+    done = nornir_bench("run", str(job), "--show", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "the password" in done.stdout and "********" in done.stdout
+    for text in (done.stdout, done.stderr, (tmp_path / "out.jsonl").read_text()):
+        assert SECRET not in text
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("exit-3", "exited with status 3 (its output is not shown: it may hold a secret)"),
+        ("empty", "printed no password"),
+        ("missing", "no such command: /no/such/vault"),
+        ("quote", "No closing quotation"),
+    ],
+)
+def test_a_command_that_fails_stops_the_job_before_any_device(
+    tmp_path: Path, command: str, said: str
+) -> None:
+    line = {
+        "exit-3": lambda: vault(tmp_path, exit_status=3),
+        "empty": lambda: vault(tmp_path, prints=""),
+        "missing": lambda: "/no/such/vault show net/ro",
+        "quote": lambda: "pass show 'net/ro",
+    }[command]()
+    job = write_job(tmp_path, line)
+    done = nornir_bench("run", str(job), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("nornir-bench: error: ")
+    assert "inventory defaults password_command" in done.stderr and said in done.stderr
+    for leaked in (SECRET, "vault noise", "token=abc", "second line"):
+        assert leaked not in done.stderr + done.stdout
+    assert not (tmp_path / "out.jsonl").exists()  # no host ran
