@@ -20,6 +20,16 @@ SPREAD = rf"{N} \({N}-{N}\)"  # median (min-max)
 # Each script's command on a small fleet, and the lines it must print (regexes, one line each).
 SCRIPT_RUNS = [
     (
+        ["bench_host_keys.py", "--quick"],
+        [
+            r"\| threadpool \| send_command \| strict \| none \| 0 \| HostKeyUnknown \|",
+            r"\| asyncio \| asend_command \| accept-new \| another key \| 0 \| HostKeyMismatch \|",
+            r"\| processpool \| send_command \| strict \| another key \| 0 \| HostKeyMismatch \|",
+            rf"\| 600 \| 600 \| 600 \| 0 \| 600 lines, 0 duplicates \(met\) \| {N} s \|",
+            rf"\| asend_command \| asyncio \| {N} \| {N} \| [+-]{N} \|",
+        ],
+    ),
+    (
         ["bench_runners.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
          "--rtt-workers", "50"],
         [

@@ -1,8 +1,9 @@
-"""The SSH known hosts as this process knows them: files read once, the content a run's client
-sent its workers, and the keys recorded since (``accept-new``).
+"""The SSH known hosts as this process knows them: files read as they change, the content a run's
+client sent its workers, and the keys recorded since (``accept-new``).
 
-``~/.ssh/known_hosts`` and the file an inventory names (data ``known_hosts``) are read the first
-time a login needs them, or sent by the run's client (:func:`snapshot`, :func:`install`): a
+``~/.ssh/known_hosts`` and the file an inventory names (data ``known_hosts``) are read when a
+login needs them and they changed since they were last read (a stat per login), or sent by
+the run's client (:func:`snapshot`, :func:`install`): a
 worker on another machine checks against the client's known hosts, not a path only the client
 has. :func:`record` appends a new host's key to a file once, whatever the number of processes
 recording at once (an exclusive lock, the file read under it). The matching is asyncssh's
@@ -47,35 +48,56 @@ class KnownHostsError(NornirBenchError):
 
 
 class KnownHosts:
-    """The known-hosts files' texts (read once, or as a run sent them), parsed by asyncssh per
-    set of files, and the keys recorded since they were read."""
+    """The known-hosts files' texts (read again whenever a file changed, or as a run sent
+    them), parsed by asyncssh per set of files, and the keys recorded since they were read."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._texts: dict[str, str] = {}
-        self._parsed: dict[tuple[str, ...], SSHKnownHosts] = {}
+        self._texts: dict[str, tuple[object, str]] = {}  # by path: (its stamp, its text)
+        self._sent: set[str] = set()  # paths whose text a run's client sent
+        self._parsed: dict[tuple[object, ...], SSHKnownHosts] = {}
         self._added: dict[tuple[str, int], list[SSHKey]] = {}
         self.user: str | None = None
 
     def text(self, path: str) -> str:
+        return self._current(path)[1]
+
+    def _current(self, path: str) -> tuple[object, str]:
+        """``path``'s stamp and text: read again if the file changed since (a long-lived
+        process, 50 runs in one, sees the keys added meanwhile)."""
         with self._lock:
-            if path not in self._texts:
-                self._texts[path] = _read(path)
-            return self._texts[path]
+            if path in self._sent:
+                return self._texts[path]
+        stamp = _stamp(path)
+        with self._lock:
+            known = self._texts.get(path)
+            if known is not None and known[0] == stamp:
+                return known
+        text = _read(path)
+        with self._lock:
+            self._texts[path] = (stamp, text)
+            return stamp, text
 
     def parsed(self, files: tuple[str, ...]) -> SSHKnownHosts:
         from asyncssh import import_known_hosts
 
-        texts = "".join(_ending(self.text(path)) for path in files)
+        current = [self._current(path) for path in files]
+        key = (files, *(stamp for stamp, _ in current))
         with self._lock:
-            found = self._parsed.get(files)
-            if found is None:
-                found = self._parsed[files] = import_known_hosts(texts)
-            return found
+            found = self._parsed.get(key)
+        if found is None:
+            found = import_known_hosts("".join(_ending(text) for _, text in current))
+            with self._lock:
+                if len(self._parsed) > 64:  # old stamps of files that changed
+                    self._parsed.clear()
+                self._parsed[key] = found
+        return found
 
     def install(self, texts: Mapping[str, str]) -> None:
         with self._lock:
-            self._texts.update(texts)
+            for path, text in texts.items():
+                self._texts[path] = (("sent", len(text), hash(text)), text)
+            self._sent = set(texts)
             self._parsed.clear()
             self._added.clear()
 
@@ -86,6 +108,14 @@ class KnownHosts:
     def added(self, hostname: str, port: int) -> list[SSHKey]:
         with self._lock:
             return list(self._added.get((hostname, port), ()))
+
+
+def _stamp(path: str) -> object:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None  # missing (read as empty), or unreadable (reading says why)
+    return (found.st_ino, found.st_size, found.st_mtime_ns)
 
 
 _KNOWN = KnownHosts()

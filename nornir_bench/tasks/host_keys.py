@@ -79,6 +79,17 @@ SETTING = "host_key_checking"
 class HostKeyError(ConnectionError):
     """A host's SSH key was not trusted: the login stopped before any password was sent."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Its own type back from a worker process (its __init__ takes the keys, not a text).
+        return _restored, (type(self), str(self), dict(self.__dict__))
+
+
+def _restored(cls: type[HostKeyError], message: str, state: dict[str, Any]) -> HostKeyError:
+    exc = cls.__new__(cls)
+    ConnectionError.__init__(exc, message)
+    exc.__dict__.update(state)
+    return exc
+
 
 class HostKeyMismatch(HostKeyError):
     """The key a host showed is not the one the known hosts hold for it (or one they revoke)."""
