@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.known_hosts import KNOWN_HOSTS, run_files, snapshot
+from nornir_bench.core.secrets import expand_env
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.tasks.host_keys import HOST_KEY_CHECKING, SETTING, not_allowed, policy_of
+from nornir_bench.tasks.jump_hosts import JUMP_HOST, JumpHostError, jump_host_of
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -52,15 +54,22 @@ def read_host_keys(job: JobFile, root: CommentedMap) -> HostKeySettings:
     return HostKeySettings(checking, known)
 
 
-def apply_host_keys(nr: Nornir, settings: HostKeySettings, inventory: dict[str, Any]) -> None:
+def apply_host_keys(
+    nr: Nornir, settings: HostKeySettings, inventory: dict[str, Any]
+) -> set[str]:
     """The job's settings under the inventory's own; relative ``known_hosts`` made absolute;
-    every ``host_key_checking`` checked and every known-hosts file read, before any login.
+    every ``host_key_checking`` checked and every known-hosts file read; each ``jump_host``
+    named by an inventory host turned into its address and credentials: before any login.
 
     Args:
         inventory: the job's inventory settings (a SimpleInventory's file paths).
 
+    Returns:
+        The jump hosts' passwords, secrets to mask.
+
     Raises:
-        NornirBenchError: a value not allowed, or a known-hosts file that cannot be read.
+        NornirBenchError: a value not allowed, a known-hosts file that cannot be read, a jump
+            host not in the inventory.
     """
     defaults, groups, hosts = nr.inventory.defaults, nr.inventory.groups, nr.inventory.hosts
     if settings.checking is not None:
@@ -81,6 +90,32 @@ def apply_host_keys(nr: Nornir, settings: HostKeySettings, inventory: dict[str, 
             if SETTING in (params.extras or {}):
                 policy_of(params.extras[SETTING], f"{what}: connection_options.{name}")
     snapshot(run_files(defaults, groups.values(), hosts.values()))
+    return _resolve_jump_hosts(nr)
+
+
+def _resolve_jump_hosts(nr: Nornir) -> set[str]:
+    hosts, secrets = nr.inventory.hosts, set()
+    for what, holder in _holders(nr):
+        named = (holder.data or {}).get(JUMP_HOST)
+        if isinstance(named, str):
+            bastion = hosts.get(named)
+            if bastion is None:
+                raise JumpHostError(
+                    f"{what}: jump_host {named!r} is not in the inventory; name one of its "
+                    "hosts, or give {host: ADDRESS, port: PORT, username: USER, password: ...}"
+                )
+            holder.data[JUMP_HOST] = {
+                "name": named,
+                "host": bastion.hostname or bastion.name, "port": bastion.port or 22,
+                "username": bastion.username, "password": bastion.password,
+            }
+        elif isinstance(named, dict) and isinstance(named.get("password"), str):
+            named["password"] = expand_env(named["password"], f"{what} jump_host password")
+    for host in hosts.values():
+        jump = jump_host_of(host)
+        if jump is not None and jump.password:
+            secrets.add(jump.password)
+    return secrets
 
 
 def say_unchecked(nr: Nornir, say: Callable[[str], None]) -> None:

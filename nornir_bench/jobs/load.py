@@ -157,7 +157,7 @@ class Job:
         except SecretError as exc:
             raise JobError(f"{self.path}: {exc}") from None
         try:
-            apply_host_keys(nr, self.host_keys, self.settings["inventory"])
+            secrets |= apply_host_keys(nr, self.host_keys, self.settings["inventory"])
         except NornirBenchError as exc:
             raise JobError(f"{self.path}: inventory: {exc}") from None
         missing = sorted(set(self.filter.hosts) - set(nr.inventory.hosts))

@@ -11,6 +11,7 @@ connection only: netmiko is not changed for anyone else.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from netmiko.channel import SSHChannel
@@ -22,6 +23,7 @@ from nornir_bench.tasks.host_keys import (
     trust_of,
     without_setting,
 )
+from nornir_bench.tasks.jump_hosts import channel_through, jump_host_of
 
 if TYPE_CHECKING:
     from netmiko import BaseConnection
@@ -44,7 +46,15 @@ def open_netmiko(task: Task, host: Host, extras: dict[str, Any] | None = None) -
     hostname, port = params.hostname or host.name, params.port or 22
     probe_wait = float(given.get("conn_timeout") or 10.0)
     trust = trust_of(host, "netmiko")
-    with netmiko_host_key_extras(trust, host.name, hostname, port, probe_wait) as checked:
+    jump = jump_host_of(host)
+    through = None if jump is None else functools.partial(
+        channel_through, jump, trust, hostname, port, probe_wait
+    )
+    with netmiko_host_key_extras(
+        trust, host.name, hostname, port, probe_wait, through
+    ) as checked:
+        if through is not None:  # the device's session on a channel of the bastion's
+            checked = {**checked, "sock": through()}
         try:
             host.open_connection(
                 "netmiko", configuration=task.nornir.config, extras={**given, **checked}

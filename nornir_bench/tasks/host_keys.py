@@ -30,7 +30,7 @@ import logging
 import os
 import socket
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ __all__ = [
     "KnownHostsError",
     "Trust",
     "check_key",
+    "from_paramiko",
     "netmiko_host_key_extras",
     "netmiko_refusal",
     "not_allowed",
@@ -252,7 +253,12 @@ class HostKeyCheck:
 
 @contextlib.contextmanager
 def netmiko_host_key_extras(
-    trust: Trust, name: str, hostname: str, port: int, timeout: float
+    trust: Trust,
+    name: str,
+    hostname: str,
+    port: int,
+    timeout: float,
+    connect: Callable[[], Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Context: netmiko's host-key arguments for one login of ``name`` at ``hostname:port``.
 
@@ -260,14 +266,15 @@ def netmiko_host_key_extras(
     ``ssh_strict``: any other key ends the login before the password (``BadHostKeyException``,
     raised as :class:`HostKeyMismatch` by :func:`netmiko_refusal`). A host they do not name is
     probed first (a key exchange, nothing sent): ``strict`` fails it, ``accept-new`` records
-    the key it showed, and the login then expects that key only.
+    the key it showed, and the login then expects that key only. ``connect`` gives the
+    probe's socket (a channel through a jump host); else it connects to ``hostname:port``.
     """
     if trust.policy == "off":
         yield {"ssh_strict": False, "system_host_keys": False, "alt_host_keys": False}
         return
     trusted, _ = matched(trust.files, hostname, port)
     if not trusted:
-        key = probe_key(hostname, port, timeout)
+        key = probe_key(hostname, port, timeout, connect)
         check_key(trust, name, hostname, port, key)  # strict: HostKeyUnknown
         trusted = [key]
     lines = "".join(openssh_line(hostname, port, key) for key in trusted)
@@ -296,25 +303,30 @@ def netmiko_refusal(exc: BaseException, name: str, hostname: str, port: int) -> 
         found = found.__cause__ or found.__context__
     if found is None:
         return exc
-    seen, expected = _from_paramiko(found.key), _from_paramiko(found.expected_key)
+    seen, expected = from_paramiko(found.key), from_paramiko(found.expected_key)
     return HostKeyMismatch(name, _where(hostname, port), seen, [expected])
 
 
-def _from_paramiko(key: Any) -> SSHKey:
+def from_paramiko(key: Any) -> SSHKey:
     from asyncssh import import_public_key
 
     return import_public_key(f"{key.get_name()} {key.get_base64()}")
 
 
-def probe_key(hostname: str, port: int, timeout: float) -> SSHKey:
+def probe_key(
+    hostname: str, port: int, timeout: float, connect: Callable[[], Any] | None = None
+) -> SSHKey:
     """The host key ``hostname:port`` shows in a key exchange (nothing else is sent), as
-    ``ssh-keyscan`` reads it."""
+    ``ssh-keyscan`` reads it; over ``connect()``'s socket if given."""
     import paramiko
 
-    with socket.create_connection((hostname, port), timeout=timeout) as sock:
+    sock = socket.create_connection((hostname, port), timeout=timeout) if connect is None else (
+        connect()
+    )
+    with contextlib.closing(sock):
         transport = paramiko.Transport(sock)
         try:
             transport.start_client(timeout=timeout)
-            return _from_paramiko(transport.get_remote_server_key())
+            return from_paramiko(transport.get_remote_server_key())
         finally:
             transport.close()

@@ -35,6 +35,7 @@ from nornir_bench.tasks._scrapli_drivers import (
     stay_where_logged_in,
 )
 from nornir_bench.tasks.host_keys import HostKeyCheck, trust_of
+from nornir_bench.tasks.jump_hosts import atunnel, jump_host_of
 
 if TYPE_CHECKING:
     import asyncssh
@@ -138,8 +139,13 @@ class ScrapliSession:
         if self.connection is not None:
             await self.aclose()
         self._where = f"{hostname}:{port or 22}"
-        check = HostKeyCheck(trust_of(host, CONNECTION_NAME), host.name, hostname, port or 22)
+        trust = trust_of(host, CONNECTION_NAME)
+        check = HostKeyCheck(trust, host.name, hostname, port or 22)
         options = driver_options(params.extras or {}, check, timeout)
+        jump, carried = jump_host_of(host), None
+        if jump is not None:  # the device's session in a tunnel of the bastion's connection
+            tunnel, carried = await atunnel(jump, trust, timeout)
+            options["transport_options"]["asyncssh"]["tunnel"] = tunnel
         if "transport" in options:
             raise ValueError(
                 f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
@@ -164,6 +170,8 @@ class ScrapliSession:
         try:
             await driver.open()
         except BaseException as exc:
+            if carried is not None:
+                carried(None)
             self._abort()
             if check.refused is not None:
                 raise check.refused from None
@@ -172,6 +180,8 @@ class ScrapliSession:
                     f"{self._where}: no SSH login within {seconds_text(timeout)} s of connecting"
                 ) from exc
             raise
+        if carried is not None:  # its place on the bastion's connection, freed as it closes
+            carried(getattr(driver.transport, "session", None))
 
     async def send_command(
         self, command: str, *, enable: bool = False, timeout: float = 30.0

@@ -102,3 +102,45 @@ def test_strict_is_said_nothing(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text(inventory + TASK)
     done = nornir_bench("run", "job.yaml", cwd=tmp_path)
     assert done.returncode == 0 and "host_key_checking" not in done.stderr
+
+
+def test_a_jump_host_not_in_the_inventory_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    inventory = simple_inventory(tmp_path, "data: {jump_host: bastion9}\n")
+    (tmp_path / "job.yaml").write_text(inventory + TASK)
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "nornir-bench: error: job.yaml: inventory: defaults: jump_host 'bastion9' is not in "
+        "the inventory; name one of its hosts, or give {host: ADDRESS, port: PORT, username: "
+        "USER, password: ...}\n"
+    )
+
+
+def test_a_jump_host_named_is_the_inventory_hosts_address_and_not_its_own(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "hoptasks.py").write_text(
+        "from nornir_bench.tasks.jump_hosts import jump_host_of\n"
+        "def hop(task):\n"
+        "    jump = jump_host_of(task.host)\n"
+        "    return None if jump is None else [jump.hostname, jump.port, jump.username]\n"
+    )
+    (tmp_path / "hosts.yaml").write_text(
+        "r1: {hostname: 127.0.0.1, port: 2201}\n"
+        "bastion: {hostname: 127.0.0.7, port: 2222, username: hop, password: hop-secret-1}\n"
+    )
+    (tmp_path / "defaults.yaml").write_text("username: u\ndata: {jump_host: bastion}\n")
+    (tmp_path / "job.yaml").write_text(
+        "inventory:\n  plugin: SimpleInventory\n  options:\n"
+        "    host_file: hosts.yaml\n    defaults_file: defaults.yaml\n"
+        "task: {name: 'hoptasks:hop'}\noutput: {path: out.jsonl}\n"
+    )
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    results = {
+        r["host"]: r["result"]
+        for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())
+    }
+    assert results == {"r1": ["127.0.0.7", 2222, "hop"], "bastion": None}

@@ -35,7 +35,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from nornir_bench.jobs.load import JobError, load_job
-from nornir_bench.lab.devices import write_inventory
+from nornir_bench.lab.devices import write_inventory, write_known_hosts
 from nornir_bench.lab.routers import RouterLab, restore_config
 from nornir_bench.lab.topology import plan_lab
 from tests.devices import LabProcess
@@ -199,6 +199,8 @@ def workspace(
         for device in lab.devices:
             hosts[device.name]["port"] = device.port
         yaml.dump(hosts, hosts_file)
+        # as ``nornir-bench lab inventory/lab`` writes them, where its defaults name them
+        write_known_hosts(lab.devices, folder / "inventory" / "lab")
     planned = RouterLab(plan_lab(3, port=3001, name="frr"))
     write_inventory((routers or planned).devices(), folder / "inventory" / "frr")
     return folder

@@ -1,0 +1,277 @@
+"""Devices reached through a jump host (a bastion), as OpenSSH's ProxyJump: ``jump_host``.
+
+A host, group or the defaults say ``data: {jump_host: {host: 10.0.0.1, port: 22, username:
+ops, password: ..., max_sessions: 10}}`` (``username`` and ``password`` default to the
+device's), or name an inventory host (``jump_host: bastion1``; a job turns the name into its
+address and credentials as it loads). Each login to such a device goes through a channel of an
+SSH connection to the bastion, shared: one connection carries up to ``max_sessions`` devices'
+sessions at once (OpenSSH's ``MaxSessions`` default is 10), and more connections are opened
+as more devices are in flight. The bastion's host key is checked as the device's is, before its
+password (tasks/host_keys.py), and so is every device's key, through the tunnel.
+
+scrapli's logins get an asyncssh ``tunnel`` (a connection per event loop); netmiko's a
+paramiko channel (``sock``), from a connection per process. A bastion connection that dies is
+dropped; the next login opens another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.core.known_hosts import KnownHostsError
+from nornir_bench.tasks.host_keys import HostKeyCheck, Trust, check_key, from_paramiko
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "JUMP_HOST",
+    "JumpHost",
+    "JumpHostError",
+    "atunnel",
+    "channel_through",
+    "jump_host_of",
+]
+
+JUMP_HOST = "jump_host"
+DEFAULT_MAX_SESSIONS = 10
+
+
+class JumpHostError(KnownHostsError):
+    """A ``jump_host`` that cannot be used as given (one line: what, and what is allowed)."""
+
+
+@dataclass(frozen=True)
+class JumpHost:
+    """A bastion: where it listens, who logs in to it, how many sessions one connection
+    carries."""
+
+    hostname: str
+    port: int = 22
+    username: str = ""
+    password: str | None = field(default=None, repr=False)
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+
+    @property
+    def where(self) -> str:
+        return f"{self.hostname}:{self.port}"
+
+
+def jump_host_of(host: Host) -> JumpHost | None:
+    """``host``'s bastion, if its inventory names one.
+
+    Raises:
+        JumpHostError: a ``jump_host`` that is not a mapping with ``host`` (a name left
+            unresolved: only a job turns inventory host names into addresses).
+    """
+    value = host.get(JUMP_HOST)
+    if value is None or (isinstance(value, dict) and value.get("name") == host.name):
+        return None  # none; or the bastion itself, which the defaults' jump_host names
+    if isinstance(value, str):
+        raise JumpHostError(
+            f"host {host.name}: jump_host {value!r} names an inventory host, which only a job "
+            "resolves; give {host: ADDRESS, port: PORT, username: USER, password: ...}"
+        )
+    if not isinstance(value, dict) or not isinstance(value.get("host"), str):
+        raise JumpHostError(
+            f"host {host.name}: jump_host must be an inventory host's name or a mapping with "
+            f"host (and port, username, password, max_sessions), got {value!r}"
+        )
+    port, sessions = value.get("port", 22), value.get("max_sessions", DEFAULT_MAX_SESSIONS)
+    for name, number in (("port", port), ("max_sessions", sessions)):
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise JumpHostError(
+                f"host {host.name}: jump_host {name} must be a whole number >= 1, got {number!r}"
+            )
+    password = value.get("password", host.password)
+    return JumpHost(
+        value["host"], port, str(value.get("username", host.username or "")),
+        None if password is None else str(password), sessions,
+    )
+
+
+# -- asyncssh (scrapli) -----------------------------------------------------------------------
+
+
+@dataclass
+class _Held:
+    """One connection to a bastion and the devices' sessions it carries now."""
+
+    connection: Any
+    carried: int = 0
+
+
+class _AsyncBastions:
+    """The bastion connections of one event loop, by bastion."""
+
+    def __init__(self) -> None:
+        self.held: dict[JumpHost, list[_Held]] = {}
+        self.opening: dict[JumpHost, asyncio.Lock] = {}
+
+    async def tunnel(self, jump: JumpHost, trust: Trust, timeout: float) -> tuple[Any, _Held]:
+        held = self.held.setdefault(jump, [])
+        async with self.opening.setdefault(jump, asyncio.Lock()):
+            held[:] = [h for h in held if not h.connection.is_closed()]
+            free = next((h for h in held if h.carried < jump.max_sessions), None)
+            if free is None:
+                free = _Held(await _aconnect(jump, trust, timeout))
+                held.append(free)
+            free.carried += 1
+            return free.connection, free
+
+
+_ASYNC: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncBastions] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _aconnect(jump: JumpHost, trust: Trust, timeout: float) -> Any:
+    import asyncssh
+
+    check = HostKeyCheck(trust, f"jump host {jump.where}", jump.hostname, jump.port)
+    try:
+        return await asyncio.wait_for(
+            asyncssh.connect(
+                jump.hostname, jump.port, username=jump.username, password=jump.password,
+                agent_path=None, client_keys=None, preferred_auth=("keyboard-interactive",
+                                                                   "password"),
+                **check.transport_options(),
+            ),
+            timeout,
+        )
+    except BaseException:
+        if check.refused is not None:
+            raise check.refused from None
+        raise
+
+
+async def atunnel(
+    jump: JumpHost, trust: Trust, timeout: float
+) -> tuple[Any, Callable[[Any], None]]:
+    """A connection to ``jump`` with room for one more device session on this loop, and
+    what to call with that session once it is open (or ``None`` if it failed): its place is
+    freed as it closes."""
+    loop = asyncio.get_running_loop()
+    bastions = _ASYNC.get(loop)
+    if bastions is None:
+        bastions = _ASYNC[loop] = _AsyncBastions()
+    connection, held = await bastions.tunnel(jump, trust, timeout)
+
+    def release() -> None:
+        held.carried -= 1
+        if held.carried == 0:  # idle: closed, not left open past the run
+            connection.close()
+
+    def carried(session: Any) -> None:
+        if session is None:
+            release()
+            return
+
+        async def freed() -> None:
+            try:
+                await session.wait_closed()
+            finally:
+                release()
+
+        task = loop.create_task(freed())
+        _WATCHING.add(task)
+        task.add_done_callback(_WATCHING.discard)
+
+    return connection, carried
+
+
+_WATCHING: set[asyncio.Task[None]] = set()
+
+
+# -- paramiko (netmiko) -----------------------------------------------------------------------
+
+
+class _Bastions:
+    """The bastion connections of this process (paramiko transports), by bastion, and the
+    channels each carries."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.held: dict[JumpHost, list[tuple[Any, list[Any]]]] = {}
+
+    def channel(
+        self, jump: JumpHost, trust: Trust, hostname: str, port: int, timeout: float
+    ) -> Any:
+        with self.lock:
+            held = self.held.setdefault(jump, [])
+            held[:] = [(t, [c for c in chans if not c.closed]) for t, chans in held
+                       if t.is_active()]
+            free = next(((t, c) for t, c in held if len(c) < jump.max_sessions), None)
+            if free is None:
+                free = (_connect(jump, trust, timeout), [])
+                held.append(free)
+            transport, channels = free
+            opened = transport.open_channel(
+                "direct-tcpip", (hostname, port), ("127.0.0.1", 0), timeout=timeout
+            )
+            channels.append(opened)
+            return _Carried(opened, lambda: self.release(transport, opened))
+
+    def release(self, transport: Any, channel: Any) -> None:
+        """``channel`` closed: ``transport`` closed too once it carries none (not left
+        open, with its thread, past the run)."""
+        with self.lock:
+            for held in self.held.values():
+                for index, (t, channels) in enumerate(held):
+                    if t is transport:
+                        channels[:] = [c for c in channels if c is not channel and not c.closed]
+                        if not channels:
+                            del held[index]
+                            transport.close()
+                        return
+
+
+class _Carried:
+    """A channel through the bastion as the device's socket: closing it (the device's
+    session ending) frees its place on the bastion's connection."""
+
+    def __init__(self, channel: Any, released: Callable[[], None]) -> None:
+        self._channel, self._released = channel, released
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._channel, name)
+
+    def close(self) -> None:
+        self._channel.close()
+        released, self._released = self._released, lambda: None
+        released()
+
+
+_BLOCKING = _Bastions()
+
+
+def _connect(jump: JumpHost, trust: Trust, timeout: float) -> Any:
+    import paramiko  # type: ignore[import-untyped]
+
+    sock = socket.create_connection((jump.hostname, jump.port), timeout=timeout)
+    transport = paramiko.Transport(sock)
+    try:
+        transport.start_client(timeout=timeout)
+        check_key(trust, f"jump host {jump.where}", jump.hostname, jump.port,
+                  from_paramiko(transport.get_remote_server_key()))
+        transport.auth_password(jump.username, jump.password or "")
+    except BaseException:
+        transport.close()
+        raise
+    transport.set_keepalive(30)
+    return transport
+
+
+def channel_through(
+    jump: JumpHost, trust: Trust, hostname: str, port: int, timeout: float
+) -> Any:
+    """A channel to ``hostname:port`` through ``jump`` (a paramiko ``Channel``, netmiko's
+    ``sock``): on a connection of this process with room for it, else a new one."""
+    return _BLOCKING.channel(jump, trust, hostname, port, timeout)

@@ -1,0 +1,172 @@
+"""Devices reached through a jump host, on every runner and driver: a real SSH bastion on
+loopback (asyncssh, forwarding to 127.0.0.1 only) in front of a server that records every
+password offered to it; both hosts' keys are checked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import pytest
+from nornir import InitNornir
+
+from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+from tests.tasks.test_host_keys import (
+    COMBINATIONS,
+    PASSWORD,
+    Impostor,
+    ids,
+    impostor,
+    runner_options,
+)
+from tests.waiting import HANG_GUARD
+
+JUMP_PASSWORD = "bastion-secret-4d2"
+
+
+@dataclass
+class Bastion:
+    port: int
+    key: asyncssh.SSHKey
+    logins: list[str] = field(default_factory=list)  # passwords offered
+    tunnels: list[tuple[str, int]] = field(default_factory=list)
+
+    def line(self) -> str:
+        return f"[127.0.0.1]:{self.port} {self.key.export_public_key().decode().strip()}\n"
+
+
+@contextmanager
+def bastion() -> Iterator[Bastion]:
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    loop = asyncio.new_event_loop()
+    found: dict[str, Any] = {}
+    connections: list[asyncssh.SSHServerConnection] = []
+
+    class Jump(asyncssh.SSHServer):
+        def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+            connections.append(conn)
+
+        def begin_auth(self, username: str) -> bool:
+            return True
+
+        def password_auth_supported(self) -> bool:
+            return True
+
+        def validate_password(self, username: str, password: str) -> bool:
+            found["it"].logins.append(password)
+            return password == JUMP_PASSWORD
+
+        def connection_requested(
+            self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
+        ) -> bool:
+            found["it"].tunnels.append((dest_host, dest_port))
+            return dest_host == "127.0.0.1"
+
+    async def serve() -> None:
+        listener = await asyncssh.listen(
+            "127.0.0.1", 0, server_host_keys=[key], server_factory=Jump
+        )
+        found["listener"] = listener
+        found["it"] = Bastion(listener.sockets[0].getsockname()[1], key)
+
+    async def stop() -> None:
+        found["listener"].close()
+        await found["listener"].wait_closed()
+        for conn in connections:
+            conn.close()
+        for conn in connections:
+            await conn.wait_closed()
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(serve(), loop).result(HANG_GUARD)
+    try:
+        yield found["it"]
+    finally:
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(HANG_GUARD)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(HANG_GUARD)
+        loop.close()
+        found["it"].connections = len(connections)
+
+
+def run_through(
+    jump: Bastion, device: Impostor, folder: Path, runner: str, task: Any, hosts: int = 6,
+    **data: Any,
+) -> dict[str, BaseException | None]:
+    (folder / "hosts.yaml").write_text(json.dumps({
+        f"h{n}": {"hostname": "127.0.0.1", "port": device.port, "platform": "cisco_ios"}
+        for n in range(hosts)
+    }))
+    (folder / "defaults.yaml").write_text(json.dumps({
+        "username": "admin", "password": PASSWORD, "data": data,
+    }))
+    nr = InitNornir(
+        runner={"plugin": runner, "options": runner_options(runner)},
+        inventory={"plugin": "SimpleInventory", "options": {
+            "host_file": str(folder / "hosts.yaml"),
+            "defaults_file": str(folder / "defaults.yaml")}},
+        logging={"enabled": False},
+    )
+    try:
+        result = nr.run(task=task, command="show clock")
+    finally:
+        getattr(nr.runner, "close", lambda: None)()
+    return {name: multi[0].exception for name, multi in result.items()}
+
+
+def jump_data(jump: Bastion, sessions: int = 2) -> dict[str, Any]:
+    return {"host": "127.0.0.1", "port": jump.port, "username": "ops",
+            "password": JUMP_PASSWORD, "max_sessions": sessions}
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
+def test_devices_are_reached_through_the_bastion_sharing_its_connections(
+    runner: str, task: Any, tmp_path: Path
+) -> None:
+    known = tmp_path / "known_hosts"
+    with bastion() as jump, impostor() as device:
+        known.write_text(jump.line() + device.line())
+        errors = run_through(jump, device, tmp_path, runner, task,
+                             known_hosts=str(known), jump_host=jump_data(jump))
+    # each device's login went through the bastion (the device refuses it: a wrong password)
+    assert jump.tunnels and set(jump.tunnels) == {("127.0.0.1", device.port)}
+    assert set(device.passwords) == {PASSWORD}
+    assert not any(isinstance(exc, (HostKeyMismatch, HostKeyUnknown)) for exc in errors.values())
+    # 6 devices, 2 sessions a connection: at most 3 connections per process (processpool: 2)
+    assert 1 <= len(jump.logins) <= 3 * (2 if runner in ("processpool", "dask") else 1)
+    assert set(jump.logins) == {JUMP_PASSWORD}
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)
+def test_an_impostor_bastion_gets_no_password(runner: str, task: Any, tmp_path: Path) -> None:
+    known = tmp_path / "known_hosts"
+    genuine = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+    with bastion() as jump, impostor() as device:
+        known.write_text(f"[127.0.0.1]:{jump.port} {genuine}\n" + device.line())
+        errors = run_through(jump, device, tmp_path, runner, task,
+                             known_hosts=str(known), jump_host=jump_data(jump))
+    assert jump.logins == [] and jump.tunnels == [] and device.passwords == []
+    for exc in errors.values():
+        assert isinstance(exc, HostKeyMismatch), exc
+        assert f"jump host 127.0.0.1:{jump.port}" in str(exc)
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)
+def test_a_device_impostor_behind_the_bastion_gets_no_password(
+    runner: str, task: Any, tmp_path: Path
+) -> None:
+    known = tmp_path / "known_hosts"
+    with bastion() as jump, impostor() as device:
+        known.write_text(jump.line())  # the device's key is not known: strict
+        errors = run_through(jump, device, tmp_path, runner, task,
+                             known_hosts=str(known), jump_host=jump_data(jump))
+    assert device.passwords == []
+    assert all(isinstance(exc, HostKeyUnknown) for exc in errors.values()), errors
