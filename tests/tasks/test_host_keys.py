@@ -3,7 +3,6 @@ loopback (asyncssh) that records every password offered to it stands for an impo
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import threading
@@ -22,6 +21,7 @@ from nornir_bench.core.known_hosts import record
 from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
 from tests.dask_cluster import shared_address
+from tests.ssh_servers import ssh_server
 from tests.waiting import HANG_GUARD
 
 PASSWORD = "impostor-gets-nothing"
@@ -42,17 +42,9 @@ class Impostor:
 
 @contextmanager
 def impostor() -> Iterator[Impostor]:
-    key = asyncssh.generate_private_key("ssh-ed25519")
-    ready = threading.Event()
-    loop = asyncio.new_event_loop()
-    found: dict[str, Any] = {}
-
-    connections: list[asyncssh.SSHServerConnection] = []
+    server = Impostor(0, asyncssh.generate_private_key("ssh-ed25519"))
 
     class Recording(asyncssh.SSHServer):
-        def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
-            connections.append(conn)
-
         def begin_auth(self, username: str) -> bool:
             return True
 
@@ -60,36 +52,11 @@ def impostor() -> Iterator[Impostor]:
             return True
 
         def validate_password(self, username: str, password: str) -> bool:
-            found["server"].passwords.append(password)
+            server.passwords.append(password)
             return False
 
-    async def serve() -> None:
-        server = await asyncssh.listen(
-            "127.0.0.1", 0, server_host_keys=[key], server_factory=Recording
-        )
-        found["listener"] = server
-        found["server"] = Impostor(server.sockets[0].getsockname()[1], key)
-        ready.set()
-
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(serve(), loop)
-    assert ready.wait(HANG_GUARD)
-    try:
-        yield found["server"]
-    finally:
-        async def stop() -> None:
-            found["listener"].close()
-            await found["listener"].wait_closed()
-            for conn in connections:
-                conn.close()
-            for conn in connections:
-                await conn.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(HANG_GUARD)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(HANG_GUARD)
-        loop.close()
+    with ssh_server(server.key, Recording) as server.port:
+        yield server
 
 
 def nornir_at(

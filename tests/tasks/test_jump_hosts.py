@@ -4,9 +4,7 @@ password offered to it; both hosts' keys are checked."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +16,7 @@ import pytest
 from nornir import InitNornir
 
 from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+from tests.ssh_servers import ssh_server
 from tests.tasks.test_host_keys import (
     COMBINATIONS,
     PASSWORD,
@@ -26,7 +25,6 @@ from tests.tasks.test_host_keys import (
     impostor,
     runner_options,
 )
-from tests.waiting import HANG_GUARD
 
 JUMP_PASSWORD = "bastion-secret-4d2"
 
@@ -44,15 +42,9 @@ class Bastion:
 
 @contextmanager
 def bastion() -> Iterator[Bastion]:
-    key = asyncssh.generate_private_key("ssh-ed25519")
-    loop = asyncio.new_event_loop()
-    found: dict[str, Any] = {}
-    connections: list[asyncssh.SSHServerConnection] = []
+    jump = Bastion(0, asyncssh.generate_private_key("ssh-ed25519"))
 
     class Jump(asyncssh.SSHServer):
-        def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
-            connections.append(conn)
-
         def begin_auth(self, username: str) -> bool:
             return True
 
@@ -60,41 +52,17 @@ def bastion() -> Iterator[Bastion]:
             return True
 
         def validate_password(self, username: str, password: str) -> bool:
-            found["it"].logins.append(password)
+            jump.logins.append(password)
             return password == JUMP_PASSWORD
 
         def connection_requested(
             self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
         ) -> bool:
-            found["it"].tunnels.append((dest_host, dest_port))
-            return dest_host == "127.0.0.1"
+            jump.tunnels.append((dest_host, dest_port))
+            return dest_host == "127.0.0.1"  # loopback only
 
-    async def serve() -> None:
-        listener = await asyncssh.listen(
-            "127.0.0.1", 0, server_host_keys=[key], server_factory=Jump
-        )
-        found["listener"] = listener
-        found["it"] = Bastion(listener.sockets[0].getsockname()[1], key)
-
-    async def stop() -> None:
-        found["listener"].close()
-        await found["listener"].wait_closed()
-        for conn in connections:
-            conn.close()
-        for conn in connections:
-            await conn.wait_closed()
-
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(serve(), loop).result(HANG_GUARD)
-    try:
-        yield found["it"]
-    finally:
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(HANG_GUARD)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(HANG_GUARD)
-        loop.close()
-        found["it"].connections = len(connections)
+    with ssh_server(jump.key, Jump) as jump.port:
+        yield jump
 
 
 def run_through(
