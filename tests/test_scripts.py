@@ -379,3 +379,22 @@ def test_the_faults_benchmark_runs_its_hung_change_on_a_router_lab(tmp_path: Pat
         line = (rf"\| {runner} \| {task} \| 1 \| \d+ \| {N} \| TaskTimeout \| interrupted "
                 rf"during change \| [+-]{N} \((met|MISSED)\) \| [+-]{N} \| 2 of 2 \| yes \|")
         assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
+
+
+def test_the_bastion_benchmark_reaches_every_host_through_openssh(tmp_path: Path) -> None:
+    """bench_bastion.py --quick: a router lab and a real OpenSSH jump host of its own; every
+    host ends ok both ways, and the bastion's connections are shared (3 logins for 30 hosts
+    at 10 sessions each: 3 at most)."""
+    from tests.routers import skip_without_router_lab
+
+    skip_without_router_lab()
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_bastion.py"), "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=200,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert re.search(
+        rf"^\| asyncio \| asend_command \| 30/30 \| 30/30 \| {N} \| {N} \| {N} \((met|MISSED)\) "
+        r"\| [123] a run \|$", done.stdout, re.M
+    ), done.stdout
