@@ -246,3 +246,28 @@ def test_a_key_added_to_the_file_between_runs_is_known_to_the_next(
     assert all(isinstance(exc, HostKeyUnknown) for exc in first.values())
     assert not any(isinstance(exc, HostKeyUnknown) for exc in second.values())
     assert set(server.passwords) == {PASSWORD}
+
+
+def test_record_reads_what_others_appended_a_line_left_open_and_a_file_replaced(
+    tmp_path: Path,
+) -> None:
+    known = tmp_path / "known_hosts"
+    first, second = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
+
+    def line(port: int, key: asyncssh.SSHKey) -> str:
+        return f"[10.9.9.9]:{port} {key.export_public_key().decode().strip()}"
+
+    known.write_text(line(1, first))  # written by hand: no newline at its end
+    assert record(str(known), "10.9.9.9", 2, second) == []
+    assert known.read_text() == f"{line(1, first)}\n{line(2, second)}\n"
+    with known.open("a") as other:  # another program appends a host meanwhile
+        other.write(line(3, first) + "\n")
+    found = record(str(known), "10.9.9.9", 3, second)  # found, not written twice
+    assert [k.get_fingerprint() for k in found] == [first.get_fingerprint()]
+    replaced = tmp_path / "new"
+    replaced.write_text(line(4, second) + "\n")
+    os.replace(replaced, known)  # a new file at the path: read whole again
+    found = record(str(known), "10.9.9.9", 4, first)
+    assert [k.get_fingerprint() for k in found] == [second.get_fingerprint()]
+    assert record(str(known), "10.9.9.9", 1, first) == []  # gone with the old file
+    assert known.read_text() == f"{line(4, second)}\n{line(1, first)}\n"
