@@ -17,6 +17,7 @@ dropped; the next login opens another.
 from __future__ import annotations
 
 import asyncio
+import copy
 import socket
 import threading
 import weakref
@@ -25,7 +26,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.known_hosts import KnownHostsError
-from nornir_bench.tasks.host_keys import HostKeyCheck, Trust, check_key, from_paramiko
+from nornir_bench.tasks.host_keys import (
+    HostKeyCheck,
+    HostKeyError,
+    Trust,
+    check_key,
+    from_paramiko,
+)
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -35,6 +42,7 @@ __all__ = [
     "JUMP_HOST",
     "JumpHost",
     "JumpHostError",
+    "JumpHostUnreachable",
     "atunnel",
     "channel_through",
     "jump_host_of",
@@ -108,20 +116,66 @@ class _Held:
     carried: int = 0
 
 
+class _Attempts:
+    """A bastion's connection attempts: a login that waited while one failed fails with it at
+    once, rather than trying again after it (a dead bastion, 200 hosts: one timeout, not 200
+    in a row)."""
+
+    def __init__(self) -> None:
+        self.made: dict[JumpHost, int] = {}
+        self.failed: dict[JumpHost, tuple[int, BaseException]] = {}
+
+    def seen(self, jump: JumpHost) -> int:
+        return self.made.get(jump, 0)
+
+    def check(self, jump: JumpHost, seen: int) -> None:
+        """Raise the failure of an attempt made since ``seen`` (:meth:`seen` before waiting)."""
+        failed = self.failed.get(jump)
+        if failed is not None and failed[0] > seen:
+            raise _again(jump, failed[1])
+
+    def attempt(self, jump: JumpHost) -> int:
+        self.made[jump] = self.made.get(jump, 0) + 1
+        return self.made[jump]
+
+    def failure(self, jump: JumpHost, attempt: int, exc: BaseException) -> None:
+        self.failed[jump] = (attempt, exc)
+
+
+class JumpHostUnreachable(ConnectionError):
+    """The jump host could not be logged in to (another login's attempt, shared)."""
+
+
+def _again(jump: JumpHost, exc: BaseException) -> BaseException:
+    if isinstance(exc, HostKeyError):
+        return copy.copy(exc)
+    return JumpHostUnreachable(
+        f"jump host {jump.where}: {type(exc).__name__}: {exc or 'no answer'}"
+    )
+
+
 class _AsyncBastions:
     """The bastion connections of one event loop, by bastion."""
 
     def __init__(self) -> None:
         self.held: dict[JumpHost, list[_Held]] = {}
         self.opening: dict[JumpHost, asyncio.Lock] = {}
+        self.attempts = _Attempts()
 
     async def tunnel(self, jump: JumpHost, trust: Trust, timeout: float) -> tuple[Any, _Held]:
         held = self.held.setdefault(jump, [])
+        seen = self.attempts.seen(jump)
         async with self.opening.setdefault(jump, asyncio.Lock()):
             held[:] = [h for h in held if not h.connection.is_closed()]
             free = next((h for h in held if h.carried < jump.max_sessions), None)
             if free is None:
-                free = _Held(await _aconnect(jump, trust, timeout))
+                self.attempts.check(jump, seen)
+                attempt = self.attempts.attempt(jump)
+                try:
+                    free = _Held(await _aconnect(jump, trust, timeout))
+                except Exception as exc:
+                    self.attempts.failure(jump, attempt, exc)
+                    raise
                 held.append(free)
             free.carried += 1
             return free.connection, free
@@ -200,17 +254,25 @@ class _Bastions:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.held: dict[JumpHost, list[tuple[Any, list[Any]]]] = {}
+        self.attempts = _Attempts()
 
     def channel(
         self, jump: JumpHost, trust: Trust, hostname: str, port: int, timeout: float
     ) -> Any:
+        seen = self.attempts.seen(jump)
         with self.lock:
             held = self.held.setdefault(jump, [])
             held[:] = [(t, [c for c in chans if not c.closed]) for t, chans in held
                        if t.is_active()]
             free = next(((t, c) for t, c in held if len(c) < jump.max_sessions), None)
             if free is None:
-                free = (_connect(jump, trust, timeout), [])
+                self.attempts.check(jump, seen)
+                attempt = self.attempts.attempt(jump)
+                try:
+                    free = (_connect(jump, trust, timeout), [])
+                except Exception as exc:
+                    self.attempts.failure(jump, attempt, exc)
+                    raise
                 held.append(free)
             transport, channels = free
             opened = transport.open_channel(

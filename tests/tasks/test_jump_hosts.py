@@ -5,6 +5,8 @@ password offered to it; both hosts' keys are checked."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from tests.tasks.test_host_keys import (
     impostor,
     runner_options,
 )
+from tests.waiting import HANG_GUARD
 
 JUMP_PASSWORD = "bastion-secret-4d2"
 
@@ -90,6 +93,41 @@ def run_through(
     return {name: multi[0].exception for name, multi in result.items()}
 
 
+@dataclass
+class Silent:
+    port: int
+    accepted: int = 0
+
+
+@contextmanager
+def silent_server() -> Iterator[Silent]:
+    """A TCP server on 127.0.0.1 that accepts every connection, counts it, and never says a
+    word (a bastion whose sshd hangs)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    server = Silent(listener.getsockname()[1])
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            held.append(conn)
+            server.accepted += 1
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        thread.join(HANG_GUARD)
+        for conn in held:
+            conn.close()
+
+
 def jump_data(jump: Bastion, sessions: int = 2) -> dict[str, Any]:
     return {"host": "127.0.0.1", "port": jump.port, "username": "ops",
             "password": JUMP_PASSWORD, "max_sessions": sessions}
@@ -138,3 +176,43 @@ def test_a_device_impostor_behind_the_bastion_gets_no_password(
                              known_hosts=str(known), jump_host=jump_data(jump))
     assert device.passwords == []
     assert all(isinstance(exc, HostKeyUnknown) for exc in errors.values()), errors
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)
+def test_a_bastion_that_never_answers_is_tried_once_not_once_per_host(
+    runner: str, task: Any, tmp_path: Path
+) -> None:
+    """Hosts that waited while a bastion login failed fail with it, naming the bastion: a dead
+    bastion costs one login timeout, not one per host in a row (retries are the login
+    policy's: off here)."""
+    from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
+
+    with silent_server() as silent, impostor() as device:
+        (tmp_path / "hosts.yaml").write_text(json.dumps({
+            f"h{n}": {"hostname": "127.0.0.1", "port": device.port, "platform": "cisco_ios"}
+            for n in range(6)
+        }))
+        (tmp_path / "defaults.yaml").write_text(json.dumps({
+            "username": "admin", "password": PASSWORD,
+            "data": {"host_key_checking": "off",
+                     "jump_host": {"host": "127.0.0.1", "port": silent.port}},
+            "connection_options": {"netmiko": {"extras": {"conn_timeout": 2}}},
+        }))
+        nr = InitNornir(
+            runner={"plugin": runner, "options": {"num_workers": 6, "login_retries": 0}},
+            inventory={"plugin": "SimpleInventory", "options": {
+                "host_file": str(tmp_path / "hosts.yaml"),
+                "defaults_file": str(tmp_path / "defaults.yaml")}},
+            logging={"enabled": False},
+        )
+        params = {"timeout": 2} if task.__name__ == "asend_command" else {}
+        result = nr.run(task=task, command="show clock", **params)
+        accepted = silent.accepted
+    errors = [multi[0].exception for multi in result.values()]
+    assert len(errors) == 6 and all(exc is not None for exc in errors)
+    # one attempt for the hosts waiting on it (a host the login pacing starts after it failed
+    # tries again): not one attempt per host, 2 s each in a row
+    shared = [exc for exc in errors if isinstance(exc, JumpHostUnreachable)]
+    assert accepted < 6 and len(shared) == 6 - accepted, (accepted, errors)
+    assert all(f"jump host 127.0.0.1:{silent.port}" in str(exc) for exc in shared)
+    assert device.passwords == []
