@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.exceptions import NornirBenchError
-from nornir_bench.core.known_hosts import KNOWN_HOSTS, run_files, snapshot
+from nornir_bench.core.known_hosts import KNOWN_HOSTS, snapshot, user_known_hosts
 from nornir_bench.core.secrets import expand_env
 from nornir_bench.core.wording import hosts_text
-from nornir_bench.tasks.host_keys import HOST_KEY_CHECKING, SETTING, not_allowed, policy_of
-from nornir_bench.tasks.jump_hosts import JUMP_HOST, JumpHostError, jump_host_of
+from nornir_bench.tasks.host_keys import SETTING, not_allowed, policy_of, trust_of
+from nornir_bench.tasks.jump_hosts import JUMP_HOST, JumpHostError, jump_from
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["HostKeySettings", "apply_host_keys", "read_host_keys", "say_unchecked"]
 
 JOB_KEYS = (SETTING, KNOWN_HOSTS)
+CONNECTIONS = ("netmiko", "scrapli_async")  # the device tasks' connections
 
 
 @dataclass(frozen=True)
@@ -71,57 +72,70 @@ def apply_host_keys(
         NornirBenchError: a value not allowed, a known-hosts file that cannot be read, a jump
             host not in the inventory.
     """
-    defaults, groups, hosts = nr.inventory.defaults, nr.inventory.groups, nr.inventory.hosts
+    defaults, hosts = nr.inventory.defaults, nr.inventory.hosts
     if settings.checking is not None:
         defaults.data.setdefault(SETTING, settings.checking)
     if settings.known_hosts is not None:
         defaults.data.setdefault(KNOWN_HOSTS, os.fspath(settings.known_hosts))
     options = inventory.get("options") or {}
-    for holders, key in (
-        ([defaults], "defaults_file"),
-        (groups.values(), "group_file"),
-        (hosts.values(), "host_file"),
-    ):
-        _absolute(holders, options.get(key))
-    for what, holder in _holders(nr):
-        if SETTING in (holder.data or {}):
-            policy_of(holder.data[SETTING], what)
-        for name, params in (holder.connection_options or {}).items():
+    folders = {kind: _folder(options.get(f"{kind}_file")) for kind in ("defaults", "group",
+                                                                        "host")}
+    files, secrets = [user_known_hosts()], set()
+    # One pass over every host, group and the defaults, each read once: a million hosts.
+    for kind, what, holder in _holders(nr):
+        data, connections = holder.data, holder.connection_options
+        if data:
+            if SETTING in data:
+                policy_of(data[SETTING], what)
+            path = data.get(KNOWN_HOSTS)
+            if isinstance(path, (str, os.PathLike)):
+                folder = folders[kind]
+                if folder is not None and not os.path.isabs(path):
+                    path = data[KNOWN_HOSTS] = os.fspath(folder / path)
+                files.append(os.fspath(path))
+            if JUMP_HOST in data:
+                secrets |= _jump_host(data, what, hosts)
+        for name, params in (connections or {}).items():
             if SETTING in (params.extras or {}):
                 policy_of(params.extras[SETTING], f"{what}: connection_options.{name}")
-    snapshot(run_files(defaults, groups.values(), hosts.values()))
-    return _resolve_jump_hosts(nr)
-
-
-def _resolve_jump_hosts(nr: Nornir) -> set[str]:
-    hosts, secrets = nr.inventory.hosts, set()
-    for what, holder in _holders(nr):
-        named = (holder.data or {}).get(JUMP_HOST)
-        if isinstance(named, str):
-            bastion = hosts.get(named)
-            if bastion is None:
-                raise JumpHostError(
-                    f"{what}: jump_host {named!r} is not in the inventory; name one of its "
-                    "hosts, or give {host: ADDRESS, port: PORT, username: USER, password: ...}"
-                )
-            holder.data[JUMP_HOST] = {
-                "name": named,
-                "host": bastion.hostname or bastion.name, "port": bastion.port or 22,
-                "username": bastion.username, "password": bastion.password,
-            }
-        elif isinstance(named, dict) and isinstance(named.get("password"), str):
-            named["password"] = expand_env(named["password"], f"{what} jump_host password")
-    for host in hosts.values():
-        jump = jump_host_of(host)
-        if jump is not None and jump.password:
-            secrets.add(jump.password)
+    snapshot(dict.fromkeys(files))
     return secrets
+
+
+def _jump_host(data: dict[str, Any], what: str, hosts: Any) -> set[str]:
+    """``data``'s ``jump_host`` checked, an inventory host's name turned into its address
+    and credentials; its password, a secret."""
+    named = data[JUMP_HOST]
+    if isinstance(named, str):
+        bastion = hosts.get(named)
+        if bastion is None:
+            raise JumpHostError(
+                f"{what}: jump_host {named!r} is not in the inventory; name one of its "
+                "hosts, or give {host: ADDRESS, port: PORT, username: USER, password: ...}"
+            )
+        data[JUMP_HOST] = named = {
+            "name": named,
+            "host": bastion.hostname or bastion.name, "port": bastion.port or 22,
+            "username": bastion.username, "password": bastion.password,
+        }
+    elif isinstance(named, dict) and isinstance(named.get("password"), str):
+        named["password"] = expand_env(named["password"], f"{what} jump_host password")
+    jump = jump_from(named, what)
+    return {jump.password} if jump.password else set()
 
 
 def say_unchecked(nr: Nornir, say: Callable[[str], None]) -> None:
     """One line told to ``say`` when some of the run's hosts are not checked
     (``host_key_checking: off``)."""
-    off = sum(1 for host in nr.inventory.hosts.values() if _policy(host) == "off")
+    by_groups: dict[tuple[str, ...], str] = {}  # hosts without settings of their own
+    off = 0
+    for host in nr.inventory.hosts.values():
+        if SETTING in host.data or host.connection_options:
+            policy = _policy(host)
+        else:
+            groups = tuple(group.name for group in host.groups)
+            policy = by_groups.get(groups) or by_groups.setdefault(groups, _policy(host))
+        off += policy == "off"
     if off:
         say(
             f"warning: host_key_checking is off for {hosts_text(off)}: any server answering at "
@@ -130,26 +144,19 @@ def say_unchecked(nr: Nornir, say: Callable[[str], None]) -> None:
 
 
 def _policy(host: Any) -> str:
-    for params in (host.connection_options or {}).values():
-        if SETTING in (params.extras or {}):
-            return policy_of(params.extras[SETTING], host.name)
-    return policy_of(host.get(SETTING, HOST_KEY_CHECKING[0]), host.name)
+    """``off`` if either driver's login of ``host`` is not checked, as it will see it."""
+    policies = {trust_of(host, connection).policy for connection in CONNECTIONS}
+    return "off" if "off" in policies else next(iter(policies))
 
 
-def _holders(nr: Nornir) -> Iterable[tuple[str, Any]]:
+def _holders(nr: Nornir) -> Iterable[tuple[str, str, Any]]:
     inventory = nr.inventory
-    yield "defaults", inventory.defaults
-    yield from ((f"group {name}", group) for name, group in inventory.groups.items())
-    yield from ((f"host {name}", host) for name, host in inventory.hosts.items())
+    yield "defaults", "defaults", inventory.defaults
+    yield from (("group", f"group {name}", group) for name, group in inventory.groups.items())
+    yield from (("host", f"host {name}", host) for name, host in inventory.hosts.items())
 
 
-def _absolute(holders: Iterable[Any], file: object) -> None:
-    """A relative ``known_hosts`` in ``holders``' data, made relative to the inventory
-    ``file`` they were read from (if known)."""
-    if not isinstance(file, (str, os.PathLike)):
-        return
-    folder = Path(file).parent
-    for holder in holders:
-        path = (holder.data or {}).get(KNOWN_HOSTS)
-        if isinstance(path, (str, os.PathLike)) and not os.path.isabs(path):
-            holder.data[KNOWN_HOSTS] = os.fspath(folder / path)
+def _folder(file: object) -> Path | None:
+    """The folder of the inventory ``file`` (a relative ``known_hosts`` in it is relative to
+    it), if the inventory plugin has one."""
+    return Path(file).parent if isinstance(file, (str, os.PathLike)) else None

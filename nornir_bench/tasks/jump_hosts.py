@@ -17,6 +17,7 @@ dropped; the next login opens another.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import socket
 import threading
@@ -45,6 +46,7 @@ __all__ = [
     "JumpHostUnreachable",
     "atunnel",
     "channel_through",
+    "jump_from",
     "jump_host_of",
 ]
 
@@ -82,26 +84,38 @@ def jump_host_of(host: Host) -> JumpHost | None:
     value = host.get(JUMP_HOST)
     if value is None or (isinstance(value, dict) and value.get("name") == host.name):
         return None  # none; or the bastion itself, which the defaults' jump_host names
+    return jump_from(value, f"host {host.name}", host.username, host.password)
+
+
+def jump_from(
+    value: object, where: str, username: str | None = None, password: str | None = None
+) -> JumpHost:
+    """A ``jump_host`` value as a :class:`JumpHost` (``username`` and ``password``: the
+    device's, unless it gives its own).
+
+    Raises:
+        JumpHostError: naming ``where``: not a mapping with ``host``, or a bad number.
+    """
     if isinstance(value, str):
         raise JumpHostError(
-            f"host {host.name}: jump_host {value!r} names an inventory host, which only a job "
+            f"{where}: jump_host {value!r} names an inventory host, which only a job "
             "resolves; give {host: ADDRESS, port: PORT, username: USER, password: ...}"
         )
     if not isinstance(value, dict) or not isinstance(value.get("host"), str):
         raise JumpHostError(
-            f"host {host.name}: jump_host must be an inventory host's name or a mapping with "
-            f"host (and port, username, password, max_sessions), got {value!r}"
+            f"{where}: jump_host must be an inventory host's name or a mapping with host (and "
+            f"port, username, password, max_sessions), got {value!r}"
         )
     port, sessions = value.get("port", 22), value.get("max_sessions", DEFAULT_MAX_SESSIONS)
     for name, number in (("port", port), ("max_sessions", sessions)):
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
             raise JumpHostError(
-                f"host {host.name}: jump_host {name} must be a whole number >= 1, got {number!r}"
+                f"{where}: jump_host {name} must be a whole number >= 1, got {number!r}"
             )
-    password = value.get("password", host.password)
+    given = value.get("password", password)
     return JumpHost(
-        value["host"], port, str(value.get("username", host.username or "")),
-        None if password is None else str(password), sessions,
+        value["host"], port, str(value.get("username", username or "")),
+        None if given is None else str(given), sessions,
     )
 
 
@@ -114,6 +128,7 @@ class _Held:
 
     connection: Any
     carried: int = 0
+    closed: bool = False  # closing: taken by no new session, even before asyncssh says closed
 
 
 class _Attempts:
@@ -166,7 +181,7 @@ class _AsyncBastions:
         held = self.held.setdefault(jump, [])
         seen = self.attempts.seen(jump)
         async with self.opening.setdefault(jump, asyncio.Lock()):
-            held[:] = [h for h in held if not h.connection.is_closed()]
+            held[:] = [h for h in held if not (h.closed or h.connection.is_closed())]
             free = next((h for h in held if h.carried < jump.max_sessions), None)
             if free is None:
                 self.attempts.check(jump, seen)
@@ -221,6 +236,7 @@ async def atunnel(
     def release() -> None:
         held.carried -= 1
         if held.carried == 0:  # idle: closed, not left open past the run
+            held.closed = True
             connection.close()
 
     def carried(session: Any) -> None:
@@ -301,14 +317,24 @@ class _Carried:
 
     def __init__(self, channel: Any, released: Callable[[], None]) -> None:
         self._channel, self._released = channel, released
+        self._closed = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._channel, name)
 
     def close(self) -> None:
-        self._channel.close()
-        released, self._released = self._released, lambda: None
-        released()
+        if self._closed:  # paramiko's transport closes its socket, and its owner again
+            return
+        self._closed = True
+        released = self._released
+        try:
+            # The bastion's connection may be gone already (closed once it carried no other
+            # open channel): closing this one then has nothing left to say, and must not
+            # turn the host's own outcome into paramiko's EOFError.
+            with contextlib.suppress(Exception):
+                self._channel.close()
+        finally:
+            released()
 
 
 _BLOCKING = _Bastions()
