@@ -216,3 +216,25 @@ def test_a_bastion_that_never_answers_is_tried_once_not_once_per_host(
     assert accepted < 6 and len(shared) == 6 - accepted, (accepted, errors)
     assert all(f"jump host 127.0.0.1:{silent.port}" in str(exc) for exc in shared)
     assert device.passwords == []
+
+
+def test_a_channel_closed_twice_after_its_bastion_connection_closed_says_nothing(
+    tmp_path: Path,
+) -> None:
+    """paramiko closes a device's socket as its transport ends, and its owner closes it again:
+    by then the bastion's connection, idle, is closed. The second close once raised EOFError,
+    which replaced the host's own outcome."""
+    from nornir_bench.tasks.host_keys import Trust
+    from nornir_bench.tasks.jump_hosts import channel_through, jump_from
+
+    with bastion() as jump, impostor() as device:
+        known = tmp_path / "known_hosts"
+        known.write_text(jump.line())
+        trust = Trust("strict", (str(known),), str(known))
+        through = jump_from(jump_data(jump), "test")
+        channel = channel_through(through, trust, "127.0.0.1", device.port, 10)
+        channel.close()  # the last channel: the bastion connection closes with it
+        channel.close()
+        again = channel_through(through, trust, "127.0.0.1", device.port, 10)  # a new one
+        again.close()
+    assert len(jump.logins) == 2 and jump.tunnels == [("127.0.0.1", device.port)] * 2
