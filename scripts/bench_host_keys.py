@@ -11,9 +11,10 @@ on an embedded cluster), under ``strict`` with nothing known, ``strict`` with an
 and ``accept-new`` with another key known. Measured: the passwords it received (target 0 in
 every case) and what each host failed with.
 
-**accept-new at scale**: ``--records`` new hosts' keys recorded at once into one known-hosts
-file by ``--processes`` processes of ``--threads`` threads each (every host offered by two
-processes, as when a fleet's hosts are spread over workers that race). Measured: the lines
+**accept-new at scale**: ``--records`` new hosts' keys checked at once, as their logins check
+them (``check_key`` under ``accept-new``: looked up, then recorded), into one known-hosts file by
+``--processes`` processes of ``--threads`` threads each (every host offered by two processes, as
+when a fleet's hosts are spread over workers that race). Measured: the lines
 written, valid and distinct (target: ``--records``, 0 duplicates, 0 torn) and the time.
 
 **cost**: ``--logins`` logins (up to the refused password) to that server, ``strict`` with its
@@ -163,16 +164,18 @@ def impostors_part(folder: Path, quick: bool) -> None:
 
 
 def _record_part(args: tuple[str, list[str], int, int, int]) -> None:
-    from nornir_bench.core.known_hosts import record
+    from nornir_bench.tasks.host_keys import Trust, check_key
 
     path, keys, records, seed, threads = args
+    trust = Trust("accept-new", (path,), path)
     order = list(range(records))
     order = order[seed * records // 7:] + order[:seed * records // 7]
 
     def work(part: list[int]) -> None:
         for n in part:
             key = asyncssh.import_public_key(keys[n % len(keys)])
-            record(path, f"10.{n // 62500}.{n // 250 % 250}.{n % 250}", 2200 + n % 1000, key)
+            host = f"10.{n // 62500}.{n // 250 % 250}.{n % 250}"
+            check_key(trust, host, host, 2200 + n % 1000, key)  # as each login checks it
 
     workers = [threading.Thread(target=work, args=(order[i::threads],)) for i in range(threads)]
     for worker in workers:

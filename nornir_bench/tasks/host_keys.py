@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 from nornir_bench.core.known_hosts import (
     KNOWN_HOSTS,
     KnownHostsError,
+    known_for,
     matched,
     openssh_line,
-    parsed,
     record,
     user_known_hosts,
 )
@@ -99,18 +99,15 @@ class HostKeyMismatch(HostKeyError):
         self.host, self.where = host, where
         self.key_type = seen.get_algorithm()
         self.seen = seen.get_fingerprint()
-        self.expected = tuple(key.get_fingerprint() for key in expected)
-        wanted = ", ".join(f"{self._type(key)} {key.get_fingerprint()}" for key in expected)
+        keys = tuple(expected)
+        self.expected = tuple(key.get_fingerprint() for key in keys)
+        wanted = ", ".join(f"{key.get_algorithm()} {key.get_fingerprint()}" for key in keys)
         super().__init__(
             f"{host}: the SSH host key of {where} does not match the known hosts: it showed "
             f"{self.key_type} {self.seen}, expected {wanted or 'none (the key is revoked)'}; "
             "the password was not sent (a changed key: remove its old line from the known "
             "hosts)"
         )
-
-    @staticmethod
-    def _type(key: SSHKey) -> str:
-        return key.get_algorithm()
 
 
 class HostKeyUnknown(HostKeyError):
@@ -199,7 +196,7 @@ def check_key(trust: Trust, name: str, hostname: str, port: int, key: SSHKey) ->
     if already and key not in already:  # another process recorded another key first
         raise HostKeyMismatch(name, where, key, already)
     if not already:
-        logger.warning(
+        logger.info(  # a line per new host of 10,000 on the terminal would drown the run
             "%s: accepted the new SSH host key of %s (%s %s), recorded in %s",
             name, where, key.get_algorithm(), key.get_fingerprint(), trust.record_to,
         )
@@ -245,7 +242,8 @@ class HostKeyCheck:
                     return False
                 return True
 
-        return {"known_hosts": parsed(self.trust.files), "client_factory": _Checking}
+        known = known_for(self.trust.files, self.hostname, self.port)
+        return {"known_hosts": known, "client_factory": _Checking}
 
 
 # -- netmiko (paramiko) -----------------------------------------------------------------------

@@ -271,3 +271,38 @@ def test_record_reads_what_others_appended_a_line_left_open_and_a_file_replaced(
     assert [k.get_fingerprint() for k in found] == [second.get_fingerprint()]
     assert record(str(known), "10.9.9.9", 1, first) == []  # gone with the old file
     assert known.read_text() == f"{line(4, second)}\n{line(1, first)}\n"
+
+
+def test_hashed_names_patterns_and_revoked_lines_are_understood(tmp_path: Path) -> None:
+    """OpenSSH's own forms (HashKnownHosts, wildcards, @revoked), found without parsing the
+    whole file at each login."""
+    import base64
+    import hashlib
+    import hmac
+
+    from nornir_bench.core.known_hosts import matched
+
+    keys = [asyncssh.generate_private_key("ssh-ed25519") for _ in range(4)]
+    text = [k.export_public_key().decode().strip() for k in keys]
+    salt = os.urandom(20)
+    digest = hmac.new(salt, b"[10.1.1.1]:2201", hashlib.sha1).digest()
+    hashed = f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+    known = tmp_path / "known_hosts"
+    known.write_text(
+        f"# a comment\n{hashed} {text[0]}\n[10.2.*]:2201 {text[1]}\n"
+        f"@revoked [10.2.2.2]:2201 {text[2]}\n10.3.3.3,other {text[3]}\n"
+    )
+    files = (str(known),)
+
+    def fingerprints(found: list[asyncssh.SSHKey]) -> list[str]:
+        return [k.get_fingerprint() for k in found]
+
+    assert fingerprints(matched(files, "10.1.1.1", 2201)[0]) == [keys[0].get_fingerprint()]
+    assert matched(files, "10.1.1.1", 2202) == ([], [])  # the hash is of another port
+    trusted, revoked = matched(files, "10.2.2.2", 2201)
+    assert fingerprints(trusted) == [keys[1].get_fingerprint()]
+    assert fingerprints(revoked) == [keys[2].get_fingerprint()]
+    assert fingerprints(matched(files, "10.3.3.3", 22)[0]) == [keys[3].get_fingerprint()]
+    with known.open("a") as more:  # appended by ssh-keyscan meanwhile: seen at the next login
+        more.write(f"[10.4.4.4]:2201 {text[0]}\n")
+    assert fingerprints(matched(files, "10.4.4.4", 2201)[0]) == [keys[0].get_fingerprint()]
