@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.exceptions import NornirBenchError
-from nornir_bench.core.known_hosts import KNOWN_HOSTS, snapshot, user_known_hosts
+from nornir_bench.core.known_hosts import KNOWN_HOSTS, run_files, snapshot
 from nornir_bench.core.secrets import expand_env
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.tasks.host_keys import SETTING, not_allowed, policy_of, trust_of
@@ -80,10 +80,10 @@ def apply_host_keys(
     options = inventory.get("options") or {}
     folders = {kind: _folder(options.get(f"{kind}_file")) for kind in ("defaults", "group",
                                                                         "host")}
-    files, secrets = [user_known_hosts()], set()
-    # One pass over every host, group and the defaults, each read once: a million hosts.
+    secrets: set[str] = set()
+    read = object.__getattribute__  # not nornir's Host.__getattribute__: a million hosts
     for kind, what, holder in _holders(nr):
-        data, connections = holder.data, holder.connection_options
+        data, connections = read(holder, "data"), read(holder, "connection_options")
         if data:
             if SETTING in data:
                 policy_of(data[SETTING], what)
@@ -91,14 +91,13 @@ def apply_host_keys(
             if isinstance(path, (str, os.PathLike)):
                 folder = folders[kind]
                 if folder is not None and not os.path.isabs(path):
-                    path = data[KNOWN_HOSTS] = os.fspath(folder / path)
-                files.append(os.fspath(path))
+                    data[KNOWN_HOSTS] = os.fspath(folder / path)
             if JUMP_HOST in data:
                 secrets |= _jump_host(data, what, hosts)
         for name, params in (connections or {}).items():
             if SETTING in (params.extras or {}):
                 policy_of(params.extras[SETTING], f"{what}: connection_options.{name}")
-    snapshot(dict.fromkeys(files))
+    snapshot(run_files(defaults, nr.inventory.groups.values(), hosts.values()))  # readable?
     return secrets
 
 
@@ -127,13 +126,14 @@ def _jump_host(data: dict[str, Any], what: str, hosts: Any) -> set[str]:
 def say_unchecked(nr: Nornir, say: Callable[[str], None]) -> None:
     """One line told to ``say`` when some of the run's hosts are not checked
     (``host_key_checking: off``)."""
-    by_groups: dict[tuple[str, ...], str] = {}  # hosts without settings of their own
+    by_groups: dict[tuple[int, ...], str] = {}  # hosts without settings of their own
+    read = object.__getattribute__  # not nornir's Host.__getattribute__: a million hosts
     off = 0
     for host in nr.inventory.hosts.values():
-        if SETTING in host.data or host.connection_options:
+        if SETTING in read(host, "data") or read(host, "connection_options"):
             policy = _policy(host)
         else:
-            groups = tuple(group.name for group in host.groups)
+            groups = tuple(map(id, read(host, "groups")))
             policy = by_groups.get(groups) or by_groups.setdefault(groups, _policy(host))
         off += policy == "off"
     if off:
