@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.checks import whole_number
 from nornir_bench.core.known_hosts import KnownHostsError
 from nornir_bench.tasks.host_keys import (
     HostKeyCheck,
@@ -102,16 +103,18 @@ def jump_from(
             "resolves; give {host: ADDRESS, port: PORT, username: USER, password: ...}"
         )
     if not isinstance(value, dict) or not isinstance(value.get("host"), str):
+        got = f"keys {', '.join(map(str, value))}" if isinstance(value, dict) else (
+            type(value).__name__
+        )  # never the value: it may hold the bastion's password
         raise JumpHostError(
             f"{where}: jump_host must be an inventory host's name or a mapping with host (and "
-            f"port, username, password, max_sessions), got {value!r}"
+            f"port, username, password, max_sessions), got {got}"
         )
-    port, sessions = value.get("port", 22), value.get("max_sessions", DEFAULT_MAX_SESSIONS)
-    for name, number in (("port", port), ("max_sessions", sessions)):
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise JumpHostError(
-                f"{where}: jump_host {name} must be a whole number >= 1, got {number!r}"
-            )
+    port = whole_number(f"{where}: jump_host port", value.get("port", 22), minimum=1,
+                        maximum=65535, error=JumpHostError)
+    sessions = whole_number(f"{where}: jump_host max_sessions",
+                            value.get("max_sessions", DEFAULT_MAX_SESSIONS), minimum=1,
+                            error=JumpHostError)
     given = value.get("password", password)
     return JumpHost(
         value["host"], port, str(value.get("username", username or "")),

@@ -144,3 +144,27 @@ def test_a_jump_host_named_is_the_inventory_hosts_address_and_not_its_own(
         for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())
     }
     assert results == {"r1": ["127.0.0.7", 2222, "hop"], "bastion": None}
+
+
+@pytest.mark.parametrize(
+    ("jump", "said"),
+    [
+        ("{port: 22, password: 'sec\"ret\\\\leak'}", "defaults: jump_host must be an inventory "
+         "host's name or a mapping with host (and port, username, password, max_sessions), got "
+         "keys port, password"),
+        ("{host: 10.0.0.1, port: 70000}", "defaults: jump_host port must be a whole number "
+         "from 1 to 65535, got 70000"),
+        ("{host: 10.0.0.1, max_sessions: 0}", "defaults: jump_host max_sessions must be a "
+         "whole number >= 1, got 0"),
+    ],
+    ids=["no-host", "port", "sessions"],
+)
+def test_a_bad_jump_host_is_one_line_without_its_password(
+    tmp_path: Path, jump: str, said: str
+) -> None:
+    inventory = simple_inventory(tmp_path, f"data: {{jump_host: {jump}}}\n")
+    (tmp_path / "job.yaml").write_text(inventory + TASK)
+    done = nornir_bench("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"nornir-bench: error: job.yaml: inventory: {said}\n"
+    assert "leak" not in done.stderr
