@@ -127,11 +127,25 @@ def jump_from(
 
 @dataclass
 class _Held:
-    """One connection to a bastion and the devices' sessions it carries now."""
+    """One connection to a bastion and the device sessions it carries now (those opening
+    included): the bookkeeping both pools share. The callers hold their pool's lock."""
 
     connection: Any
     carried: int = 0
-    closed: bool = False  # closing: taken by no new session, even before asyncssh says closed
+    closed: bool = False  # closing: taken by no new session, even before its library says so
+
+    def release(self) -> None:
+        """One session fewer; idle, the connection is closed (not left open past the run)."""
+        self.carried -= 1
+        if self.carried == 0:
+            self.closed = True
+            self.connection.close()
+
+
+def _free(held: list[_Held], jump: JumpHost, alive: Callable[[Any], bool]) -> _Held | None:
+    """Of ``held`` (pruned of closed connections), one with room for another session."""
+    held[:] = [h for h in held if not h.closed and alive(h.connection)]
+    return next((h for h in held if h.carried < jump.max_sessions), None)
 
 
 class _Attempts:
@@ -184,8 +198,7 @@ class _AsyncBastions:
         held = self.held.setdefault(jump, [])
         seen = self.attempts.seen(jump)
         async with self.opening.setdefault(jump, asyncio.Lock()):
-            held[:] = [h for h in held if not (h.closed or h.connection.is_closed())]
-            free = next((h for h in held if h.carried < jump.max_sessions), None)
+            free = _free(held, jump, lambda connection: not connection.is_closed())
             if free is None:
                 self.attempts.check(jump, seen)
                 attempt = self.attempts.attempt(jump)
@@ -236,22 +249,16 @@ async def atunnel(
         bastions = _ASYNC[loop] = _AsyncBastions()
     connection, held = await bastions.tunnel(jump, trust, timeout)
 
-    def release() -> None:
-        held.carried -= 1
-        if held.carried == 0:  # idle: closed, not left open past the run
-            held.closed = True
-            connection.close()
-
-    def carried(session: Any) -> None:
+    def carried(session: Any) -> None:  # on the loop: its one thread needs no lock
         if session is None:
-            release()
+            held.release()
             return
 
         async def freed() -> None:
             try:
                 await session.wait_closed()
             finally:
-                release()
+                held.release()
 
         task = loop.create_task(freed())
         _WATCHING.add(task)
@@ -267,51 +274,48 @@ _WATCHING: set[asyncio.Task[None]] = set()
 
 
 class _Bastions:
-    """The bastion connections of this process (paramiko transports), by bastion, and the
-    channels each carries."""
+    """The bastion connections of this process (paramiko transports), by bastion. A lock per
+    bastion, held to pick or open a connection, not while a channel opens: a slow bastion
+    holds up neither the others nor its own open connections' logins."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.held: dict[JumpHost, list[tuple[Any, list[Any]]]] = {}
+        self.locks: dict[JumpHost, threading.Lock] = {}
+        self.locks_lock = threading.Lock()
+        self.held: dict[JumpHost, list[_Held]] = {}
         self.attempts = _Attempts()
 
     def channel(
         self, jump: JumpHost, trust: Trust, hostname: str, port: int, timeout: float
     ) -> Any:
+        with self.locks_lock:
+            lock = self.locks.setdefault(jump, threading.Lock())
         seen = self.attempts.seen(jump)
-        with self.lock:
+        with lock:
             held = self.held.setdefault(jump, [])
-            held[:] = [(t, [c for c in chans if not c.closed]) for t, chans in held
-                       if t.is_active()]
-            free = next(((t, c) for t, c in held if len(c) < jump.max_sessions), None)
+            free = _free(held, jump, lambda transport: transport.is_active())
             if free is None:
                 self.attempts.check(jump, seen)
                 attempt = self.attempts.attempt(jump)
                 try:
-                    free = (_connect(jump, trust, timeout), [])
+                    free = _Held(_connect(jump, trust, timeout))
                 except Exception as exc:
                     self.attempts.failure(jump, attempt, exc)
                     raise
                 held.append(free)
-            transport, channels = free
-            opened = transport.open_channel(
+            free.carried += 1
+
+        def release() -> None:
+            with lock:
+                free.release()
+
+        try:
+            opened = free.connection.open_channel(
                 "direct-tcpip", (hostname, port), ("127.0.0.1", 0), timeout=timeout
             )
-            channels.append(opened)
-            return _Carried(opened, lambda: self.release(transport, opened))
-
-    def release(self, transport: Any, channel: Any) -> None:
-        """``channel`` closed: ``transport`` closed too once it carries none (not left
-        open, with its thread, past the run)."""
-        with self.lock:
-            for held in self.held.values():
-                for index, (t, channels) in enumerate(held):
-                    if t is transport:
-                        channels[:] = [c for c in channels if c is not channel and not c.closed]
-                        if not channels:
-                            del held[index]
-                            transport.close()
-                        return
+        except BaseException:
+            release()
+            raise
+        return _Carried(opened, release)
 
 
 class _Carried:
