@@ -136,6 +136,7 @@ def login_timed_out(exc: BaseException) -> bool:
         exc.__cause__, (TimeoutError, asyncio.TimeoutError)
     )
 
+
 def driver_options(extras: dict[str, Any], check: HostKeyCheck, timeout: float) -> dict[str, Any]:
     """scrapli's driver options for a login: the host's ``extras`` over the login's timeouts,
     with the host-key check given to asyncssh (scrapli's own, ``auth_strict_key``, comes after

@@ -142,32 +142,32 @@ class ScrapliSession:
         trust = trust_of(host, CONNECTION_NAME)
         check = HostKeyCheck(trust, host.name, hostname, port or 22)
         options = driver_options(params.extras or {}, check, timeout)
-        jump, carried = jump_host_of(host), None
-        if jump is not None:  # the device's session in a tunnel of the bastion's connection
-            tunnel, carried = await atunnel(jump, trust, timeout)
-            options["transport_options"]["asyncssh"]["tunnel"] = tunnel
         if "transport" in options:
             raise ValueError(
                 f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
                 f"connection_options.{CONNECTION_NAME}.extras"
             )
-        driver = scrapli_driver(
-            scrapli_platform(params.platform),
-            host=hostname,
-            port=port or 22,
-            auth_username=params.username or "",
-            auth_password=params.password or "",
-            transport="asyncssh",
-            **options,
-        )
-        self._privileged = privileged_level(driver)
-        if enable:
-            self._can_enable()
-        else:  # else scrapli's login goes on to the privileged level, as it does
-            stay_where_logged_in(driver)
-        self._loop = asyncio.get_running_loop()
-        self.connection = driver
-        try:
+        jump, carried = jump_host_of(host), None
+        try:  # from the bastion's place on: what fails gives it back
+            if jump is not None:  # the device's session in a tunnel of the bastion's connection
+                tunnel, carried = await atunnel(jump, trust, timeout)
+                options["transport_options"]["asyncssh"]["tunnel"] = tunnel
+            driver = scrapli_driver(
+                scrapli_platform(params.platform),
+                host=hostname,
+                port=port or 22,
+                auth_username=params.username or "",
+                auth_password=params.password or "",
+                transport="asyncssh",
+                **options,
+            )
+            self._privileged = privileged_level(driver)
+            if enable:
+                self._can_enable()
+            else:  # else scrapli's login goes on to the privileged level, as it does
+                stay_where_logged_in(driver)
+            self._loop = asyncio.get_running_loop()
+            self.connection = driver
             await driver.open()
         except BaseException as exc:
             if carried is not None:
@@ -394,4 +394,3 @@ def _close_channel_log(driver: Any) -> None:
     if log is not None and hasattr(log, "close"):
         with contextlib.suppress(Exception):
             log.close()
-

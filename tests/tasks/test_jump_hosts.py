@@ -38,6 +38,7 @@ class Bastion:
     key: asyncssh.SSHKey
     logins: list[str] = field(default_factory=list)  # passwords offered
     tunnels: list[tuple[str, int]] = field(default_factory=list)
+    ended: int = 0  # connections closed, by either side
 
     def line(self) -> str:
         return f"[127.0.0.1]:{self.port} {self.key.export_public_key().decode().strip()}\n"
@@ -63,6 +64,9 @@ def bastion() -> Iterator[Bastion]:
         ) -> bool:
             jump.tunnels.append((dest_host, dest_port))
             return dest_host == "127.0.0.1"  # loopback only
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            jump.ended += 1
 
     with ssh_server(jump.key, Jump) as jump.port:
         yield jump
@@ -238,3 +242,34 @@ def test_a_channel_closed_twice_after_its_bastion_connection_closed_says_nothing
         again = channel_through(through, trust, "127.0.0.1", device.port, 10)  # a new one
         again.close()
     assert len(jump.logins) == 2 and jump.tunnels == [("127.0.0.1", device.port)] * 2
+
+
+def test_a_login_refused_before_it_opens_gives_its_bastion_place_back(tmp_path: Path) -> None:
+    """``enable`` on a platform without privilege levels is refused after the tunnel was
+    taken: the bastion's connection, carrying nothing, must close (it stayed open, its place
+    held, until the process ended)."""
+    from nornir_bench.tasks import asend_command
+    from tests.waiting import wait_until
+
+    known = tmp_path / "known_hosts"
+    with bastion() as jump, impostor() as device:
+        known.write_text(jump.line() + device.line())
+        (tmp_path / "hosts.yaml").write_text(json.dumps({
+            "h0": {"hostname": "127.0.0.1", "port": device.port, "platform": "generic"}
+        }))
+        (tmp_path / "defaults.yaml").write_text(json.dumps({
+            "username": "admin", "password": PASSWORD,
+            "data": {"known_hosts": str(known), "jump_host": jump_data(jump)},
+        }))
+        nr = InitNornir(
+            runner={"plugin": "asyncio"},
+            inventory={"plugin": "SimpleInventory", "options": {
+                "host_file": str(tmp_path / "hosts.yaml"),
+                "defaults_file": str(tmp_path / "defaults.yaml")}},
+            logging={"enabled": False},
+        )
+        result = nr.run(task=asend_command, command="show clock", enable=True)
+        assert "enable needs a platform with privilege levels" in str(result["h0"][0].exception)
+        assert len(jump.logins) == 1
+        wait_until(lambda: jump.ended == 1, "the idle bastion connection closed")
+
