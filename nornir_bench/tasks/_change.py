@@ -128,7 +128,7 @@ class AroundChange:
     def __init__(self, how: ChangeOptions) -> None:
         self.how = how
         self.outcomes = [CheckOutcome(check) for check in how.checks]
-        self.journaled = False
+        self.journal: str | None = None  # where its pending entry was written, if it was
 
     def records(self) -> list[dict[str, Any]]:
         return [outcome.record() for outcome in self.outcomes]
@@ -154,11 +154,11 @@ class AroundChange:
             return
         append_entry(how.journal, how.host, PENDING, backup=backup, task=how.task,
                      until=time.time() + how.confirm)
-        self.journaled = True
+        self.journal = how.journal
 
     def ended(self, state: str) -> None:
-        if self.journaled:
-            append_entry(str(self.how.journal), self.how.host, state)
+        if self.journal is not None:
+            append_entry(self.journal, self.how.host, state)
 
     def read_after(self) -> Plan[str | None]:
         """Why the change must be undone (``None``: every check holds): the checks read once,
