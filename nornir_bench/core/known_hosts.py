@@ -3,9 +3,10 @@
 
 Each file (``~/.ssh/known_hosts``, and the one an inventory names: data ``known_hosts``) is
 kept as an index of its lines by the host they name, brought up to date at each lookup by
-reading only what was appended since (all of it again once the file was replaced or cut): a
-login costs a stat and the few lines about its host, whatever the file's size and however
-often other processes append to it. Hashed names are matched by their HMAC, so a hashed file
+reading only what was appended since (all of it again once the file was replaced, cut or
+rewritten where it stands, which the bytes at both ends of what was read tell): a login
+costs a stat and the few lines about its host, whatever the file's size and however often
+other processes append to it. Hashed names are matched by their HMAC, so a hashed file
 (OpenSSH's ``HashKnownHosts``) is not parsed whole either. asyncssh then matches the lines
 found (``[host]:port``, patterns, ``@revoked``).
 
@@ -25,6 +26,7 @@ import hmac
 import itertools
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +54,12 @@ KNOWN_HOSTS = "known_hosts"
 """The inventory data key naming a known-hosts file (host, group or defaults)."""
 
 
+_SAMPLE = 4096
+"""Bytes compared at each end of what was read, to tell an append from a rewrite."""
+_GRAIN_NS = 2_000_000_000
+"""The coarsest step of a file system's clock (FAT's; Linux's own step with the kernel tick)."""
+
+
 class KnownHostsError(NornirBenchError):
     """A known-hosts file that cannot be read or written, or a setting not allowed."""
 
@@ -66,9 +74,13 @@ class _Index:
         self._clear()
 
     def _clear(self) -> None:
-        self.identity: tuple[int, int] | None = None
-        self.offset = 0
-        self.unended = False  # its last line has no newline yet
+        self.identity: tuple[int, int] | None = None  # st_dev, st_ino
+        self.stamp: tuple[int, int, int] | None = None  # size and times when last read
+        self.read_at = 0  # when the last read began (time.time_ns)
+        self.offset = 0  # the whole lines read
+        self.seen = 0  # and the start of one being written
+        self.head = b""  # the first bytes read and the last ones: what an append keeps
+        self.tail = b""
         self.named: dict[str, list[str]] = {}
         self.hashed: list[tuple[bytes, bytes, str]] = []
         self.others: list[str] = []
@@ -82,7 +94,7 @@ class _Index:
             return
         except OSError as exc:
             raise _unreadable(path, exc) from None
-        if (found.st_dev, found.st_ino) == self.identity and found.st_size == self.offset:
+        if self.stamp == _stamp(found) and not self._racy():
             return
         try:
             with open(path, "rb") as file:
@@ -92,19 +104,53 @@ class _Index:
         except OSError as exc:
             raise _unreadable(path, exc) from None
 
+    def _racy(self) -> bool:
+        """A change in the same tick of the file's clock as the last read would leave its
+        size and times as they were (git's "racy clean")."""
+        return self.stamp is not None and max(self.stamp[1:]) + _GRAIN_NS > self.read_at
+
+    def _continues(self, file: Any, found: os.stat_result) -> bool:
+        """Whether what was read is still the start of ``file``: what follows is all that
+        changed. Rewritten where it stands (an editor, ``cp``), the file keeps its inode and
+        may keep its size and even its times: the bytes at both ends of what was read tell."""
+        if (found.st_dev, found.st_ino) != self.identity or found.st_size < self.offset:
+            return False
+        if self.stamp == _stamp(found):
+            if self._racy() and time.time_ns() >= max(self.stamp[1:]) + _GRAIN_NS:
+                return False  # read whole once its clock moved on: the index is clean again
+        elif self.stamp is not None and found.st_size <= self.seen:
+            return False  # written, and nothing appended: rewritten
+        fd = file.fileno()
+        return (
+            os.pread(fd, len(self.head), 0) == self.head
+            and os.pread(fd, len(self.tail), self.offset - len(self.tail)) == self.tail
+        )
+
     def catch_up(self, file: Any) -> None:
-        """Read what was appended to ``file`` since (all of it if it was replaced or cut)."""
-        found = os.fstat(file.fileno())
-        identity = (found.st_dev, found.st_ino)
-        if identity != self.identity or found.st_size < self.offset:
+        """Read what was appended to ``file`` since (all of it if it was replaced, cut or
+        rewritten)."""
+        fd = file.fileno()
+        found = os.fstat(fd)
+        if not self._continues(file, found):
             self._clear()
-            self.identity = identity
+            self.identity = (found.st_dev, found.st_ino)
+        self.read_at = time.time_ns()
         file.seek(self.offset)
         data = file.read()
         whole = data[: data.rfind(b"\n") + 1]  # a line being written: once it is whole
+        if len(self.head) < _SAMPLE:
+            self.head = (self.head + whole)[:_SAMPLE]
+        self.tail = (self.tail + whole)[-_SAMPLE:]
+        self.seen = self.offset + len(data)
         self.offset += len(whole)
-        self.unended = len(whole) < len(data)
         self.take(whole.decode("utf-8", errors="replace"))
+        after = os.fstat(fd)  # the times of what was read; none if more came meanwhile
+        self.stamp = _stamp(after) if after.st_size == self.seen else None
+
+    @property
+    def unended(self) -> bool:
+        """Its last line has no newline yet."""
+        return self.seen > self.offset
 
     def take(self, text: str) -> None:
         for line in text.splitlines(keepends=True):
@@ -272,6 +318,10 @@ def run_files(defaults: Any, groups: Iterable[Any], hosts: Iterable[Any]) -> lis
         if isinstance(path, (str, os.PathLike)):
             named.append(os.fspath(path))
     return list(dict.fromkeys(named))
+
+
+def _stamp(found: os.stat_result) -> tuple[int, int, int]:
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns
 
 
 def _ending(text: str) -> str:

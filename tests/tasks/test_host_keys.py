@@ -306,3 +306,40 @@ def test_hashed_names_patterns_and_revoked_lines_are_understood(tmp_path: Path) 
     with known.open("a") as more:  # appended by ssh-keyscan meanwhile: seen at the next login
         more.write(f"[10.4.4.4]:2201 {text[0]}\n")
     assert fingerprints(matched(files, "10.4.4.4", 2201)[0]) == [keys[0].get_fingerprint()]
+
+
+def test_a_file_rewritten_in_place_is_read_again_whatever_its_size_and_times(
+    tmp_path: Path,
+) -> None:
+    """A known-hosts file rewritten where it stands (an editor, ``cp``, a script's
+    ``write_text``) keeps its inode: a key swapped for one of the same length kept the size
+    too, the old key stayed trusted, the new one looked unknown and accept-new gave it the
+    password."""
+    from nornir_bench.core.known_hosts import matched
+
+    keys = [asyncssh.generate_private_key("ssh-ed25519") for _ in range(3)]
+    lines = [f"[10.5.5.5]:2201 {k.export_public_key().decode().strip()}\n" for k in keys]
+    known = tmp_path / "known_hosts"
+    files = (str(known),)
+
+    def trusted() -> list[str]:
+        return [k.get_fingerprint() for k in matched(files, "10.5.5.5", 2201)[0]]
+
+    known.write_text(lines[0])
+    assert trusted() == [keys[0].get_fingerprint()]
+    inode = known.stat().st_ino
+    known.write_text(lines[1])  # the same size, the same inode
+    assert known.stat().st_ino == inode and len(lines[0]) == len(lines[1])
+    assert trusted() == [keys[1].get_fingerprint()]
+    before = known.stat()
+    known.write_text(lines[2])  # as ``cp -p`` does: the old times put back
+    os.utime(known, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert trusted() == [keys[2].get_fingerprint()]
+    known.write_text("# hosts\n" + lines[0])  # grown, not appended to
+    assert trusted() == [keys[0].get_fingerprint()]
+    known.write_text("# hosts\n" + lines[1] + lines[2])  # grown again, its start unchanged
+    assert trusted() == [keys[1].get_fingerprint(), keys[2].get_fingerprint()]
+    known.write_text("# hosts\n" + lines[2])  # and what record() reads under its lock
+    assert [k.get_fingerprint() for k in record(str(known), "10.5.5.5", 2201, keys[0])] == [
+        keys[2].get_fingerprint()
+    ]
