@@ -92,3 +92,32 @@ def test_login_retries_0_turns_it_off(runner: Runner, kind: str, tmp_path: Path)
     for multi in result.values():
         assert not isinstance(multi[0].exception, LoginRefused)  # the library's own error
         assert attempts_of(multi)[0] == 1
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(POLICIES, cases=each_kind))
+def test_a_wrong_password_after_a_refused_login_is_not_tried_again(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    """A server that drops the first login before authentication (MaxStartups), then refuses
+    the password: the host tried again fails with the wrong password. The library's error of
+    the second try carried the first's connection loss within it, the run took it for one
+    more throttled login, and offered the wrong password 10 times more (an AAA server locks
+    the account)."""
+    from tests.tasks.test_jump_hosts import bastion
+
+    with bastion() as server:
+        server.refuse = 1
+        folder = inventory(tmp_path, server.port, password="wrong")
+        with (folder / "known_hosts").open("a") as known:
+            known.write(server.line())
+        result = show_clock(folder, runner, kind)
+    assert set(result.failed_hosts) == {f"h{k}" for k in range(HOSTS)}
+    tries = 0
+    for multi in result.values():
+        assert not isinstance(multi[0].exception, LoginRefused), multi[0].exception
+        attempts, failed = attempts_of(multi)
+        assert [f.exception for f in failed] == ["LoginRefused"] * (attempts - 1)
+        assert attempts <= 2
+        tries += attempts
+    assert tries == HOSTS + 1  # the one refused, tried once more
+    assert len(server.logins) == HOSTS  # each host offered its password once

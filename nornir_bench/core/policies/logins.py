@@ -53,6 +53,15 @@ _CONNECTING = (
     ("start_client", "paramiko/transport.py"),
 )
 _CHAIN_DEPTH = 8
+# The SSH libraries' words for a login the server answered with "no": paramiko, netmiko,
+# asyncssh, scrapli.
+_AUTHENTICATION_REFUSED = frozenset({
+    "AuthenticationException",
+    "BadAuthenticationType",
+    "NetmikoAuthenticationException",
+    "PermissionDenied",
+    "ScrapliAuthenticationFailed",
+})
 
 
 def server_of(host: Host) -> str:
@@ -61,19 +70,28 @@ def server_of(host: Host) -> str:
 
 
 def refused_before_login(error: BaseException) -> bool:
-    """Whether ``error`` says the SSH server closed the connection before authentication."""
-    return any(_refusal(e) for e in _chain(error))
+    """Whether ``error`` says the SSH server closed the connection before authentication.
+
+    An authentication refused is the server's answer, whatever it was raised during (paramiko's
+    "Authentication failed" of a login tried again carries the reader thread's ``EOFError``):
+    a wrong password is not tried again, nor counted as a throttled login."""
+    for cause in causes(error):
+        for raised in _chain(cause):
+            if type(raised).__name__ in _AUTHENTICATION_REFUSED:
+                break
+            if _refusal(raised):
+                return True
+    return False
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
-    """``error``, its failed subtasks' errors, and what each was raised from or during."""
-    for cause in causes(error):
-        seen = 0
-        current: BaseException | None = cause
-        while current is not None and seen < _CHAIN_DEPTH:
-            yield current
-            seen += 1
-            current = current.__cause__ or current.__context__
+    """``error`` and what it was raised from or during, the outermost first."""
+    seen = 0
+    current: BaseException | None = error
+    while current is not None and seen < _CHAIN_DEPTH:
+        yield current
+        seen += 1
+        current = current.__cause__ or current.__context__
 
 
 def _refusal(error: BaseException) -> bool:
