@@ -29,6 +29,7 @@ def ssh_server(
     class Tracked(server_class):  # type: ignore[misc, valid-type]
         def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
             connections.append(conn)
+            super().connection_made(conn)
 
     async def serve() -> int:
         listener = await asyncssh.listen(

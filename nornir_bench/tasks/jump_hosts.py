@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.known_hosts import KnownHostsError
+from nornir_bench.core.policies.logins import refused_before_login
 from nornir_bench.tasks.host_keys import (
     HostKeyCheck,
     HostKeyError,
@@ -179,11 +180,16 @@ class JumpHostUnreachable(ConnectionError):
 
 
 def _again(jump: JumpHost, exc: BaseException) -> BaseException:
+    """What a login that waited for the failed attempt ``exc`` fails with: one refused before
+    login (the bastion's MaxStartups) is tried again, as the login that saw it is."""
     if isinstance(exc, HostKeyError):
         return copy.copy(exc)
-    return JumpHostUnreachable(
+    unreachable = JumpHostUnreachable(
         f"jump host {jump.where}: {type(exc).__name__}: {exc or 'no answer'}"
     )
+    if refused_before_login(exc):
+        unreachable.__cause__ = exc
+    return unreachable
 
 
 class _AsyncBastions:

@@ -4,6 +4,7 @@ password offered to it; both hosts' keys are checked."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -39,6 +40,8 @@ class Bastion:
     logins: list[str] = field(default_factory=list)  # passwords offered
     tunnels: list[tuple[str, int]] = field(default_factory=list)
     ended: int = 0  # connections closed, by either side
+    refuse: int = 0  # the first connections closed before login (OpenSSH's MaxStartups)
+    connections: int = 0
 
     def line(self) -> str:
         return f"[127.0.0.1]:{self.port} {self.key.export_public_key().decode().strip()}\n"
@@ -49,6 +52,11 @@ def bastion() -> Iterator[Bastion]:
     jump = Bastion(0, asyncssh.generate_private_key("ssh-ed25519"))
 
     class Jump(asyncssh.SSHServer):
+        def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+            jump.connections += 1
+            if jump.connections <= jump.refuse:  # before login, as OpenSSH's MaxStartups
+                asyncio.get_running_loop().call_soon(conn.abort)
+
         def begin_auth(self, username: str) -> bool:
             return True
 
@@ -273,3 +281,45 @@ def test_a_login_refused_before_it_opens_gives_its_bastion_place_back(tmp_path: 
         assert len(jump.logins) == 1
         wait_until(lambda: jump.ended == 1, "the idle bastion connection closed")
 
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)
+def test_a_bastion_login_refused_before_authentication_is_tried_again_for_every_host(
+    runner: str, task: Any, tmp_path: Path
+) -> None:
+    """A bastion under many logins drops some before they authenticate (OpenSSH's
+    MaxStartups): safe to try again, as a device's refused login is. The hosts that waited for
+    that login failed with it, JumpHostUnreachable, for good."""
+    known = tmp_path / "known_hosts"
+    with bastion() as jump, impostor() as device:
+        jump.refuse = 1
+        known.write_text(jump.line() + device.line())
+        errors = run_through(jump, device, tmp_path, runner, task, known_hosts=str(known),
+                             jump_host=jump_data(jump))
+    assert not [e for e in errors.values() if "JumpHostUnreachable" in repr(e)], errors
+    assert len(device.passwords) == len(errors)  # every host reached its device
+    assert jump.connections > jump.refuse
+
+
+def test_a_login_that_waited_for_a_refused_bastion_login_is_tried_again_too() -> None:
+    """The logins that waited for a bastion login the bastion refused before authentication
+    fail with it at once (JumpHostUnreachable), and are tried again as it is: they failed
+    for good, though nothing was wrong but the moment."""
+    from nornir_bench.core.policies.logins import refused_before_login
+    from nornir_bench.tasks.jump_hosts import JumpHost, JumpHostUnreachable, _again
+    from tests.core.test_logins import closing_port
+
+    async def login(port: int) -> None:
+        await asyncssh.connect("127.0.0.1", port, known_hosts=None, username="ops",
+                               password=JUMP_PASSWORD)
+
+    with closing_port() as (port, _):
+        try:
+            asyncio.run(login(port))
+        except (asyncssh.Error, OSError) as exc:
+            refused: BaseException = exc
+    assert refused_before_login(refused)
+    jump = JumpHost("127.0.0.1", port, "ops", JUMP_PASSWORD, 10)
+    waited = _again(jump, refused)
+    assert isinstance(waited, JumpHostUnreachable) and refused_before_login(waited)
+    assert not refused_before_login(_again(jump, TimeoutError()))  # a dead bastion: once
