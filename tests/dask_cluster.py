@@ -28,11 +28,14 @@ from distributed.security import Security
 __all__ = ["DaskCluster", "SharedClusterOptions", "dask_cluster", "shared_address"]
 
 START_SECONDS = 60.0
+SITE_ENV = "NORNIR_BENCH_TEST_SITE"
 
 
 class DaskCluster:
     """A scheduler and ``workers`` worker processes on loopback (stop with :meth:`stop`);
-    ``worker_path``: folders the workers import from first (the scheduler does not)."""
+    ``worker_path``: folders the workers import from first (the scheduler does not);
+    ``sites``: one worker more for each, serving that site (Dask resource ``site:NAME``), its
+    process's environment saying which (``SITE_ENV``)."""
 
     def __init__(
         self,
@@ -41,6 +44,7 @@ class DaskCluster:
         tls: bool = False,
         nanny: bool = True,
         worker_path: Sequence[str] = (),
+        sites: Sequence[str] = (),
     ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="nornir-bench-test-dask-"))
         self.security: Security | None = None
@@ -74,17 +78,26 @@ class DaskCluster:
             ],
             env=env, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        self.workers = subprocess.Popen(
-            [
-                sys.executable, "-m", "distributed.cli.dask_worker",
-                "--scheduler-file", str(scheduler_file), "--host", "127.0.0.1",
-                "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard",
-                "--local-directory", str(self.folder), "--death-timeout", "30",
-                *(["--nanny"] if nanny else ["--no-nanny"]), *tls_args,
-            ],
-            env={**env, "PYTHONPATH": os.pathsep.join([*worker_path, *path])},
-            cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        worker_env = {**env, "PYTHONPATH": os.pathsep.join([*worker_path, *path])}
+        kinds = [(workers, [], worker_env)] if workers else []
+        kinds += [
+            (1, ["--resources", f"site:{site}=1"], {**worker_env, SITE_ENV: site})
+            for site in sites
+        ]
+        self.worker_processes = [
+            subprocess.Popen(
+                [
+                    sys.executable, "-m", "distributed.cli.dask_worker",
+                    "--scheduler-file", str(scheduler_file), "--host", "127.0.0.1",
+                    "--nworkers", str(count), "--nthreads", "1", "--no-dashboard",
+                    "--local-directory", str(self.folder), "--death-timeout", "30",
+                    *(["--nanny"] if nanny else ["--no-nanny"]), *tls_args, *extra,
+                ],
+                env=process_env, cwd=self.folder,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            for count, extra, process_env in kinds
+        ]
         deadline = time.monotonic() + START_SECONDS
         self.address = ""
         while not self.address:
@@ -96,7 +109,7 @@ class DaskCluster:
                     raise RuntimeError("the test's Dask scheduler did not start") from None
                 time.sleep(0.02)
         with self.client() as client:
-            client.wait_for_workers(workers, timeout=START_SECONDS)
+            client.wait_for_workers(workers + len(sites), timeout=START_SECONDS)
 
     @contextmanager
     def client(self) -> Iterator[Client]:
@@ -113,7 +126,7 @@ class DaskCluster:
         return pids
 
     def stop(self) -> None:
-        for process in (self.workers, self.scheduler):
+        for process in (*self.worker_processes, self.scheduler):
             if process.poll() is None:
                 process.terminate()
             try:
@@ -149,7 +162,7 @@ def shared_pids() -> set[int]:
     the session's, not a test's, whichever test started them."""
     if _shared is None:
         return set()
-    return {_shared.scheduler.pid, _shared.workers.pid}
+    return {_shared.scheduler.pid, *(p.pid for p in _shared.worker_processes)}
 
 
 def stop_shared() -> None:

@@ -4,7 +4,9 @@ printing nothing useful, breaks silently otherwise."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -398,3 +400,24 @@ def test_the_bastion_benchmark_reaches_every_host_through_openssh(tmp_path: Path
         rf"^\| asyncio \| asend_command \| 30/30 \| 30/30 \| {N} \| {N} \| {N} \((met|MISSED)\) "
         r"\| [123] a run \|$", done.stdout, re.M
     ), done.stdout
+
+
+def test_the_sites_benchmark_runs_each_host_at_its_own_site(tmp_path: Path) -> None:
+    """bench_sites.py --quick: two sites, each a network namespace with its devices and a Dask
+    worker that cannot reach the other's, the scheduler and the client in a third: every host
+    ends ok on a worker of its own site, and site c's hosts (no worker) fail naming it. Its
+    namespaces are gone after it."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("network namespaces need root and iproute2")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_sites.py"), "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=200,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    for site in ("a", "b"):
+        line = rf"\| {site} \| 20/20 \| 20/20 \| {N} s, exit 1 \|"
+        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
+    assert "| c | failed naming the site: 4/4 | other failures: 0 | - |" in done.stdout
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "nbsite-" not in listed

@@ -23,6 +23,7 @@ __all__ = [
     "TaskExited",
     "TaskTimeout",
     "WorkerCrashed",
+    "NoWorkerForSite",
     "WorkerUnavailable",
 ]
 
@@ -292,6 +293,20 @@ class WorkerUnavailable(RuntimeError):
 
     def __reduce__(self) -> tuple[type[WorkerUnavailable], tuple[str]]:
         return (type(self), (self.reason,))
+
+
+class NoWorkerForSite(WorkerUnavailable):
+    """The host's ``site`` is served by none of the run's workers (none was started for it, or
+    the last one is gone): it never ran. The other sites' hosts run."""
+
+    def __init__(self, runner: str, site: str) -> None:
+        RuntimeError.__init__(self, f"no {runner} worker for site {site!r}")
+        self.runner = runner
+        self.site = site
+        self.reason = str(self)
+
+    def __reduce__(self) -> tuple[type[NoWorkerForSite], tuple[str, str]]:  # type: ignore[override]
+        return (type(self), (self.runner, self.site))
 
 
 def describe_exit(exitcode: int | None) -> str:

@@ -53,3 +53,55 @@ def test_places_free_as_hosts_end_and_once_only_when_their_results_come() -> Non
     dispatch.move(1, "b")  # Dask ran its chunk on b after a died
     assert (dispatch.room("a"), dispatch.room("b"), dispatch.out[1]) == (2, 2, "b")
     assert dispatch.back(1) == "b" and dispatch.room("b") == 3
+
+
+def sited(sites: list[str | None], serves: dict[str, set[str]], per_worker: int = 2) -> (
+    DispatchBook[str]
+):
+    nr = make_nornir("threadpool", hosts=len(sites))
+    plan = HostPlan(list(nr.inventory.hosts.values()), RunPolicy.build("test", {}))
+    made: DispatchBook[str] = DispatchBook(plan, {}, per_worker, sites)
+    for worker, its in serves.items():
+        made.add(worker, serves=its)
+    return made
+
+
+def test_a_host_of_a_site_goes_only_to_a_worker_serving_it() -> None:
+    dispatch = sited(["b", "a", None, "b", "a"], {"wa": {"a"}, "wb": {"b"}}, per_worker=4)
+    assert dispatch.take("wa", 4) == [1, 2, 4]  # b's hosts wait for wb; no site: anywhere
+    assert dispatch.waiting()
+    assert dispatch.take("wb", 4) == [0, 3]
+    assert dispatch.unserved() == [] and not dispatch.waiting()
+
+
+def test_a_site_no_worker_serves_has_its_hosts_unserved_and_the_others_go_on() -> None:
+    dispatch = sited(["a", "c", "a", "c"], {"wa": {"a"}})
+    assert dispatch.take("wa", 2) == [0, 2]
+    assert dispatch.unserved() == [(1, "c")]
+    assert dispatch.unserved() == []  # once
+    assert dispatch.take("wa", 2) == [] and dispatch.unserved() == [(3, "c")]
+    assert not dispatch.waiting()
+
+
+def test_the_last_worker_of_a_site_gone_leaves_its_waiting_hosts_unserved() -> None:
+    dispatch = sited(["a", "b", "b", "b"], {"wa": {"a"}, "wb": {"b"}, "wb2": {"b"}}, 1)
+    assert dispatch.take("wa", 1) == [0]
+    dispatch.sent("wa", [0], 0.0)
+    assert dispatch.take("wb", 1) == [1]
+    dispatch.sent("wb", [1], 0.0)
+    assert dispatch.take("wa", 1) == []  # 2 and 3 wait for b's workers
+    dispatch.release("wb2")  # retiring: b still has wb
+    assert dispatch.unserved() == []
+    assert dispatch.remove("wb") == [1]  # the last of b: what waits for it cannot run
+    assert dispatch.unserved() == [(2, "b"), (3, "b")]
+    dispatch.give_back([1])  # never ran: to a worker of its site, and there is none
+    assert dispatch.unserved() == [(1, "b")] and not dispatch.waiting()
+
+
+def test_hosts_given_back_go_first_to_a_worker_of_their_site() -> None:
+    dispatch = sited(["a", "b", "a", "a"], {"wa": {"a"}, "wab": {"a", "b"}}, per_worker=2)
+    assert dispatch.take("wa", 2) == [0, 2]
+    dispatch.sent("wa", [0, 2], 0.0)
+    dispatch.give_back(dispatch.remove("wa"))
+    assert dispatch.take("wab", 2) == [0, 2]  # given back, ahead of the plan's
+    assert dispatch.take("wab", 2) == [1, 3]

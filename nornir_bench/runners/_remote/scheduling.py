@@ -27,7 +27,7 @@ import time
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from nornir_bench.core.exceptions import WorkerUnavailable
+from nornir_bench.core.exceptions import NoWorkerForSite, WorkerUnavailable
 from nornir_bench.core.stopping import POLL_SECONDS
 from nornir_bench.runners._core.lifecycle import Transport
 from nornir_bench.runners._remote import watchdog
@@ -100,9 +100,10 @@ class RemoteScheduling(Transport, Generic[W]):
     def _send(self) -> None:
         """Hosts out to every worker with room, as the plan lets them start, until none more
         can go: a host held for another worker (its connections are there) is sent when that
-        worker's turn comes, so no host waits for a worker with room. Each worker is filled
-        before the next, in order: a crash then takes one worker's hosts in flight, not a
-        share of everybody's (the crash rule runs the others again together)."""
+        worker's turn comes, so no host waits for a worker with room; nor does a host of a
+        site no worker serves: it fails, naming the site. Each worker is filled before the
+        next, in order: a crash then takes one worker's hosts in flight, not a share of
+        everybody's (the crash rule runs the others again together)."""
         book = self.book
         while True:
             fed = False
@@ -113,6 +114,8 @@ class RemoteScheduling(Transport, Generic[W]):
                     self._ship(worker, chunk)
                     self.heard[worker] = time.monotonic()
                     fed = True
+            for index, site in book.unserved():
+                self.settle.failed(index, NoWorkerForSite(self.what, site))
             if not fed:
                 return
 

@@ -1,17 +1,20 @@
-"""Asking a Dask cluster's workers something (``Client.run``) from the runner's thread, within a
-bounded time, and without a Ctrl-C cancelling the question half-asked."""
+"""Asking a Dask cluster's workers something (``Client.run``, ``Client.scatter``) from the
+runner's thread, within a bounded time, and without a Ctrl-C cancelling the question
+half-asked."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from distributed import Client
+    from distributed import Client, Future
 
-__all__ = ["RUN_ON_WORKERS_SECONDS", "run_on_workers"]
+__all__ = ["RUN_ON_WORKERS_SECONDS", "on_client_loop", "run_on_workers", "scatter_to"]
+
+T = TypeVar("T")
 
 RUN_ON_WORKERS_SECONDS = 30.0
 """How long asking workers something through ``Client.run`` may take at most: a worker that
@@ -27,21 +30,42 @@ def run_on_workers(
     timeout: float = RUN_ON_WORKERS_SECONDS,
 ) -> dict[str, Any]:
     """``client.run`` within ``timeout`` seconds (``TimeoutError`` past them): even with
-    ``wait=False`` Dask waits for each worker to take the call, and one never does.
+    ``wait=False`` Dask waits for each worker to take the call, and one never does."""
+    answer = on_client_loop(
+        client, lambda: client._run(function, *args, workers=workers, wait=wait), timeout
+    )
+    return answer or {}
+
+
+def scatter_to(
+    client: Client, data: Any, workers: list[str], timeout: float = RUN_ON_WORKERS_SECONDS
+) -> Future[Any]:
+    """``data`` on each of ``workers`` (Dask's broadcast: one gets it, the others copy it from
+    one another), within ``timeout`` seconds (``TimeoutError`` past them: a worker that cannot
+    reach the others waits for the copy without end)."""
+    return on_client_loop(
+        client,
+        lambda: client._scatter(data, workers=workers, broadcast=True, hash=False),
+        timeout,
+    )
+
+
+def on_client_loop(client: Client, make: Callable[[], Awaitable[T]], timeout: float) -> T:
+    """What the coroutine ``make()`` gives, run on the client's loop within ``timeout``
+    seconds (``TimeoutError`` past them).
 
     A ``KeyboardInterrupt`` while waiting (a second Ctrl-C) leaves the call going on the
     client's loop, to its end within ``timeout``: ``client.sync`` would cancel it, and one
-    cancelled before it began never runs its ``Client._run`` (the workers are not told; Python
+    cancelled before it began never runs (``Client._run``: the workers are not told; Python
     warns of a coroutine never awaited)."""
     loop = client.loop
     if loop is None or loop.asyncio_loop.is_closed():  # type: ignore[attr-defined]
         raise RuntimeError("the Dask client's loop is closed")
-    answer: concurrent.futures.Future[dict[str, Any] | None] = concurrent.futures.Future()
+    answer: concurrent.futures.Future[T] = concurrent.futures.Future()
 
     async def ask() -> None:
         try:
-            call = client._run(function, *args, workers=workers, wait=wait)
-            answer.set_result(await asyncio.wait_for(call, timeout))
+            answer.set_result(await asyncio.wait_for(make(), timeout))
         except BaseException as exc:  # noqa: BLE001 - the caller's to raise
             answer.set_exception(exc)
 
@@ -51,7 +75,7 @@ def run_on_workers(
         task.add_done_callback(_ASKING.discard)
 
     loop.add_callback(start)
-    return answer.result(timeout + ANSWER_GRACE_SECONDS) or {}
+    return answer.result(timeout + ANSWER_GRACE_SECONDS)
 
 
 ANSWER_GRACE_SECONDS = 5.0

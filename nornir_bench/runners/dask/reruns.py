@@ -10,11 +10,17 @@ scheduler plugin (:class:`CrashReruns`) raises the chunk's count of suspicious d
 starts processing, so that the next death past its own allowance fails it. Reruns beyond the
 scheduler's ``allowed-failures`` are not possible; the runner's embedded cluster sets it high
 enough.
+
+A chunk of a site's hosts may run only on that site's workers. Once its worker died and none of
+them is left, Dask would keep it waiting for one ("no-worker") without end: the plugin fails it
+at once with :class:`NoWorkerLeft`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from typing import TYPE_CHECKING, Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin
@@ -22,7 +28,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 if TYPE_CHECKING:
     from distributed import Scheduler
 
-__all__ = ["PLUGIN_NAME", "PREFIX", "CrashReruns", "chunk_key", "reruns_of"]
+__all__ = ["PLUGIN_NAME", "PREFIX", "CrashReruns", "NoWorkerLeft", "chunk_key", "reruns_of"]
 
 PLUGIN_NAME = "nornir-bench-crash-reruns"
 PREFIX = "nornir-bench-chunk-"
@@ -43,6 +49,11 @@ def reruns_of(key: object) -> int | None:
     return int(count) if count.isdigit() else None
 
 
+class NoWorkerLeft(Exception):
+    """A chunk's worker died, and none of the workers it may run on (those of its hosts'
+    site) is left."""
+
+
 class CrashReruns(SchedulerPlugin):
     """On the scheduler: each chunk fails with ``KilledWorker`` once more workers died running
     it than its key allows."""
@@ -56,11 +67,28 @@ class CrashReruns(SchedulerPlugin):
         self.scheduler = scheduler
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
-        if finish != "processing" or self.scheduler is None:
+        if finish not in ("processing", "no-worker") or self.scheduler is None:
             return
         reruns = reruns_of(key)
         if reruns is None:
             return
+        if finish == "no-worker":  # not in the midst of the scheduler's own transitions
+            asyncio.get_running_loop().call_soon(self._fail_unrunnable, key)
+            return
         task = self.scheduler.tasks.get(key)
         if task is not None:
             task.suspicious = max(task.suspicious, self.scheduler.allowed_failures - reruns)
+
+    def _fail_unrunnable(self, key: Any) -> None:
+        from distributed.protocol import pickle
+
+        scheduler = self.scheduler
+        task = None if scheduler is None else scheduler.tasks.get(key)
+        if scheduler is None or task is None or task.state != "no-worker":
+            return
+        stimulus = f"nornir-bench-no-worker-left-{time.time()}"
+        exception = pickle.dumps(NoWorkerLeft("no worker it may run on is left"))
+        scheduler.transitions(
+            scheduler.transition(key, "erred", stimulus, exception=exception, cause=key),
+            stimulus_id=stimulus,
+        )

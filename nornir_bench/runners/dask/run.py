@@ -16,7 +16,7 @@ import pickle
 import queue
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -25,7 +25,7 @@ from nornir_bench.runners._remote.book import DispatchBook
 from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts, pack_run
-from nornir_bench.runners.dask.asking import run_on_workers
+from nornir_bench.runners.dask.asking import RUN_ON_WORKERS_SECONDS, run_on_workers, scatter_to
 from nornir_bench.runners.dask.reruns import chunk_key
 from nornir_bench.runners.dask.worker import (
     ENDED,
@@ -109,7 +109,8 @@ class DaskChunks(RemoteScheduling[str]):
         client: connected, its workers holding the nornir-bench plugin.
         run: the run's lifecycle (planned).
         held: which worker keeps connections of which host, across runs.
-        workers: the Dask workers there are now, by address.
+        workers: the Dask workers there are now, by address: the sites each serves.
+        sites: each host's site, by index; ``None`` when no worker serves a site.
         where: the scheduler, in words, for messages.
     """
 
@@ -120,7 +121,8 @@ class DaskChunks(RemoteScheduling[str]):
         run: Lifecycle,
         held: HeldInWorkers[str],
         *,
-        workers: list[str],
+        workers: Mapping[str, frozenset[str]],
+        sites: Sequence[str | None] | None = None,
         where: str,
     ) -> None:
         super().__init__(run, "dask")
@@ -131,10 +133,10 @@ class DaskChunks(RemoteScheduling[str]):
         # Each chunk goes to a worker chosen here, that has room for it: a worker never has
         # more hosts than it runs at once, so none waits there (and none is dropped on a halt
         # after its start hook fired here).
-        self.book = DispatchBook(self.plan, held.holders, options.num_workers)
+        self.book = DispatchBook(self.plan, held.holders, options.num_workers, sites)
         now = time.monotonic()
-        for worker in workers:
-            self.book.add(worker)
+        for worker, serves in workers.items():
+            self.book.add(worker, serves=serves)
             self.heard[worker] = now
         # Not a method of this run: the settler would hold the run, and the run its results, in
         # a cycle that only a full collection frees once the user has dropped them.
@@ -143,6 +145,7 @@ class DaskChunks(RemoteScheduling[str]):
             settled=self.book.settled,
         )
         self.run_id = uuid.uuid4().hex[:12]
+        self.dead: set[str] = set()  # died running a chunk: not asked anything more
         self.chunk_size = options.chunk_size or default_chunk_size(
             len(run.hosts), len(workers), options.num_workers
         )
@@ -155,7 +158,7 @@ class DaskChunks(RemoteScheduling[str]):
             loop=options.loop,
             keep_connections=True,
         )
-        self.payload = client.scatter(payload, broadcast=True, hash=False)
+        self.payloads = self._send_run(payload, workers, sites is not None)
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
         # Chunks back (futures), and what the workers said of the run's hosts (_Event).
         self.done: queue.SimpleQueue[Future[Any] | _Event] = queue.SimpleQueue()
@@ -211,7 +214,7 @@ class DaskChunks(RemoteScheduling[str]):
         deadline = self.plan.deadline
         future = self.client.submit(
             run_chunk,
-            self.payload,
+            self.payloads[worker],
             self.run_id,
             chunk,
             pickled,
@@ -219,11 +222,50 @@ class DaskChunks(RemoteScheduling[str]):
             worker,
             key=chunk_key(self.run_id, self.options.crash_reruns),
             pure=False,
-            workers=[worker],
-            allow_other_workers=True,  # elsewhere if it is gone
+            **self._where_it_may_run(worker, chunk),
         )
         self.chunks[future.key] = _Chunk(chunk, future, worker)
         future.add_done_callback(self.done.put)
+
+    def _send_run(
+        self, payload: Any, workers: Mapping[str, frozenset[str]], sited: bool
+    ) -> dict[str, Future[Any]]:
+        """The run on every worker, once, by worker: Dask's broadcast, in which workers copy
+        it from one another; with sites, one broadcast for the workers of each (a worker
+        cannot reach another site's).
+
+        Raises:
+            DaskClusterError: it did not reach them all within a bounded time.
+        """
+        from nornir_bench.runners.dask.cluster import DaskClusterError
+
+        groups: dict[frozenset[str], list[str]] = {}
+        for worker, serves in workers.items():
+            groups.setdefault(serves if sited else frozenset(), []).append(worker)
+        payloads = {}
+        for members in groups.values():
+            try:
+                sent = scatter_to(self.client, payload, members)
+            except TimeoutError:
+                raise DaskClusterError(
+                    f"dask runner: the run did not reach the workers {', '.join(members)} within "
+                    f"{RUN_ON_WORKERS_SECONDS:g} s: each worker copies it from another, and one "
+                    "cannot reach the others (workers at other sites need their site, as a "
+                    "resource 'site:NAME')"
+                ) from None
+            payloads.update(dict.fromkeys(members, sent))
+        return payloads
+
+    def _where_it_may_run(self, worker: str, chunk: list[int]) -> dict[str, Any]:
+        """Dask's restrictions for a chunk sent to ``worker``: there, or elsewhere if it is
+        gone; with sites, only on a worker of the same sites (one of another site may not reach
+        the hosts' devices, nor hold the run)."""
+        book = self.book
+        if book.sites is None:
+            return {"workers": [worker], "allow_other_workers": True}
+        serves = book.serves[worker]
+        others = [w for w, its in book.serves.items() if w != worker and its == serves]
+        return {"workers": [worker, *others], "allow_other_workers": False}
 
     def _receive(self, timeout: float) -> None:
         """Chunks back, and what the workers said of the hosts, settled."""
@@ -329,23 +371,35 @@ class DaskChunks(RemoteScheduling[str]):
     def _settle_lost(self, chunk: _Chunk, future: Future[Any]) -> None:
         """A chunk that did not come back: its worker died, it could not run, or the
         scheduler is gone. Each of its hosts fails, saying which."""
-        why = self._why_lost(future, len(chunk.positions))
+        why = self._why_lost(future, chunk)
         for index in chunk.positions:
             self.book.back(index)
             if self.sending or future.status == "error":
                 self.settle.failed(index, why())
 
-    def _why_lost(self, future: Future[Any], hosts: int) -> Callable[[], Exception]:
+    def _why_lost(self, future: Future[Any], chunk: _Chunk) -> Callable[[], Exception]:
         """What each host of a chunk that did not come back fails with (a new one each)."""
-        if future.status != "error":  # cancelled: the client lost the scheduler
-            reason = self._scheduler_lost()
-            return lambda: WorkerUnavailable(reason)
+        if future.status != "error":
+            if self.client.status != "running":  # cancelled: the client lost the scheduler
+                reason = self._scheduler_lost()
+                return lambda: WorkerUnavailable(reason)
+            # Cancelled by the scheduler: every worker that held the run (its site's) is gone.
+            return self._not_run_again(
+                chunk,
+                "every worker holding the run is gone"
+                if self.book.sites is None
+                else "no other worker of its site is left",
+            )
         exc = future.exception()
+        hosts = len(chunk.positions)
+        if type(exc).__name__ == "NoWorkerLeft":  # the scheduler plugin's (reruns.py)
+            return self._not_run_again(chunk, "no other worker of its site is left")
         if type(exc).__name__ != "KilledWorker":
             reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
             return lambda: WorkerUnavailable(f"a dask worker could not run this chunk: {reason}")
         address = str(getattr(getattr(exc, "last_worker", None), "address", "?"))
         self.book.release(address)  # gone: no more chunks for it; hosts waiting go anywhere
+        self.dead.add(address)
         self.heard.pop(address, None)
         dead = f"dask worker {address}"
         times = self.options.crash_reruns
@@ -362,6 +416,19 @@ class DaskChunks(RemoteScheduling[str]):
             None, None, detail=detail, running="this host's chunk", worker=dead
         )
 
+    def _not_run_again(self, chunk: _Chunk, why: str) -> Callable[[], Exception]:
+        """A chunk whose worker died and that may run nowhere else, saying ``why``."""
+        worker = f"dask worker {chunk.worker}"
+        self.book.release(chunk.worker)
+        self.dead.add(chunk.worker)
+        self.heard.pop(chunk.worker, None)
+        logger.warning("dask: %s died running a chunk of %d hosts, not run again: %s",
+                       worker, len(chunk.positions), why)
+        return lambda: WorkerCrashed(
+            None, None, detail=f"; not run again: {why}", running="this host's chunk",
+            worker=worker,
+        )
+
     def _scheduler_lost(self) -> str:
         """Why the hosts not back fail when the client lost the scheduler: one reason, whether
         their chunk was out or not."""
@@ -372,7 +439,7 @@ class DaskChunks(RemoteScheduling[str]):
         their word that it came (a worker that does not answer must not hold the run); not
         the workers given up, and none once the scheduler is lost (the client would wait for
         it to come back, ``connect_timeout``)."""
-        workers = sorted(set(self.book.places) | set(self.book.on))
+        workers = sorted((set(self.book.places) | set(self.book.on)) - self.dead)
         if self.client.status != "running" or not workers:
             return
         try:

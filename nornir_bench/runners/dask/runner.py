@@ -25,6 +25,9 @@ run policies as every runner of the package.
   hosts; the hosts that finished are kept; a second Ctrl-C abandons the rest.
 - A host's connections stay in the worker that opened them until ``nr.close_connections()``;
   the next run sends the host back there. The parent's ``host.connections`` shows them.
+- Workers at each site: a host whose inventory sets ``site`` runs only on workers started
+  for that site (Dask resource ``site:NAME``); a site no worker serves fails its hosts at
+  once, naming it (:mod:`~nornir_bench.runners.dask.sites`).
 - Credentials do not cross a network in clear text: a ``tcp://`` scheduler address that is not
   loopback is refused while hosts carry passwords, unless ``allow_unencrypted``.
 """
@@ -182,12 +185,15 @@ class DaskRunner(Policed):
         Raises:
             DaskClusterError: the cluster cannot be used (not reachable, not started, other
                 versions, or an unencrypted address for the hosts' credentials), in one line.
+            SiteError: a host's ``site`` that is not a site's name, once a worker serves
+                sites; before any host runs.
             ValueError: when the task or its arguments cannot be sent to the workers.
             RunInterrupted: on Ctrl-C; no chunk is sent after it, the workers start no more
                 hosts, and the exception's ``result`` holds every host that had finished. A
                 second Ctrl-C does not wait for the hosts in flight (``abandoned`` set).
         """
         from nornir_bench.runners.dask.run import DaskChunks
+        from nornir_bench.runners.dask.sites import host_sites
 
         if not hosts:
             return placeholders(task, hosts)
@@ -195,9 +201,11 @@ class DaskRunner(Policed):
             return self._cluster.held.close_connections_task(task, hosts, placeholders(task, hosts))
         self._refuse_cleartext(hosts)
         with self._cluster.using() as client:
+            workers = self._cluster.workers()
+            sites = host_sites(hosts) if any(workers.values()) else None
             run = Lifecycle(task, hosts, self.policy, planned=True)
             chunks = DaskChunks(self._options(task), client, run, self._cluster.held,
-                                workers=self._cluster.workers(), where=self._cluster.where)
+                                workers=workers, sites=sites, where=self._cluster.where)
             return run.drive(chunks)
 
     def _options(self, task: Task) -> RunOptions:
@@ -347,13 +355,16 @@ class _Cluster:
             if self.dashboard:
                 print(f"dask runner: dashboard at {client.dashboard_link}", file=sys.stderr)
 
-    def workers(self) -> list[str]:
-        """The workers there are now, by address; those new since the last run have their
-        versions checked; the connections of those gone are forgotten."""
+    def workers(self) -> dict[str, frozenset[str]]:
+        """The workers there are now, by address, with the sites each serves; those new since
+        the last run have their versions checked; the connections of those gone are
+        forgotten."""
+        from nornir_bench.runners.dask.sites import worker_sites
         from nornir_bench.runners.dask.worker import versions
 
         assert self.client is not None
-        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        described = self.client.scheduler_info(n_workers=-1)["workers"]
+        alive = set(described)
         self.held.release(set(self.held.holders.values()) - alive)
         new = sorted(alive - self.checked)
         if new:
@@ -370,7 +381,7 @@ class _Cluster:
             self.checked |= set(new)
         if not alive:
             raise DaskClusterError(f"dask runner: the scheduler at {self.where} has no workers")
-        return sorted(alive)
+        return {a: worker_sites(described[a].get("resources")) for a in sorted(alive)}
 
     def _close_held(self, by_worker: dict[str, list[tuple[str, str]]]) -> None:
         """Ask each worker to close the connections it keeps that are listed for it."""
