@@ -4,9 +4,10 @@ from a command, and collected.
 A job's inventory may say ``password: ${ROUTER_PASSWORD}`` for a host, a group or the defaults,
 hide an enable secret deep in a connection plugin's ``extras``, or give
 ``data: {password_command: pass show net/ro}`` (a password manager's command; its first line is
-the password): :func:`resolve_inventory` expands them all once the inventory is loaded, before
-any device is touched, and returns every secret it found, for the run's
-:class:`~nornir_bench.core.secrets.Redactor` to mask.
+the password), and so for any secret of the extras or of a ``jump_host``
+(``secret_command``, ``password_command``): :func:`resolve_inventory` expands them all once
+the inventory is loaded, before any device is touched, and returns every secret it found, for
+the run's :class:`~nornir_bench.core.secrets.Redactor` to mask.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = ["PASSWORD_COMMAND", "resolve_inventory"]
 
 PASSWORD_COMMAND = "password_command"
 """The inventory data key of a command whose output's first line is the password."""
+
+_COMMAND = "_command"  # a secret's KEY_command: the command printing it
 
 COMMAND_SECONDS = 60.0
 """How long a password command may take (a password manager waiting for a PIN does not
@@ -55,15 +58,38 @@ def resolve_inventory(inventory: Inventory) -> set[str]:
     owners: list[tuple[str, Any]] = [("inventory defaults", inventory.defaults)]
     owners += [(f"inventory group {name}", group) for name, group in inventory.groups.items()]
     owners += [(f"inventory host {name}", host) for name, host in inventory.hosts.items()]
-    outputs: dict[str, str] = {}
+    from nornir_bench.tasks.jump_hosts import JUMP_HOST
+
+    commands = _Commands()
     for where, owner in owners:
-        _password_from_command(owner, where, outputs)
+        _password_from_command(owner, where, commands)
         _resolve_credentials(owner, where, secrets)
         for plugin, options in (owner.connection_options or {}).items():
             _resolve_credentials(options, f"{where} connection_options {plugin}", secrets)
             if isinstance(options.extras, dict):
-                _resolve_extras(options.extras, f"{where} connection_options {plugin}", secrets)
+                _resolve_extras(
+                    options.extras, f"{where} connection_options {plugin}", secrets, commands
+                )
+        jump = (owner.data or {}).get(JUMP_HOST)
+        if isinstance(jump, dict):
+            _resolve_extras(jump, f"{where} data {JUMP_HOST}", secrets, commands)
     return secrets
+
+
+class _Commands:
+    """The password commands of one job, each distinct command run once."""
+
+    def __init__(self) -> None:
+        self.outputs: dict[str, str] = {}
+
+    def output(self, command: object, where: str) -> str:
+        if not isinstance(command, str) or not command.strip():
+            raise SecretError(
+                f"{where}: must be a command line (text), got {type(command).__name__}"
+            )
+        if command not in self.outputs:
+            self.outputs[command] = _run_password_command(command, where)
+        return self.outputs[command]
 
 
 # Extras are a plugin's own settings, rarely more than a few levels deep; deeper is not walked.
@@ -71,18 +97,28 @@ _MAX_EXTRAS_DEPTH = 16
 
 
 def _resolve_extras(
-    extras: dict[Any, Any], where: str, secrets: set[str], secret: bool = False, depth: int = 0
+    extras: dict[Any, Any],
+    where: str,
+    secrets: set[str],
+    commands: _Commands,
+    secret: bool = False,
+    depth: int = 0,
 ) -> None:
     """Expand ``${NAME}`` in every string of ``extras``, collecting those under a secret key
-    (``secret``, ``password``... at any level: ``optional_args: {secret: ...}``)."""
+    (``secret``, ``password``... at any level: ``optional_args: {secret: ...}``); a secret's
+    ``KEY_command`` (``secret_command: pass show net/enable``) sets ``KEY`` unless given."""
     if depth > _MAX_EXTRAS_DEPTH:
         return
+    for key in [k for k in extras if isinstance(k, str) and k.endswith(_COMMAND)]:
+        named = key[: -len(_COMMAND)]
+        if is_secret_key(named) and extras.get(named) is None:
+            extras[named] = commands.output(extras[key], f"{where} {key}")
     for key, value in extras.items():
         under_secret = secret or is_secret_key(key)
         if isinstance(value, str):
             value = extras[key] = expand_env(value, f"{where} {key}")
         if isinstance(value, dict):
-            _resolve_extras(value, f"{where} {key}", secrets, under_secret, depth + 1)
+            _resolve_extras(value, f"{where} {key}", secrets, commands, under_secret, depth + 1)
         elif under_secret and (text := secret_text(value)) is not None:
             secrets.add(text)
 
@@ -98,20 +134,13 @@ def _resolve_credentials(owner: Any, where: str, secrets: set[str]) -> None:
             secrets.add(text)
 
 
-def _password_from_command(owner: Any, where: str, outputs: dict[str, str]) -> None:
+def _password_from_command(owner: Any, where: str, commands: _Commands) -> None:
     """``owner``'s password from its own ``password_command``, unless it has its own
-    password; each distinct command run once (``outputs``)."""
+    password."""
     command = (owner.data or {}).get(PASSWORD_COMMAND)
     if command is None or object.__getattribute__(owner, "password") is not None:
         return
-    if not isinstance(command, str) or not command.strip():
-        raise SecretError(
-            f"{where} {PASSWORD_COMMAND}: must be a command line (text), got "
-            f"{type(command).__name__}"
-        )
-    if command not in outputs:
-        outputs[command] = _run_password_command(command, f"{where} {PASSWORD_COMMAND}")
-    owner.password = outputs[command]
+    owner.password = commands.output(command, f"{where} {PASSWORD_COMMAND}")
 
 
 def _run_password_command(command: str, where: str) -> str:

@@ -111,3 +111,43 @@ def test_a_command_that_fails_stops_the_job_before_any_device(
     for leaked in (SECRET, "vault noise", "token=abc", "second line"):
         assert leaked not in done.stderr + done.stdout
     assert not (tmp_path / "out.jsonl").exists()  # no host ran
+
+
+SECRETS_TASK = """\
+import hashlib
+
+
+def secrets_digest(task):
+    extras = task.host.get_connection_parameters("netmiko").extras
+    jump = task.host.get("jump_host")
+    return [hashlib.sha256(str(v).encode()).hexdigest()
+            for v in (extras["secret"], jump["password"])]
+"""
+
+
+def test_the_jobs_other_secrets_come_from_commands_too(tmp_path: Path) -> None:
+    """An enable secret in a plugin's extras (``secret_command``) and a jump host's password
+    (``password_command``): run once per distinct command, given to the task, masked."""
+    (tmp_path / "jobtasks.py").write_text(SECRETS_TASK)
+    command = vault(tmp_path)
+    (tmp_path / "hosts.yaml").write_text("r1: {}\nr2: {}\n")
+    (tmp_path / "defaults.yaml").write_text(json.dumps({
+        "username": "netops", "password": "plain",
+        "connection_options": {"netmiko": {"extras": {"secret_command": command}}},
+        "data": {"jump_host": {"host": "127.0.0.1", "username": "ops",
+                               "password_command": command}},
+    }))
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "inventory:\n  plugin: SimpleInventory\n  options:\n    host_file: hosts.yaml\n"
+        "    defaults_file: defaults.yaml\n"
+        "task: {name: 'jobtasks:secrets_digest'}\noutput: {path: out.jsonl}\n"
+    )
+    done = nornir_bench("run", str(job), "--show", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs").read_text() == "run\n"  # one command, run once
+    digest = hashlib.sha256(SECRET.encode()).hexdigest()
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["result"] for r in records] == [[digest, digest]] * 2
+    for text in (done.stdout, done.stderr, (tmp_path / "out.jsonl").read_text()):
+        assert SECRET not in text
