@@ -323,3 +323,64 @@ def test_a_login_that_waited_for_a_refused_bastion_login_is_tried_again_too() ->
     waited = _again(jump, refused)
     assert isinstance(waited, JumpHostUnreachable) and refused_before_login(waited)
     assert not refused_before_login(_again(jump, TimeoutError()))  # a dead bastion: once
+
+
+@pytest.mark.parametrize(("runner", "task"), [("asyncio", "asend_command"),
+                                              ("threadpool", "send_command")])
+def test_sigterm_twice_with_logins_held_at_the_bastion_ends_the_job_and_its_tunnels(
+    runner: str, task: str, tmp_path: Path
+) -> None:
+    """Every host in flight through the bastion to devices that never answer: SIGTERM twice
+    abandons them; the job ends (143) with a record for each, and leaves no bastion
+    connection open."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.waiting import wait_until
+
+    with bastion() as jump, silent_server() as device:
+        (tmp_path / "known_hosts").write_text(jump.line())
+        (tmp_path / "hosts.yaml").write_text(json.dumps({
+            f"h{n}": {"hostname": "127.0.0.1", "port": device.port, "platform": "cisco_ios"}
+            for n in range(4)
+        }))
+        (tmp_path / "defaults.yaml").write_text(json.dumps({
+            "username": "admin", "password": PASSWORD,
+            "data": {"known_hosts": str(tmp_path / "known_hosts"), "host_key_checking": "off",
+                     "jump_host": jump_data(jump)},
+        }))
+        (tmp_path / "job.yaml").write_text(json.dumps({
+            "inventory": {"plugin": "SimpleInventory", "options": {
+                "host_file": "hosts.yaml", "defaults_file": "defaults.yaml"}},
+            "runner": {"plugin": runner},
+            "task": {"name": task, "params": {"command": "show clock"}},
+        }))
+        job = subprocess.Popen(
+            [sys.executable, "-m", "nornir_bench", "run", "job.yaml", "--quiet", "--output",
+             "records.jsonl"],
+            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        said: list[str] = []
+        reader = threading.Thread(target=lambda: said.extend(job.stderr or ()), daemon=True)
+        reader.start()
+        try:
+            wait_until(lambda: device.accepted == 4, "every host in flight through the bastion")
+            job.send_signal(signal.SIGTERM)
+            wait_until(lambda: any("stopping" in line for line in said), "the first SIGTERM")
+            job.send_signal(signal.SIGTERM)
+            job.wait(HANG_GUARD)
+        finally:
+            if job.poll() is None:
+                job.kill()
+                job.wait()
+            reader.join(HANG_GUARD)
+            assert job.stderr is not None
+            job.stderr.close()
+        err = "".join(said)
+        wait_until(lambda: jump.ended == jump.connections, "the bastion connections closed")
+    assert job.returncode == 143, err
+    hosts = [json.loads(line)["host"] for line in
+             (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert sorted(hosts) == ["h0", "h1", "h2", "h3"]
+    assert jump.connections == 2  # 4 sessions, 2 a connection
