@@ -182,6 +182,7 @@ def start_router_lab(
     port: int | None = None,
     hosts: int | None = None,
     max_startups: str | None = None,
+    bastion: bool = False,
     ready: str = "lab ready:",
 ) -> RouterLabProcess:
     """``nornir-bench lab --routers`` (chain) in a subprocess, once it printed a line starting
@@ -196,8 +197,12 @@ def start_router_lab(
         args += ["--hosts", str(hosts)]
     if max_startups is not None:
         args += ["--max-startups", max_startups]
+    if bastion:
+        args.append("--bastion")
     handle = started(args, ready, folder, timeout=LAB_READY_TIMEOUT)
-    lab = RouterLabProcess(name, plan_lab(routers, port=port, name=name), inventory, handle)
+    state = json.loads((STATE_FOLDER / f"{name}.json").read_text())
+    plan = plan_lab(routers, port=port, name=name, bastion_port=state.get("bastion_port"))
+    lab = RouterLabProcess(name, plan, inventory, handle)
     if ready == "lab ready:":
         lab.bgp_at_ready = {r.name: lab.bgp_peers(r.name) for r in lab.plan.routers}
     return lab

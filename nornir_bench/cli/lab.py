@@ -63,6 +63,12 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
         help="the SSH server's MaxStartups (default OpenSSH's, 10:30:100: it drops logins "
         "beyond 10 at once, as real devices do)",
     )
+    routers.add_argument(
+        "--bastion",
+        action="store_true",
+        help="the routers' SSH server listens only inside a namespace of the lab's own; an "
+        "OpenSSH bastion on 127.0.0.1 is the only way in (the inventory's jump_host)",
+    )
 
 
 def _add_router_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -138,14 +144,17 @@ def lab_command(args: argparse.Namespace) -> int:
             write=args.write,
             hosts=args.hosts,
             max_startups=args.max_startups,
+            bastion=args.bastion,
         )
         return 0
     from nornir_bench.lab.emulator import run_lab
 
-    if args.hosts is not None or args.max_startups is not None:
+    if args.hosts is not None or args.max_startups is not None or args.bastion:
         from nornir_bench.lab import LabError
 
-        raise LabError("--hosts and --max-startups are options of a router lab (--routers N)")
+        raise LabError(
+            "--hosts, --max-startups and --bastion are options of a router lab (--routers N)"
+        )
     run_lab(
         args.inventory,
         count=args.count,

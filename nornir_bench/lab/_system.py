@@ -81,6 +81,8 @@ class LabState:
     sshd_pid: int | None = None
     owner_started: int | None = None
     """When ``owner`` started (:func:`process_started`): a process given its id since is not it."""
+    bastion_port: int | None = None
+    """The lab's bastion on 127.0.0.1, the only way to its routers, if it has one."""
 
     @property
     def path(self) -> Path:

@@ -18,7 +18,7 @@ import functools
 import io
 import ipaddress
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,7 +184,10 @@ def generate_lab_devices(
 
 
 def render_inventory(
-    devices: Sequence[LabDevice], known_hosts: str | None = None
+    devices: Sequence[LabDevice],
+    known_hosts: str | None = None,
+    jump_host: Mapping[str, Any] | None = None,
+    jump_known: str = "",
 ) -> dict[str, str]:
     """The nornir SimpleInventory that reaches ``devices``, as YAML text per file name.
 
@@ -193,6 +196,7 @@ def render_inventory(
     differ carries its own. With ``known_hosts`` (a path), ``defaults.yaml`` names it as the
     known-hosts file (data ``known_hosts``), and ``known_hosts`` is its text: each device's
     host key, so that their keys are checked (``host_key_checking: strict``, the default).
+    ``jump_host``: the defaults' bastion (data ``jump_host``), ``jump_known`` its key's line.
     """
     if not devices:
         raise LabError("an inventory needs at least one device")
@@ -211,9 +215,14 @@ def render_inventory(
     header = f"# nornir SimpleInventory of a nornir-bench lab ({_hosts(len(devices))})\n"
     defaults: dict[str, Any] = {"username": username, "password": password}
     files = {"hosts.yaml": header + _dump(hosts), "groups.yaml": header + _dump(groups)}
+    data: dict[str, Any] = {}
     if known_hosts is not None:
-        defaults["data"] = {"known_hosts": known_hosts}
-        files["known_hosts"] = known_hosts_text(devices)
+        data["known_hosts"] = known_hosts
+        files["known_hosts"] = jump_known + known_hosts_text(devices)
+    if jump_host is not None:
+        data["jump_host"] = dict(jump_host)
+    if data:
+        defaults["data"] = data
     files["defaults.yaml"] = header + _dump(defaults)
     return files
 
@@ -249,9 +258,14 @@ def fakenos_host_key() -> str:
     return f"{key.get_name()} {key.get_base64()}"
 
 
-def write_inventory(devices: Sequence[LabDevice], directory: str | os.PathLike[str]) -> list[Path]:
+def write_inventory(
+    devices: Sequence[LabDevice],
+    directory: str | os.PathLike[str],
+    jump_host: Mapping[str, Any] | None = None,
+    jump_known: str = "",
+) -> list[Path]:
     """Write :func:`render_inventory`'s files into ``directory`` (created if missing), with
-    the devices' host keys in its ``known_hosts``.
+    the devices' host keys in its ``known_hosts`` (and a bastion's, ``jump_known``).
 
     Returns:
         The paths written, in the order of :data:`INVENTORY_FILES`, then ``known_hosts``.
@@ -262,7 +276,8 @@ def write_inventory(devices: Sequence[LabDevice], directory: str | os.PathLike[s
         written = []
         known = os.fspath((folder / "known_hosts").absolute())
         for name, text in sorted(
-            render_inventory(devices, known).items(), key=lambda item: _order(item[0])
+            render_inventory(devices, known, jump_host, jump_known).items(),
+            key=lambda item: _order(item[0]),
         ):
             (folder / name).write_text(text, encoding="utf-8")
             written.append(folder / name)

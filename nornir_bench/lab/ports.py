@@ -71,15 +71,16 @@ def port_holder(port: int) -> int | None:
 
 
 def listening_ports(pid: int) -> set[int]:
-    """The TCP ports process ``pid`` listens on."""
-    listeners = _listeners()
+    """The TCP ports process ``pid`` listens on (in its own network namespace)."""
+    listeners = _listeners(f"/proc/{pid}/net")
     return {listeners[inode] for inode in _socket_inodes(pid) if inode in listeners}
 
 
-def _listeners() -> dict[str, int]:
-    """Each listening TCP socket's inode, and its port."""
+def _listeners(tables: str = "/proc/net") -> dict[str, int]:
+    """Each listening TCP socket's inode, and its port (``tables``: a namespace's, as seen by
+    one of its processes, ``/proc/PID/net``)."""
     found = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for table in (f"{tables}/tcp", f"{tables}/tcp6"):
         try:
             rows = Path(table).read_text(encoding="ascii").splitlines()[1:]
         except OSError:

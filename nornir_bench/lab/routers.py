@@ -52,8 +52,9 @@ from nornir_bench.lab._system import (
     read_state,
     teardown,
 )
+from nornir_bench.lab.bastion import Bastion
 from nornir_bench.lab.devices import LabDevice, write_inventory
-from nornir_bench.lab.ports import listening_ports, port_free, port_holder
+from nornir_bench.lab.ports import free_port_range, listening_ports, port_free, port_holder
 from nornir_bench.lab.ready import LabNotReady
 from nornir_bench.lab.topology import DEFAULT_LAB_NAME, LabPlan, plan_lab
 
@@ -111,6 +112,7 @@ class RouterLab:
         self.state: LabState | None = None
         self._sshd: subprocess.Popen[bytes] | None = None
         self._guard: subprocess.Popen[bytes] | None = None
+        self.bastion: Bastion | None = None
         self.made = False
         """Whether :meth:`start` got past its refusals to making the lab."""
 
@@ -149,13 +151,15 @@ class RouterLab:
             self.state = LabState(
                 name=self.plan.name,
                 owner=os.getpid(),
-                namespaces=[r.namespace for r in self.plan.routers],
+                namespaces=[r.namespace for r in self.plan.routers]
+                + ([self.plan.management] if self.plan.management else []),
                 user=self.user,
                 password=self.password,
                 workdir=workdir,
                 ports={r.name: r.port for r in self.plan.routers},
                 topology=self.plan.topology,
                 owner_started=process_started(os.getpid()),
+                bastion_port=self.plan.bastion_port,
             )
             self.state.save()  # before anything is made: whatever follows can be removed
         try:
@@ -164,6 +168,10 @@ class RouterLab:
             self._make_namespaces()
             self._start_routers()
             self._start_sshd()
+            if self.plan.management is not None:
+                self.bastion = Bastion(self.plan.management, self.plan.bastion_port or 0,
+                                       self.user, workdir)
+                self.bastion.start()
         except BaseException:
             self.stop()
             raise
@@ -172,6 +180,9 @@ class RouterLab:
         """Remove everything the lab made (what is gone already is skipped)."""
         if self.state is None:
             return
+        if self.bastion is not None:
+            self.bastion.stop()
+            self.bastion = None
         if self._sshd is not None:
             self._sshd.terminate()
         teardown(self.state)
@@ -198,6 +209,9 @@ class RouterLab:
 
     def _make_namespaces(self) -> None:
         plan = self.plan
+        if plan.management is not None:  # the routers' SSH server's, behind the bastion
+            command("ip", "netns", "add", plan.management)
+            command("ip", "-n", plan.management, "link", "set", "lo", "up")
         for router in plan.routers:
             command("ip", "netns", "add", router.namespace)
             command("ip", "-n", router.namespace, "link", "set", "lo", "up")
@@ -263,9 +277,11 @@ class RouterLab:
         config = work / "sshd_config"
         config.write_text(self._sshd_config(key), encoding="utf-8")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # OpenSSH's privilege separation
+        inside = [] if self.plan.management is None else [
+            "ip", "netns", "exec", self.plan.management]
         with open(work / "sshd.log", "wb") as log:
             self._sshd = subprocess.Popen(
-                ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
+                [*inside, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             )
         self.state.sshd_pid = self._sshd.pid
@@ -338,7 +354,8 @@ def wait_for_named_lab(name: str, timeout: float = 60.0) -> LabPlan:
         if state is None or state.sshd_pid is None or not owner_alive(state):
             return None
         plan = plan_lab(
-            len(state.ports), topology=state.topology, port=min(state.ports.values()), name=name
+            len(state.ports), topology=state.topology, port=min(state.ports.values()), name=name,
+            bastion_port=state.bastion_port,
         )
         return plan, state.password
 
@@ -423,19 +440,29 @@ async def _login(plan: LabPlan, password: str, index: int) -> str:
     prompt = re.compile(rf"^{re.escape(router.name)}[#>]\s*$", re.M)
 
     async def login() -> str:
-        async with asyncssh.connect(
-            "127.0.0.1", router.port, username=plan.user, password=password,
-            known_hosts=None, client_keys=None,
-        ) as conn:
-            process = await conn.create_process(term_type="vt100")
-            seen = ""
-            while not prompt.search(seen):
-                chunk = await process.stdout.read(4096)
-                if not chunk:
-                    return f"the session of {router.name} ended before its prompt"
-                seen += chunk
-            process.close()
-        return ""
+        tunnel = None
+        if plan.bastion_port is not None:  # the only way in
+            tunnel = await asyncssh.connect(
+                "127.0.0.1", plan.bastion_port, username=plan.user, password=password,
+                known_hosts=None, client_keys=None, agent_path=None,
+            )
+        try:
+            async with asyncssh.connect(
+                "127.0.0.1", router.port, username=plan.user, password=password,
+                known_hosts=None, client_keys=None, tunnel=tunnel or (),
+            ) as conn:
+                process = await conn.create_process(term_type="vt100")
+                seen = ""
+                while not prompt.search(seen):
+                    chunk = await process.stdout.read(4096)
+                    if not chunk:
+                        return f"the session of {router.name} ended before its prompt"
+                    seen += chunk
+                process.close()
+            return ""
+        finally:
+            if tunnel is not None:
+                tunnel.close()
 
     try:
         return await asyncio.wait_for(login(), _LOGIN_TIMEOUT)
@@ -489,14 +516,18 @@ def run_router_lab(
     write: str | os.PathLike[str] | None = None,
     hosts: int | None = None,
     max_startups: str | None = None,
+    bastion: bool = False,
     timeout: float = 60.0,
     out: TextIO | None = None,
 ) -> None:
     """``nornir-bench lab --routers N``: make the lab, print a line per router and then
-    ``lab ready:`` once it is, and remove it all at SIGINT or SIGTERM (or an error)."""
+    ``lab ready:`` once it is, and remove it all at SIGINT or SIGTERM (or an error). With
+    ``bastion``, the routers are reached only through a bastion on 127.0.0.1
+    (:mod:`~nornir_bench.lab.bastion`), which the inventory names."""
     plan = plan_lab(
         routers, topology=topology, port=DEFAULT_ROUTER_PORT if port is None else port,
         name=DEFAULT_LAB_NAME if name is None else name,
+        bastion_port=free_port_range(1) if bastion else None,
     )
     if hosts is not None and not 1 <= hosts <= 100_000:
         raise LabError(f"--hosts must be a whole number from 1 to 100000, got {hosts!r}")
@@ -510,14 +541,20 @@ def run_router_lab(
         try:
             started = time.monotonic()
             lab.start()
+            if lab.bastion is not None:
+                say(f"bastion 127.0.0.1:{lab.bastion.port}: the only way in to the routers, whose "
+                    f"SSH server listens on 127.0.0.1 in netns {plan.management}")
             for router in plan.routers:
                 peers = ", ".join(p.name for p, _ in plan.neighbours(plan.routers.index(router)))
                 say(f"{router.name:<4} 127.0.0.1:{router.port:<5}  AS {router.asn}  "
                     f"netns {router.namespace}  peers {peers or '-'}")
             if write is not None:
                 devices = lab.devices()
-                files = write_inventory(devices if hosts is None else router_hosts(devices, hosts),
-                                        write)
+                jump = None if lab.bastion is None else lab.bastion.jump_host(lab.password)
+                files = write_inventory(
+                    devices if hosts is None else router_hosts(devices, hosts), write, jump,
+                    "" if lab.bastion is None else lab.bastion.known_hosts_line(),
+                )
                 say(f"inventory written: {', '.join(os.fspath(f) for f in files)}")
             lab.wait_ready(timeout)
             say(f"lab ready: {len(plan.routers)} FRR routers ({plan.topology}) accept logins, "
@@ -591,10 +628,14 @@ def _remove_stale(plan: LabPlan) -> None:
 
 def _refuse_held_ports(plan: LabPlan, ours: int | None = None) -> None:
     """A LabError naming the first of the lab's ports that another process (not ``ours``)
-    listens on, and that process: another lab's SSH server is named by its lab."""
-    for router in plan.routers:
-        holder = port_holder(router.port)
-        if (holder is not None and holder == ours) or (holder is None and port_free(router.port)):
+    listens on, and that process: another lab's SSH server is named by its lab. Behind a
+    bastion, the routers' ports are in the lab's own namespace: only the bastion's counts."""
+    wanted = [(r.port, f"router {r.name}") for r in plan.routers]
+    if plan.bastion_port is not None:
+        wanted = [(plan.bastion_port, "the bastion")]
+    for port, what in wanted:
+        holder = port_holder(port)
+        if (holder is not None and holder == ours) or (holder is None and port_free(port)):
             continue
         lab = next((s for s in lab_states() if holder and s.sshd_pid == holder), None)
         if lab is not None:
@@ -604,8 +645,8 @@ def _refuse_held_ports(plan: LabPlan, ours: int | None = None) -> None:
         else:
             who = "a process this one cannot see"
         raise LabError(
-            f"port {router.port} (router {router.name}) is held by {who}: stop it, or give this "
-            "lab free ports (--port)"
+            f"port {port} ({what}) is held by {who}: stop it, or give this lab free ports "
+            "(--port)"
         )
 
 

@@ -75,6 +75,13 @@ class LabPlan:
     topology: str
     routers: tuple[Router, ...]
     links: tuple[Link, ...]
+    bastion_port: int | None = None
+    """With a bastion: its port on 127.0.0.1, the only way to the routers (lab/bastion.py)."""
+
+    @property
+    def management(self) -> str | None:
+        """With a bastion: the namespace where the routers' SSH server listens."""
+        return None if self.bastion_port is None else f"nb-{self.name}-m"
 
     @property
     def user(self) -> str:
@@ -142,9 +149,13 @@ def check_lab_name(name: object) -> str:
     return name
 
 
-def plan_lab(routers: int, *, topology: str = "chain", port: int, name: str) -> LabPlan:
+def plan_lab(
+    routers: int, *, topology: str = "chain", port: int, name: str,
+    bastion_port: int | None = None,
+) -> LabPlan:
     """The plan of a lab of ``routers`` FRR routers linked as ``topology``, the first SSH
-    port ``port`` and the others after it.
+    port ``port`` and the others after it; reached through a bastion on ``bastion_port``, if
+    given.
 
     Raises:
         LabError: a count, topology, port or name that is not allowed, saying what is.
@@ -175,7 +186,7 @@ def plan_lab(routers: int, *, topology: str = "chain", port: int, name: str) -> 
     for a, b in pairs:
         subnet = next(subnets)
         links.append(Link(a, b, str(subnet[1]), str(subnet[2])))
-    return LabPlan(name, topology, nodes, tuple(links))
+    return LabPlan(name, topology, nodes, tuple(links), bastion_port)
 
 
 def _pairs(count: int, topology: str) -> list[tuple[int, int]]:

@@ -37,6 +37,7 @@ from tests.routers import (
     lab_leftovers,
     lab_pids,
     new_lab_name,
+    router_lab_process,
     send_signal_to,
     skip_without_router_lab,
     start_router_lab,
@@ -619,3 +620,41 @@ for _ in range(60_000):
 print("state file", flush=True)
 sys.exit(lab.wait())
 """
+
+
+def test_a_lab_with_a_bastion_is_reached_through_it_only(tmp_path: Path) -> None:
+    """``--bastion``: the routers' SSH server listens inside the lab's management namespace;
+    the inventory names the bastion (OpenSSH on 127.0.0.1) as every host's jump host, with its
+    key and the routers' known; jobs reach every router through it on both drivers, and
+    nothing reaches the routers' ports from here. Everything is removed at the end, the
+    bastion's servers included."""
+    from nornir_bench.tasks import asend_command, send_command
+
+    skip_without_router_lab()
+    with router_lab_process(tmp_path, 2, bastion=True) as lab:
+        bastion = lab.plan.bastion_port
+        assert bastion is not None and lab.state()["bastion_port"] == bastion
+        assert f"bastion 127.0.0.1:{bastion}: the only way in" in lab.output()
+        defaults = YAML(typ="safe").load(lab.inventory / "defaults.yaml")
+        assert defaults["data"]["jump_host"] == {
+            "host": "127.0.0.1", "port": bastion, "username": lab.user,
+            "password": lab.password,
+        }
+        known = (lab.inventory / "known_hosts").read_text().splitlines()
+        assert [line.split()[0] for line in known] == [
+            f"[127.0.0.1]:{port}" for port in (bastion, *(r.port for r in lab.plan.routers))
+        ]
+        for router in lab.plan.routers:
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", router.port), 5).close()
+        for runner, task in (("threadpool", send_command), ("asyncio", asend_command)):
+            nr = lab.nornir(runner)
+            try:
+                result = nr.run(task=task, command="show version")
+            finally:
+                nr.close_connections()
+            assert not result.failed, {h: m[0].exception for h, m in result.items()}
+            for router in lab.plan.routers:
+                assert f"({router.name})" in result[router.name][0].result
+        done = nornir_bench("wait-lab", "--routers", "2", "--name", lab.name, "--timeout", "30")
+        assert done.returncode == 0, done.stderr
