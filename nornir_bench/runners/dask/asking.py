@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-__all__ = ["RUN_ON_WORKERS_SECONDS", "on_client_loop", "run_on_workers", "scatter_to"]
+__all__ = ["RUN_ON_WORKERS_SECONDS", "on_client_loop", "run_on_workers", "scatter_to", "send_run"]
 
 T = TypeVar("T")
 
@@ -48,6 +48,36 @@ def scatter_to(
         lambda: client._scatter(data, workers=workers, broadcast=True, hash=False),
         timeout,
     )
+
+
+def send_run(
+    client: Client, payload: Any, workers: Mapping[str, frozenset[str]], *, sited: bool
+) -> dict[str, Future[Any]]:
+    """The run ``payload`` on every worker, once, by worker: Dask's broadcast, in which workers
+    copy it from one another; with sites, one broadcast for the workers of each (a worker
+    cannot reach another site's).
+
+    Raises:
+        DaskClusterError: it did not reach them all within a bounded time.
+    """
+    from nornir_bench.runners.dask.cluster import DaskClusterError
+
+    groups: dict[frozenset[str], list[str]] = {}
+    for worker, serves in workers.items():
+        groups.setdefault(serves if sited else frozenset(), []).append(worker)
+    payloads = {}
+    for members in groups.values():
+        try:
+            sent = scatter_to(client, payload, members)
+        except TimeoutError:
+            raise DaskClusterError(
+                f"dask runner: the run did not reach the workers {', '.join(members)} within "
+                f"{RUN_ON_WORKERS_SECONDS:g} s: each worker copies it from another, and one "
+                "cannot reach the others (workers at other sites need their site, as a "
+                "resource 'site:NAME')"
+            ) from None
+        payloads.update(dict.fromkeys(members, sent))
+    return payloads
 
 
 def on_client_loop(client: Client, make: Callable[[], Awaitable[T]], timeout: float) -> T:

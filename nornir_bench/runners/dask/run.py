@@ -11,13 +11,11 @@ results.ResultSettler`): processor hooks fire, the progress bar moves, host data
 from __future__ import annotations
 
 import logging
-import math
 import pickle
 import queue
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir_bench.core.exceptions import WorkerCrashed, WorkerUnavailable
@@ -25,8 +23,10 @@ from nornir_bench.runners._remote.book import DispatchBook
 from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts, pack_run
-from nornir_bench.runners.dask.asking import RUN_ON_WORKERS_SECONDS, run_on_workers, scatter_to
+from nornir_bench.runners.dask.asking import run_on_workers, send_run
+from nornir_bench.runners.dask.options import RunOptions, default_chunk_size
 from nornir_bench.runners.dask.reruns import chunk_key
+from nornir_bench.runners.dask.sites import where_it_may_run
 from nornir_bench.runners.dask.worker import (
     ENDED,
     EVENTS_TOPIC,
@@ -39,38 +39,12 @@ from nornir_bench.runners.dask.worker import (
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-    from nornir_bench.core.policies.options import RunPolicy
     from nornir_bench.runners._core.lifecycle import Lifecycle
     from nornir_bench.runners._remote.connections import HeldInWorkers
 
 __all__ = ["DaskChunks", "RunOptions", "default_chunk_size"]
 
 logger = logging.getLogger(__name__)
-
-# Chunks per worker a run aims at when it chooses the chunk size: enough that a worker finishing
-# early gets more and results stream back, few enough that the scheduler's cost per task stays
-# small next to the hosts' (see docs/benchmarks.md, the scale plan).
-_CHUNKS_PER_WORKER = 4
-
-
-def default_chunk_size(hosts: int, workers: int, num_workers: int) -> int:
-    """Hosts per chunk when the runner is given none: a quarter of a worker's share of the
-    run, at most what a worker runs at once (``num_workers``), at least 1."""
-    share = math.ceil(hosts / (max(1, workers) * _CHUNKS_PER_WORKER))
-    return max(1, min(num_workers, share))
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """The runner's options a run needs."""
-
-    num_workers: int
-    chunk_size: int | None
-    crash_reruns: int
-    reruns_given: bool  # crash_reruns given by the user (else: from the task's read_only)
-    loop: str
-    policy: RunPolicy
-
 
 class _Chunk:
     __slots__ = ("future", "positions", "worker")
@@ -158,7 +132,7 @@ class DaskChunks(RemoteScheduling[str]):
             loop=options.loop,
             keep_connections=True,
         )
-        self.payloads = self._send_run(payload, workers, sites is not None)
+        self.payloads = send_run(client, payload, workers, sited=sites is not None)
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
         # Chunks back (futures), and what the workers said of the run's hosts (_Event).
         self.done: queue.SimpleQueue[Future[Any] | _Event] = queue.SimpleQueue()
@@ -222,50 +196,10 @@ class DaskChunks(RemoteScheduling[str]):
             worker,
             key=chunk_key(self.run_id, self.options.crash_reruns),
             pure=False,
-            **self._where_it_may_run(worker, chunk),
+            **where_it_may_run(worker, self.book.serves if self.book.sites else None),
         )
         self.chunks[future.key] = _Chunk(chunk, future, worker)
         future.add_done_callback(self.done.put)
-
-    def _send_run(
-        self, payload: Any, workers: Mapping[str, frozenset[str]], sited: bool
-    ) -> dict[str, Future[Any]]:
-        """The run on every worker, once, by worker: Dask's broadcast, in which workers copy
-        it from one another; with sites, one broadcast for the workers of each (a worker
-        cannot reach another site's).
-
-        Raises:
-            DaskClusterError: it did not reach them all within a bounded time.
-        """
-        from nornir_bench.runners.dask.cluster import DaskClusterError
-
-        groups: dict[frozenset[str], list[str]] = {}
-        for worker, serves in workers.items():
-            groups.setdefault(serves if sited else frozenset(), []).append(worker)
-        payloads = {}
-        for members in groups.values():
-            try:
-                sent = scatter_to(self.client, payload, members)
-            except TimeoutError:
-                raise DaskClusterError(
-                    f"dask runner: the run did not reach the workers {', '.join(members)} within "
-                    f"{RUN_ON_WORKERS_SECONDS:g} s: each worker copies it from another, and one "
-                    "cannot reach the others (workers at other sites need their site, as a "
-                    "resource 'site:NAME')"
-                ) from None
-            payloads.update(dict.fromkeys(members, sent))
-        return payloads
-
-    def _where_it_may_run(self, worker: str, chunk: list[int]) -> dict[str, Any]:
-        """Dask's restrictions for a chunk sent to ``worker``: there, or elsewhere if it is
-        gone; with sites, only on a worker of the same sites (one of another site may not reach
-        the hosts' devices, nor hold the run)."""
-        book = self.book
-        if book.sites is None:
-            return {"workers": [worker], "allow_other_workers": True}
-        serves = book.serves[worker]
-        others = [w for w, its in book.serves.items() if w != worker and its == serves]
-        return {"workers": [worker, *others], "allow_other_workers": False}
 
     def _receive(self, timeout: float) -> None:
         """Chunks back, and what the workers said of the hosts, settled."""
@@ -379,54 +313,30 @@ class DaskChunks(RemoteScheduling[str]):
 
     def _why_lost(self, future: Future[Any], chunk: _Chunk) -> Callable[[], Exception]:
         """What each host of a chunk that did not come back fails with (a new one each)."""
-        if future.status != "error":
-            if self.client.status != "running":  # cancelled: the client lost the scheduler
-                reason = self._scheduler_lost()
-                return lambda: WorkerUnavailable(reason)
-            # Cancelled by the scheduler: every worker that held the run (its site's) is gone.
-            return self._not_run_again(
-                chunk,
-                "every worker holding the run is gone"
-                if self.book.sites is None
-                else "no other worker of its site is left",
-            )
-        exc = future.exception()
-        hosts = len(chunk.positions)
-        if type(exc).__name__ == "NoWorkerLeft":  # the scheduler plugin's (reruns.py)
-            return self._not_run_again(chunk, "no other worker of its site is left")
-        if type(exc).__name__ != "KilledWorker":
+        if future.status != "error" and self.client.status != "running":
+            reason = self._scheduler_lost()  # cancelled: the client lost the scheduler
+            return lambda: WorkerUnavailable(reason)
+        exc = future.exception() if future.status == "error" else None
+        if exc is not None and type(exc).__name__ not in ("KilledWorker", "NoWorkerLeft"):
             reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
             return lambda: WorkerUnavailable(f"a dask worker could not run this chunk: {reason}")
-        address = str(getattr(getattr(exc, "last_worker", None), "address", "?"))
+        if type(exc).__name__ == "KilledWorker":
+            address = str(getattr(getattr(exc, "last_worker", None), "address", "?"))
+            detail = _reruns_said(self.options)
+        else:  # NoWorkerLeft (reruns.py), or cancelled by the scheduler: the run's holders gone
+            address = chunk.worker
+            detail = "; not run again: " + (
+                "every worker holding the run is gone" if self.book.sites is None and exc is None
+                else "no other worker of its site is left"
+            )
         self.book.release(address)  # gone: no more chunks for it; hosts waiting go anywhere
         self.dead.add(address)
         self.heard.pop(address, None)
         dead = f"dask worker {address}"
-        times = self.options.crash_reruns
-        detail = (
-            f"; run again {times} time{'s' * (times != 1)} before (crash_reruns)"
-            if times
-            else "; not run again: crash_reruns is 0"
-            if self.options.reruns_given
-            else "; not run again: the task is not read_only (it may change a device), and "
-            "crash_reruns is not set"
-        )
-        logger.warning("dask: %s died running a chunk of %d hosts; they failed", dead, hosts)
+        logger.warning("dask: %s died running a chunk of %d hosts%s; they failed", dead,
+                       len(chunk.positions), detail)
         return lambda: WorkerCrashed(
             None, None, detail=detail, running="this host's chunk", worker=dead
-        )
-
-    def _not_run_again(self, chunk: _Chunk, why: str) -> Callable[[], Exception]:
-        """A chunk whose worker died and that may run nowhere else, saying ``why``."""
-        worker = f"dask worker {chunk.worker}"
-        self.book.release(chunk.worker)
-        self.dead.add(chunk.worker)
-        self.heard.pop(chunk.worker, None)
-        logger.warning("dask: %s died running a chunk of %d hosts, not run again: %s",
-                       worker, len(chunk.positions), why)
-        return lambda: WorkerCrashed(
-            None, None, detail=f"; not run again: {why}", running="this host's chunk",
-            worker=worker,
         )
 
     def _scheduler_lost(self) -> str:
@@ -446,6 +356,17 @@ class DaskChunks(RemoteScheduling[str]):
             run_on_workers(self.client, call, self.run_id, workers=workers, wait=False)
         except Exception:
             logger.debug("dask: telling the workers %s failed", call.__name__, exc_info=True)
+
+
+def _reruns_said(options: RunOptions) -> str:
+    """What a crashed chunk's hosts say of running again."""
+    times = options.crash_reruns
+    if times:
+        return f"; run again {times} time{'s' * (times != 1)} before (crash_reruns)"
+    if options.reruns_given:
+        return "; not run again: crash_reruns is 0"
+    return ("; not run again: the task is not read_only (it may change a device), and "
+            "crash_reruns is not set")
 
 
 def _no_earlier_runs(index: int) -> list[Any]:

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from distributed import Client
     from nornir.core.inventory import Host
 
-    from nornir_bench.runners.dask.run import RunOptions
+    from nornir_bench.runners.dask.run import DaskChunks, RunOptions
 
 __all__ = ["MAX_PROCS_PER_CPU", "DaskClusterError", "DaskRunner"]
 
@@ -192,21 +192,25 @@ class DaskRunner(Policed):
                 hosts, and the exception's ``result`` holds every host that had finished. A
                 second Ctrl-C does not wait for the hosts in flight (``abandoned`` set).
         """
-        from nornir_bench.runners.dask.run import DaskChunks
-        from nornir_bench.runners.dask.sites import host_sites
-
         if not hosts:
             return placeholders(task, hosts)
         if is_close_connections_task(task.task):
             return self._cluster.held.close_connections_task(task, hosts, placeholders(task, hosts))
         self._refuse_cleartext(hosts)
         with self._cluster.using() as client:
-            workers = self._cluster.workers()
-            sites = host_sites(hosts) if any(workers.values()) else None
             run = Lifecycle(task, hosts, self.policy, planned=True)
-            chunks = DaskChunks(self._options(task), client, run, self._cluster.held,
-                                workers=workers, sites=sites, where=self._cluster.where)
-            return run.drive(chunks)
+            return run.drive(self._chunks(task, client, run))
+
+    def _chunks(self, task: Task, client: Client, run: Lifecycle) -> DaskChunks:
+        """The run's transport over the cluster's workers there are now (with the sites they
+        serve, and the hosts' sites, once any serves one)."""
+        from nornir_bench.runners.dask.run import DaskChunks
+        from nornir_bench.runners.dask.sites import host_sites
+
+        workers = self._cluster.workers()
+        sites = host_sites(run.hosts) if any(workers.values()) else None
+        return DaskChunks(self._options(task), client, run, self._cluster.held,
+                          workers=workers, sites=sites, where=self._cluster.where)
 
     def _options(self, task: Task) -> RunOptions:
         from nornir_bench.runners.dask.run import RunOptions

@@ -24,7 +24,7 @@ from nornir_bench.core.exceptions import NornirBenchError
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["SITE", "SITE_RESOURCE", "SiteError", "host_sites", "worker_sites"]
+__all__ = ["SITE", "SITE_RESOURCE", "SiteError", "host_sites", "where_it_may_run", "worker_sites"]
 
 SITE = "site"
 """The inventory data key naming a host's site (host, group or defaults)."""
@@ -73,3 +73,15 @@ def _is_name(site: object) -> bool:
         and 0 < len(site) <= _MAX_SITE_LENGTH
         and not any(c.isspace() or c in ",=" for c in site)
     )
+
+
+def where_it_may_run(
+    worker: str, serves: Mapping[str, frozenset[str]] | None
+) -> dict[str, Any]:
+    """Dask's restrictions for a chunk sent to ``worker``: there, or elsewhere if it is gone;
+    with sites (``serves``: the sites of each worker), only on a worker of the same sites (one
+    of another site may not reach the hosts' devices, nor hold the run)."""
+    if serves is None:
+        return {"workers": [worker], "allow_other_workers": True}
+    others = [w for w, its in serves.items() if w != worker and its == serves[worker]]
+    return {"workers": [worker, *others], "allow_other_workers": False}
