@@ -40,6 +40,7 @@ from pathlib import Path
 
 from bench_routers import RouterLab, _lab_name, run_script
 
+from nornir_bench.lab._system import password_logins_of
 from nornir_bench.lab.ports import free_port_range
 
 TASKS = {"threadpool": "send_command", "asyncio": "asend_command",
@@ -57,12 +58,9 @@ def bastion(folder: Path, user: str, password: str) -> Iterator[tuple[int, str, 
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
     config = folder / "bastion_sshd_config"
     config.write_text("\n".join([
-        f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {key}",
-        f"PidFile {folder}/bastion.pid", "UsePAM no", "PasswordAuthentication yes",
-        "KbdInteractiveAuthentication no", "PubkeyAuthentication no", "PermitRootLogin no",
-        f"AllowUsers {user}", "AllowTcpForwarding local", "PermitOpen 127.0.0.1:*",
-        "X11Forwarding no", "AllowAgentForwarding no", "PermitTunnel no",
-        "ForceCommand /bin/false", "MaxStartups 100:30:200", "LogLevel INFO", "",
+        f"Port {port}", "ListenAddress 127.0.0.1", *password_logins_of(user, key),
+        f"PidFile {folder}/bastion.pid", "AllowTcpForwarding local", "PermitOpen 127.0.0.1:*",
+        "ForceCommand /bin/false", "MaxStartups 100:30:200", "",
     ]))
     log = folder / "bastion.log"
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)

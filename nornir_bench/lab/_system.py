@@ -34,6 +34,7 @@ __all__ = [
     "check_router_lab_needs",
     "command",
     "lab_states",
+    "password_logins_of",
     "labs_locked",
     "namespaces_named",
     "owner_alive",
@@ -180,6 +181,24 @@ def _privileged() -> bool:
             caps = int(line.split()[1], 16)
             return all(caps >> bit & 1 for bit in (_CAP_NET_ADMIN, _CAP_SYS_ADMIN))
     return False
+
+
+def password_logins_of(user: str, key: Path | str) -> list[str]:
+    """The ``sshd_config`` lines of a lab's OpenSSH servers (the routers', the bastion's):
+    host key ``key``, password logins of ``user`` only, nothing else forwarded."""
+    return [
+        f"HostKey {key}",
+        "UsePAM no",
+        "PasswordAuthentication yes",
+        "KbdInteractiveAuthentication no",
+        "PubkeyAuthentication no",
+        "PermitRootLogin no",
+        f"AllowUsers {user}",
+        "X11Forwarding no",
+        "AllowAgentForwarding no",
+        "PermitTunnel no",
+        "LogLevel INFO",
+    ]
 
 
 def command(*args: str, stdin: str | None = None) -> str:

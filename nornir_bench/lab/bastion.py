@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from nornir_bench.lab._system import command
+from nornir_bench.lab._system import command, password_logins_of
 
 __all__ = ["Bastion"]
 
@@ -118,21 +118,11 @@ class Bastion:
 
     def _sshd_config(self) -> str:
         return "\n".join([
-            f"HostKey {self.key}",
+            *password_logins_of(self.user, self.key),
             "PidFile none",
-            "UsePAM no",
-            "PasswordAuthentication yes",
-            "KbdInteractiveAuthentication no",
-            "PubkeyAuthentication no",
-            "PermitRootLogin no",
-            f"AllowUsers {self.user}",
             "AllowTcpForwarding local",
             "PermitOpen 127.0.0.1:*",
             "PermitTTY no",
             "ForceCommand /bin/false",
-            "X11Forwarding no",
-            "AllowAgentForwarding no",
-            "PermitTunnel no",
-            "LogLevel INFO",
             "",
         ])

@@ -48,6 +48,7 @@ from nornir_bench.lab._system import (
     labs_locked,
     namespaces_named,
     owner_alive,
+    password_logins_of,
     process_started,
     read_state,
     teardown,
@@ -303,21 +304,11 @@ class RouterLab:
         lines = [f"Port {r.port}" for r in self.plan.routers]
         lines += [
             "ListenAddress 127.0.0.1",
-            f"HostKey {key}",
+            *password_logins_of(self.user, key),
             f"PidFile {self.state.workdir}/sshd.pid",
-            "UsePAM no",
-            "PasswordAuthentication yes",
-            "KbdInteractiveAuthentication no",
-            "PubkeyAuthentication no",
-            "PermitRootLogin no",
-            f"AllowUsers {self.user}",
             "PrintMotd no",
             "PrintLastLog no",
-            "X11Forwarding no",
             "AllowTcpForwarding no",
-            "AllowAgentForwarding no",
-            "PermitTunnel no",
-            "LogLevel INFO",
         ]
         if self.max_startups is not None:
             lines.append(f"MaxStartups {self.max_startups}")
