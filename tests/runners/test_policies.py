@@ -312,13 +312,22 @@ def test_a_group_past_its_failure_limit_skips_its_other_hosts(runner: Runner, ki
     # was known (processpool's workers send results as they come)
     later = {f"dev{i}" for i in range(4, 20, 2)}
     assert skipped <= later and all(not result[n].failed for n in later - skipped)
-    # A process runner learns of dev2's failure when its result comes back, which a loaded
-    # machine can delay by a few hosts: the last of group0 is skipped all the same.
-    remote = runner.name in ("processpool", "dask")
-    assert skipped >= {f"dev{i}" for i in ((18,) if remote else range(12, 20, 2))}
-    assert str(result["dev18"][0].exception) == (
-        "skipped: group_max_failures: more than 0 hosts of group 'group0' failed"
-    )
+    if runner.name in ("processpool", "dask"):
+        # A process runner learns of dev2's failure when its result comes back: a worker slow
+        # to start (a loaded machine) may run dev2 after the others ran most of the group.
+        # Exactly the group's hosts sent after that are skipped, none sent before. (That the
+        # last of group0 was skipped failed CI once: every host had gone by then.)
+        order = [(hook, host) for hook, _, host in recorder.events
+                 if hook in ("task_instance_started", "task_instance_completed")]
+        known = order.index(("task_instance_completed", "dev2"))
+        sent_before = {host for hook, host in order[:known] if hook == "task_instance_started"}
+        assert skipped == later - sent_before, (skipped, sent_before)
+    else:
+        assert skipped >= {f"dev{i}" for i in range(12, 20, 2)}
+    for name in skipped:
+        assert str(result[name][0].exception) == (
+            "skipped: group_max_failures: more than 0 hosts of group 'group0' failed"
+        )
     assert_hooks_once_per_host(recorder, 20)
 
 
