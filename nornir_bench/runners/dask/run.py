@@ -133,6 +133,8 @@ class DaskChunks(RemoteScheduling[str]):
             keep_connections=True,
         )
         self.payloads = send_run(client, payload, workers, sited=sites is not None)
+        by_site = workers if sites is not None else None  # each worker's chunks' restrictions
+        self.may_run = {worker: where_it_may_run(worker, by_site) for worker in workers}
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
         # Chunks back (futures), and what the workers said of the run's hosts (_Event).
         self.done: queue.SimpleQueue[Future[Any] | _Event] = queue.SimpleQueue()
@@ -196,7 +198,7 @@ class DaskChunks(RemoteScheduling[str]):
             worker,
             key=chunk_key(self.run_id, self.options.crash_reruns),
             pure=False,
-            **where_it_may_run(worker, self.book.serves if self.book.sites else None),
+            **self.may_run[worker],
         )
         self.chunks[future.key] = _Chunk(chunk, future, worker)
         future.add_done_callback(self.done.put)
