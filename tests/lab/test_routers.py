@@ -451,15 +451,25 @@ def alive(pid: int) -> bool:
     return text.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def test_a_lab_killed_with_sigkill_is_removed_by_its_guard(tmp_path: Path) -> None:
+@pytest.mark.parametrize("bastion", [False, True], ids=["direct", "bastion"])
+def test_a_lab_killed_with_sigkill_is_removed_by_its_guard(tmp_path: Path, bastion: bool) -> None:
+    """With a bastion, killed while a login holds a bastion connection: its sshd, in the
+    management namespace, goes with the rest."""
     skip_without_router_lab()
-    lab = start_router_lab(tmp_path, 1)
+    lab = start_router_lab(tmp_path, 1, bastion=bastion)
+    held = None
     try:
         workdir = Path(lab.state()["workdir"])
+        if bastion:
+            held = socket.create_connection(("127.0.0.1", lab.plan.bastion_port or 0), 10)
+            assert held.recv(64).startswith(b"SSH-2.0-OpenSSH")  # its sshd -i is serving
         made = lab_leftovers(lab.name)
         assert any(t.startswith("namespace ") for t in made) and lab_pids(lab.name, "bgpd")
+        assert (f"namespace nb-{lab.name}-m" in made) == bastion
     finally:
         kill_lab(lab)
+        if held is not None:
+            held.close()
     left = wait_for(lambda: lab_leftovers(lab.name))
     assert not left
     assert not workdir.exists()
