@@ -1117,8 +1117,9 @@ def _converged(lab: RouterLab, routers: list[str]) -> bool:
 
 def _same_config(one: str, other: str) -> bool:
     from nornir_bench.tasks.config_text import parse_config, same
+    from nornir_bench.tasks.dialects import FRRDriver
 
-    return same(parse_config(one), parse_config(other))
+    return same(parse_config(one, FRRDriver()), parse_config(other, FRRDriver()))
 
 
 def _put_back(lab: RouterLab, before: dict[str, str]) -> None:

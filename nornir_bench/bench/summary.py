@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.changes import (
     CHANGED,
+    COMPLIANT,
+    DRIFTED,
     INTERRUPTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
@@ -162,8 +164,8 @@ class RunSummary:
 
 
 _CHANGE_ORDER = (
-    WOULD_CHANGE, CHANGED, NO_CHANGE, NOT_SAVED, ROLLED_BACK, NOT_ROLLED_BACK, ROLLBACK_FAILED,
-    INTERRUPTED, NOT_TOUCHED,
+    DRIFTED, COMPLIANT, WOULD_CHANGE, CHANGED, NO_CHANGE, NOT_SAVED, ROLLED_BACK,
+    NOT_ROLLED_BACK, ROLLBACK_FAILED, INTERRUPTED, NOT_TOUCHED,
 )
 # How a count of hosts reads with each state: "3 hosts no change" would not.
 _CHANGE_WORDS = {NO_CHANGE: "with nothing to change", ROLLBACK_FAILED: "whose rollback failed"}

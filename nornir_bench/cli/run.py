@@ -110,7 +110,11 @@ def command(args: argparse.Namespace) -> int:
     print(f"per-host records: {run.output}")
     if run.interrupted:
         return interrupted_status(args.terminated)
-    return EXIT_FAILED_HOSTS if run.summary.failed else EXIT_OK
+    from nornir_bench.core.changes import DRIFTED
+
+    # A compliance check (--check of a replace) fails as a failed host does when any drifted.
+    drifted = run.summary.changes.get(DRIFTED)
+    return EXIT_FAILED_HOSTS if run.summary.failed or drifted else EXIT_OK
 
 
 def _say_stopping() -> None:

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHANGED",
+    "COMPLIANT",
+    "DRIFTED",
     "note_change",
     "noted_change",
     "INTERRUPTED",
@@ -34,6 +36,8 @@ __all__ = [
 ]
 
 WOULD_CHANGE, NO_CHANGE, CHANGED = "would change", "no change", "changed"
+# A replace's dry run (``--check``): the device holds its intended configuration, or not.
+COMPLIANT, DRIFTED = "compliant", "drifted"
 ROLLED_BACK, ROLLBACK_FAILED, NOT_ROLLED_BACK = "rolled back", "rollback failed", "not rolled back"
 NOT_SAVED = "not saved"  # the change made and verified (or nothing to change), the save refused
 INTERRUPTED = "interrupted during change"

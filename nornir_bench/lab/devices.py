@@ -188,6 +188,7 @@ def render_inventory(
     known_hosts: str | None = None,
     jump_host: Mapping[str, Any] | None = None,
     jump_known: str = "",
+    config_platform: str | None = None,
 ) -> dict[str, str]:
     """The nornir SimpleInventory that reaches ``devices``, as YAML text per file name.
 
@@ -197,6 +198,8 @@ def render_inventory(
     known-hosts file (data ``known_hosts``), and ``known_hosts`` is its text: each device's
     host key, so that their keys are checked (``host_key_checking: strict``, the default).
     ``jump_host``: the defaults' bastion (data ``jump_host``), ``jump_known`` its key's line.
+    ``config_platform``: the devices' configuration dialect (``frr``), when their platform
+    is only how to log in (``tasks.dialects``).
     """
     if not devices:
         raise LabError("an inventory needs at least one device")
@@ -221,6 +224,8 @@ def render_inventory(
         files["known_hosts"] = jump_known + known_hosts_text(devices)
     if jump_host is not None:
         data["jump_host"] = dict(jump_host)
+    if config_platform is not None:
+        data["config_platform"] = config_platform
     if data:
         defaults["data"] = data
     files["defaults.yaml"] = header + _dump(defaults)
@@ -263,6 +268,7 @@ def write_inventory(
     directory: str | os.PathLike[str],
     jump_host: Mapping[str, Any] | None = None,
     jump_known: str = "",
+    config_platform: str | None = None,
 ) -> list[Path]:
     """Write :func:`render_inventory`'s files into ``directory`` (created if missing), with
     the devices' host keys in its ``known_hosts`` (and a bastion's, ``jump_known``).
@@ -276,7 +282,7 @@ def write_inventory(
         written = []
         known = os.fspath((folder / "known_hosts").absolute())
         for name, text in sorted(
-            render_inventory(devices, known, jump_host, jump_known).items(),
+            render_inventory(devices, known, jump_host, jump_known, config_platform).items(),
             key=lambda item: _order(item[0]),
         ):
             (folder / name).write_text(text, encoding="utf-8")

@@ -474,16 +474,19 @@ def vtysh(name: str, router: str, command: str) -> str:
 def restore_config(name: str, router: str, before: str) -> bool:
     """Put ``router`` of lab ``name`` back to the running configuration ``before`` (as root:
     the lines that undo what changed since, through vtysh); whether it now is."""
-    from nornir_bench.tasks.config_text import parse_config, restoring_lines, same
+    from nornir_bench.tasks.config_text import parse_config, remediation, same
+    from nornir_bench.tasks.dialects import FRRDriver
 
-    undo = restoring_lines(parse_config(before), parse_config(vtysh(name, router, _SHOW_RUN)))
+    driver = FRRDriver()
+    undo = remediation(parse_config(vtysh(name, router, _SHOW_RUN), driver),
+                       parse_config(before, driver))
     if undo:
         args = ["vtysh", "-N", f"nb-{name}-{router}", "-c", "configure terminal"]
         for line in undo:
             args += ["-c", line.strip()]  # one command each: vtysh keeps the section entered
         subprocess.run(args, capture_output=True, text=True, timeout=_COMMAND_TIMEOUT,
                        check=False)
-    return same(parse_config(vtysh(name, router, _SHOW_RUN)), parse_config(before))
+    return same(parse_config(vtysh(name, router, _SHOW_RUN), driver), parse_config(before, driver))
 
 
 def router_hosts(devices: list[LabDevice], count: int) -> list[LabDevice]:
@@ -545,6 +548,7 @@ def run_router_lab(
                 files = write_inventory(
                     devices if hosts is None else router_hosts(devices, hosts), write, jump,
                     "" if lab.bastion is None else lab.bastion.known_hosts_line(),
+                    config_platform="frr",
                 )
                 say(f"inventory written: {', '.join(os.fspath(f) for f in files)}")
             lab.wait_ready(timeout)

@@ -14,7 +14,8 @@ For each records file, and each step of a job of steps:
   hosts in flight over time are plotted beside it, so a page of 100,000 hosts stays small;
 - the distribution of the hosts' times: a histogram and percentiles;
 - for change jobs, each host's change state, backup and diff, filterable;
-- each state check's values before and after, per host (:mod:`nornir_bench.report.checks`).
+- each state check's values before and after, per host (:mod:`nornir_bench.report.checks`);
+- a compliance check's verdict and remediation per host (:mod:`nornir_bench.report.compliance`).
 
 The records are streamed and kept as numbers; the plots are matplotlib's, as inline SVG.
 Secrets are already masked in the records; everything from them is HTML-escaped.
@@ -38,6 +39,7 @@ from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import shortened
 from nornir_bench.processors.records import RecordsRead, each_record
 from nornir_bench.report.checks import CheckTable, checks_section
+from nornir_bench.report.compliance import ComplianceTable, compliance_section
 
 __all__ = ["TIMELINE_ROWS", "ReportError", "Written", "fold_cause", "write_report"]
 
@@ -86,6 +88,7 @@ class _Step:
     causes: dict[tuple[str, str], _Cause] = field(default_factory=dict)
     changes: list[dict[str, Any]] = field(default_factory=list)
     checks: CheckTable = field(default_factory=CheckTable)
+    compliance: ComplianceTable = field(default_factory=ComplianceTable)
     change_states: dict[str, int] = field(default_factory=dict)
     slowest: list[tuple[float, str]] = field(default_factory=list)
     by_kind: dict[str, list[float]] = field(default_factory=dict)  # "platform ios" -> times
@@ -129,6 +132,7 @@ class _Step:
         if failed:
             self._cause(record)
         self.checks.add(record)
+        self.compliance.add(record)
         change = record.get("change")
         if isinstance(change, dict) and "state" in change:
             state = str(change["state"])
@@ -293,6 +297,7 @@ def _step_section(step: _Step) -> str:
         parts.append("<h4>Time per host</h4>" + _latency(step))
     if step.changes:
         parts.append(_changes(step))
+    parts.append(compliance_section(step.compliance))
     parts.append(checks_section(step.checks))
     return "\n".join(parts)
 

@@ -6,14 +6,19 @@ them is :mod:`nornir_bench.tasks.config`'s.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nornir_bench.core.changes import CHANGED, NOT_TOUCHED, WOULD_CHANGE
+from hier_config.platforms.driver_base import HConfigDriverBase
+from hier_config.platforms.generic.driver import HConfigDriverGeneric
+
+from nornir_bench.core.changes import CHANGED, DRIFTED, NOT_TOUCHED, WOULD_CHANGE
 from nornir_bench.core.checks import number
+from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks._plan import Login, PastDeadline, Plan, Wait
 from nornir_bench.tasks.journal import PENDING, append_entry
@@ -32,11 +37,20 @@ __all__ = [
     "Change",
     "ChangeOptions",
     "ConfigChangeFailed",
+    "ConfigInputError",
     "check_around",
 ]
 
 MAX_CONFIRM = 3600.0
 """A confirm window, in seconds, at most: the change is pending (and its host held) so long."""
+
+
+class ConfigInputError(NornirBenchError):
+    """A change's input is wrong for a host, found before any device is touched: a replace
+    on a platform without a configuration driver, a scope its intended configuration lacks.
+    A job stops on it (one line, exit status 2)."""
+
+    __module__ = "nornir_bench.tasks.config"
 
 
 class ConfigChangeFailed(Exception):
@@ -84,23 +98,34 @@ def _rebuilt(
 @dataclass(frozen=True)
 class Change:
     """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
-    ``no change``, ``changed``), the diff, the backup file when one was written, and the
+    ``no change``, ``changed``; a replace's dry run ``compliant`` or ``drifted``), the diff,
+    the lines that make (or would make) it, the backup file when one was written, and the
     checks around it (:meth:`~nornir_bench.tasks.state_checks.CheckOutcome.record`)."""
 
     state: str
     diff: str
     backup: str | None = None
     checks: list[dict[str, Any]] = field(default_factory=list)
+    remediation: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
-        return self.state in (WOULD_CHANGE, CHANGED)
+        return self.state in (WOULD_CHANGE, CHANGED, DRIFTED)
+
+    def record(self) -> dict[str, Any]:
+        """The ``change`` mapping of the result and the records."""
+        record: dict[str, Any] = {"state": self.state, "backup": self.backup}
+        if self.remediation:
+            record["remediation"] = list(self.remediation)
+        return record
 
     def text(self) -> str:
-        """The result's text: the state (and backup), then the diff, then the checks."""
+        """The result's text: the state (and backup), then the diff, the remediation and the
+        checks."""
         head = self.state + (f" (backup: {self.backup})" if self.backup else "")
         checks = checks_text(self.checks)
-        return head + (":\n" + self.diff if self.diff else "") + (
+        fix = "\nremediation:\n" + "\n".join(self.remediation) if self.remediation else ""
+        return head + (":\n" + self.diff if self.diff else "") + fix + (
             "\n" + checks if checks else "")
 
 
@@ -119,6 +144,10 @@ class ChangeOptions:
     settle: float = 0.0
     confirm: float | None = None  # the window, in seconds
     journal: str | None = None
+    driver: HConfigDriverBase = field(default_factory=HConfigDriverGeneric)
+    replace: bool = False  # mode: replace (else merge)
+    scope: tuple[str, ...] = ()
+    ignore: tuple[re.Pattern[str], ...] = ()
 
 
 class AroundChange:

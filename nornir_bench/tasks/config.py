@@ -6,26 +6,29 @@ against the device:
 
 1. **The lines**: ``lines`` (a list), ``config_file``, or ``template_file`` (Jinja2, rendered
    for each host with ``host`` and ``variables``; an undefined variable fails the host before
-   its device is touched). In a job file, a ``..._file`` is found from the job's folder.
-2. **What they would change**: the running configuration is read and the lines applied to it
-   as the device would (:mod:`nornir_bench.tasks.config_text`): a unified diff.
+   its device is touched). In a job file, a ``..._file`` is found from the job's folder
+   (:mod:`~nornir_bench.tasks.config_input`).
+2. **What they aim at** (:mod:`~nornir_bench.tasks.config_text`, hier_config in the host's
+   dialect): ``mode: merge`` (the default), the running configuration with the lines applied
+   as the device would; ``mode: replace``, the lines as the whole intended configuration, or
+   the sections ``scope`` names. Lines ``ignore`` matches are left out. A unified diff.
 3. **Dry run** (nornir's ``dry_run``: the task's parameter, ``nr.run(dry_run=True)``, or
    ``nornir-bench run --check``): the diff is the result, ``changed`` says whether anything
-   would change, and nothing is sent in configuration mode.
-4. **Nothing to change**: the lines are not sent; ``changed`` is false, the diff empty. So a
-   change applied twice reports ``changed: false`` the second time.
+   would change, and nothing is sent in configuration mode. A replace says ``compliant`` or
+   ``drifted``, with the remediation.
+4. **Nothing to change**: nothing is sent; ``changed`` is false, the diff empty. So a change
+   applied twice reports ``changed: false`` the second time.
 5. **Backup**: the running configuration as read, to a file of its own (mode 0600: it holds
    the device's secrets, so that it can be restored) under ``backup_dir`` (default: the
    records folder's ``backups/``); its path is in the result and the record.
-6. **Apply**: the lines that change something (a change half made before, by a run stopped
-   in the middle, is completed; see :func:`~nornir_bench.tasks.config_text.changing_lines`),
-   one at a time in configuration mode, stopping at the first the device refuses (a reply
-   line starting ``% ``: ``% Invalid input``, FRR's ``% Unknown command`` and ``% Refusing to
-   remove a non-existent route``).
-7. **Verify**: the configuration read back must leave the change nothing to do.
+6. **Apply**: the remediation (what the change still has to do: a change half made before,
+   by a run stopped in the middle, is completed), one line at a time in configuration mode,
+   stopping at the first the device refuses (a reply line starting ``% ``: ``% Invalid
+   input``, FRR's ``% Unknown command`` and ``% Refusing to remove a non-existent route``).
+7. **Verify**: read back, a merge must leave the lines nothing to do; a replace must find the
+   intended configuration within its scope.
 8. **Rollback** (on by default; ``rollback=False`` turns it off), after a refused line or a
-   failed verification: the lines that take the configuration back to the backup (what the
-   change added removed, in reverse order, then what it removed added again), then the
+   failed verification: the remediation back to the backup, in rounds, then the
    configuration read back and compared with the backup. The host fails with
    :class:`ConfigChangeFailed`, which says ``rolled back`` or ``rollback failed: ...``.
 9. **Save** (``save=True``): ``write memory`` once the change verified, or when there was
@@ -39,15 +42,15 @@ backup file holds them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Result
 
 from nornir_bench.core.changes import (
     CHANGED,
+    COMPLIANT,
+    DRIFTED,
     INTERRUPTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
@@ -80,18 +83,26 @@ from nornir_bench.tasks._plan import (
     adrive,
     drive,
 )
-from nornir_bench.tasks._templates import check_template
 from nornir_bench.tasks.backups import abandoned_failure, backup_writer
+from nornir_bench.tasks.config_input import (
+    check_config_params,
+    check_mode,
+    check_scope,
+    config_lines,
+    prepare_config,
+)
 from nornir_bench.tasks.config_text import (
-    Section,
-    applied,
-    change_lines,
-    changing_lines,
+    HConfig,
     config_diff,
+    in_scope,
+    merged,
     parse_config,
+    remediation,
+    replaced,
     same,
     save_refusal,
 )
+from nornir_bench.tasks.dialects import dialect_of, driver_for
 from nornir_bench.tasks.journal import CONFIRMED, REVERT_FAILED, REVERTED
 from nornir_bench.tasks.restore import restoring
 from nornir_bench.tasks.state_checks import (
@@ -113,10 +124,6 @@ __all__ = [
 
 DEFAULT_CONFIG_TIMEOUT = 60.0
 """Seconds for the login, and again for each exchange with the device."""
-
-MAX_CONFIG_BYTES = 16 * 1024 * 1024
-"""A change's text, from a file or a template, at most: a larger one is a mistake (a template
-looping without end), refused before anything is sent."""
 
 class _Progress:
     """How far a change got: its backup, and whether lines were sent to the device; noted on
@@ -156,12 +163,15 @@ def _change(lines: Sequence[str], how: ChangeOptions, progress: _Progress) -> Pl
     """The change, as requests to the device (see the module); what it did. ``progress``
     follows how far it got."""
     running: str = yield Read()
-    before, change = parse_config(running), parse_config(lines)
-    diff = mask_config_secrets(config_diff(before, applied(before, change)))
+    before = parse_config(running, how.driver, how.ignore)
+    given = parse_config(lines, how.driver, how.ignore)
+    target = _target(before, given, how)
+    diff = mask_config_secrets(config_diff(before, target))
     around = AroundChange(how)
     yield from around.read_before()
     if how.dry_run:
-        return Change(WOULD_CHANGE if diff else NO_CHANGE, diff, checks=around.records())
+        return Change(_dry_state(how, diff), diff, checks=around.records(),
+                      remediation=_masked(remediation(before, target)) if how.replace else ())
     if not diff:  # nothing to send; saved all the same, so that a change left unsaved is now
         if how.save:
             yield from _save("", None, around)
@@ -170,16 +180,18 @@ def _change(lines: Sequence[str], how: ChangeOptions, progress: _Progress) -> Pl
     progress.sends(saved)
     around.pending(saved)
     try:
-        problem, now = yield from _apply(lines, before, change, saved, how)
+        problem, now = yield from _apply(lines, before, given, target, how)
         if problem is None:
             problem = yield from around.read_after()
         if problem is None:
             around.ended(CONFIRMED)
-            diff = mask_config_secrets(config_diff(before, now))
+            diff = mask_config_secrets(config_diff(before, parse_config(now, how.driver,
+                                                                        how.ignore)))
             if how.save:
                 yield from _save(diff, saved, around)
             return Change(CHANGED, diff, saved, checks=around.records())
-        yield from _roll_back(mask_config_secrets(problem), before, now, saved, how, around)
+        yield from _roll_back(mask_config_secrets(problem), parse_config(running, how.driver),
+                              parse_config(now, how.driver), saved, how, around)
     except ConfigChangeFailed:
         raise
     except Exception as exc:  # the session failed under the change: what holds is unknown
@@ -192,25 +204,58 @@ def _change(lines: Sequence[str], how: ChangeOptions, progress: _Progress) -> Pl
     raise AssertionError("a rollback ends in an error")  # pragma: no cover
 
 
+def _target(before: HConfig, given: HConfig, how: ChangeOptions) -> HConfig:
+    """The configuration the change aims at: ``given`` merged into ``before``, or, replaced,
+    ``given`` within the scope and ``before`` outside it."""
+    return replaced(before, given, how.scope) if how.replace else merged(before, given)
+
+
+def _dry_state(how: ChangeOptions, diff: str) -> str:
+    if how.replace:
+        return DRIFTED if diff else COMPLIANT
+    return WOULD_CHANGE if diff else NO_CHANGE
+
+
+def _masked(lines: Sequence[str]) -> tuple[str, ...]:
+    return tuple(mask_config_secrets("\n".join(lines)).splitlines())
+
+
 def _apply(
-    lines: Sequence[str], before: Section, change: Section, saved: str, how: ChangeOptions
-) -> Plan[tuple[str | None, Section]]:
-    """The lines that change something sent (a change half made before is completed), and
-    verified: what went wrong (``None``: nothing), and the configuration read back."""
-    sent = changing_lines(before, lines)
-    refused: tuple[int, str] | None = yield Send(tuple(lines[k] for k in sent))
-    now = parse_config((yield Read()))
+    lines: Sequence[str], before: HConfig, given: HConfig, target: HConfig, how: ChangeOptions
+) -> Plan[tuple[str | None, str]]:
+    """The lines that take ``before`` to ``target`` sent (what a change half made before
+    left to do), and verified: what went wrong (``None``: nothing), and the configuration
+    read back, as the device printed it."""
+    sent = remediation(before, target)
+    refused: tuple[int, str] | None = yield Send(tuple(sent))
+    printed: str = yield Read()
+    now = parse_config(printed, how.driver, how.ignore)
     if refused is not None:
-        index, said = sent[refused[0]], refused[1]
-        return f"line {index + 1} of {len(lines)} refused: {lines[index].strip()!r}: {said}", now
-    left = config_diff(now, applied(now, change))
-    if left:
-        return "not verified: read back, the configuration still lacks:\n" + left, now
-    return None, now
+        return _refused(lines, sent, *refused), printed
+    if how.replace:  # read back, the scope must be the intended configuration
+        left = config_diff(in_scope(now, how.scope), in_scope(target, how.scope))
+        if left:
+            return "not verified: read back, the configuration still differs from the " \
+                   "intended one:\n" + left, printed
+    else:  # read back, the change must leave nothing to do (held, not only taken)
+        left = config_diff(now, merged(now, given))
+        if left:
+            return "not verified: read back, the configuration still lacks:\n" + left, printed
+    return None, printed
+
+
+def _refused(lines: Sequence[str], sent: Sequence[str], index: int, said: str) -> str:
+    """The refused line, by its number among the lines given where it is one of them, else
+    among the remediation's (a removal the change computed)."""
+    line = sent[index].strip()
+    given = [k for k, text in enumerate(lines) if text.strip() == line]
+    where = (f"line {given[0] + 1} of {len(lines)}" if given
+             else f"remediation line {index + 1} of {len(sent)}")
+    return f"{where} refused: {line!r}: {said}"
 
 
 def _roll_back(
-    problem: str, before: Section, now: Section, saved: str, how: ChangeOptions,
+    problem: str, before: HConfig, now: HConfig, saved: str, how: ChangeOptions,
     around: AroundChange,
 ) -> Plan[None]:
     """Back to ``before`` (backed up in ``saved``), or not (``rollback: false``): always ends
@@ -266,104 +311,11 @@ def _save(diff: str, saved: str | None, around: AroundChange) -> Plan[None]:
                              backup=saved, diff=diff, checks=around.records())
 
 
-# -- the lines ---------------------------------------------------------------------------
-
-
-def _check_config_params(params: Mapping[str, Any]) -> None:
-    """The job loader's check, once for the run: :func:`_check_sources`, the checks and
-    ``confirm``, and a template's syntax (each host's render parses it again: a check there
-    would parse it twice)."""
-    _check_sources(params)
-    check_around(params)
-    if params.get("template_file") is not None:
-        check_template(Path(params["template_file"]))
-
-
-def _check_sources(params: Mapping[str, Any]) -> None:
-    """One source of lines, which exists; a list of lines checked; variables, timeout."""
-    given = [name for name in _SOURCES if params.get(name) is not None]
-    if len(given) != 1:
-        raise ValueError(
-            f"give the config as exactly one of {', '.join(_SOURCES)}"
-            + (f", not {' and '.join(given)}" if given else "")
-        )
-    source = params[given[0]]
-    if given[0] == "lines":
-        if not isinstance(source, list):
-            raise ValueError(f"lines must be a list of config lines, got {source!r}")
-        change_lines(source)
-    elif not isinstance(source, (str, os.PathLike)) or not Path(source).is_file():
-        raise ValueError(f"{given[0]}: no such file: {source}")
-    variables = params.get("variables")
-    if variables is not None and not isinstance(variables, Mapping):
-        raise ValueError(f"variables must be a mapping of names to values, got {variables!r}")
-    if "timeout" in params:
-        number("timeout", params["timeout"], above=0, unit="a number of seconds")
-
-
-_SOURCES = ("lines", "config_file", "template_file")
-
-
-def config_lines(
-    host: Host,
-    lines: Sequence[object] | None = None,
-    config_file: str | os.PathLike[str] | None = None,
-    template_file: str | os.PathLike[str] | None = None,
-    variables: Mapping[str, Any] | None = None,
-) -> list[str]:
-    """The change's lines for ``host``, from exactly one of ``lines``, ``config_file`` and
-    ``template_file`` (Jinja2, with ``host`` and ``variables``; undefined names fail)."""
-    _check_sources({"lines": lines, "config_file": config_file,
-                    "template_file": template_file, "variables": variables})
-    if lines is not None:
-        return change_lines(lines)
-    if config_file is not None:
-        path = Path(config_file)
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise ValueError(f"{path}: larger than {MAX_CONFIG_BYTES:,} bytes: not a change")
-        return change_lines(path.read_text(encoding="utf-8").splitlines())
-    import jinja2
-    from jinja2.sandbox import SandboxedEnvironment
-
-    path = Path(template_file)  # type: ignore[arg-type]
-    # Sandboxed: a template reads host data; it cannot call into the host, nornir or Python.
-    environment = SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(path.parent), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, autoescape=False,
-    )
-    chunks: list[str] = []
-    size = 0
-    try:
-        for chunk in environment.get_template(path.name).generate(host=host, **(variables or {})):
-            size += len(chunk)
-            if size > MAX_CONFIG_BYTES:
-                break
-            chunks.append(chunk)
-    except Exception as exc:  # the template's own error (1/0, a sandbox refusal)
-        raise ValueError(f"template {path}: {type(exc).__name__}: {exc}") from exc
-    if size > MAX_CONFIG_BYTES:
-        raise ValueError(
-            f"template {path}: renders past {MAX_CONFIG_BYTES:,} characters for {host.name}: "
-            "not a change"
-        )
-    return change_lines("".join(chunks).splitlines())
-
-
 def _result(host: Host, change: Change) -> Result:
     result = Result(host=host, result=change.text(), changed=change.changed, diff=change.diff)
-    result.change = {"state": change.state, "backup": change.backup}  # type: ignore[attr-defined]
+    result.change = change.record()  # type: ignore[attr-defined]
     result.checks = change.checks  # type: ignore[attr-defined]
     return result
-
-
-def _prepare(host: Host, params: Mapping[str, Any]) -> None:
-    """A host's lines made as the task will make them, before any device is touched: a
-    template's error (an undefined variable, its own exception, past the size cap) is a
-    ``ValueError`` naming the template. Lines and files are the same for every host, and
-    checked once when the job is loaded."""
-    if params.get("template_file") is not None:
-        config_lines(host, template_file=params["template_file"],
-                     variables=params.get("variables"))
 
 
 def _changing(task: Callable[..., Any]) -> Callable[..., Any]:
@@ -371,7 +323,7 @@ def _changing(task: Callable[..., Any]) -> Callable[..., Any]:
     step touches any device (``prepare``); and it says what it may have done when Ctrl-C stops
     it in flight (``abandoned_failure``). The jobs read these."""
     task.supports_dry_run = True  # type: ignore[attr-defined]
-    task.prepare = _prepare  # type: ignore[attr-defined]
+    task.prepare = prepare_config  # type: ignore[attr-defined]
     task.abandoned_failure = abandoned_failure  # type: ignore[attr-defined]
     return task
 
@@ -395,8 +347,10 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
             "confirm needs a journal_file, where a pending change is kept until it is "
             "confirmed (a job gives it one, beside its records)"
         )
+    mode = check_mode(given)
     lines = config_lines(task.host, given["lines"], given["config_file"],
                          given["template_file"], given["variables"])
+    check_scope(lines, mode.scope, task.host.name)
     how = ChangeOptions(
         task=which.__name__, host=task.host.name, platform=task.host.platform,
         dry_run=task.is_dry_run(given["dry_run"]), rollback=given["rollback"],
@@ -404,6 +358,8 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
         checks=resolved(task, checks_from(given["checks"])),
         settle=float(given["settle"] or 0), confirm=confirm,
         journal=None if given.get("journal_file") is None else str(given["journal_file"]),
+        driver=driver_for(dialect_of(task.host), replace=mode.replace), replace=mode.replace,
+        scope=mode.scope, ignore=mode.ignore,
     )
     progress = _Progress(task)
     return _noting(_change(lines, how, progress), progress)
@@ -413,7 +369,7 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
 @read_only(when=_dry_run_only)
 @needs(libraries=["netmiko", "nornir_netmiko", "jinja2"], connections=["netmiko"],
        install=DEVICES_EXTRA)
-@check_params_with(_check_config_params)
+@check_params_with(check_config_params)
 def send_config(
     task: Task,
     lines: list[str] | None = None,
@@ -421,6 +377,9 @@ def send_config(
     template_file: str | None = None,
     variables: dict[str, Any] | None = None,
     *,
+    mode: str = "merge",
+    scope: list[str] | None = None,
+    ignore: list[str] | None = None,
     dry_run: bool | None = None,
     rollback: bool = True,
     save: bool = False,
@@ -437,6 +396,11 @@ def send_config(
     Args:
         lines, config_file, template_file: the change, exactly one of them.
         variables: the template's variables besides ``host``.
+        mode: ``merge`` (the lines are added to the configuration) or ``replace`` (they are
+            the whole intended configuration, or the sections ``scope`` names).
+        scope: with ``replace``, the first words of the sections replaced (``router bgp``).
+        ignore: regular expressions of lines left out of the comparison (lines the device
+            writes itself).
         dry_run: only show the diff; ``None`` follows nornir's (``nr.run(dry_run=...)``).
         rollback: restore the backup when a line is refused or the change does not verify.
         save: ``write memory`` after a verified change.
@@ -465,7 +429,7 @@ def send_config(
 @_changing
 @read_only(when=_dry_run_only)
 @needs(libraries=["scrapli", "asyncssh", "jinja2"], install=DEVICES_EXTRA)
-@check_params_with(_check_config_params)
+@check_params_with(check_config_params)
 async def asend_config(
     task: Task,
     lines: list[str] | None = None,
@@ -473,6 +437,9 @@ async def asend_config(
     template_file: str | None = None,
     variables: dict[str, Any] | None = None,
     *,
+    mode: str = "merge",
+    scope: list[str] | None = None,
+    ignore: list[str] | None = None,
     dry_run: bool | None = None,
     rollback: bool = True,
     save: bool = False,

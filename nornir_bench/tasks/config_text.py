@@ -1,62 +1,49 @@
-"""A device's configuration as text, worked on without the device: what a change would do to
-it, the diff to review, the lines that undo a change, and whether two configurations are the
-same.
+"""A device's configuration as text, worked on without the device, with hier_config: what a
+change would make of it, the diff to review, the lines that get from one configuration to
+another, and whether two are the same.
 
-Cisco-like configurations (IOS, EOS, NX-OS, FRR's vtysh) are trees by indentation: a line
-opens a section (``router bgp 65001``) whose lines are indented below it (`` address-family
-ipv4 unicast``, then ``  network 203.0.113.0/24``). :func:`parse_config` reads one into a
-:class:`Section`, leaving out what only frames the text (``!``, ``end``, ``exit``,
-``exit-address-family``, ``Building configuration...``). A change is written the same way, as
-the lines one types in configuration mode, indented under their sections.
+A configuration is hier_config's :class:`~hier_config.HConfig`, a tree by indentation, read
+with the host's dialect (:mod:`nornir_bench.tasks.dialects`): its negation, its settings
+that take a new value in place, the lines it prints that are not configuration.
 
-:func:`applied` is what the change makes of a configuration, as such a device does:
-
-- a line the section lacks is added at its end, its own indented lines under it; a line the
-  section has already changes nothing (so applying a change twice changes nothing the second
-  time);
-- ``no X`` removes the line ``X`` (with its section), and lines that begin with ``X`` and a
-  space (``no neighbor 192.0.2.1`` removes every ``neighbor 192.0.2.1 ...``); with nothing to
-  remove it changes nothing;
-- ``X`` replaces a ``no X`` line (a default the configuration had turned off).
-
-:func:`changing_lines` picks, of a change's lines, those that change the configuration as the
-device takes them one after another, with the lines that open their sections: what to send,
-so that a change half made (a run stopped in the middle) is completed by sending the rest, not
-all of it again (``no ip route ...`` of a route already gone is refused).
-
-Order within a section is the device's: two configurations are :func:`same` when they have the
-same lines in the same sections, in any order. What a device does beyond these rules (lines it
-rewrites, defaults it adds) shows when the change is verified against the configuration read
-back (``tasks.config``).
+- :func:`merged` is what a change of lines makes of a configuration, as the device does
+  (hier_config's ``future``): a line added, ``no X`` removing ``X`` and the lines that begin
+  ``X `` (``no neighbor 192.0.2.1``), a setting's new value replacing the old.
+- :func:`replaced` is the configuration a replace aims at: the intended configuration, within
+  the sections its ``scope`` names, the running one outside them.
+- :func:`remediation` is the lines that take one configuration to another (hier_config's
+  remediation, with each section's ``exit``), in the order to send them; a rollback is the
+  remediation back to the backup.
 
 Nothing here talks to a device; ``tasks.config`` does, with these.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+
+from hier_config import HConfig, WorkflowRemediation, get_hconfig
+from hier_config.platforms.driver_base import HConfigDriverBase
+
+from nornir_bench.tasks.dialects import FRRDriver, frr_remediation
 
 __all__ = [
-    "Section",
-    "applied",
+    "HConfig",
     "change_lines",
-    "changing_lines",
     "config_diff",
+    "ignoring",
+    "in_scope",
+    "merged",
     "parse_config",
     "refusal",
-    "render",
-    "restoring_lines",
+    "remediation",
+    "replaced",
     "same",
     "save_refusal",
+    "scope_lines",
 ]
 
-# Lines that only frame a configuration's text, whatever their indentation.
-_FRAMING = frozenset({"!", "end", "exit", "exit-address-family", "exit-vrf", "exit-vnc", "quit"})
-_HEADERS = ("Building configuration", "Current configuration")
-_INDENT = " "
 # A Cisco-like CLI refusing a configuration line: a reply line that begins "% " ("% Invalid
 # input detected", FRR's "% Unknown command: ..." and "% Refusing to remove a non-existent
 # route"); accepted lines print nothing.
@@ -64,14 +51,6 @@ _REFUSAL = re.compile(r"^% .*$", re.MULTILINE)
 # Saving the configuration refused: a reply line that begins "%" and is not a warning (FRR's
 # "% Error: failed to open configuration file ...", IOS's "%Error opening nvram:...").
 _SAVE_REFUSAL = re.compile(r"^%(?!\s*warning\b).*$", re.MULTILINE | re.IGNORECASE)
-
-
-@dataclass
-class Section:
-    """The lines of a configuration (or of one of its sections), in order, each with the
-    section it opens (empty for most lines)."""
-
-    lines: dict[str, Section] = field(default_factory=dict)
 
 
 def change_lines(lines: Iterable[object]) -> list[str]:
@@ -107,158 +86,123 @@ def save_refusal(reply: str) -> str | None:
     return None if found is None else found.group(0).strip()
 
 
-def parse_config(text: str | Sequence[str]) -> Section:
-    """A configuration (``show running-config``'s text, or a change's lines) as a tree."""
-    root = Section()
-    stack: list[tuple[int, Section]] = [(-1, root)]
-    for raw in text.splitlines() if isinstance(text, str) else text:
-        line = raw.rstrip().expandtabs(1)
-        words = line.strip()
-        if not words or words.startswith("!") or words in _FRAMING or words.startswith(_HEADERS):
-            continue
-        depth = len(line) - len(line.lstrip(_INDENT))
-        while stack[-1][0] >= depth:
-            stack.pop()
-        section = stack[-1][1].lines.setdefault(words, Section())
-        stack.append((depth, section))
-    return root
+def parse_config(
+    text: str | Sequence[str], driver: HConfigDriverBase, ignore: Sequence[re.Pattern[str]] = ()
+) -> HConfig:
+    """A configuration (``show running-config``'s text, or a change's lines) as a tree in
+    ``driver``'s dialect, without the lines any of ``ignore`` finds (sections whole)."""
+    config = get_hconfig(driver, text if isinstance(text, str) else "\n".join(text))
+    if ignore:
+        for child in tuple(config.all_children()):
+            if any(pattern.search(child.text) for pattern in ignore):
+                child.delete()
+    return config
 
 
-def render(section: Section, depth: int = 0) -> list[str]:
-    """``section`` as configuration lines, one space of indentation per level."""
-    out = []
-    for line, inner in section.lines.items():
-        out.append(_INDENT * depth + line)
-        out += render(inner, depth + 1)
-    return out
+def ignoring(patterns: Iterable[object]) -> list[re.Pattern[str]]:
+    """``ignore:``'s regular expressions, compiled; ValueError names one that does not."""
+    compiled = []
+    for number, pattern in enumerate(patterns, 1):
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError(f"ignore pattern {number} must be a regular expression, got "
+                             f"{pattern!r}")
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise ValueError(f"ignore pattern {number} {pattern!r} does not compile: {exc}") \
+                from None
+    return compiled
 
 
-def applied(config: Section, change: Section) -> Section:
-    """What ``change`` makes of ``config`` (a new tree; neither is changed)."""
-    result = _copy(config)
-    _apply(result, change)
-    return result
+def _scoped(line: str, scope: Sequence[str]) -> bool:
+    return any(line == prefix or line.startswith(prefix + " ") for prefix in scope)
 
 
-def _apply(target: Section, change: Section) -> None:
-    for line, inner in change.lines.items():
-        _, section = _take(target, line)  # the rules, written once (changing_lines too)
-        if section is not None:
-            _apply(section, inner)
+def in_scope(config: HConfig, scope: Sequence[str]) -> HConfig:
+    """The sections of ``config`` whose first line ``scope`` names (``router bgp`` names
+    ``router bgp 65001``, not ``router bgpx``); all of it without a scope."""
+    if not scope:
+        return config
+    kept = HConfig(config.driver)
+    for child in config.children:
+        if _scoped(child.text, scope):
+            kept.add_deep_copy_of(child)
+    return kept
 
 
-def _copy(section: Section) -> Section:
-    return Section({line: _copy(inner) for line, inner in section.lines.items()})
+def scope_lines(intended: HConfig, scope: Sequence[str]) -> list[str]:
+    """The scope's entries that name no section of ``intended`` (a scope misspelt, or an
+    intended configuration that lacks what its scope says it holds)."""
+    return [prefix for prefix in scope
+            if not any(_scoped(child.text, [prefix]) for child in intended.children)]
 
 
-def same(one: Section, other: Section) -> bool:
+def merged(config: HConfig, change: HConfig) -> HConfig:
+    """What ``change`` makes of ``config`` (a new tree; neither is changed). A ``no X``
+    that finds nothing to remove changes nothing (hier_config keeps it, as a sign that it
+    did not apply): a change already made is then no change, and a change half made is
+    completed without sending a removal the device refuses (FRR's ``% Refusing to remove a
+    non-existent route``)."""
+    future = config.future(change)
+    _drop_idle_negations(future, config)
+    return future
+
+
+def _drop_idle_negations(future: HConfig, config: HConfig) -> None:
+    prefix = config.driver.negation_prefix
+    for child in tuple(future.children):
+        same_line = config.get_child(equals=child.text)
+        if same_line is None and child.text.startswith(prefix):
+            child.delete()
+        elif same_line is not None:
+            _drop_idle_negations(child, same_line)  # type: ignore[arg-type]
+
+
+def replaced(config: HConfig, intended: HConfig, scope: Sequence[str]) -> HConfig:
+    """The configuration a replace aims at: ``intended`` within ``scope`` (all of it without
+    one), ``config`` outside it."""
+    if not scope:
+        return intended
+    target = HConfig(config.driver)
+    for child in config.children:
+        if not _scoped(child.text, scope):
+            target.add_deep_copy_of(child)
+    for child in in_scope(intended, scope).children:
+        target.add_deep_copy_of(child)
+    return target
+
+
+def remediation(config: HConfig, target: HConfig) -> list[str]:
+    """The lines that take ``config`` to ``target``, in the order to send them, each section
+    closed by its ``exit``: hier_config's remediation, with the rules of the dialect that it
+    has no rule kind for (:func:`~nornir_bench.tasks.dialects.frr_remediation`)."""
+    lines = WorkflowRemediation(config, target).remediation_config
+    if isinstance(config.driver, FRRDriver):
+        frr_remediation(config, lines)
+    return list(lines.lines(sectional_exiting=True))
+
+
+def same(one: HConfig, other: HConfig) -> bool:
     """Whether two configurations have the same lines in the same sections (in any order)."""
-    return one.lines.keys() == other.lines.keys() and all(
-        same(inner, other.lines[line]) for line, inner in one.lines.items()
-    )
+    return next(iter(one.unified_diff(other)), None) is None
 
 
-def config_diff(before: Section, after: Section, name: str = "running-config") -> str:
+def config_diff(before: HConfig, after: HConfig, name: str = "running-config") -> str:
     """A unified diff from ``before`` to ``after`` (empty when they are the same): lines taken
-    away ``-``, lines added ``+``, each under its section's line."""
-    if same(before, after):
+    away ``-``, lines added ``+``, each under its section's line (hier_config's, in the
+    layout of ``diff -u``)."""
+    lines = [_unified(line) for line in before.unified_diff(after)]
+    if not lines:
         return ""
-    old, new = render(before), render(_ordered_like(after, before))
-    return "\n".join(
-        difflib.unified_diff(old, new, f"{name} (now)", f"{name} (after the change)",
-                             lineterm="", n=3)
-    )
+    return "\n".join([f"--- {name} (now)", f"+++ {name} (after the change)", *lines])
 
 
-def _ordered_like(section: Section, model: Section) -> Section:
-    """``section`` with the lines ``model`` has first, in ``model``'s order: a diff then shows
-    only what changed, not lines the device keeps in an order of its own."""
-    first = [line for line in model.lines if line in section.lines]
-    rest = [line for line in section.lines if line not in model.lines]
-    return Section({
-        line: _ordered_like(section.lines[line], model.lines.get(line, Section()))
-        for line in first + rest
-    })
+_SIGNED = re.compile(r"^(\s*)([-+]) (.*)$")
 
 
-def restoring_lines(before: Section, after: Section) -> list[str]:
-    """Configuration lines that take ``after`` back to ``before``: what was added is removed
-    (``no X``; a section added is removed whole), in reverse order, then what was removed is
-    added again (with its section); each under its section's line."""
-    return list(_restoring(before, after, 0))
-
-
-def _restoring(before: Section, after: Section, depth: int) -> Iterator[str]:
-    indent = _INDENT * depth
-    undone = set()
-    for line in reversed(list(after.lines)):
-        if line not in before.lines:
-            undo = line[3:] if line.startswith("no ") else "no " + line
-            undone.add(undo)
-            yield indent + undo
-    for line, inner in before.lines.items():
-        if line not in after.lines and not (line in undone and not inner.lines):
-            yield indent + line
-            yield from render(inner, depth + 1)
-    for line, inner in before.lines.items():
-        if line in after.lines:
-            below = list(_restoring(inner, after.lines[line], depth + 1))
-            if below:
-                yield indent + line
-                yield from below
-
-
-def changing_lines(config: Section, lines: Sequence[str]) -> list[int]:
-    """The indexes of the ``lines`` of a change to send to a device whose configuration is
-    ``config``: each line that changes it (taken one after another, by :func:`applied`'s
-    rules), the lines that open its sections (``router bgp 65001`` before its
-    `` neighbor ...``), and the framing lines that close those (``exit-address-family``).
-    Lines indented under a ``no`` line go with it."""
-    state = _copy(config)
-    keep: set[int] = set()
-    # (depth, index of the line that opened it, its section in ``state`` or None under "no")
-    stack: list[tuple[int, int, Section | None]] = [(-1, -1, state)]
-    last_at: dict[int, int] = {}  # depth -> the last section line there, which framing closes
-    follow: list[tuple[int, int]] = []  # (a line, the line it is kept with)
-    for index, raw in enumerate(lines):
-        line = raw.rstrip().expandtabs(1)
-        words = line.strip()
-        depth = len(line) - len(line.lstrip(_INDENT))
-        if not words or words.startswith("!") or words in _FRAMING or words.startswith(_HEADERS):
-            if depth in last_at:
-                follow.append((index, last_at[depth]))
-            continue
-        while stack[-1][0] >= depth:
-            stack.pop()
-        last_at[depth] = index
-        section = stack[-1][2]
-        if section is None:
-            follow.append((index, stack[-1][1]))
-            stack.append((depth, index, None))
-            continue
-        changed, inner = _take(section, words)
-        if changed:
-            keep.update(opener for _, opener, _ in stack[1:])
-            keep.add(index)
-        stack.append((depth, index, inner))
-    for index, kept_with in follow:  # in order: a line's opener is settled before it
-        if kept_with in keep:
-            keep.add(index)
-    return sorted(keep)
-
-
-def _take(section: Section, line: str) -> tuple[bool, Section | None]:
-    """``line`` applied to ``section`` in place, as :func:`applied` does: whether that changed
-    it, and the section the lines under it go to (``None`` under a ``no`` line)."""
-    if line.startswith("no "):
-        removed = line[3:].strip()
-        gone = [present for present in section.lines
-                if present == removed or present.startswith(removed + " ")]
-        for present in gone:
-            del section.lines[present]
-        return bool(gone), None
-    changed = section.lines.pop("no " + line, None) is not None
-    if line not in section.lines:
-        section.lines[line] = Section()
-        changed = True
-    return changed, section.lines[line]
+def _unified(line: str) -> str:
+    signed = _SIGNED.match(line)
+    if signed is None:
+        return " " + line
+    indent, sign, text = signed.groups()
+    return sign + indent + text

@@ -2,7 +2,7 @@
 tasks ``nornir-bench recover`` runs on changes a dead run left pending (``restore_config``,
 ``arestore_config``).
 
-Restoring is done in rounds: the lines that take the configuration back (``restoring_lines``)
+Restoring is done in rounds: the lines that take the configuration back (its remediation)
 are sent, the configuration read again, and sent again for what is still off, a few rounds
 at most. A line whose removal takes others with it (FRR's ``no neighbor X remote-as Y``
 removes the whole neighbour) leaves those to add back in the next round.
@@ -21,7 +21,8 @@ from nornir_bench.core.checks import number
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._plan import Plan, Read, Send, adrive, drive
-from nornir_bench.tasks.config_text import Section, config_diff, parse_config, restoring_lines, same
+from nornir_bench.tasks.config_text import HConfig, config_diff, parse_config, remediation, same
+from nornir_bench.tasks.dialects import dialect_of, driver_for
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -31,15 +32,15 @@ __all__ = ["ROUNDS", "RestoreFailed", "arestore_config", "restore_config", "rest
 ROUNDS = 3
 
 
-def restoring(before: Section, now: Section) -> Plan[Section]:
+def restoring(before: HConfig, now: HConfig) -> Plan[HConfig]:
     """``now`` taken back to ``before``, in :data:`ROUNDS` rounds at most (see the module);
     the configuration read back last."""
     for _ in range(ROUNDS):
-        undo = restoring_lines(before, now)
+        undo = remediation(now, before)
         if not undo:
             break
         yield Send(tuple(undo))
-        now = parse_config((yield Read()))
+        now = parse_config((yield Read()), before.driver)
     return now
 
 
@@ -59,9 +60,10 @@ def _rebuilt(message: str, backup: str, diff: str) -> RestoreFailed:
     return RestoreFailed(message, backup=backup, diff=diff)
 
 
-def _restore(backup: str) -> Plan[str]:
-    before = parse_config(Path(backup).read_text(encoding="utf-8"))
-    now = yield from restoring(before, parse_config((yield Read())))
+def _restore(task: Task, backup: str) -> Plan[str]:
+    driver = driver_for(dialect_of(task.host), replace=False)
+    before = parse_config(Path(backup).read_text(encoding="utf-8"), driver)
+    now = yield from restoring(before, parse_config((yield Read()), driver))
     if same(now, before):
         return ""
     return mask_config_secrets(config_diff(before, now))
@@ -96,7 +98,7 @@ def restore_config(task: Task, backups: Mapping[str, str], *, timeout: float = 6
     require_libraries(restore_config)
     number("timeout", timeout, above=0, unit="a number of seconds")
     backup = _backup_of(task, backups)
-    return _result(task, backup, str(drive(task, _restore(backup), timeout)))
+    return _result(task, backup, str(drive(task, _restore(task, backup), timeout)))
 
 
 @needs(libraries=["scrapli", "asyncssh"], install=DEVICES_EXTRA)
@@ -107,4 +109,4 @@ async def arestore_config(
     require_libraries(arestore_config)
     number("timeout", timeout, above=0, unit="a number of seconds")
     backup = _backup_of(task, backups)
-    return _result(task, backup, str(await adrive(task, _restore(backup), timeout)))
+    return _result(task, backup, str(await adrive(task, _restore(task, backup), timeout)))

@@ -57,6 +57,13 @@ task:
         (CHANGE + "    confirm: {within: 0}\n", "confirm.within must be a number of seconds"),
         ("task: {name: check_state, params: {checks: [{command: show x, expect: same}]}}\n",
          "this step changes nothing: use present, absent or {equals: VALUE}"),
+        (CHANGE + "    mode: swap\n", "mode must be one of merge, replace, got 'swap'"),
+        (CHANGE + "    mode: replace\n    scope: [route-map]\n",
+         "scope 'route-map' matches no section of the intended configuration"),
+        (CHANGE + "    scope: [ip route]\n", "scope names what a replace replaces: give mode: "
+         "replace with it"),
+        (CHANGE + "    mode: replace\n    ignore: ['^frr version', '(']\n",
+         "ignore pattern 2 '(' does not compile: missing ), unterminated subpattern"),
     ],
 )
 def test_a_mistake_in_checks_parsers_or_confirm_is_one_line_and_exit_2(
@@ -67,6 +74,34 @@ def test_a_mistake_in_checks_parsers_or_confirm_is_one_line_and_exit_2(
     assert error in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "out.jsonl").exists() or not (tmp_path / "out.jsonl").read_text()
+    assert not (tmp_path / "backups").exists()
+
+
+def test_a_replace_a_host_cannot_take_stops_the_job_before_any_device_is_touched(
+    tmp_path: Path,
+) -> None:
+    """Found per host, as its template renders: a platform without a configuration driver,
+    an intended configuration its scope misses."""
+    path = job(tmp_path, "task: {name: send_config, params: {template_file: intended.j2, "
+                         "mode: replace, scope: [ip route]}}\n")
+    (tmp_path / "intended.j2").write_text(
+        "{% if host.name == 'r1' %}ip route 203.0.113.1/32 Null0{% else %}"
+        "route-map RM permit 10{% endif %}\n")
+    done = nornir_bench("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == ("nornir-bench: error: scope 'ip route' matches no section of the "
+                           "intended configuration of r2: a scope names the first words of "
+                           "sections it holds, such as 'router bgp' or 'ip route'\n")
+    hosts = (tmp_path / "hosts.yaml").read_text()
+    (tmp_path / "hosts.yaml").write_text(hosts.replace("r2: {", "r2: {data: {config_platform: "
+                                                                 "fakeos}, "))
+    (tmp_path / "intended.j2").write_text("ip route 203.0.113.1/32 Null0\n")
+    done = nornir_bench("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("nornir-bench: error: r2: mode: replace has no configuration "
+                                  "driver for platform 'fakeos': give the host's "
+                                  "config_platform, one of frr, ")
+    assert len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "backups").exists()
 
 

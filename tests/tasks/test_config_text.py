@@ -1,23 +1,27 @@
-"""The configuration text logic without a device: sections, order, idempotence, the diff and
-the lines that undo a change, on FRR's own ``show running-config``."""
+"""The configuration text logic without a device, on hier_config with FRR's driver: a change
+merged, a replace's target, the remediation and the diff, on FRR's own ``show
+running-config``."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from nornir_bench.tasks.config_text import (
-    applied,
     change_lines,
-    changing_lines,
     config_diff,
+    ignoring,
+    in_scope,
+    merged,
     parse_config,
-    render,
-    restoring_lines,
+    remediation,
+    replaced,
     same,
     save_refusal,
 )
+from nornir_bench.tasks.dialects import FRRDriver, driver_for
 
 RUNNING = """\
 Building configuration...
@@ -29,6 +33,11 @@ frr defaults datacenter
 hostname r1
 no ip forwarding
 !
+interface lo
+ description loopback
+ ip address 198.19.0.1/32
+exit
+!
 router bgp 65001
  bgp router-id 198.19.0.1
  neighbor 198.18.0.2 remote-as 65002
@@ -36,6 +45,7 @@ router bgp 65001
  !
  address-family ipv4 unicast
   redistribute connected
+  neighbor 198.18.0.2 route-map IN in
  exit-address-family
 exit
 !
@@ -50,98 +60,129 @@ CHANGE = [
 ]
 
 
+def frr(text: str | list[str]) -> object:
+    return parse_config(text, FRRDriver())
+
+
 def test_a_configuration_is_a_tree_by_indentation_without_its_framing() -> None:
-    assert render(parse_config(RUNNING)) == [
-        "frr version 8.4.4",
-        "frr defaults datacenter",
-        "hostname r1",
-        "no ip forwarding",
-        "router bgp 65001",
-        " bgp router-id 198.19.0.1",
-        " neighbor 198.18.0.2 remote-as 65002",
-        " neighbor 198.18.0.2 description r2",
-        " address-family ipv4 unicast",
-        "  redistribute connected",
-    ]
+    assert list(frr(RUNNING).lines()) == [  # type: ignore[attr-defined]
+        "hostname r1", "no ip forwarding", "interface lo", " description loopback",
+        " ip address 198.19.0.1/32", "router bgp 65001", " bgp router-id 198.19.0.1",
+        " neighbor 198.18.0.2 remote-as 65002", " neighbor 198.18.0.2 description r2",
+        " address-family ipv4 unicast", "  redistribute connected",
+        "  neighbor 198.18.0.2 route-map IN in",
+    ]  # FRR's version and defaults profile are not configuration: neither sent nor compared
 
 
 def test_the_diff_shows_exactly_the_lines_the_change_adds_under_their_sections() -> None:
-    running = parse_config(RUNNING)
-    diff = config_diff(running, applied(running, parse_config(CHANGE)))
-    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in
-               ("+++", "---")]
-    assert changed == ["+  network 203.0.113.0/24", "+ip route 203.0.113.0/24 Null0"]
-    assert " router bgp 65001" not in diff or " address-family ipv4 unicast" in diff
+    before = frr(RUNNING)
+    diff = config_diff(before, merged(before, frr(CHANGE)))  # type: ignore[arg-type]
+    assert [line for line in diff.splitlines() if line[:1] in "+-"] == [
+        "--- running-config (now)", "+++ running-config (after the change)",
+        "+  network 203.0.113.0/24", "+ip route 203.0.113.0/24 Null0",
+    ]
+    assert " router bgp 65001" in diff.splitlines()
 
 
-def test_a_change_applied_twice_changes_nothing_the_second_time() -> None:
-    once = applied(parse_config(RUNNING), parse_config(CHANGE))
-    twice = applied(once, parse_config(CHANGE))
-    assert same(once, twice) and config_diff(once, twice) == ""
-    assert not same(parse_config(RUNNING), once)
+def test_a_change_merged_twice_changes_nothing_the_second_time() -> None:
+    once = merged(frr(RUNNING), frr(CHANGE))  # type: ignore[arg-type]
+    assert same(merged(once, frr(CHANGE)), once)  # type: ignore[arg-type]
+    assert remediation(once, merged(once, frr(CHANGE))) == []  # type: ignore[arg-type]
 
 
 def test_order_within_a_section_is_the_devices() -> None:
-    device_order = RUNNING.replace(
-        " neighbor 198.18.0.2 remote-as 65002\n neighbor 198.18.0.2 description r2\n",
-        " neighbor 198.18.0.2 description r2\n neighbor 198.18.0.2 remote-as 65002\n",
+    shuffled = RUNNING.replace(
+        " neighbor 198.18.0.2 remote-as 65002\n neighbor 198.18.0.2 description r2",
+        " neighbor 198.18.0.2 description r2\n neighbor 198.18.0.2 remote-as 65002",
     )
-    assert same(parse_config(RUNNING), parse_config(device_order))
-    assert config_diff(parse_config(RUNNING), parse_config(device_order)) == ""
+    assert same(frr(RUNNING), frr(shuffled))  # type: ignore[arg-type]
 
 
-def test_no_removes_the_line_its_section_and_lines_that_begin_with_it() -> None:
-    running = parse_config(RUNNING)
-    removed = applied(running, parse_config(["router bgp 65001", " no neighbor 198.18.0.2"]))
-    assert render(removed.lines["router bgp 65001"]) == [
-        "bgp router-id 198.19.0.1", "address-family ipv4 unicast", " redistribute connected",
-    ]
-    gone = applied(running, parse_config(["no router bgp 65001"]))
-    assert "router bgp 65001" not in gone.lines
-    nothing = applied(running, parse_config(["no ip route 198.51.100.0/24 Null0"]))
-    assert same(nothing, running)  # nothing to remove: no change
-    on = applied(running, parse_config(["ip forwarding"]))
-    assert "ip forwarding" in on.lines and "no ip forwarding" not in on.lines
+def test_no_removes_the_line_and_the_lines_that_begin_with_it() -> None:
+    running = frr(RUNNING)
+    removed = merged(running, frr(["router bgp 65001", " no neighbor 198.18.0.2"]))  # type: ignore[arg-type]
+    assert [line.strip() for line in removed.lines() if "198.18.0.2 " in line] == [
+        "neighbor 198.18.0.2 route-map IN in"]  # the address family's line is its own
+    nothing = merged(running, frr(["no ip route 198.51.100.0/24 Null0"]))  # type: ignore[arg-type]
+    assert same(nothing, running)  # type: ignore[arg-type]  # nothing to remove: no change
+    on = merged(running, frr(["ip forwarding"]))  # type: ignore[arg-type]
+    assert "no ip forwarding" not in list(on.lines())
 
 
-def sent(config: str, lines: list[str]) -> list[str]:
-    return [lines[k] for k in changing_lines(parse_config(config), lines)]
-
-
-def test_only_the_lines_that_change_something_are_sent_with_the_lines_of_their_sections() -> None:
-    change = [
-        "no ip forwarding",  # there already
-        "router bgp 65001",
-        " neighbor 198.18.0.2 description r2",  # there already
-        " address-family ipv4 unicast",
-        "  redistribute connected",  # there already
-        "  network 203.0.113.0/24",
-        " exit-address-family",
-        "exit",
-        "no ip route 198.51.100.0/24 Null0",  # nothing to remove
-        "ip route 203.0.113.0/24 Null0",
-    ]
-    assert sent(RUNNING, change) == [
-        "router bgp 65001", " address-family ipv4 unicast", "  network 203.0.113.0/24",
-        " exit-address-family", "exit", "ip route 203.0.113.0/24 Null0",
-    ]
-    done = "\n".join(render(applied(parse_config(RUNNING), parse_config(change))))
-    assert sent(done, change) == []  # all made: nothing to send
-
-
-def test_a_removal_half_made_sends_the_removals_left_and_later_lines_see_earlier_ones() -> None:
+def test_a_removal_half_made_sends_only_the_removals_left() -> None:
     routes = [f"ip route 198.51.100.{k}/32 Null0" for k in range(4)]
-    half = "\n".join([RUNNING, *routes[2:]])
-    change = [f"no {route}" for route in routes]
-    assert sent(half, change) == change[2:]
-    # one after another: a line added, then taken away, then added again all change it
-    again = [routes[0], f"no {routes[0]}", routes[0]]
-    assert sent(RUNNING, again) == again
-    # lines under a "no" line go with it
-    assert sent(RUNNING, ["no router bgp 65001", " bgp router-id 198.19.0.1"]) == [
-        "no router bgp 65001", " bgp router-id 198.19.0.1",
-    ]
-    assert sent(RUNNING, ["no router bgp 65009", " bgp router-id 198.19.0.9"]) == []
+    half = frr("\n".join([RUNNING, *routes[2:]]))
+    change = frr([f"no {route}" for route in routes])
+    assert remediation(half, merged(half, change)) == [  # type: ignore[arg-type]
+        f"no {route}" for route in routes[2:]]
+
+
+def test_a_setting_takes_its_new_value_in_place() -> None:
+    running = frr(RUNNING)
+    target = merged(running, frr(["router bgp 65001", " neighbor 198.18.0.2 description R2",
+                                  "hostname core1"]))  # type: ignore[arg-type]
+    assert remediation(running, target) == [  # type: ignore[arg-type]
+        "router bgp 65001", " neighbor 198.18.0.2 description R2", " exit", "hostname core1"]
+
+
+def test_a_neighbour_removed_whole_is_one_line_as_frr_takes_it() -> None:
+    running = frr(RUNNING)
+    intended = frr(RUNNING.replace(" neighbor 198.18.0.2 remote-as 65002\n", "")
+                   .replace(" neighbor 198.18.0.2 description r2\n", "")
+                   .replace("  neighbor 198.18.0.2 route-map IN in\n", ""))
+    assert remediation(running, intended) == [  # type: ignore[arg-type]
+        "router bgp 65001", " no neighbor 198.18.0.2", " exit"]
+
+
+def test_an_interface_left_out_is_emptied_not_removed() -> None:
+    running = frr(RUNNING)
+    scope = ["interface"]
+    intended = frr("interface lo\n ip address 198.19.0.1/32\n")
+    assert remediation(running, replaced(running, intended, scope)) == [  # type: ignore[arg-type]
+        "interface lo", " no description loopback", " exit"]
+    target = replaced(running, frr("hostname r1\n"), [])  # type: ignore[arg-type]
+    fix = remediation(running, target)  # type: ignore[arg-type]
+    assert "no interface lo" not in fix and " no ip address 198.19.0.1/32" in fix
+
+
+def test_a_replace_within_its_scope_leaves_the_rest() -> None:
+    running = frr(RUNNING + "ip route 198.51.100.0/24 Null0\n")
+    intended = frr("ip route 203.0.113.0/24 Null0\nhostname other\n")
+    target = replaced(running, intended, ["ip route"])  # type: ignore[arg-type]
+    assert remediation(running, target) == [  # type: ignore[arg-type]
+        "no ip route 198.51.100.0/24 Null0", "ip route 203.0.113.0/24 Null0"]
+    assert list(in_scope(target, ["ip route"]).lines()) == ["ip route 203.0.113.0/24 Null0"]
+    assert list(in_scope(running, ["ip rout"]).lines()) == []  # a scope is whole words
+
+
+def test_ignored_lines_are_left_out_of_both_sides() -> None:
+    patterns = ignoring([r"^description "])
+    running = parse_config(RUNNING, FRRDriver(), patterns)
+    intended = parse_config(RUNNING.replace("description loopback", "description other"),
+                            FRRDriver(), patterns)
+    assert same(running, intended) and remediation(running, intended) == []
+    with pytest.raises(ValueError, match=re.escape(
+            "ignore pattern 2 '(unclosed' does not compile: missing ), unterminated subpattern")):
+        ignoring(["ok", "(unclosed"])
+
+
+def test_a_replace_needs_a_driver_a_merge_does_not() -> None:
+    assert isinstance(driver_for("frr", replace=True), FRRDriver)
+    assert type(driver_for("cisco_ios", replace=True)).__name__ == "HConfigDriverCiscoIOS"
+    assert type(driver_for("fakeos", replace=False)).__name__ == "HConfigDriverGeneric"
+    with pytest.raises(ValueError, match="mode: replace has no configuration driver for "
+                                         "platform 'fakeos': give the host's config_platform"):
+        driver_for("fakeos", replace=True)
+
+
+def test_the_rollback_takes_the_changed_configuration_back() -> None:
+    before = frr(RUNNING)
+    after = merged(before, frr([*CHANGE, "no router bgp 65001", "router bgp 65009",
+                                " bgp router-id 198.19.0.9"]))  # type: ignore[arg-type]
+    undo = remediation(after, before)  # type: ignore[arg-type]
+    assert same(merged(after, frr(undo)), before)  # type: ignore[arg-type]
+    assert "no router bgp 65009" in undo and "no ip route 203.0.113.0/24 Null0" in undo
+    assert remediation(before, before) == []  # type: ignore[arg-type]
 
 
 def test_a_save_is_refused_by_an_error_not_by_a_warning() -> None:
@@ -158,26 +199,6 @@ def test_a_save_is_refused_by_an_error_not_by_a_warning() -> None:
     assert save_refusal("%Error opening nvram:/startup-config (No space left on device)") == (
         "%Error opening nvram:/startup-config (No space left on device)"
     )
-
-
-def test_the_restoring_lines_take_the_changed_configuration_back() -> None:
-    before = parse_config(RUNNING)
-    change = parse_config([*CHANGE, "no router bgp 65001", "router bgp 65009",
-                           " bgp router-id 198.19.0.9"])
-    after = applied(before, change)
-    undo = restoring_lines(before, after)
-    assert same(applied(after, parse_config(undo)), before)
-    assert undo[0] == "no router bgp 65009"  # the last added first
-    assert "no ip route 203.0.113.0/24 Null0" in undo
-    assert undo.index("router bgp 65001") < undo.index(" neighbor 198.18.0.2 remote-as 65002")
-    assert restoring_lines(before, before) == []
-
-
-def test_a_default_turned_back_on_is_turned_off_again() -> None:
-    """``no X`` lines are the device's: the lines say it, the device keeps the line."""
-    before = parse_config(RUNNING)
-    after = applied(before, parse_config(["ip forwarding"]))
-    assert restoring_lines(before, after) == ["no ip forwarding"]
 
 
 @pytest.mark.parametrize(
@@ -200,7 +221,7 @@ def test_bad_change_lines_say_which_and_why(lines: list[object], says: str) -> N
 def test_a_template_is_sandboxed_and_bounded(tmp_path: Path) -> None:
     from nornir.core.inventory import Host
 
-    from nornir_bench.tasks.config import MAX_CONFIG_BYTES, config_lines
+    from nornir_bench.tasks.config_input import MAX_CONFIG_BYTES, config_lines
 
     host = Host("r1", data={"asn": 65001})
     (tmp_path / "ok.j2").write_text("router bgp {{ host.data.asn }}\n")
