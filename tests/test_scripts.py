@@ -366,6 +366,22 @@ def test_the_checks_benchmark_reverts_what_it_breaks_on_a_router_lab(tmp_path: P
         assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
 
 
+def test_the_compliance_benchmark_checks_every_host_on_a_router_lab(tmp_path: Path) -> None:
+    """bench_compliance.py --quick: every host drifted and checked, against reading them."""
+    from tests.routers import skip_without_router_lab
+
+    skip_without_router_lab()
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench_compliance.py"), "--quick"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=200,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    line = (rf"\| asyncio \| {N} s \(30 of 30 ok; 30 drifted\) \| {N} s \(30 of 30 ok\) \| "
+            rf"{N} \| <= 1.2 \((met|MISSED)\) \|")
+    assert re.search(f"^{line}$", done.stdout, re.M), done.stdout
+
+
 def test_the_faults_benchmark_runs_its_hung_change_on_a_router_lab(tmp_path: Path) -> None:
     """bench_faults.py --hung-change: a router lab of its own, r1's vtysh stopped mid-change."""
     from tests.routers import skip_without_router_lab
