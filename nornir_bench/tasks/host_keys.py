@@ -276,16 +276,33 @@ def netmiko_host_key_extras(
         check_key(trust, name, hostname, port, key)  # strict: HostKeyUnknown
         trusted = [key]
     lines = "".join(openssh_line(hostname, port, key) for key in trusted)
-    fd, path = tempfile.mkstemp(prefix="nornir-bench-known-", suffix=".txt")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(lines)
+    with _keys_file(lines) as path:
         yield {
             "ssh_strict": True,
             "system_host_keys": False,
             "alt_host_keys": True,
             "alt_key_file": path,
         }
+
+
+@contextlib.contextmanager
+def _keys_file(text: str) -> Iterator[str]:
+    """A path paramiko reads ``text`` from while the block runs. On Linux a file in memory
+    (``memfd_create``): a login that never returns, or a process killed in it, leaves no file
+    behind. Elsewhere a temporary file, removed when the block ends."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("nornir-bench-known-hosts")
+        try:
+            os.write(fd, text.encode("utf-8"))
+            yield f"/proc/{os.getpid()}/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    fd, path = tempfile.mkstemp(prefix="nornir-bench-known-", suffix=".txt")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        yield path
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)

@@ -343,3 +343,50 @@ def test_a_file_rewritten_in_place_is_read_again_whatever_its_size_and_times(
     assert [k.get_fingerprint() for k in record(str(known), "10.5.5.5", 2201, keys[0])] == [
         keys[2].get_fingerprint()
     ]
+
+
+
+_LOGIN = """
+import sys
+from pathlib import Path
+from nornir_bench.tasks import send_command
+from tests.tasks.test_host_keys import Impostor, nornir_at
+port, folder, known = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+nr = nornir_at(Impostor(port, None), folder, "threaded", {}, known_hosts=known)
+nr.filter(name="h0").run(task=send_command, command="show clock")
+"""
+
+
+def test_a_login_killed_in_the_middle_leaves_no_known_hosts_file_behind(tmp_path: Path) -> None:
+    """A login to a trusted device that never answers, its process SIGKILLed: the keys
+    handed to paramiko lived in memory, not in a temporary file left in TMPDIR."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    key = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{port} {key}\n")
+    temp, folder = tmp_path / "tmp", tmp_path / "inventory"
+    temp.mkdir()
+    folder.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _LOGIN, str(port), str(folder), str(known)],
+        env={**os.environ, "TMPDIR": str(temp)}, cwd=Path(__file__).parents[2],
+    )
+    try:
+        listener.settimeout(HANG_GUARD)
+        connection, _ = listener.accept()  # the login is in flight, waiting for a banner
+        child.send_signal(signal.SIGKILL)
+        child.wait(HANG_GUARD)
+        connection.close()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        listener.close()
+    assert child.returncode == -signal.SIGKILL
+    assert list(temp.iterdir()) == []
