@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from hier_config import HConfig, Platform, get_hconfig_driver
+from hier_config import HConfig, HConfigChild, Platform, get_hconfig_driver
 from hier_config.models import (
     IdempotentCommandsRule,
     MatchRule,
@@ -49,11 +49,16 @@ def _idempotent(*lineage: str) -> IdempotentCommandsRule:
     return IdempotentCommandsRule(match_rules=tuple(MatchRule(re_search=r) for r in lineage))
 
 
-def _drop_empty_interfaces(config: HConfig) -> None:
-    # FRR prints no ``interface X`` without lines under it: an empty one is no configuration.
+def _drop_empty_sections(config: HConfig) -> None:
+    # FRR prints no ``interface X`` and no address family without lines under them: an empty
+    # one is no configuration.
     for child in tuple(config.children):
         if child.text.startswith("interface ") and not child.children:
             child.delete()
+    for bgp in config.get_children(startswith="router bgp "):
+        for family in tuple(bgp.children):
+            if family.text.startswith("address-family ") and not family.children:
+                family.delete()
 
 
 class FRRDriver(HConfigDriverBase):
@@ -109,8 +114,15 @@ class FRRDriver(HConfigDriverBase):
                                  MatchRule(re_search=_NEIGHBOR + "remote-as ")),
                     search=r"^no neighbor (\S+) remote-as .*", replace=r"no neighbor \1",
                 ),
+                # An interface's description is removed with ``no description`` alone: FRR
+                # refuses it with the text after it.
+                NegationSubRule(
+                    match_rules=(MatchRule(startswith="interface "),
+                                 MatchRule(startswith="description ")),
+                    search=r"^no description .*", replace="no description",
+                ),
             ],
-            post_load_callbacks=[_drop_empty_interfaces],
+            post_load_callbacks=[_drop_empty_sections],
         )
 
 
@@ -121,10 +133,13 @@ def frr_remediation(running: HConfig, remediation: HConfig) -> None:
     - a neighbour removed whole (``no neighbor X``) takes its other lines with it, in its
       address families too, and FRR refuses a ``no neighbor X ...`` after it (frr#11080):
       those are dropped;
-    - an interface is the kernel's: ``no interface lo`` is refused. One left out of the
-      target is emptied line by line instead.
+    - an interface is the kernel's (``no interface lo`` is refused), and an address family
+      has no ``no address-family``: one left out of the target is emptied line by line.
     """
     for bgp in remediation.get_children(startswith="router bgp "):
+        was = running.get_child(equals=bgp.text)
+        if was is not None:
+            _emptied(bgp, was, "no address-family ")
         gone = {m.group(1) for c in bgp.children
                 if (m := re.fullmatch(r"no neighbor (\S+)", c.text))}
         for child in tuple(bgp.all_children()):
@@ -134,13 +149,22 @@ def frr_remediation(running: HConfig, remediation: HConfig) -> None:
         for family in tuple(bgp.children):
             if family.text.startswith("address-family ") and not family.children:
                 family.delete()
+    _emptied(remediation, running, "no interface ")
+
+
+def _emptied(remediation: HConfig | HConfigChild, running: HConfig | HConfigChild,
+             negation: str) -> None:
+    """Each ``negation``-line of ``remediation`` (``no interface lo``) in place of which the
+    section is kept, each of its lines in ``running`` negated."""
     for child in tuple(remediation.children):
-        if child.text.startswith("no interface ") and running.get_child(
-                equals=child.text[3:]) is not None:
-            child.delete()
-            emptied = remediation.add_child(child.text[3:])
-            for line in running.get_child(equals=child.text[3:]).children:  # type: ignore[union-attr]
-                emptied.add_child(line.text).negate()
+        section = running.get_child(equals=child.text[3:]) \
+            if child.text.startswith(negation) else None
+        if section is None:
+            continue
+        child.delete()
+        emptied = remediation.add_child(section.text)
+        for line in section.children:
+            emptied.add_deep_copy_of(line).negate()
 
 
 def driver_for(dialect: str | None, *, replace: bool) -> HConfigDriverBase:

@@ -76,3 +76,22 @@ def test_a_fleets_drift_is_found_reported_and_brought_back(
     text = running(frr_lab, "r2")
     assert "ip route 192.0.2.0/24" not in text and "ip route 198.51.100.2/32 Null0" in text
     assert "router bgp 65002" in text  # outside the scope: left as it was
+
+
+def test_a_replace_with_a_line_the_router_refuses_names_it_and_rolls_back(
+    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,  # noqa: F811
+) -> None:
+    from nornir_bench.tasks import ConfigChangeFailed, send_config
+
+    nr = frr_lab.nornir().filter(name="h2")
+    try:
+        result = nr.run(task=send_config, lines=["ip route 198.51.100.9/32 Null0",
+                                                 "ip route bogus"],
+                        mode="replace", scope=["ip route"], backup_dir=str(tmp_path))
+    finally:
+        nr.close_connections()
+    error = result["h2"][0].exception
+    assert isinstance(error, ConfigChangeFailed), result["h2"][0].result
+    assert str(error).startswith("line 2 of 2 refused: 'ip route bogus': % Unknown command: "
+                                 "ip route bogus; rolled back to the backup at "), str(error)
+    assert running(frr_lab, "r2") == restored["r2"]  # byte for byte

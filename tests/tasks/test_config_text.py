@@ -139,10 +139,18 @@ def test_an_interface_left_out_is_emptied_not_removed() -> None:
     scope = ["interface"]
     intended = frr("interface lo\n ip address 198.19.0.1/32\n")
     assert remediation(running, replaced(running, intended, scope)) == [  # type: ignore[arg-type]
-        "interface lo", " no description loopback", " exit"]
+        "interface lo", " no description", " exit"]
     target = replaced(running, frr("hostname r1\n"), [])  # type: ignore[arg-type]
     fix = remediation(running, target)  # type: ignore[arg-type]
     assert "no interface lo" not in fix and " no ip address 198.19.0.1/32" in fix
+
+
+def test_an_address_family_left_out_is_emptied_and_a_gone_neighbours_lines_go_with_it() -> None:
+    running = frr(RUNNING)
+    intended = frr("router bgp 65001\n bgp router-id 198.19.0.1\n")
+    assert remediation(running, replaced(running, intended, ["router bgp"])) == [  # type: ignore[arg-type]
+        "router bgp 65001", " no neighbor 198.18.0.2", " address-family ipv4 unicast",
+        "  no redistribute connected", "  exit-address-family", " exit"]
 
 
 def test_a_replace_within_its_scope_leaves_the_rest() -> None:
