@@ -6,6 +6,7 @@ starts (:func:`prepare_config`).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -137,15 +138,8 @@ def config_lines(
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise ValueError(f"{path}: larger than {MAX_CONFIG_BYTES:,} bytes: not a change")
         return change_lines(path.read_text(encoding="utf-8").splitlines())
-    import jinja2
-    from jinja2.sandbox import SandboxedEnvironment
-
     path = Path(template_file)  # type: ignore[arg-type]
-    # Sandboxed: a template reads host data; it cannot call into the host, nornir or Python.
-    environment = SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(path.parent), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, autoescape=False,
-    )
+    environment = _environment(str(path.parent))
     chunks: list[str] = []
     size = 0
     try:
@@ -162,6 +156,21 @@ def config_lines(
             "not a change"
         )
     return change_lines("".join(chunks).splitlines())
+
+
+@functools.lru_cache(maxsize=32)
+def _environment(folder: str) -> Any:
+    """The Jinja2 environment of the templates in ``folder``, kept: it keeps each template
+    compiled (compiling one costs more than rendering it for a host) and compiles it again
+    when its file changes. Sandboxed: a template reads host data; it cannot call into the
+    host, nornir or Python."""
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, autoescape=False,
+    )
 
 
 def prepare_config(host: Host, params: Mapping[str, Any]) -> None:

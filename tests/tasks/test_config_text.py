@@ -4,6 +4,7 @@ running-config``."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -246,3 +247,20 @@ def test_a_template_is_sandboxed_and_bounded(tmp_path: Path) -> None:
     (tmp_path / "huge.j2").write_text("{% for i in range(10**9) %}x{% endfor %}")
     with pytest.raises(ValueError, match="OverflowError: Range too big"):
         config_lines(host, template_file=tmp_path / "huge.j2")
+
+
+def test_a_template_is_compiled_once_and_again_when_its_file_changes(tmp_path: Path) -> None:
+    from nornir.core.inventory import Host
+
+    from nornir_bench.tasks.config_input import _environment, config_lines
+
+    template = tmp_path / "route.j2"
+    template.write_text("ip route 203.0.113.{{ host.data.k }}/32 Null0\n")
+    for k in (1, 2):
+        assert config_lines(Host(f"r{k}", data={"k": k}), template_file=template) == [
+            f"ip route 203.0.113.{k}/32 Null0"]
+    environment = _environment(str(tmp_path))
+    assert environment.cache is not None and len(environment.cache) == 1  # compiled once
+    template.write_text("ip route 198.51.100.0/24 Null0\n")
+    os.utime(template, ns=(template.stat().st_atime_ns, template.stat().st_mtime_ns + 10**9))
+    assert config_lines(Host("r1"), template_file=template) == ["ip route 198.51.100.0/24 Null0"]
