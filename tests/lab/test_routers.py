@@ -342,7 +342,7 @@ def test_the_inventory_reaches_each_router_as_the_labs_user(frr_lab: RouterLabPr
     assert defaults == {
         "username": f"nbl-{frr_lab.name}",
         "password": frr_lab.password,
-        "data": {"known_hosts": str(known)},
+        "data": {"known_hosts": str(known), "config_platform": "frr"},  # its dialect
     }
     # the lab's SSH server's own key, for every router's port: the default check passes
     public = Path(frr_lab.state()["workdir"], "ssh_host_ed25519_key.pub").read_text().split()
