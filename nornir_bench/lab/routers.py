@@ -478,15 +478,15 @@ def restore_config(name: str, router: str, before: str) -> bool:
     from nornir_bench.tasks.dialects import FRRDriver
 
     driver = FRRDriver()
-    undo = remediation(parse_config(vtysh(name, router, _SHOW_RUN), driver),
-                       parse_config(before, driver))
+    wanted = parse_config(before, driver)
+    undo = remediation(parse_config(vtysh(name, router, _SHOW_RUN), driver), wanted)
     if undo:
         args = ["vtysh", "-N", f"nb-{name}-{router}", "-c", "configure terminal"]
         for line in undo:
             args += ["-c", line.strip()]  # one command each: vtysh keeps the section entered
         subprocess.run(args, capture_output=True, text=True, timeout=_COMMAND_TIMEOUT,
                        check=False)
-    return same(parse_config(vtysh(name, router, _SHOW_RUN), driver), parse_config(before, driver))
+    return same(parse_config(vtysh(name, router, _SHOW_RUN), driver), wanted)
 
 
 def router_hosts(devices: list[LabDevice], count: int) -> list[LabDevice]:

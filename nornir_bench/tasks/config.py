@@ -180,18 +180,18 @@ def _change(lines: Sequence[str], how: ChangeOptions, progress: _Progress) -> Pl
     progress.sends(saved)
     around.pending(saved)
     try:
-        problem, now = yield from _apply(lines, before, given, target, how)
+        problem, printed, now = yield from _apply(lines, before, given, target, how)
         if problem is None:
             problem = yield from around.read_after()
         if problem is None:
             around.ended(CONFIRMED)
-            diff = mask_config_secrets(config_diff(before, parse_config(now, how.driver,
-                                                                        how.ignore)))
+            diff = mask_config_secrets(config_diff(before, now))
             if how.save:
                 yield from _save(diff, saved, around)
             return Change(CHANGED, diff, saved, checks=around.records())
-        yield from _roll_back(mask_config_secrets(problem), parse_config(running, how.driver),
-                              parse_config(now, how.driver), saved, how, around)
+        # Rolled back whole: the ignored lines too, so that they are compared with the backup.
+        yield from _roll_back(mask_config_secrets(problem), _whole(running, before, how),
+                              _whole(printed, now, how), saved, how, around)
     except ConfigChangeFailed:
         raise
     except Exception as exc:  # the session failed under the change: what holds is unknown
@@ -216,32 +216,38 @@ def _dry_state(how: ChangeOptions, diff: str) -> str:
     return WOULD_CHANGE if diff else NO_CHANGE
 
 
+def _whole(text: str, parsed: HConfig, how: ChangeOptions) -> HConfig:
+    """``text``'s configuration with the lines ``ignore`` left out of ``parsed``."""
+    return parse_config(text, how.driver) if how.ignore else parsed
+
+
 def _masked(lines: Sequence[str]) -> tuple[str, ...]:
     return tuple(mask_config_secrets("\n".join(lines)).splitlines())
 
 
 def _apply(
     lines: Sequence[str], before: HConfig, given: HConfig, target: HConfig, how: ChangeOptions
-) -> Plan[tuple[str | None, str]]:
+) -> Plan[tuple[str | None, str, HConfig]]:
     """The lines that take ``before`` to ``target`` sent (what a change half made before
     left to do), and verified: what went wrong (``None``: nothing), and the configuration
-    read back, as the device printed it."""
+    read back, as the device printed it and parsed."""
     sent = remediation(before, target)
     refused: tuple[int, str] | None = yield Send(tuple(sent))
     printed: str = yield Read()
     now = parse_config(printed, how.driver, how.ignore)
     if refused is not None:
-        return _refused(lines, sent, *refused), printed
+        return _refused(lines, sent, *refused), printed, now
     if how.replace:  # read back, the scope must be the intended configuration
         left = config_diff(in_scope(now, how.scope), in_scope(target, how.scope))
         if left:
             return "not verified: read back, the configuration still differs from the " \
-                   "intended one:\n" + left, printed
+                   "intended one:\n" + left, printed, now
     else:  # read back, the change must leave nothing to do (held, not only taken)
         left = config_diff(now, merged(now, given))
         if left:
-            return "not verified: read back, the configuration still lacks:\n" + left, printed
-    return None, printed
+            return "not verified: read back, the configuration still lacks:\n" + left, \
+                printed, now
+    return None, printed, now
 
 
 def _refused(lines: Sequence[str], sent: Sequence[str], index: int, said: str) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from nornir_bench.core.checks import number
 from nornir_bench.tasks._change import ConfigInputError, check_around
 from nornir_bench.tasks._templates import check_template
-from nornir_bench.tasks.config_text import change_lines, ignoring
+from nornir_bench.tasks.config_text import change_lines, ignoring, scoped
 from nornir_bench.tasks.dialects import dialect_of, driver_for
 
 if TYPE_CHECKING:
@@ -85,8 +85,7 @@ def check_mode(params: Mapping[str, Any]) -> ConfigMode:
 def check_scope(lines: Sequence[str], scope: Sequence[str], host: str | None = None) -> None:
     """Each entry of ``scope`` names a section of the intended ``lines``."""
     top = [line.strip() for line in lines if line[:1] not in (" ", "\t") and line.strip()]
-    unmatched = [prefix for prefix in scope
-                 if not any(line == prefix or line.startswith(prefix + " ") for line in top)]
+    unmatched = [prefix for prefix in scope if not any(scoped(line, [prefix]) for line in top)]
     if unmatched:
         raise ValueError(
             f"scope {', '.join(map(repr, unmatched))} matches no section of the intended "

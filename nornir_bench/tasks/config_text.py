@@ -41,7 +41,7 @@ __all__ = [
     "replaced",
     "same",
     "save_refusal",
-    "scope_lines",
+    "scoped",
 ]
 
 # A Cisco-like CLI refusing a configuration line: a reply line that begins "% " ("% Invalid
@@ -114,7 +114,9 @@ def ignoring(patterns: Iterable[object]) -> list[re.Pattern[str]]:
     return compiled
 
 
-def _scoped(line: str, scope: Sequence[str]) -> bool:
+def scoped(line: str, scope: Sequence[str]) -> bool:
+    """Whether ``scope`` names the section a top-level ``line`` opens (``router bgp`` names
+    ``router bgp 65001``, not ``router bgpx``)."""
     return any(line == prefix or line.startswith(prefix + " ") for prefix in scope)
 
 
@@ -125,16 +127,9 @@ def in_scope(config: HConfig, scope: Sequence[str]) -> HConfig:
         return config
     kept = HConfig(config.driver)
     for child in config.children:
-        if _scoped(child.text, scope):
+        if scoped(child.text, scope):
             kept.add_deep_copy_of(child)
     return kept
-
-
-def scope_lines(intended: HConfig, scope: Sequence[str]) -> list[str]:
-    """The scope's entries that name no section of ``intended`` (a scope misspelt, or an
-    intended configuration that lacks what its scope says it holds)."""
-    return [prefix for prefix in scope
-            if not any(_scoped(child.text, [prefix]) for child in intended.children)]
 
 
 def merged(config: HConfig, change: HConfig) -> HConfig:
@@ -165,7 +160,7 @@ def replaced(config: HConfig, intended: HConfig, scope: Sequence[str]) -> HConfi
         return intended
     target = HConfig(config.driver)
     for child in config.children:
-        if not _scoped(child.text, scope):
+        if not scoped(child.text, scope):
             target.add_deep_copy_of(child)
     for child in in_scope(intended, scope).children:
         target.add_deep_copy_of(child)

@@ -10,6 +10,7 @@ where no driver is known; a replace needs the platform's own rules, and is refus
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -146,10 +147,8 @@ def frr_remediation(running: HConfig, remediation: HConfig) -> None:
             words = child.text.split()
             if words[:2] == ["no", "neighbor"] and len(words) > 3 and words[2] in gone:
                 child.delete()
-        for family in tuple(bgp.children):
-            if family.text.startswith("address-family ") and not family.children:
-                family.delete()
     _emptied(remediation, running, "no interface ")
+    _drop_empty_sections(remediation)  # families left with nothing to do
 
 
 def _emptied(remediation: HConfig | HConfigChild, running: HConfig | HConfigChild,
@@ -170,17 +169,21 @@ def _emptied(remediation: HConfig | HConfigChild, running: HConfig | HConfigChil
 def driver_for(dialect: str | None, *, replace: bool) -> HConfigDriverBase:
     """The hier_config driver of ``dialect`` (see :func:`dialect_of`). Without one, a merge
     gets the generic driver; a replace is a ``ValueError`` naming the dialects there are."""
-    if dialect == "frr":
-        return FRRDriver()
-    platform = _HIER_CONFIG.get(dialect or "")
-    if platform is not None:
-        return get_hconfig_driver(platform)
-    if replace:
+    known = dialect if dialect in DIALECTS else None
+    if known is None and replace:
         raise ValueError(
             f"mode: replace has no configuration driver for platform {dialect!r}: give the "
             f"host's config_platform, one of {', '.join(DIALECTS)}"
         )
-    return get_hconfig_driver(Platform.GENERIC)
+    return _driver(known)
+
+
+@functools.cache
+def _driver(dialect: str | None) -> HConfigDriverBase:
+    # One per dialect for the process: a driver is its rules, which hier_config only reads.
+    if dialect == "frr":
+        return FRRDriver()
+    return get_hconfig_driver(_HIER_CONFIG[dialect] if dialect else Platform.GENERIC)
 
 
 def dialect_of(host: Host) -> str | None:
