@@ -264,3 +264,19 @@ def test_a_template_is_compiled_once_and_again_when_its_file_changes(tmp_path: P
     template.write_text("ip route 198.51.100.0/24 Null0\n")
     os.utime(template, ns=(template.stat().st_atime_ns, template.stat().st_mtime_ns + 10**9))
     assert config_lines(Host("r1"), template_file=template) == ["ip route 198.51.100.0/24 Null0"]
+
+
+def test_a_secret_with_quotes_and_backslashes_is_masked_in_the_remediation_and_diff() -> None:
+    from nornir_bench.core.secrets import mask_config_secrets
+    from nornir_bench.tasks.config import _masked
+
+    secret = "s3\"c\\r'et"
+    running = frr("router bgp 65001\n neighbor 192.0.2.1 remote-as 65002\n")
+    intended = frr(f"router bgp 65001\n neighbor 192.0.2.1 remote-as 65002\n"
+                   f" neighbor 192.0.2.1 password {secret}\n")
+    target = replaced(running, intended, ["router bgp"])  # type: ignore[arg-type]
+    fix = _masked(remediation(running, target))  # type: ignore[arg-type]
+    diff = mask_config_secrets(config_diff(running, target))  # type: ignore[arg-type]
+    assert " neighbor 192.0.2.1 password ********" in fix
+    assert "+ neighbor 192.0.2.1 password ********" in diff.splitlines()
+    assert "s3" not in "\n".join(fix) + diff  # no part of it left
