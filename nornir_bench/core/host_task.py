@@ -30,6 +30,15 @@ class HostResults(MultiResult):
     def __repr__(self) -> str:
         return f"MultiResult: {list.__repr__(self)}"
 
+    def __setstate__(self, state: tuple[dict[str, Any] | None, dict[str, Any]]) -> None:
+        # Found here, unpickling asks nornir's ``MultiResult.__getattr__`` for it, which
+        # raises: an exception for every host whose results cross a process boundary.
+        own, slots = state
+        if own:  # attributes a task or processor set on the results
+            vars(self).update(own)
+        for name, value in slots.items():
+            setattr(self, name, value)
+
 
 _FIELDS = (
     "task",

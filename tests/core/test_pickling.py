@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from nornir.core.exceptions import NornirSubTaskError
+from nornir.core.inventory import Host
 
 from nornir_bench.core._pickling import cloud_dumps, dumps
 from tests.conftest import make_nornir, result_view
@@ -87,3 +88,42 @@ def test_the_pools_picklers_leave_connections_behind_and_rebuild_failed_subtasks
         assert str(copy) == str(original) == "Subtask: maybe_fail (failed)\n"
         assert result_view(copy.result) == result_view(original.result)
         assert restored["dev3"].host.connections == {}
+
+
+class Switch(Host):
+    """A user's own kind of host."""
+
+    __slots__ = ()
+
+
+def test_hosts_sent_as_one_list_come_back_slot_for_slot() -> None:
+    """``HostList`` (how hosts go to workers): every slot as the host holds it (inheritance
+    from groups and defaults kept, not copied in), connections left behind; a subclass of
+    ``Host`` goes one host at a time, as itself."""
+    from nornir_bench.core._pickling import HostList
+
+    nr = make_nornir("threadpool", hosts=3)
+    hosts = list(nr.inventory.hosts.values())
+    hosts[0].data["site"] = {"name": "a", "racks": [1, 2]}
+    hosts[1].connections["netmiko"] = object()
+    hosts[2] = Switch(name="sw", hostname="10.0.0.9", groups=hosts[0].groups)
+    for pickled in (dumps(HostList(hosts)), cloud_dumps(HostList(hosts))):
+        copies = pickle.loads(pickled)
+        assert [type(copy) for copy in copies] == [Host, Host, Switch]
+        for host, copy in zip(hosts, copies, strict=True):
+            for name in ("name", "hostname", "port", "username", "password", "platform",
+                         "data", "connection_options"):
+                assert object.__getattribute__(copy, name) == object.__getattribute__(host, name)
+            assert [group.name for group in copy.groups] == [g.name for g in host.groups]
+            assert copy.connections == {}
+        assert copies[0].groups[0] is copies[2].groups[0]  # a group once, shared as before
+
+
+def test_a_hosts_results_pickle_with_their_name_and_their_own_attributes() -> None:
+    from nornir_bench.core.host_task import HostResults
+
+    results = HostResults("task")
+    results.append("done")
+    results.noted = 3  # type: ignore[attr-defined]
+    copy = pickle.loads(dumps(results))
+    assert (copy.name, list(copy), copy.noted) == ("task", ["done"], 3)

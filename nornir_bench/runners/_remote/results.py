@@ -15,9 +15,8 @@ see in process.
 
 from __future__ import annotations
 
-import itertools
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir.core.task import MultiResult, Result, Task
@@ -96,10 +95,6 @@ class FinishedBatch(NamedTuple):
         positions, results, data, events, connections = map(list, zip(*finished, strict=True))
         return cls(positions, results, data, events, connections)
 
-    def hosts(self) -> Iterator[FinishedHost]:
-        """Each host of the batch, in order."""
-        return itertools.starmap(FinishedHost, zip(*self, strict=True))
-
 
 class HookRecorder(NoOpProcessor):
     """The worker's processor: each host's subtask hooks, kept for the parent to replay."""
@@ -128,8 +123,11 @@ class HookRecorder(NoOpProcessor):
 def relink(multi: MultiResult, host: Host | None) -> None:
     """Point every result at ``host``: the parent's, as results arrive; ``None`` in a worker,
     before they are sent (a copy of the host in every result would be pickled for nothing)."""
-    for item in each_result(multi):
-        item.host = host
+    for item in multi:
+        if isinstance(item, list):  # a subtask's several results (see ``each_result``)
+            relink(item, host)  # type: ignore[arg-type]
+        else:
+            item.host = host
 
 
 def packed(
@@ -256,23 +254,35 @@ class ResultSettler:
         if self._hooks and index not in self.started:
             self.started[index] = start_host(self.task, self.hosts[index])
 
-    def finished(self, done: FinishedHost) -> Host:
-        """Settle a host that finished in a worker; its ``Host``."""
-        host = self.hosts[done.position]
-        multi = done.result
-        relink(multi, host)
-        record_attempts(multi, self.earlier_runs(done.position))
-        if done.data != host.data:
-            host.data.clear()
-            host.data.update(done.data)
-        for item in multi:
-            if item.exception is not None and isinstance(item.result, str):
-                # Logged here, as the core logs it in process: workers have no log handlers.
-                log_failure(host.name, str(item.name), item.result)
-        if self._hooks:
-            replay_hooks(self.started.pop(done.position), multi, done.events)
-        self._store(done.position, multi)
-        return host
+    def finished(self, batch: FinishedBatch, back: Callable[[int], object]) -> list[Host]:
+        """Settle the hosts of ``batch``, which finished in a worker, each given ``back`` to
+        the dispatch book first; the hosts, in the batch's order.
+
+        One loop for the batch: this is the parent's work for every host of a run.
+        """
+        hosts, store, earlier_runs = self.hosts, self._store, self.earlier_runs
+        get = object.__getattribute__  # a Host's own slots, not nornir's inheritance lookup
+        settled = []
+        for position, multi, data, events in zip(
+            batch.positions, batch.results, batch.data, batch.events, strict=False
+        ):
+            back(position)
+            host = hosts[position]
+            relink(multi, host)
+            record_attempts(multi, earlier_runs(position))
+            own = get(host, "data")
+            if data != own:
+                own.clear()
+                own.update(data)
+            for item in multi:
+                if item.exception is not None and isinstance(item.result, str):
+                    # Logged here, as the core logs it in process: workers have no handlers.
+                    log_failure(get(host, "name"), str(item.name), item.result)
+            if self._hooks:
+                replay_hooks(self.started.pop(position), multi, events)
+            store(position, multi)
+            settled.append(host)
+        return settled
 
     def failed(self, index: int, error: Exception) -> None:
         """A host that could not run (to its end) elsewhere: a failed result made by the core,
@@ -287,6 +297,6 @@ class ResultSettler:
         self._store(index, multi)
 
     def _store(self, index: int, multi: MultiResult) -> None:
-        self.result[self.hosts[index].name] = multi
+        self.result[object.__getattribute__(self.hosts[index], "name")] = multi
         self.remaining -= 1
-        self.settled(index, multi.failed)
+        self.settled(index, any(item.failed for item in multi))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core._pickling import cloud_dumps, dumps
+from nornir_bench.core._pickling import HostList, cloud_dumps, dumps
 from nornir_bench.core.known_hosts import KnownHostsError, install, run_files, snapshot
 from nornir_bench.core.plugins import registered_plugins
 from nornir_bench.core.secrets import terminal_secrets
@@ -135,7 +135,7 @@ def pack_hosts(
         what: the runner, as messages name it (``"processpool runner"``).
     """
     try:
-        return chunk, dumps([hosts[index] for index in chunk]), {}
+        return chunk, dumps(HostList([hosts[index] for index in chunk])), {}
     except Exception:  # noqa: BLE001 - a function or a class of __main__ in the data
         pass
     sendable: list[int] = []
@@ -150,4 +150,4 @@ def pack_hosts(
             )
         else:
             sendable.append(index)
-    return sendable, cloud_dumps([hosts[index] for index in sendable]), unsendable
+    return sendable, cloud_dumps(HostList([hosts[index] for index in sendable])), unsendable

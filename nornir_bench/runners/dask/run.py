@@ -284,18 +284,16 @@ class DaskChunks(RemoteScheduling[str]):
     def _settle_batch(self, chunk: _Chunk, address: str, batch: bytes, whole: bool) -> None:
         """Settle the hosts of a chunk that came back; ``whole``: none of its hosts' tasks
         raised what is not an error (``SystemExit``), for which a host has no result."""
-        held, settle, back = self.held, self.settle, self.book.back
+        held, back = self.held, self.book.back
         if address in self.heard:
             self.heard[address] = time.monotonic()
         where = f"dask worker {address}"
-        hosts: FinishedBatch = pickle.loads(batch)
-        reported = set()
-        for finished in hosts.hosts():
-            reported.add(finished.position)
-            back(finished.position)
-            host = settle.finished(finished)
-            if finished.connections or held.holders:  # most runs: nobody holds any
-                held.hold(host, address, where, finished.connections)
+        finished: FinishedBatch = pickle.loads(batch)
+        hosts = self.settle.finished(finished, back)
+        if held.holders or any(finished.connections):  # most runs: nobody holds any
+            for host, connections in zip(hosts, finished.connections, strict=True):
+                held.hold(host, address, where, connections)
+        reported = set(finished.positions)
         for index in chunk.positions:
             if index not in reported:
                 back(index)

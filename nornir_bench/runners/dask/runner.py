@@ -35,7 +35,6 @@ run policies as every runner of the package.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import warnings
@@ -48,6 +47,7 @@ from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core.checks import flag, number, whole_number
 from nornir_bench.core.connections import is_close_connections_task
+from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.read_only import is_read_only
@@ -143,7 +143,7 @@ class DaskRunner(Policed):
                 f"None for a cluster of its own, got {address!r:.200}"
             )
         self.address = address
-        cpus = os.cpu_count() or 1
+        cpus = usable_cpus()
         self.num_procs = (
             cpus if num_procs is None else whole_number(f"{what}: num_procs", num_procs, minimum=1)
         )

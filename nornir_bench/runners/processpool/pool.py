@@ -289,12 +289,11 @@ class Pool(RemoteScheduling[int]):
         return True
 
     def _finished(self, worker: Worker, done: Done) -> None:
-        held, settle, back = self.procs.held, self.settle, self.book.back
-        for finished in done.batch.hosts():
-            back(finished.position)
-            host = settle.finished(finished)
-            if finished.connections or held.holders:  # most runs: nobody holds any
-                held.hold(host, worker.pid, worker.where, finished.connections)
+        held, batch = self.procs.held, done.batch
+        hosts = self.settle.finished(batch, self.book.back)
+        if held.holders or any(batch.connections):  # most runs: nobody holds any
+            for host, connections in zip(hosts, batch.connections, strict=True):
+                held.hold(host, worker.pid, worker.where, connections)
 
     def _lost(self, worker: Worker, overdue: dict[int, Exception] | None = None) -> None:
         """``worker`` is gone: settle the hosts it had in flight (the crash rule, see

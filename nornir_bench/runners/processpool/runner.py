@@ -44,7 +44,6 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 from __future__ import annotations
 
 import functools
-import os
 import warnings
 import weakref
 from dataclasses import replace
@@ -54,6 +53,7 @@ from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
+from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.runners._core.lifecycle import Lifecycle
@@ -117,7 +117,7 @@ class ProcessPoolRunner(Policed):
         **policy: Any,
     ) -> None:
         self.num_workers = whole_number("processpool runner: num_workers", num_workers, minimum=1)
-        cpus = os.cpu_count() or 1
+        cpus = usable_cpus()
         self.num_procs = (
             cpus
             if num_procs is None
