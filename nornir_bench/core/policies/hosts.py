@@ -223,7 +223,7 @@ class HostAttempts:
     def login_wait(self) -> float:
         """Seconds to wait before asking again for a place to log in (the host's SSH server
         refused logins in this run: see ``core.policies.logins``); 0: the attempt may start."""
-        if self.pace is None:
+        if self.pace is None or not self.pace.active:  # no server refused a login yet
             return 0.0
         self._logs_in = not object.__getattribute__(self.host, "connections")
         turn = self.pace.take(self.host) if self._logs_in else None
@@ -242,7 +242,7 @@ class HostAttempts:
         task's results are emptied for the next attempt.
         """
         error = outcome.error
-        if self.pace is not None:
+        if self.pace is not None and (self._logs_in or error is not None):
             place, self._place = self._place, None
             if place is not None:
                 self.pace.left(self.host)
