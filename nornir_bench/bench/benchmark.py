@@ -7,7 +7,6 @@ sweep) call it too, so every figure comes from the same code path.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
+from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.core.stopping import NotStarted, stoppable
@@ -143,6 +143,6 @@ def _runner_options(runner: str, workers: int, in_flight: bool = False) -> dict[
     if not takes_workers(runner):
         return {}
     if in_flight and takes_option(runner, "num_procs"):
-        procs = min(os.cpu_count() or 1, workers)
+        procs = min(usable_cpus(), workers)
         return {"num_workers": math.ceil(workers / procs), "num_procs": procs}
     return {"num_workers": workers}

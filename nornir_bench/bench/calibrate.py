@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.core.checks import whole_number
+from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.runners.registry import runner_class
@@ -236,7 +236,7 @@ def _shape(runner: str, given: dict[str, Any]) -> tuple[int, int]:
         return 1, 1
     # A runner built only to read its rule (default, cap): it starts nothing before a run.
     procs = given["num_procs"] = int(runner_class(runner)(**given).num_procs)
-    return procs, min(procs, os.cpu_count() or 1)
+    return procs, min(procs, usable_cpus())
 
 
 def cluster_shape(address: str, options: Mapping[str, Any] | None = None) -> tuple[int, int]:

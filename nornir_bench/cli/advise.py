@@ -4,6 +4,7 @@ runner and how many workers the whole job needs, with what it will cost this mac
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -114,6 +115,20 @@ def header_line(job: Job, hosts: int) -> str:
     return f"job {job.path}: {what} on {hosts_text(hosts)}"
 
 
+def _here_line(found: JobAdvice) -> str:
+    """The devices share this machine's CPUs: the bias that gives the prediction."""
+    sampled, here, cpus = len(found.sampled), len(found.here), found.limits.cpus
+    line = (
+        f"{here} of the {sampled} sampled hosts are devices on this machine: they share its CPUs "
+        "with the run, and a full run leaves them less CPU than the sample did, so the "
+        "prediction is optimistic"
+    )
+    every = os.cpu_count() or cpus
+    if cpus < every:
+        line += f" (unless they run on CPUs this run may not use: it may use {cpus} of {every})"
+    return line
+
+
 def report_lines(found: JobAdvice) -> list[str]:
     """The sample, the machine, the table of predictions, the recommendation and warnings."""
     limits, advice = found.limits, found.advice
@@ -145,6 +160,8 @@ def report_lines(found: JobAdvice) -> list[str]:
         f"predicted (the fewest workers within 10 % of the best)",
     ]
     lines += [f"warning: {line}" for line in advice.warnings]
+    if found.here:
+        lines.append(f"warning: {_here_line(found)}")
     if found.as_written is not None and found.as_written != best:
         lines.append(
             f"the job as written ({found.as_written.runner}, num_workers "

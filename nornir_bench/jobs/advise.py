@@ -37,7 +37,7 @@ from nornir_bench.bench.advise import (
 from nornir_bench.bench.advise_steps import StepSample, advise_steps, predict_steps
 from nornir_bench.bench.calibrate import measure_costs, replay_cpu
 from nornir_bench.bench.costs import RunnerCosts
-from nornir_bench.bench.machine import machine_limits
+from nornir_bench.bench.machine import machine_limits, on_this_machine
 from nornir_bench.bench.sampling import measure_run, measure_sample, only_hosts
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import NornirBenchError
@@ -101,6 +101,7 @@ class JobAdvice:
             covers that runner.
         as_written_warnings: what the job as written goes past.
         check: the recommended configuration on a larger slice, if asked.
+        here: the sampled hosts whose devices are this machine (by their ``hostname``).
     """
 
     hosts: int
@@ -115,6 +116,7 @@ class JobAdvice:
     as_written: Prediction | None = None
     as_written_warnings: tuple[str, ...] = ()
     check: Check | None = None
+    here: tuple[str, ...] = ()
 
 
 def advise_job(
@@ -216,7 +218,15 @@ def advise_job(
         as_written=as_written,
         as_written_warnings=tuple(limit_warnings(as_written, limits)) if as_written else (),
         check=checked,
+        here=_here(nr, sampled),
     )
+
+
+def _here(nr: Nornir, sampled: Sequence[str]) -> tuple[str, ...]:
+    """The sampled hosts whose devices are this machine: they share its CPUs with the run."""
+    addresses = {name: nr.inventory.hosts[name].hostname for name in sampled}
+    local = set(on_this_machine(addresses.values()))
+    return tuple(name for name, address in addresses.items() if address in local)
 
 
 def _usable_runners() -> list[str]:

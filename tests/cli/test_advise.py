@@ -236,3 +236,36 @@ def test_the_header_of_a_job_of_steps_names_every_steps_task(
     assert main(["advise", str(path), "--sample", "6", "--runners", "asyncio"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"job {path}: 3 steps (sim_rtt, asim_rtt, sim_rtt) on 6 hosts"
+
+
+def test_devices_on_this_machine_are_said_with_the_bias_they_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job whose devices are this machine (a loopback TCP server here) gets one line saying
+    the prediction is optimistic; a job of synthetic hosts, which are nowhere, does not."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        (tmp_path / "hosts.yaml").write_text("".join(
+            f"h{index}: {{hostname: 127.0.0.1, port: {port}}}\n" for index in range(4)
+        ))
+        job = tmp_path / "local.yaml"
+        hosts = tmp_path / "hosts.yaml"
+        job.write_text(textwrap.dedent(f"""\
+            inventory: {{plugin: SimpleInventory, options: {{host_file: {hosts}}}}}
+            runner: {{plugin: asyncio, options: {{num_workers: 10}}}}
+            logging: {{enabled: false}}
+            task: {{name: atcp_ping, params: {{timeout: 5}}}}
+            """))
+        assert main(["advise", str(job), "--runners", "asyncio", "--seed", "1"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "on this machine" in line]
+    assert len(said) == 1
+    assert said[0].startswith(
+        "warning: 4 of the 4 sampled hosts are devices on this machine: they share its CPUs "
+        "with the run, and a full run leaves them less CPU than the sample did, so the "
+        "prediction is optimistic"
+    )
+    synthetic = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0}}", hosts=6)
+    assert main(["advise", str(synthetic), "--runners", "asyncio"]) == 0
+    assert "on this machine" not in capsys.readouterr().out
