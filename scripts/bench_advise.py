@@ -22,6 +22,10 @@ The jobs (``--jobs``, default all):
   (root; ``apt-get install -y frr openssh-server``) and stopped at the end;
 - ``routers-3-steps``: three ``asend_command`` steps (scrapli) on the same routers.
 
+The RTT server runs on the machine's second CPU and ``advise`` on its first (CPU affinity,
+as ``taskset -c`` sets it), so that the devices do not share the client's cores, as on a
+real network; ``advise`` then sees one CPU for itself. ``--no-pin`` runs both on every CPU.
+
 ``--quick``: 1 repeat, 2,000 hosts for the synthetic and RTT jobs (a smoke run). Everything
 this script starts, it stops, on an error and on Ctrl-C too. Nothing leaves 127.0.0.1.
 """
@@ -29,7 +33,9 @@ this script starts, it stops, on an error and on Ctrl-C too. Nothing leaves 127.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -55,6 +61,7 @@ TARGETS = {  # job -> the most the median prediction may be off, as the issue se
     "routers-3-steps": 0.20,
 }
 RTT_PORTS = 16
+PINNED: dict[str, set[int]] = {}  # "client", "server" -> the CPUs each runs on, when pinned
 ROUTERS, HOSTS_PER_ROUTER = 10, 50
 ADVISE_TIMEOUT = 900.0  # seconds, at most, for one advise process
 CHECK = re.compile(
@@ -70,7 +77,16 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sample", type=int, default=None, help="advise's --sample")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-pin", dest="pin", action="store_false",
+                        help="the RTT server and advise on every CPU, not one each")
     args = parser.parse_args()
+    if args.pin and len(os.sched_getaffinity(0)) < 2:
+        print("# one CPU: the RTT server and advise share it (not pinned)")
+        args.pin = False
+    if args.pin:
+        cpus = os.sched_getaffinity(0)
+        PINNED.update(client={min(cpus)}, server={max(cpus)})
+        print(f"# advise on CPU {min(cpus)}, the RTT server on CPU {max(cpus)}")
     repeat = 1 if args.quick else args.repeat
     hosts = 2_000 if args.quick else 10_000
     print(f"# advise --check, {repeat} repeats a job, {_cores()} cores\n")
@@ -91,8 +107,9 @@ def _advise_job(name: str, job: Path, repeat: int, sample: int | None) -> None:
         command = [sys.executable, "-m", "nornir_bench", "advise", str(job), "--check",
                    "--seed", str(seed), *(["--sample", str(sample)] if sample else [])]
         began = time.perf_counter()
+        pin = PINNED.get("client") if name.startswith("rtt") else None
         done = subprocess.run(command, capture_output=True, text=True, timeout=ADVISE_TIMEOUT,
-                              check=False)
+                              check=False, preexec_fn=_on(pin))
         took = time.perf_counter() - began
         found = CHECK.search(done.stdout)
         if done.returncode or not found:
@@ -136,9 +153,12 @@ def _number(text: str) -> float:
 
 
 def _cores() -> int:
-    import os
-
     return os.cpu_count() or 1
+
+
+def _on(cpus: set[int] | None) -> Callable[[], None] | None:
+    """A child's start, on ``cpus`` alone (``None``: on every CPU)."""
+    return None if cpus is None else functools.partial(os.sched_setaffinity, 0, cpus)
 
 
 # -- the jobs, and what they need running ------------------------------------------------------
@@ -179,7 +199,7 @@ def _rtt(name: str, folder: Path, hosts: int) -> Iterator[Path]:
     server = subprocess.Popen(
         [sys.executable, "-m", "nornir_bench", "rtt-server", "--port", str(base), "--ports",
          str(RTT_PORTS), "--delay", str(delay)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, text=True, preexec_fn=_on(PINNED.get("server")),
     )
     try:
         ready = server.stdout.readline() if server.stdout else ""

@@ -8,8 +8,10 @@ Each point runs ``scripts/script.py WORKERS RTT --runner R`` with this interpret
 (``sys.executable``, so no launcher script such as a version manager's shim adds its own start-up)
 and is timed from outside, start to exit, as ``time`` did in the study; the child's own user
 and sys CPU come from ``resource.getrusage(RUSAGE_CHILDREN)``. Points are interleaved, so
-machine noise hits them alike. Prints medians with min-max, and each point's speed-up over the
-best nornir ``threaded`` point.
+machine noise hits them alike, after one run of each that is not counted (byte code written
+and cached, as an installed package's is: ``PYTHONDONTWRITEBYTECODE`` is not passed on).
+Prints medians with min-max, and each point's speed-up over the best nornir ``threaded``
+point.
 
 The point ``go:0`` is the study's Go side, gornir's design (``scripts/gornir_standin``: one
 goroutine per host sleeping one RTT), built once with ``go build`` into a temporary folder and
@@ -20,6 +22,7 @@ it is left out, saying so.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -31,6 +34,9 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent / "script.py"
 GO_SOURCE = Path(__file__).resolve().parent / "gornir_standin"
+# Byte code cached, as an installed package's is (pip compiles it on install): a
+# PYTHONDONTWRITEBYTECODE in this shell would make every run compile the package again.
+ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 
 def build_go(folder: str) -> str | None:
@@ -54,7 +60,7 @@ def one_run(
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=ENV)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
@@ -76,6 +82,8 @@ def main() -> None:
             print("go: no go command, the Go stand-in is left out")
             points = [point for point in points if point[0] != "go"]
         samples: dict[tuple[str, int], list[tuple[float, float, float]]] = {p: [] for p in points}
+        for runner, workers in points:  # a run of each first: byte code written, caches warm
+            one_run(runner, workers, args.rtt, args.hosts, go)
         for _ in range(args.repeat):
             for runner, workers in points:
                 samples[(runner, workers)].append(

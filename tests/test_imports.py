@@ -7,6 +7,10 @@ process pool's), the job loader, the lab, the sweep, and the device libraries.
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
+
 import pytest
 
 import nornir_bench
@@ -107,3 +111,71 @@ def test_the_documented_imports_work() -> None:
 
     assert callable(main) and callable(script_entry)
     assert ProcessPoolRunner.__module__ == "nornir_bench.runners.processpool.runner"
+
+
+# What a plain ``script.py WORKERS RTT`` run imports beyond the interpreter's own start-up, by
+# module: the runner named, its core, nornir (and its ruamel.yaml), nothing else. A module new
+# here costs every run of the study its import: add it only if the run uses it.
+SCRIPT_RUN_MODULES = {
+    "nornir_bench": {
+        "", "._lazy", ".bench", ".bench.benchmark", ".bench.record", ".bench.summary",
+        ".bench.usage", ".cli", ".cli._common", ".cli.main", ".cli.script", ".core",
+        ".core._gc", ".core._logging", ".core._pickling", ".core.attempts", ".core.changes",
+        ".core.cpus",
+        ".core.checks", ".core.closing", ".core.deadlines", ".core.exceptions",
+        ".core.execution", ".core.failures", ".core.hooks", ".core.host_task",
+        ".core.liveness", ".core.one_host", ".core.open_files", ".core.plugins",
+        ".core.policies", ".core.policies.exception_types", ".core.policies.hosts",
+        ".core.policies.logins", ".core.policies.options", ".core.policies.plan",
+        ".core.policies.retry", ".core.read_only", ".core.stopping", ".core.wording",
+        ".inventory", ".inventory.synthetic", ".processors", ".processors.timing", ".runners",
+        ".runners._core", ".runners._core.lifecycle", ".runners._core.limiter",
+        ".runners._core.queue", ".runners._core.results", ".runners.registry", ".tasks",
+        ".tasks._needs", ".tasks._params", ".tasks.simulated",
+    },
+    "threadpool": {
+        ".core._switching", ".runners._core.blocking", ".runners.threadpool",
+    },
+    "asyncio": {
+        ".core.connections", ".core.loops", ".core.offload", ".core.policies.waiting",
+        ".core.session", ".runners._kept_loop", ".runners.asyncio_runner",
+    },
+}
+# Other packages than the standard library's, by top-level name.
+SCRIPT_RUN_PACKAGES = {
+    "threadpool": {"nornir", "nornir_bench", "ruamel"},
+    # uvloop where it is installed: the runner's loop is uvloop's then (``loop: auto``).
+    "asyncio": {"nornir", "nornir_bench", "ruamel"}
+    | ({"uvloop"} if importlib.util.find_spec("uvloop") else set()),
+}
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_a_plain_script_run_imports_exactly_its_runner_core_and_nornir(runner: str) -> None:
+    """``script.py 3 0 --runner R``, run to its end: every module it imports is listed above.
+    Compared with what the interpreter had imported before the script, so that the
+    environment's own start-up (``.pth`` files, ``sitecustomize``) is left out."""
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "import sys\n"
+         "before = set(sys.modules)\n"
+         "from nornir_bench.cli.script import script_main\n"
+         f"assert script_main(['3', '0', '--hosts', '3', '--runner', {runner!r}]) == 0\n"
+         "print('MODULES', *sorted(set(sys.modules) - before))"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = set(done.stdout.split("MODULES", 1)[1].split())
+    ours = {name for name in imported if name.split(".")[0] == "nornir_bench"}
+    expected = {
+        "nornir_bench" + suffix
+        for suffix in SCRIPT_RUN_MODULES["nornir_bench"] | SCRIPT_RUN_MODULES[runner]
+    }
+    assert sorted(ours - expected) == [], "imported, not listed: does the run need them?"
+    assert sorted(expected - ours) == [], "listed, no longer imported: take them off the list"
+    others = {
+        name.split(".")[0] for name in imported
+        if name.split(".")[0] not in sys.stdlib_module_names and not name.startswith("_")
+        and name != "cython_runtime"
+    }
+    assert others == SCRIPT_RUN_PACKAGES[runner]
