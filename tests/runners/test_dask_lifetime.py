@@ -35,12 +35,21 @@ def _cluster_of(pid: int) -> list[psutil.Process]:
         nonlocal found
         found = [
             process for process in psutil.Process(pid).children(recursive=True)
-            if "dask" in " ".join(process.cmdline()) or "spawn_main" in " ".join(process.cmdline())
+            if any(word in _command(process) for word in ("dask", "spawn_main"))
         ]
         return len(found) >= CLUSTER_PROCESSES
 
     wait_until(all_there, "the embedded cluster's processes", every=0.2)
     return found
+
+
+def _command(process: psutil.Process) -> str:
+    """``process``'s command line; empty for one that ended meanwhile, a zombie until its
+    parent reaps it (a short-lived child of the cluster's start), whose line cannot be read."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.NoSuchProcess:  # ZombieProcess included
+        return ""
 
 
 def test_the_embedded_cluster_ends_when_its_parent_is_killed(tmp_path: Path) -> None:
