@@ -28,6 +28,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from types import CoroutineType
@@ -79,11 +80,12 @@ Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 _logger = logging.getLogger("nornir.core.task")
 
 
-Rescue = Callable[["Task", "Host", Exception], "MultiResult | None"]
+Rescue = Callable[["Task", "Host", Exception, float], "MultiResult | None"]
 """What a runner does with a task's error before it becomes the host's failed result (in the
-``except`` block): the host's ``MultiResult`` if it took the host over, else ``None``."""
+``except`` block), given when the call began (``time.monotonic``): the host's ``MultiResult``
+if it took the host over, else ``None``."""
 
-ARescue = Callable[["Task", "Host", Exception], "Awaitable[MultiResult] | None"]
+ARescue = Callable[["Task", "Host", Exception, float], "Awaitable[MultiResult] | None"]
 """The awaitable twin of :data:`Rescue`."""
 
 
@@ -102,10 +104,11 @@ def run_host(task: Task, host: Host, *, rescue: Rescue | None = None) -> MultiRe
         (``KeyboardInterrupt``, ``SystemExit``) does, as in nornir.
     """
     instance = start_host(task, host)
+    began = 0.0 if rescue is None else time.monotonic()
     try:
         outcome = call_task(instance)
     except Exception as exc:  # noqa: BLE001 - a task's error is its host's failed Result
-        rescued = None if rescue is None else rescue(instance, host, exc)
+        rescued = None if rescue is None else rescue(instance, host, exc, began)
         if rescued is not None:
             return rescued
         return complete_host(instance, host, _failure(instance, host, exc))
@@ -183,10 +186,11 @@ async def arun_host(
         ``CancelledError``: a host that did not finish has no result.
     """
     instance = start_host(task, host)
+    began = 0.0 if rescue is None else time.monotonic()
     try:
         outcome = await acall_task(instance, offload)
     except Exception as exc:  # noqa: BLE001 - a task's error is its host's failed Result
-        rescued = None if rescue is None else rescue(instance, host, exc)
+        rescued = None if rescue is None else rescue(instance, host, exc, began)
         if rescued is not None:
             return await rescued
         return complete_host(instance, host, _failure(instance, host, exc))

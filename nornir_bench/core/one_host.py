@@ -1,12 +1,13 @@
 """One way to run a host, for every runner: the plain path, or the policed one.
 
 A runner hands each host to :func:`run_one` (blocking) or :func:`arun_one` (on an event loop)
-with the run's :class:`RunContext`. When no policy changes how one host runs (no deadline, no
-retries) the host runs as nornir's ``Task.start`` runs it (``run_host``/``arun_host``);
-otherwise through its :class:`~nornir_bench.core.policies.hosts.HostAttempts`. A host whose
-SSH server refused its login goes on through its attempts too, and once a server has refused
-one, every host does: their logins are paced (``core.policies.logins``). This is the one
-place that decides: runners schedule hosts, they do not choose how one runs.
+with the run's :class:`RunContext`. Without a deadline (``task_timeout``, ``run_timeout``) a
+host first runs as nornir's ``Task.start`` runs it (``run_host``/``arun_host``); otherwise
+through its :class:`~nornir_bench.core.policies.hosts.HostAttempts`. A plain host whose task
+failed goes on through its attempts when the run retries, or when its SSH server refused its
+login, so that retries cost nothing until a host fails; once a server has refused a login,
+every host goes through its attempts: their logins are paced (``core.policies.logins``). This
+is the one place that decides: runners schedule hosts, they do not choose how one runs.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class RunContext:
             passes its own, which returns ``None`` for an attempt it gave up and took over).
     """
 
-    __slots__ = ("attempt", "deadline", "halt", "offload", "pace", "plain", "policy")
+    __slots__ = ("attempt", "deadline", "halt", "offload", "pace", "plain", "policy", "rescues")
 
     def __init__(
         self,
@@ -59,40 +60,50 @@ class RunContext:
         self.offload = offload
         self.halt = halt
         self.attempt = attempt
-        self.plain = not policy.per_host  # decided once a run, read once a host
+        # Decided once a run, read once a host: without a deadline, a host runs plain, and a
+        # failure goes on through its attempts (retries, a refused login) from there.
+        self.plain = policy.task_timeout is None and policy.run_timeout is None
         self.pace = LoginPace(policy.login_retries) if policy.login_retries else None
+        self.rescues = bool(policy.retries) or self.pace is not None
 
-    def attempts(self, task: Task, host: Host, started: Task | None = None) -> HostAttempts:
+    def attempts(
+        self, task: Task, host: Host, started: Task | None = None, began: float | None = None
+    ) -> HostAttempts:
         """``host``'s attempts under the run's policies (its start hook fires, unless it
-        did: ``started``)."""
+        did: ``started``, whose first attempt ``began``)."""
         return HostAttempts(
             task, host, self.policy, run_deadline=self.deadline, halt=self.halt, pace=self.pace,
-            started=started,
+            started=started, began=began,
         )
 
     def _plain(self) -> bool:
         return self.plain and (self.pace is None or not self.pace.active)
 
-    def _refused(self, started: Task, host: Host, error: Exception) -> HostAttempts | None:
-        """A plain host whose login its SSH server refused: its attempts, to go on with."""
-        if self.pace is None or not refused_before_login(error):
+    def _goes_on(
+        self, started: Task, host: Host, error: Exception, began: float
+    ) -> HostAttempts | None:
+        """A plain host whose task failed: its attempts, to go on with, when the run retries
+        (which errors, its attempts decide) or its SSH server refused the login."""
+        if not self.policy.retries and (self.pace is None or not refused_before_login(error)):
             return None
-        return self.attempts(started, host, started)
+        return self.attempts(started, host, started, began)
 
-    def rescue(self, started: Task, host: Host, error: Exception) -> MultiResult | None:
-        """What the plain path does with a task's ``error`` (in its ``except`` block): a
-        refused login goes on through its attempts; ``None`` for any other error."""
-        run = self._refused(started, host, error)
+    def rescue(
+        self, started: Task, host: Host, error: Exception, began: float
+    ) -> MultiResult | None:
+        """What the plain path does with a task's ``error`` (in its ``except`` block): it goes
+        on through the host's attempts (see :meth:`_goes_on`), or ``None``."""
+        run = self._goes_on(started, host, error, began)
         if run is None:
             return None
         return run_policed(run, Outcome(error=error, text=traceback.format_exc()),
                            call=self.attempt)
 
     def arescue(
-        self, started: Task, host: Host, error: Exception
+        self, started: Task, host: Host, error: Exception, began: float
     ) -> Awaitable[MultiResult] | None:
         """The awaitable twin of :meth:`rescue`."""
-        run = self._refused(started, host, error)
+        run = self._goes_on(started, host, error, began)
         if run is None:
             return None
         return arun_policed(run, self.offload, Outcome(error=error, text=traceback.format_exc()))
@@ -106,7 +117,7 @@ def run_one(task: Task, host: Host, context: RunContext) -> MultiResult | None:
         at its deadline (the runner that took the host over finishes it).
     """
     if context._plain():
-        return run_host(task, host, rescue=context.rescue if context.pace else None)
+        return run_host(task, host, rescue=context.rescue if context.rescues else None)
     return run_policed(context.attempts(task, host), call=context.attempt)
 
 
@@ -118,6 +129,6 @@ def arun_one(task: Task, host: Host, context: RunContext) -> Awaitable[MultiResu
     """
     if context._plain():
         return arun_host(
-            task, host, offload=context.offload, rescue=context.arescue if context.pace else None
+            task, host, offload=context.offload, rescue=context.arescue if context.rescues else None
         )
     return arun_policed(context.attempts(task, host), context.offload)

@@ -131,3 +131,36 @@ def test_when_retries_run_out_the_last_failure_counts() -> None:
     multi = run_host(tries, {"retries": 2}, counted=counted)
     assert str(multi[0].exception) == "attempt 3"
     assert attempts_of(multi)[0] == counted.count == 3
+
+
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
+def test_retries_cost_nothing_until_a_host_fails(
+    runner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``retries`` and no deadline a host runs plain; only a host whose task failed goes
+    on through its attempts, its first failure kept as its first attempt."""
+    from nornir_bench.core import one_host
+
+    made: list[str] = []
+
+    class Counted(HostAttempts):
+        def __init__(self, template: Task, host: Any, *args: Any, **kwargs: Any) -> None:
+            made.append(host.name)
+            super().__init__(template, host, *args, **kwargs)
+
+    monkeypatch.setattr(one_host, "HostAttempts", Counted)
+    failed_once: set[str] = set()
+
+    def flaky(task: Task) -> str:
+        if task.host.name == "dev3" and "dev3" not in failed_once:
+            failed_once.add("dev3")
+            raise ConnectionError("reset")
+        return "ok"
+
+    nr = make_nornir(runner, hosts=8, retries=2, **QUICK_RETRIES)
+    result = nr.run(task=flaky)
+    assert not result.failed
+    assert made == ["dev3"]
+    assert attempts_of(result["dev3"])[0] == 2
+    assert [a.exception for a in attempts_of(result["dev3"])[1]] == ["ConnectionError"]
+    assert all(attempts_of(result[f"dev{i}"])[0] == 1 for i in range(8) if i != 3)

@@ -118,6 +118,7 @@ class HostAttempts:
         rand: Callable[[], float] = random.random,
         pace: LoginPace | None = None,
         started: Task | None = None,
+        began: float | None = None,
     ) -> None:
         self.task = start_host(template, host) if started is None else started
         self.host = host
@@ -133,7 +134,8 @@ class HostAttempts:
         self.rand = rand
         self.failed: list[FailedAttempt] = []
         self._by_run = False
-        self._began = time.monotonic()  # the attempt under way
+        # the attempt under way (``began``: one the plain path made, see ``core.one_host``)
+        self._began = time.monotonic() if began is None else began
         self._deadline: float | None = None
 
     def deadline(self) -> float | None:
