@@ -134,8 +134,7 @@ class HostAttempts:
         self.rand = rand
         self.failed: list[FailedAttempt] = []
         self._by_run = False
-        # the attempt under way (``began``: one the plain path made, see ``core.one_host``)
-        self._began = time.monotonic() if began is None else began
+        self._began = time.monotonic() if began is None else began  # the attempt under way
         self._deadline: float | None = None
 
     def deadline(self) -> float | None:
