@@ -85,7 +85,7 @@ class HostAttempts:
         rand: random numbers in ``[0, 1)`` for the jitter (a test passes its own).
         pace: the run's pace of logins (``login_retries``), if on.
         started: the host's task, if its start hook fired already (a host the plain path ran
-            once, going on here).
+            once, going on here); ``began``: when that attempt began.
     """
 
     __slots__ = (
