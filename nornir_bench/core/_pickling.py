@@ -52,35 +52,31 @@ def _host_slots(cls: type) -> tuple[str, ...]:
 _SLOTS = {cls: _host_slots(cls) for cls in (Host, Group)}
 
 
+def _slot_values(host: Host) -> tuple[Any, ...]:
+    # The slots' values alone, in the class's order (no names to pickle for every host), read
+    # by a C loop past nornir's __getattribute__.
+    names = _SLOTS[type(host)]
+    return tuple(map(object.__getattribute__, itertools.repeat(host, len(names)), names))
+
+
 def _rebuild_host(cls: type[Host], values: tuple[Any, ...]) -> Host:
     host = object.__new__(cls)
-    for name, value in zip(_SLOTS[cls], values, strict=True):
-        object.__setattr__(host, name, value)
+    collections.deque(map(object.__setattr__, itertools.repeat(host), _SLOTS[cls], values), 0)
     object.__setattr__(host, "connections", {})
     return host
 
 
 def _reduce_host(host: Host) -> tuple[Any, ...]:
-    # The slots' values alone, in the class's order: no names to pickle for every host.
-    cls = type(host)
-    get = object.__getattribute__
-    return (_rebuild_host, (cls, tuple([get(host, name) for name in _SLOTS[cls]])))
+    return (_rebuild_host, (type(host), _slot_values(host)))
 
 
 def _rebuild_hosts(cls: type[Host], rows: list[tuple[Any, ...]]) -> list[Host]:
-    new, put, names = object.__new__, object.__setattr__, _SLOTS[cls]
-    hosts = []
-    for row in rows:
-        host = new(cls)
-        collections.deque(map(put, itertools.repeat(host), names, row), maxlen=0)
-        put(host, "connections", {})
-        hosts.append(host)
-    return hosts
+    return [_rebuild_host(cls, values) for values in rows]
 
 
 class HostList:
     """Hosts to send, pickled as one list of their slots' values (unpickled: a ``list`` of
-    ``Host``): no reducer call for each host, and their slots read by C loops."""
+    ``Host``): no reducer call for each host."""
 
     __slots__ = ("hosts",)
 
@@ -90,10 +86,7 @@ class HostList:
     def __reduce__(self) -> tuple[Any, ...]:
         if any(type(host) is not Host for host in self.hosts):  # a subclass: one at a time
             return (list, (self.hosts,))
-        get, names = object.__getattribute__, _SLOTS[Host]
-        size = len(names)
-        rows = [tuple(map(get, itertools.repeat(host, size), names)) for host in self.hosts]
-        return (_rebuild_hosts, (Host, rows))
+        return (_rebuild_hosts, (Host, [_slot_values(host) for host in self.hosts]))
 
 
 _REDUCERS: dict[type, Any] = {

@@ -281,11 +281,6 @@ class RunPolicy:
         )
 
     @property
-    def per_host(self) -> bool:
-        """Whether it changes how one host runs (a deadline or retries)."""
-        return bool(self.retries or self.task_timeout is not None or self.run_timeout is not None)
-
-    @property
     def longest_host_time(self) -> float | None:
         """The longest one host may take under ``task_timeout``, with every retry and the
         longest wait before each; ``None`` without a ``task_timeout``."""

@@ -123,11 +123,8 @@ class HookRecorder(NoOpProcessor):
 def relink(multi: MultiResult, host: Host | None) -> None:
     """Point every result at ``host``: the parent's, as results arrive; ``None`` in a worker,
     before they are sent (a copy of the host in every result would be pickled for nothing)."""
-    for item in multi:
-        if isinstance(item, list):  # a subtask's several results (see ``each_result``)
-            relink(item, host)  # type: ignore[arg-type]
-        else:
-            item.host = host
+    for item in each_result(multi):
+        item.host = host
 
 
 def packed(
@@ -264,7 +261,7 @@ class ResultSettler:
         get = object.__getattribute__  # a Host's own slots, not nornir's inheritance lookup
         settled = []
         for position, multi, data, events in zip(
-            batch.positions, batch.results, batch.data, batch.events, strict=False
+            batch.positions, batch.results, batch.data, batch.events, strict=True
         ):
             back(position)
             host = hosts[position]
@@ -299,4 +296,4 @@ class ResultSettler:
     def _store(self, index: int, multi: MultiResult) -> None:
         self.result[object.__getattribute__(self.hosts[index], "name")] = multi
         self.remaining -= 1
-        self.settled(index, any(item.failed for item in multi))
+        self.settled(index, multi.failed)
