@@ -66,6 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Each of pytest-xdist's processes a process group of its own: a test that looks for
+        # its processes by group (tests/runners/test_processpool.py) sees no other's.
+        os.setpgrp()
 
 
 # What marks a test ``slow`` (``pytest -m "not slow"`` leaves it out of the inner loop): it
