@@ -143,7 +143,7 @@ def advise_job(
             cores and the cost of a run on it are measured there.
         check: run the recommendation on :data:`CHECK_HOSTS` hosts.
         runners: predict these runners (default those declaring their traits that fit the
-            task, :func:`~nornir_bench.bench.advise.runners_for`); one that declares none is
+            task, :func:`~nornir_bench.bench.advise_runners.runners_for`); one that declares none is
             read as running its hosts in this process.
 
     Raises:
