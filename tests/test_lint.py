@@ -187,3 +187,57 @@ def test_a_runner_is_its_transport_on_the_core() -> None:
         assert lines <= 25, (module, lines)
     written = (ROOT / "tests" / "runners" / "queue_runner.py").read_text(encoding="utf-8")
     assert written.count("\n") <= 100
+
+
+# Where a runner is known by its traits (nornir_bench/core/traits.py) and not by its name.
+DECIDED_ON_TRAITS = [
+    "nornir_bench/bench", "nornir_bench/jobs/advise.py", "nornir_bench/cli/advise.py"
+]
+# Names as data: the runners a sweep runs unless told, and each one's note under its table.
+RUNNER_NAMES_AS_DATA = {"DEFAULT_RUNNERS", "RUNNER_NOTES"}
+
+
+def runner_names_deciding(source: str, names: set[str]) -> list[int]:
+    """The lines of ``source`` where a runner's name (a string of ``names``) is written
+    other than as a parameter's default or in a table of :data:`RUNNER_NAMES_AS_DATA`: a
+    comparison, a tuple the code tests against, a choice between two names."""
+    import ast
+
+    tree = ast.parse(source)
+    as_data: set[int] = set()
+    for node in ast.walk(tree):
+        held: list[ast.AST] = []
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            held = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in RUNNER_NAMES_AS_DATA for t in targets):
+                held = [node.value] if node.value is not None else []
+        as_data.update(id(inner) for value in held for inner in ast.walk(value))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in names and id(node) not in as_data
+    ]
+
+
+def test_advise_and_calibrate_decide_on_a_runners_traits_never_its_name() -> None:
+    from importlib import metadata
+
+    names = {ep.name for ep in metadata.entry_points(group="nornir.plugins.runners")}
+    assert {"threadpool", "asyncio", "processpool", "dask", "threaded", "serial"} <= names
+    # The check sees what it looks for.
+    assert runner_names_deciding('local = runner in ("processpool", "dask")', names) == [1, 1]
+    assert runner_names_deciding('x = "asyncio" if a else "threadpool"', names) == [1, 1]
+    assert runner_names_deciding('DEFAULT_RUNNERS = ("threadpool",)', names) == []
+    assert runner_names_deciding('def f(runner="threadpool"): pass', names) == []
+    found = []
+    for where in DECIDED_ON_TRAITS:
+        path = ROOT / where
+        for module in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            source = module.read_text(encoding="utf-8")
+            found += [
+                f"{module.relative_to(ROOT)}:{line}"
+                for line in runner_names_deciding(source, names)
+            ]
+    assert found == []

@@ -6,9 +6,9 @@ The model is pure: a measured :class:`Sample`, each runner's own costs
 own. Measuring a sample is :mod:`nornir_bench.bench.sampling`'s, a runner's costs
 :mod:`nornir_bench.bench.calibrate`'s; :func:`machine_limits` reads this machine's.
 
-Per runner and worker count, hosts in flight are ``workers`` (threadpool, asyncio) or
-``workers x processes`` (processpool, dask), never more than the hosts or what the job's group
-limits allow; the wall is a discrete-event simulation of the run
+Per runner and worker count, hosts in flight are ``workers x processes`` (one process in
+process; the runner's traits say how many, :mod:`nornir_bench.core.traits`), never more than
+the hosts or what the job's group limits allow; the wall is a discrete-event simulation of the run
 (:mod:`nornir_bench.bench.simulate`): hosts drawn from the sample's latencies, their CPU on the
 cores the runner can use, the parent's cost per host, the start rate and the batches, the
 runner's start-up. The prediction is the simulated walls' median, its range their 5th to 95th
@@ -18,15 +18,15 @@ percentile.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from nornir_bench.bench.advise_data import Advice, Level, Limits, Prediction, Sample
+from nornir_bench.bench.advise_runners import runners_for
 from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.bench.simulate import REPEATS, Setup, simulate
 from nornir_bench.bench.sweep.grid import DEFAULT_WORKERS
 
 __all__ = [
-    "ASYNC_RUNNERS",
     "NEAR_BEST",
     "Advice",
     "Level",
@@ -43,9 +43,6 @@ __all__ = [
     "worker_grid",
 ]
 
-ASYNC_RUNNERS = ("asyncio", "processpool", "dask")
-"""The runners advised for an ``async def`` task; a blocking task gets ``threadpool``."""
-
 PROCESS_DESCRIPTORS = 8
 """Open files each worker process adds in the parent (its pipes and socket): a margin."""
 
@@ -53,14 +50,6 @@ NEAR_BEST = 0.10
 """A worker count within this fraction of the best predicted wall is as good: fewest wins."""
 
 _SMALL_WORKERS = (1, 10, 20, 50)
-
-
-def runners_for(async_task: bool, installed: Iterable[str]) -> tuple[str, ...]:
-    """The runners worth predicting for a task: the event-loop and process runners for an
-    ``async def`` task, ``threadpool`` for a blocking one; those installed, in that order."""
-    wanted = ASYNC_RUNNERS if async_task else ("threadpool",)
-    have = set(installed)
-    return tuple(name for name in wanted if name in have)
 
 
 def worker_grid(
@@ -106,8 +95,7 @@ def predict(
     parent = hosts * costs.per_host
     own = hosts * workload.cpu_per_host / costs.cores
     cpu_floor = own + parent if costs.processes == 1 else max(own, parent)
-    local = runner == "processpool" or runner == "dask" and costs.startup > 0
-    extra = costs.processes if runner in ("processpool", "dask") and local else 0
+    extra = costs.processes_here
     memory = sample.base_memory * (1 + extra) + round(in_flight * sample.memory_per_host)
     open_files = (
         sample.base_descriptors

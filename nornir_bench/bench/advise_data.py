@@ -11,6 +11,8 @@ from statistics import median
 from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.bench.simulate import Workload
 from nornir_bench.bench.summary import percentile
+from nornir_bench.core.traits import runs_elsewhere
+from nornir_bench.runners.registry import runner_class
 
 __all__ = ["Advice", "Level", "Limits", "Prediction", "Sample", "cpu_waited", "less_cpu_waited"]
 
@@ -141,11 +143,16 @@ class Limits:
     batches: tuple[int | float, ...] = ()
 
     def costs(self, runner: str) -> RunnerCosts:
-        """A runner's costs where none were measured: nothing beyond its hosts, one process
-        per CPU for the process runners."""
-        if runner in ("processpool", "dask"):
-            return RunnerCosts(processes=max(1, self.cpus), cores=max(1, self.cpus))
-        return RunnerCosts()
+        """A runner's costs where none were measured: nothing beyond its hosts; one process
+        per CPU, here, for a runner whose hosts run elsewhere (its traits say so)."""
+        try:
+            elsewhere = runs_elsewhere(runner_class(runner))
+        except ValueError:  # not installed: read with the defaults
+            elsewhere = False
+        if not elsewhere:
+            return RunnerCosts()
+        cpus = max(1, self.cpus)
+        return RunnerCosts(processes=cpus, cores=cpus, processes_here=cpus)
 
 
 @dataclass(frozen=True)

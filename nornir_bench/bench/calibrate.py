@@ -4,6 +4,8 @@
 :class:`~nornir_bench.bench.costs.RunnerCosts`, is measured here rather than copied from a
 document: runs of a task that does nothing (``asim_rtt`` / ``sim_rtt`` with ``rtt`` 0) on
 synthetic hosts, all of them in flight at once, so that what each run takes is the runner's own.
+What it does with a runner it reads from the runner's traits (:mod:`nornir_bench.core.traits`),
+so any runner plugin that takes ``num_workers`` can be calibrated.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.core.plugins import init_nornir
-from nornir_bench.runners.registry import runner_class
+from nornir_bench.core.traits import placement, runs_elsewhere
+from nornir_bench.runners.registry import runner_class, takes_workers
 from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
@@ -31,17 +33,11 @@ if TYPE_CHECKING:
     from nornir.core.task import Task
 
 __all__ = [
-    "CALIBRATED_RUNNERS",
     "MAX_CALIBRATION_HOSTS",
     "cluster_shape",
     "measure_costs",
     "replay_cpu",
 ]
-
-CALIBRATED_RUNNERS = ("asyncio", "dask", "processpool", "threadpool")
-"""The runners whose processes and cores :func:`measure_costs` knows how to read."""
-
-_ELSEWHERE = ("dask", "processpool")  # hosts in worker processes, started or warmed by a run
 
 PER_HOST_REPEATS = 3
 """Times ``per_host`` is measured: its median is the figure, each a simulated run may draw."""
@@ -69,12 +65,12 @@ def measure_costs(
     the runner pays for carrying the hooks to the parent as a job's run does.
 
     Args:
-        runner: one of :data:`CALIBRATED_RUNNERS`.
+        runner: a runner plugin's name; it must take ``num_workers``.
         async_task: time ``asim_rtt`` (the job's task is ``async def``), else ``sim_rtt``.
         hosts: synthetic hosts in the timed run, 2 to :data:`MAX_CALIBRATION_HOSTS`: more
             steady ``per_host`` figures, a longer calibration.
-        address: a Dask scheduler for the dask runner: its hosts run there, and its workers
-            and cores are read from it; ``None``: the runner's embedded cluster.
+        address: a cluster's, for a runner that takes one (``dask``): its hosts run there,
+            and its workers and cores are read from it; ``None``: the runner's own.
         processors: the job's own (its records writer), attached to every run instead of
             a no-op one: what they cost a host in the parent is in ``per_host``.
         options: the runner's options as the job gives them (``num_procs``, ``security`` ...);
@@ -87,34 +83,33 @@ def measure_costs(
         parent's wall per host beyond one, ``(all - one) / (hosts - 1)``, on the runner once
         started, the median of :data:`PER_HOST_REPEATS` (each in ``per_host_measured``);
         measured on every runner, the caller decides where its sample holds it
-        already. ``processes`` and ``cores``: 1 and 1 in process; processpool's and the
-        embedded cluster's ``num_procs``, on this machine's cores; a scheduler's workers and
-        their threads.
+        already. ``processes``, ``cores`` and ``processes_here``: the runner's placement
+        (:func:`~nornir_bench.core.traits.placement`; one and one in process).
 
     Raises:
-        ValueError: an unknown runner, ``hosts`` out of range, or an option the runner
-            refuses, in one line.
+        ValueError: an unknown runner or one without ``num_workers``, ``hosts`` out of range,
+            or an option the runner refuses, in one line.
         RuntimeError: a host of the calibration failed (a worker died, say), in one line.
         DaskClusterError: the dask runner's cluster cannot be used, in one line.
     """
-    if runner not in CALIBRATED_RUNNERS:
-        raise ValueError(
-            f"calibrate: unknown runner {runner!r}; calibrated runners: "
-            f"{', '.join(CALIBRATED_RUNNERS)}"
-        )
+    cls = runner_class(runner)
+    if not takes_workers(runner):
+        raise ValueError(f"calibrate: runner {runner!r} takes no num_workers to calibrate")
     whole_number("calibrate: hosts", hosts, minimum=2, maximum=MAX_CALIBRATION_HOSTS)
     given = {**(options or {})}
     if address is not None:
         given["address"] = address
-    processes, cores = _shape(runner, given)
+    # A runner built only to read where its hosts run: it starts nothing before a run.
+    shape = placement(cls(**given))
+    elsewhere = runs_elsewhere(cls)
     # Every host in flight at once (a scheduler with no worker fails the run, in one line).
-    given["num_workers"] = math.ceil(hosts / max(1, processes))
+    given["num_workers"] = math.ceil(hosts / max(1, shape.processes))
     nr = _synthetic(runner, hosts, given, processors)
     one = nr.filter(filter_func=lambda host: host.name == "dev0")
     task = asim_rtt if async_task else sim_rtt
     try:
         start = _wall(one, task)
-        if runner in _ELSEWHERE:
+        if elsewhere:  # start the workers a run of one did not need
             _wall(nr, task)
         per_host = []
         for _ in range(PER_HOST_REPEATS):
@@ -130,9 +125,10 @@ def measure_costs(
     return RunnerCosts(
         startup=start + closed,
         per_host=statistics.median(per_host),
-        processes=processes,
-        cores=cores,
+        processes=shape.processes,
+        cores=shape.cores,
         per_host_measured=tuple(per_host),
+        processes_here=shape.processes if elsewhere and shape.this_machine else 0,
     )
 
 
@@ -171,9 +167,10 @@ def replay_cpu(
     from the task's too.
 
     Raises:
-        ValueError: a runner whose hosts run elsewhere, or fewer than two latencies.
+        ValueError: an unknown runner or one whose hosts run elsewhere, or fewer than two
+            latencies.
     """
-    if runner in _ELSEWHERE or runner not in CALIBRATED_RUNNERS:
+    if runs_elsewhere(runner_class(runner)):
         raise ValueError(f"calibrate: replay_cpu measures an in-process runner, got {runner!r}")
     if len(latencies) < 2:
         raise ValueError("calibrate: replay_cpu needs two latencies or more")
@@ -222,23 +219,6 @@ def _close(plugin: object) -> None:
         close()
 
 
-def _shape(runner: str, given: dict[str, Any]) -> tuple[int, int]:
-    """The processes that run a job's hosts, and the cores their CPU can use at once.
-
-    One and one in process (one GIL). Processpool's ``num_procs`` (a job of enough hosts keeps
-    them all busy) and the dask runner's embedded cluster's (a thread each), on this machine's
-    cores: as the runner decides it, given back to it in ``given`` so that the run has them
-    too. A scheduler's workers and their threads, read from it.
-    """
-    if runner == "dask" and given.get("address") is not None:
-        return cluster_shape(given["address"], given)
-    if runner not in _ELSEWHERE:
-        return 1, 1
-    # A runner built only to read its rule (default, cap): it starts nothing before a run.
-    procs = given["num_procs"] = int(runner_class(runner)(**given).num_procs)
-    return procs, min(procs, usable_cpus())
-
-
 def cluster_shape(address: str, options: Mapping[str, Any] | None = None) -> tuple[int, int]:
     """The workers of the Dask scheduler at ``address``, and their threads in all, as the
     scheduler reports them; nothing runs there.
@@ -253,7 +233,6 @@ def cluster_shape(address: str, options: Mapping[str, Any] | None = None) -> tup
         DaskClusterError: the scheduler cannot be reached in time, in one line.
     """
     from nornir_bench.runners.dask import DaskRunner
-    from nornir_bench.runners.dask.cluster import workers_and_threads
 
-    checked = DaskRunner(**{**(options or {}), "address": address})
-    return workers_and_threads(address, checked.security, checked.connect_timeout)
+    shape = DaskRunner(**{**(options or {}), "address": address}).placement()
+    return shape.processes, shape.cores

@@ -27,6 +27,8 @@ class RunnerCosts:
             threadpool and asyncio, the pool's for processpool, the cluster's workers for dask.
         cores: cores the hosts' own CPU can use at once: 1 under one GIL, else the processes'
             cores.
+        processes_here: worker processes of the runner's own on this machine, each with
+            memory and descriptors of its own: 0 in process and on a cluster elsewhere.
     """
 
     startup: float = 0.0
@@ -34,3 +36,4 @@ class RunnerCosts:
     processes: int = 1
     cores: int = 1
     per_host_measured: tuple[float, ...] = ()
+    processes_here: int = 0

@@ -2,21 +2,21 @@
 of its hosts simulated per runner and worker count (:mod:`nornir_bench.bench.advise`;
 ``nornir-bench advise``).
 
-The sample runs on the ``asyncio`` runner for an ``async def`` task and on ``threadpool`` for
-a blocking one, with the job's run policies (its timeouts, start rate and group limits protect
-its devices during the sample too), at two loads (:func:`~nornir_bench.bench.sampling.
-measure_sample`). A job of steps is sampled step by step on the same hosts, in order, its
-connections kept from one step to the next as a run keeps them, and predicted step by step,
-the runner's start-up paid once. Each runner's own costs are measured on this machine, or on
-the Dask cluster of ``address`` (:func:`~nornir_bench.bench.calibrate.measure_costs`). Only a
-task known to change nothing runs (:func:`~nornir_bench.tasks.is_read_only`) unless
-``allow_changes``.
+The sample runs on the first runner advised for the task whose hosts run in this process
+(``asyncio`` for an ``async def`` task, ``threadpool`` for a blocking one:
+:mod:`~nornir_bench.bench.advise_runners`), with the job's run policies (its timeouts, start
+rate and group limits protect its devices during the sample too), at two loads
+(:func:`~nornir_bench.bench.sampling.measure_sample`). A job of steps is sampled step by step on
+the same hosts, in order, its connections kept from one step to the next as a run keeps them,
+and predicted step by step, the runner's start-up paid once. Each runner's own costs are
+measured on this machine, or on the cluster of ``address`` for a runner that takes one
+(:func:`~nornir_bench.bench.calibrate.measure_costs`). Only a task known to change nothing runs
+(:func:`~nornir_bench.tasks.is_read_only`) unless ``allow_changes``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import inspect
 import os
 import random
@@ -32,8 +32,8 @@ from nornir_bench.bench.advise import (
     Prediction,
     Sample,
     limit_warnings,
-    runners_for,
 )
+from nornir_bench.bench.advise_runners import advised_runners
 from nornir_bench.bench.advise_steps import StepSample, advise_steps, predict_steps
 from nornir_bench.bench.calibrate import measure_costs, replay_cpu
 from nornir_bench.bench.costs import RunnerCosts
@@ -45,9 +45,10 @@ from nornir_bench.core.execution import is_async_task
 from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
 from nornir_bench.core.policies.plan import in_flight_cap
 from nornir_bench.core.secrets import Redactor
+from nornir_bench.core.traits import prefers_async_tasks, takes_address
 from nornir_bench.jobs.run import close_run
 from nornir_bench.processors.records import JsonLinesWriter
-from nornir_bench.runners.registry import available_runners, runner_class
+from nornir_bench.runners.registry import runner_class
 from nornir_bench.tasks import is_read_only
 
 if TYPE_CHECKING:
@@ -138,10 +139,12 @@ def advise_job(
         seed: makes the draw of the sample (and of the check's slice) reproducible.
         budget: the sample run's ``run_timeout``, seconds: hosts not finished by then fail.
         allow_changes: run a task not known to be read-only.
-        address: a Dask scheduler the ``dask`` runner would use: its workers, cores and the
-            cost of a run on it are measured there.
+        address: a cluster the runners that take one (``dask``) would use: its workers,
+            cores and the cost of a run on it are measured there.
         check: run the recommendation on :data:`CHECK_HOSTS` hosts.
-        runners: predict these runners only (of those advise predicts for the task).
+        runners: predict these runners (default those declaring their traits that fit the
+            task, :func:`~nornir_bench.bench.advise_runners.runners_for`); one that declares none is
+            read as running its hosts in this process.
 
     Raises:
         AdviseError: for a task not known to be read-only, a bad ``sample``, a runner
@@ -164,16 +167,11 @@ def advise_job(
         raise AdviseError(str(exc)) from None
     # A job with an async def step runs its blocking steps on an async runner too.
     async_task = any(is_async_task(step.task) for step in job.steps)
-    sample_runner = "asyncio" if async_task else "threadpool"
-    usable = runners_for(async_task, _usable_runners())
-    if not usable:
-        raise AdviseError(f"no runner installed for this task (advise predicts {sample_runner})")
-    for name in runners or ():
-        if name not in usable:
-            raise AdviseError(
-                f"--runners: advise predicts {', '.join(usable)} for this task, got {name!r}"
-            )
-    runners = tuple(dict.fromkeys(runners)) if runners else usable
+    try:
+        chosen = advised_runners(async_task, runners)
+    except ValueError as exc:
+        raise AdviseError(str(exc)) from None
+    sample_runner, runners = chosen.sample, chosen.predicted
     nr, secrets = job.nornir()
     no_last_resort_logging()  # after InitNornir's logging set-up, as run_job does
     names = list(nr.inventory.hosts)
@@ -196,7 +194,7 @@ def advise_job(
         if check:
             best = advice.best
             hosts = rng.sample(names, min(len(names), max(CHECK_HOSTS, len(sampled))))
-            if best.runner == "dask" and address is not None:
+            if address is not None and takes_address(chosen.classes[best.runner]):
                 options = {**options, "address": address}
             checked = Check(
                 predict_steps(
@@ -229,15 +227,6 @@ def _here(nr: Nornir, sampled: Sequence[str]) -> tuple[str, ...]:
     return tuple(name for name, address in addresses.items() if address in local)
 
 
-def _usable_runners() -> list[str]:
-    """The installed runners, ``dask`` only when Dask distributed is installed too (the
-    extra ``dask``): its entry point is there either way."""
-    runners = available_runners()
-    if "dask" in runners and importlib.util.find_spec("distributed") is None:
-        runners.remove("dask")
-    return runners
-
-
 def _policy_options(job: Job, budget: float | None) -> dict[str, Any]:
     """The job's run policy options (not its runner's own), ``run_timeout`` from ``budget``."""
     given = job.settings["runner"].get("options") or {}
@@ -254,7 +243,8 @@ def _costs(
     records writer attached as a run attaches it."""
     costs = {}
     for runner in runners:
-        given = {"address": address} if runner == "dask" and address is not None else None
+        wants = address is not None and takes_address(runner_class(runner))
+        given = {"address": address} if wants else None
         try:
             costs[runner] = measure_costs(
                 runner, async_task=async_task, options=given, processors=[records]
@@ -310,7 +300,8 @@ def _task_cpu(sample: Sample, runner: str, records: Processor) -> Sample:
         return sample
     measured = tuple(
         min(sample.cpu_per_host, replay_cpu(
-            runner, async_task=runner == "asyncio", latencies=sample.latencies,
+            runner, async_task=prefers_async_tasks(runner_class(runner)),
+            latencies=sample.latencies,
             processors=[records],
         ))
         for _ in range(REPLAYS)

@@ -36,6 +36,7 @@ from nornir_bench.core.one_host import arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.waiting import AsyncPlan
 from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.core.traits import IN_PROCESS, Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import in_flight_here
 from nornir_bench.runners._core.queue import HostQueue
@@ -93,6 +94,10 @@ class AsyncioRunner(Policed):
             else whole_number("asyncio runner: max_threads", max_threads, minimum=1)
         )
         self._loops = LoopKeeper(self, self.loop_implementation, _close)
+
+    def placement(self) -> Placement:
+        """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.traits`)."""
+        return IN_PROCESS
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the runner's event loop (what ``nr.run`` calls; the

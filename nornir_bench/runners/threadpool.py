@@ -38,6 +38,7 @@ from nornir_bench.core.one_host import run_one
 from nornir_bench.core.policies.hosts import HostAttempts, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import ABANDONED_GRACE_SECONDS, POLL_SECONDS, ctrl_c_deferred
+from nornir_bench.core.traits import IN_PROCESS, Placement
 from nornir_bench.runners._core.blocking import BlockingCalls
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import InFlight, in_flight_here
@@ -73,6 +74,10 @@ class ThreadPoolRunner(Policed):
     def __init__(self, num_workers: int = 20, **policy: Any) -> None:
         self.num_workers = whole_number("threadpool runner: num_workers", num_workers, minimum=1)
         self.policy = RunPolicy.build("threadpool runner", policy)
+
+    def placement(self) -> Placement:
+        """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.traits`)."""
+        return IN_PROCESS
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on every host in ``hosts`` (the lifecycle, Ctrl-C included:

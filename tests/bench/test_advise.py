@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from nornir.plugins.runners import SerialRunner, ThreadedRunner
 
+from nornir_bench import AsyncioRunner, ProcessPoolRunner, ThreadPoolRunner
 from nornir_bench.bench.advise import (
     Level,
     Limits,
@@ -125,9 +127,14 @@ def test_what_does_not_fit_the_machine_is_not_recommended() -> None:
 
 
 def test_the_runners_and_worker_counts_considered() -> None:
-    installed = ["threaded", "threadpool", "asyncio", "processpool"]
+    installed = {
+        "threaded": ThreadedRunner, "serial": SerialRunner, "threadpool": ThreadPoolRunner,
+        "processpool": ProcessPoolRunner, "asyncio": AsyncioRunner,
+    }
     assert runners_for(True, installed) == ("asyncio", "processpool")
     assert runners_for(False, installed) == ("threadpool",)
+    # A runner that declares no traits is predicted when named, read as in process.
+    assert runners_for(False, installed, declared_only=False) == ("threaded", "threadpool")
     assert worker_grid(300) == (1, 10, 20, 50, 100, 200, 300)
     assert worker_grid(50_000)[-1] == 10_000
     with pytest.raises(ValueError, match="hosts must be >= 1"):

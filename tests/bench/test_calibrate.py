@@ -144,7 +144,8 @@ def test_a_host_that_fails_fails_the_calibration_in_one_line(
 @pytest.mark.parametrize(
     ("runner", "options", "message"),
     [
-        ("serial", {}, "unknown runner 'serial'; calibrated runners: asyncio, dask"),
+        ("serial", {}, "calibrate: runner 'serial' takes no num_workers"),
+        ("no-such-runner", {}, "unknown runner 'no-such-runner'; available: asyncio"),
         ("threadpool", {"hosts": 1}, "hosts must be"),
         ("threadpool", {"hosts": MAX_CALIBRATION_HOSTS + 1}, "hosts must be"),
         ("threadpool", {"hosts": True}, "hosts must be"),

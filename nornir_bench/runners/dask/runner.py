@@ -51,6 +51,7 @@ from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.read_only import is_read_only
+from nornir_bench.core.traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
@@ -63,6 +64,7 @@ from nornir_bench.runners.dask.cluster import (
     is_loopback,
     scheme_and_host,
     security_from,
+    workers_and_threads,
 )
 
 if TYPE_CHECKING:
@@ -115,6 +117,8 @@ class DaskRunner(Policed):
     """
 
     prefers_async_tasks = True
+    runs_elsewhere = takes_address = True  # traits: core/traits.py
+    requires_modules = ("distributed",)  # the extra dask
     stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
 
     def __init__(
@@ -239,6 +243,13 @@ class DaskRunner(Policed):
         if self.address is not None:
             return self.num_workers
         return per_worker_elsewhere(self.num_workers, task.task, what="dask runner")
+
+    def placement(self) -> Placement:
+        """The embedded cluster's ``num_procs`` workers, or the scheduler's, asked now."""
+        if self.address is None:
+            return Placement.worker_processes(self.num_procs)
+        workers, threads = workers_and_threads(self.address, self.security, self.connect_timeout)
+        return Placement(workers, threads, is_loopback(scheme_and_host(self.address)[1]))
 
     def _refuse_cleartext(self, hosts: list[Host]) -> None:
         """Refuse to send credentials over a network unencrypted: decided from the address's
