@@ -189,7 +189,7 @@ def test_a_runner_is_its_transport_on_the_core() -> None:
     assert written.count("\n") <= 100
 
 
-# Where a runner is known by its traits (nornir_bench/core/traits.py) and not by its name.
+# Where a runner is known by its traits (nornir_bench/core/runner_traits.py) and not by its name.
 DECIDED_ON_TRAITS = [
     "nornir_bench/bench", "nornir_bench/jobs/advise.py", "nornir_bench/cli/advise.py"
 ]

@@ -7,7 +7,7 @@ own. Measuring a sample is :mod:`nornir_bench.bench.sampling`'s, a runner's cost
 :mod:`nornir_bench.bench.calibrate`'s; :func:`machine_limits` reads this machine's.
 
 Per runner and worker count, hosts in flight are ``workers x processes`` (one process in
-process; the runner's traits say how many, :mod:`nornir_bench.core.traits`), never more than
+process; the runner's traits say how many, :mod:`nornir_bench.core.runner_traits`), never more than
 the hosts or what the job's group limits allow; the wall is a discrete-event simulation of the run
 (:mod:`nornir_bench.bench.simulate`): hosts drawn from the sample's latencies, their CPU on the
 cores the runner can use, the parent's cost per host, the start rate and the batches, the

@@ -11,7 +11,7 @@ from statistics import median
 from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.bench.simulate import Workload
 from nornir_bench.bench.summary import percentile
-from nornir_bench.core.traits import runs_elsewhere
+from nornir_bench.core.runner_traits import runs_elsewhere
 from nornir_bench.runners.registry import runner_class
 
 __all__ = ["Advice", "Level", "Limits", "Prediction", "Sample", "cpu_waited", "less_cpu_waited"]

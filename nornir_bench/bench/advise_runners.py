@@ -1,6 +1,6 @@
 """Which runners ``advise`` predicts for a task, and which one runs its sample.
 
-Read from the runners' traits (:mod:`nornir_bench.core.traits`), never from their names: a
+Read from the runners' traits (:mod:`nornir_bench.core.runner_traits`), never from their names: a
 runner a user registers is advised as ours are.
 """
 
@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from nornir_bench.core.traits import (
+from nornir_bench.core.runner_traits import (
     declares_traits,
     is_installed,
     prefers_async_tasks,

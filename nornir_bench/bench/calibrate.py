@@ -4,7 +4,7 @@
 :class:`~nornir_bench.bench.costs.RunnerCosts`, is measured here rather than copied from a
 document: runs of a task that does nothing (``asim_rtt`` / ``sim_rtt`` with ``rtt`` 0) on
 synthetic hosts, all of them in flight at once, so that what each run takes is the runner's own.
-What it does with a runner it reads from the runner's traits (:mod:`nornir_bench.core.traits`),
+What it does with a runner it reads from the runner's traits (:mod:`nornir_bench.core.runner_traits`),
 so any runner plugin that takes ``num_workers`` can be calibrated.
 """
 
@@ -23,7 +23,7 @@ from nornir_bench.bench.costs import RunnerCosts
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.core.plugins import init_nornir
-from nornir_bench.core.traits import placement, runs_elsewhere
+from nornir_bench.core.runner_traits import placement, runs_elsewhere
 from nornir_bench.runners.registry import runner_class, takes_workers
 from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
 
@@ -84,7 +84,7 @@ def measure_costs(
         started, the median of :data:`PER_HOST_REPEATS` (each in ``per_host_measured``);
         measured on every runner, the caller decides where its sample holds it
         already. ``processes``, ``cores`` and ``processes_here``: the runner's placement
-        (:func:`~nornir_bench.core.traits.placement`; one and one in process).
+        (:func:`~nornir_bench.core.runner_traits.placement`; one and one in process).
 
     Raises:
         ValueError: an unknown runner or one without ``num_workers``, ``hosts`` out of range,

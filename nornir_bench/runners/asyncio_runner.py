@@ -36,7 +36,7 @@ from nornir_bench.core.one_host import arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.waiting import AsyncPlan
 from nornir_bench.core.session import AsyncRunSession
-from nornir_bench.core.traits import IN_PROCESS, Placement
+from nornir_bench.core.runner_traits import IN_PROCESS, Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import in_flight_here
 from nornir_bench.runners._core.queue import HostQueue
@@ -96,7 +96,7 @@ class AsyncioRunner(Policed):
         self._loops = LoopKeeper(self, self.loop_implementation, _close)
 
     def placement(self) -> Placement:
-        """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.traits`)."""
+        """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.runner_traits`)."""
         return IN_PROCESS
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:

@@ -4,7 +4,7 @@ Runners are found through nornir's ``nornir.plugins.runners`` entry points, ours
 user's, and among those registered in code (``RunnersPluginRegister.register``), as
 ``InitNornir`` finds them. The benchmark, the sweep, the command line and job files all ask
 here, so they agree on which runners exist, which await ``async def`` tasks
-(:mod:`~nornir_bench.core.traits`) and which take a worker count. Asking for
+(:mod:`~nornir_bench.core.runner_traits`) and which take a worker count. Asking for
 the names loads no runner: the command line checks ``--runner`` before any runner's imports.
 """
 
@@ -15,7 +15,7 @@ from importlib import metadata
 
 from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH, RunnersPluginRegister
 
-from nornir_bench.core.traits import prefers_async_tasks
+from nornir_bench.core.runner_traits import prefers_async_tasks
 
 __all__ = [
     "available_runners",

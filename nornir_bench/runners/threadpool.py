@@ -38,7 +38,7 @@ from nornir_bench.core.one_host import run_one
 from nornir_bench.core.policies.hosts import HostAttempts, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.stopping import ABANDONED_GRACE_SECONDS, POLL_SECONDS, ctrl_c_deferred
-from nornir_bench.core.traits import IN_PROCESS, Placement
+from nornir_bench.core.runner_traits import IN_PROCESS, Placement
 from nornir_bench.runners._core.blocking import BlockingCalls
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import InFlight, in_flight_here
@@ -76,7 +76,7 @@ class ThreadPoolRunner(Policed):
         self.policy = RunPolicy.build("threadpool runner", policy)
 
     def placement(self) -> Placement:
-        """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.traits`)."""
+        """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.runner_traits`)."""
         return IN_PROCESS
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:

@@ -19,7 +19,7 @@ from nornir_bench.bench.advise import Limits, Sample, predict
 from nornir_bench.bench.advise_runners import advised_runners
 from nornir_bench.bench.calibrate import measure_costs
 from nornir_bench.bench.costs import RunnerCosts
-from nornir_bench.core.traits import Placement
+from nornir_bench.core.runner_traits import Placement
 from nornir_bench.jobs.advise import advise_job
 from nornir_bench.jobs.load import load_job
 

@@ -51,7 +51,7 @@ from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.read_only import is_read_only
-from nornir_bench.core.traits import Placement
+from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
@@ -117,7 +117,7 @@ class DaskRunner(Policed):
     """
 
     prefers_async_tasks = True
-    runs_elsewhere = takes_address = True  # traits: core/traits.py
+    runs_elsewhere = takes_address = True  # traits: core/runner_traits.py
     requires_modules = ("distributed",)  # the extra dask
     stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
 

@@ -56,7 +56,7 @@ from nornir_bench.core.connections import is_close_connections_task
 from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.traits import Placement
+from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
@@ -104,7 +104,7 @@ class ProcessPoolRunner(Policed):
     """
 
     prefers_async_tasks = True
-    runs_elsewhere = True  # traits: core/traits.py
+    runs_elsewhere = True  # traits: core/runner_traits.py
     stops_on_ctrl_c = True  # no host starts after Ctrl-C; RunInterrupted keeps what finished
 
     def __init__(
