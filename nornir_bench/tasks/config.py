@@ -64,6 +64,7 @@ from nornir_bench.core.changes import (
 from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.secrets import mask_config_secrets
+from nornir_bench.core.traits import with_traits
 from nornir_bench.tasks._change import (
     AroundChange,
     Change,
@@ -324,14 +325,12 @@ def _result(host: Host, change: Change) -> Result:
     return result
 
 
-def _changing(task: Callable[..., Any]) -> Callable[..., Any]:
-    """Marks a change task: it honours ``dry_run``; a job makes every host's lines before the
-    step touches any device (``prepare``); and it says what it may have done when Ctrl-C stops
-    it in flight (``abandoned_failure``). The jobs read these."""
-    task.supports_dry_run = True  # type: ignore[attr-defined]
-    task.prepare = prepare_config  # type: ignore[attr-defined]
-    task.abandoned_failure = abandoned_failure  # type: ignore[attr-defined]
-    return task
+_changing = with_traits(
+    honours_dry_run=True, prepare=prepare_config, abandoned_failure=abandoned_failure
+)
+"""Marks a change task: it honours ``dry_run``; a job makes every host's lines before the step
+touches any device (``prepare``); and it says what it may have done when Ctrl-C stops it in
+flight (``abandoned_failure``)."""
 
 
 def _dry_run_only(params: Mapping[str, Any]) -> bool:
