@@ -130,6 +130,25 @@ MUTANTS = [
             "test_credentials_never_go_to_an_unencrypted_remote_scheduler",
         ),
     ),
+    Mutant(
+        "verify-held",
+        "a change verifies what the device holds, read back, not what it took without a word",
+        "nornir_bench/tasks/_change_flow.py",
+        "left = config_diff(now, merged(now, given))",
+        'left = ""',
+        (
+            "tests/tasks/test_change_flow.py::"
+            "test_a_line_taken_and_not_held_fails_the_change_naming_it_and_rolls_back",
+        ),
+    ),
+    Mutant(
+        "refusal-at-line-start",
+        "a configuration line is refused by a reply line that begins with '% ', and only that",
+        "nornir_bench/tasks/config_text.py",
+        '_REFUSAL = re.compile(r"^% .*$", re.MULTILINE)',
+        '_REFUSAL = re.compile(r"% .*$", re.MULTILINE)',
+        ("tests/tasks/test_config_text.py",),
+    ),
 ]
 
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from nornir_bench.core.execution import is_async_task
+from nornir_bench.core.traits import traits_of
 
 __all__ = ["ON_A_LOOP", "descriptors_of", "hosts_that_fit", "open_files_for"]
 
@@ -49,13 +50,11 @@ def descriptors_of(func: Callable[..., Any]) -> int:
     """The file descriptors one host of ``func`` holds: what it declared with
     ``@needs(descriptors=N)``, else one per connection it declared plus one, else two; twice
     that for an ``async def`` task (:data:`ON_A_LOOP`)."""
-    declared = getattr(func, "needs", None)
-    count = getattr(declared, "descriptors", None)
-    connections = getattr(declared, "connections", None)
-    if isinstance(count, int) and count >= 0:
-        per_host = count
-    elif isinstance(connections, tuple):
-        per_host = len(connections) + 1
+    declared = traits_of(func).needs
+    if declared is not None and declared.descriptors is not None and declared.descriptors >= 0:
+        per_host = declared.descriptors
+    elif declared is not None:
+        per_host = len(declared.connections) + 1
     else:
         per_host = _UNDECLARED
     return ON_A_LOOP * per_host if is_async_task(func) else per_host

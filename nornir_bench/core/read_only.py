@@ -1,9 +1,9 @@
 """Which tasks only read from devices: ``nornir-bench advise`` runs a job's task on a sample of
 its hosts, and runs only a task known to change nothing unless told it may.
 
-A task says so with :func:`read_only` (or by setting its own ``read_only`` attribute to
-``True``); a task whose effect depends on its parameters gives a check of them instead, as
-``send_command`` does: a ``show`` command reads, any other command may change the device.
+A task says so with :func:`read_only`, a trait of its own (``core.traits``); a task whose
+effect depends on its parameters gives a check of them instead, as ``send_command`` does: a
+``show`` command reads, any other command may change the device.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
+
+from nornir_bench.core.traits import traits_of, with_traits
 
 __all__ = ["READ_ONLY_COMMANDS", "is_read_only", "read_only", "reads_only_commands"]
 
@@ -40,8 +42,8 @@ def read_only(
     """Mark a task as changing nothing on a device: always, or when ``when(params)`` is true.
 
     ``@read_only`` and ``@read_only()`` both mark the function below them; ``when`` is given
-    by name only (``@read_only(when=...)``). The task is returned as it is, with a
-    ``read_only`` attribute.
+    by name only (``@read_only(when=...)``). The task is returned as it is, its
+    ``read_only`` trait set (``core.traits``).
     """
     if task is not None:
         if when is not None or not callable(task):
@@ -56,16 +58,15 @@ def read_only(
 
 
 def _marked(task: _Task, marked: bool | Callable[[Mapping[str, Any]], bool]) -> _Task:
-    task.read_only = marked  # type: ignore[attr-defined]
-    return task
+    return with_traits(read_only=marked)(task)
 
 
 def is_read_only(task: Callable[..., Any], params: Mapping[str, Any]) -> bool:
     """Whether ``task`` run with ``params`` is known to change nothing (see the module)."""
-    while isinstance(task, functools.partial):
+    marked = traits_of(task).read_only
+    while isinstance(task, functools.partial):  # its keywords are parameters of the task
         params = {**task.keywords, **params}
         task = task.func
-    marked = getattr(task, "read_only", False)
     if marked is True:
         return True
     return callable(marked) and bool(marked(params))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.traits import traits_of
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.processors.records import RecordsFileError, RecordsRead, each_record
 from nornir_bench.tasks import is_read_only
@@ -20,18 +21,13 @@ from nornir_bench.tasks import is_read_only
 if TYPE_CHECKING:
     from nornir_bench.jobs.load import Job
 
-__all__ = ["check_dry_run", "honours_dry_run", "hosts_to_rerun", "supports_dry_run"]
-
-def honours_dry_run(task: object) -> bool:
-    """Whether ``task`` says it honours nornir's ``dry_run`` (``supports_dry_run``): ``--check``
-    gives it ``dry_run=True``."""
-    return getattr(task, "supports_dry_run", False) is True
+__all__ = ["check_dry_run", "checking", "hosts_to_rerun", "supports_dry_run"]
 
 
 def supports_dry_run(task: object, params: dict[str, object]) -> bool:
-    """Whether ``task`` honours nornir's ``dry_run``, or changes nothing with ``params`` anyway
-    (it is read-only)."""
-    return honours_dry_run(task) or is_read_only(task, params)  # type: ignore[arg-type]
+    """Whether ``task`` honours nornir's ``dry_run`` (its ``honours_dry_run`` trait), or
+    changes nothing with ``params`` anyway (it is read-only)."""
+    return traits_of(task).honours_dry_run or is_read_only(task, params)  # type: ignore[arg-type]
 
 
 def check_dry_run(job: Job) -> None:
@@ -41,8 +37,14 @@ def check_dry_run(job: Job) -> None:
             raise JobError(
                 f"{job.path}: --check: task {step.task_name} (step {step.number}) cannot run "
                 "as a dry run: it is neither read-only nor marked as honouring nornir's "
-                "dry_run (set its supports_dry_run attribute to True once it does)"
+                "dry_run (decorate it with @with_traits(honours_dry_run=True) once it does)"
             )
+
+
+def checking(task: object, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a step of ``task`` runs with under ``--check``: ``dry_run=True`` for a
+    task that honours it; a read-only task's as they are."""
+    return {**params, "dry_run": True} if traits_of(task).honours_dry_run else params
 
 
 def hosts_to_rerun(records: Path, job: Job, hosts: Iterable[str]) -> list[str]:

@@ -37,6 +37,7 @@ from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupt
 from nornir_bench.core.policies.plan import batch_number
 from nornir_bench.core.secrets import Redactor, masked_terminal
 from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.core.traits import traits_of
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.exits import exit_fails_the_host
@@ -57,7 +58,7 @@ from nornir_bench.jobs.output import (
     with_default_backups,
 )
 from nornir_bench.jobs.recover import held_journal, journal_beside, recover_folder, with_journal
-from nornir_bench.jobs.rerun import check_dry_run, honours_dry_run, hosts_to_rerun
+from nornir_bench.jobs.rerun import check_dry_run, checking, hosts_to_rerun
 from nornir_bench.jobs.sessions import log_sessions, mask_session_logs, sessions_folder
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
 from nornir_bench.processors.progress import ProgressBar
@@ -262,9 +263,7 @@ def _run_step(
                 "step": step.number, "task": step.task_name},
         origin=origin, session_logs=logs,
     )
-    params = step.params
-    if nr.data.dry_run and honours_dry_run(step.task):
-        params = {**params, "dry_run": True}  # --check
+    params = checking(step.task, step.params) if nr.data.dry_run else step.params
     early = _prepared(step, nr, selected, params, records)
     if early:
         selected = [n for n in selected if n not in early]
@@ -320,8 +319,8 @@ def _prepared(
     record: those whose input the task's ``prepare`` refuses (a change's template error).
     When they are more than the runner's ``max_failures`` or ``max_fail_percentage`` allow,
     every host is: the others as not run (``RunAborted``), as the limit would have."""
-    prepare = getattr(step.task, "prepare", None)
-    if not callable(prepare) or not hosts:
+    prepare = traits_of(step.task).prepare
+    if prepare is None or not hosts:
         return {}
     early: dict[str, MultiResult] = {}
     for name in hosts:
@@ -361,9 +360,9 @@ def _fail_abandoned(
     done: a change task says it from its backups (``abandoned_failure``); others are not
     known. A host of them ending later (its thread went on) is not written again."""
     records.seal()
-    said = getattr(step.task, "abandoned_failure", None)
+    said = traits_of(step.task).abandoned_failure
     for name in hosts:
-        exc = said(name, params, since) if callable(said) else HostAbandoned(
+        exc = said(name, params, since) if said is not None else HostAbandoned(
             "stopped in flight by Ctrl-C: what its task did is not known"
         )
         result[name] = multi = failed_result(step, nr, name, exc)

@@ -6,7 +6,8 @@ Each blocking task has an awaitable twin for the event-loop runners (``send_comm
 parameters (:func:`check_params_with`), which job files run before anything else.
 
 A task may say it only reads (:func:`read_only`): ``nornir-bench advise`` runs such a task on
-a sample of a job's hosts without asking.
+a sample of a job's hosts without asking. What a task says of itself is one record,
+:class:`TaskTraits`, set with :func:`with_traits` and read with :func:`traits_of`.
 
 A task may also declare the device libraries and connection plugins it uses (:func:`needs`):
 a job then registers only those plugins, and a missing library is one line naming the extra
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         read_only,
         reads_only_commands,
     )
+    from nornir_bench.core.traits import TaskTraits, traits_of, with_traits
     from nornir_bench.tasks._builtin import BUILTIN_TASKS
     from nornir_bench.tasks._needs import (
         MissingLibrary,
@@ -76,6 +78,7 @@ __getattr__, __dir__ = lazy_exports(
             "read_only",
             "reads_only_commands",
         ),
+        "nornir_bench.core.traits": ("TaskTraits", "traits_of", "with_traits"),
         "nornir_bench.tasks.commands": ("asend_command", "send_command"),
         "nornir_bench.tasks.config": ("ConfigChangeFailed", "asend_config", "send_config"),
         "nornir_bench.tasks.parsing": ("parse_interfaces", "show_interfaces_output"),
@@ -111,6 +114,7 @@ __all__ = [
     "READ_ONLY_COMMANDS",
     "RoundTrip",
     "ScrapliSession",
+    "TaskTraits",
     "TcpPing",
     "asend_command",
     "asend_config",
@@ -132,4 +136,6 @@ __all__ = [
     "show_interfaces_output",
     "sim_rtt",
     "tcp_ping",
+    "traits_of",
+    "with_traits",
 ]

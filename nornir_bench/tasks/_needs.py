@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.core.traits import Needs, traits_of, with_traits
 
 __all__ = [
     "DEVICES_EXTRA",
@@ -44,25 +44,6 @@ class MissingLibrary(NornirBenchError, ImportError):
     """A task needs a library that is not installed; the message says how to install it."""
 
 
-@dataclass(frozen=True)
-class Needs:
-    """What a task uses beyond nornir and nornir-bench.
-
-    Attributes:
-        libraries: top-level modules it imports (``nornir_netmiko``) that may not be installed.
-        connections: nornir connection plugins it opens (``netmiko``), by entry point name.
-        install: how to install the libraries, as an error says it; ``None``: ``pip install``
-            and their names.
-    """
-
-    libraries: tuple[str, ...] = ()
-    connections: tuple[str, ...] = ()
-    install: str | None = None
-    descriptors: int | None = None
-    """File descriptors one host holds while the task runs (sockets, pipes); ``None``: one a
-    connection plus one (see ``core.open_files``)."""
-
-
 def needs(
     *,
     libraries: Sequence[str] = (),
@@ -72,7 +53,7 @@ def needs(
 ) -> Callable[[_Task], _Task]:
     """Declare what the decorated task uses (:class:`Needs`): ``@needs()`` for nothing more.
 
-    The task is returned as it is, with a ``needs`` attribute.
+    The task is returned as it is, its ``needs`` trait set (``core.traits``).
 
     Raises:
         TypeError: ``libraries`` or ``connections`` is a string, not a list of names.
@@ -83,16 +64,14 @@ def needs(
 
     def declare(task: _Task) -> _Task:
         declared = Needs(tuple(libraries), tuple(connections), install, descriptors)
-        task.needs = declared  # type: ignore[attr-defined]
-        return task
+        return with_traits(needs=declared)(task)
 
     return declare
 
 
 def needs_of(task: Callable[..., Any]) -> Needs | None:
     """What ``task`` declared with :func:`needs`; ``None`` if it declared nothing."""
-    declared = getattr(task, "needs", None)
-    return declared if isinstance(declared, Needs) else None
+    return traits_of(task).needs
 
 
 def connections_of(task: Callable[..., Any]) -> frozenset[str] | None:

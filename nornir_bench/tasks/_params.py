@@ -9,33 +9,25 @@ not the same failure on every device.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["ParamsCheck", "check_params_with", "params_check_of"]
+from nornir_bench.core.traits import ParamsCheck, traits_of, with_traits
 
-ParamsCheck = Callable[[Mapping[str, Any]], None]
-"""Called with a task's keyword arguments (not nornir's ``Task``); raises ``ValueError`` or
-``TypeError`` saying what is wrong and what is allowed."""
+__all__ = ["ParamsCheck", "check_params_with", "params_check_of"]
 
 _Task = TypeVar("_Task", bound=Callable[..., Any])
 
 
 def check_params_with(check: ParamsCheck) -> Callable[[_Task], _Task]:
-    """Attach ``check`` to the decorated task as its ``check_params`` attribute.
+    """Attach ``check`` to the decorated task as its ``check_params`` trait (``core.traits``).
 
     The task is returned as it is (the same function, still ``async def`` if it was); the task
     should run the same check itself, for callers that do not go through a job file.
     """
-
-    def attach(task: _Task) -> _Task:
-        task.check_params = check  # type: ignore[attr-defined]
-        return task
-
-    return attach
+    return with_traits(check_params=check)
 
 
 def params_check_of(task: Callable[..., Any]) -> ParamsCheck | None:
     """The check attached to ``task`` with :func:`check_params_with`, if any."""
-    check = getattr(task, "check_params", None)
-    return check if callable(check) else None
+    return traits_of(task).check_params

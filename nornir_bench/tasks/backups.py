@@ -1,5 +1,6 @@
-"""A change's backups: the running configuration, in a file of its own before the first line
-is sent; and what a change stopped in flight by Ctrl-C may have done, told by them."""
+"""What a change stopped in the middle may have done: its backups (the running configuration,
+in a file of its own before the first line is sent) tell it after Ctrl-C; its progress, noted
+on the host's task as it goes (:class:`ChangeProgress`), tells a deadline that stops it."""
 
 from __future__ import annotations
 
@@ -11,15 +12,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core.changes import INTERRUPTED, NOT_TOUCHED
+from nornir_bench.core.changes import INTERRUPTED, NOT_TOUCHED, note_change
 from nornir_bench.core.exceptions import HostAbandoned
 from nornir_bench.core.files import make_private_folder, records_folder
-from nornir_bench.tasks._change import ConfigChangeFailed
+from nornir_bench.tasks._change import Change, ConfigChangeFailed
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
+    from nornir.core.task import Task
 
-__all__ = ["abandoned_failure", "backup_writer"]
+    from nornir_bench.tasks._plan import Plan
+
+__all__ = ["ChangeProgress", "abandoned_failure", "backup_writer", "noting"]
 
 
 def backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callable[[str], Path]:
@@ -65,3 +69,38 @@ def abandoned_failure(host: str, params: Mapping[str, Any], since: float) -> Exc
         f"interrupted during change: state unknown, backup at {backup}", state=INTERRUPTED,
         backup=backup,
     )
+
+
+class ChangeProgress:
+    """How far a change got: its backup, and whether lines were sent to the device; noted on
+    the host's task as it goes (``core.changes``), for a deadline that stops it to say what
+    the change may have done."""
+
+    __slots__ = ("backup", "sending", "task")
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.backup: str | None = None
+        self.sending = False
+        note_change(task, NOT_TOUCHED)
+
+    def sends(self, backup: str) -> None:
+        """The backup is written: lines go to the device from now on."""
+        self.backup = backup
+        self.sending = True
+        note_change(self.task, INTERRUPTED, backup)
+
+    def ended(self, state: str, backup: str | None) -> None:
+        """The change ended as its result or error says: a deadline after it says so too."""
+        note_change(self.task, state, backup)
+
+
+def noting(plan: Plan[Change], progress: ChangeProgress) -> Plan[Change]:
+    """``plan``, its end noted on the host's task (see :class:`ChangeProgress`)."""
+    try:
+        change = yield from plan
+    except ConfigChangeFailed as failed:
+        progress.ended(failed.state, failed.backup)
+        raise
+    progress.ended(change.state, change.backup)
+    return change

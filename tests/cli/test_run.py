@@ -652,8 +652,8 @@ def test_check_with_a_task_that_cannot_dry_run_exits_2_in_one_line(tmp_path: Pat
     line = one_error_line(nornir_bench("run", "--check", str(job), cwd=tmp_path))
     assert line == (
         f"{job}: --check: task jobtasks:flaky (step 1) cannot run "
-        "as a dry run: it is neither read-only nor marked as honouring nornir's dry_run (set "
-        "its supports_dry_run attribute to True once it does)"
+        "as a dry run: it is neither read-only nor marked as honouring nornir's dry_run "
+        "(decorate it with @with_traits(honours_dry_run=True) once it does)"
     )
 
 

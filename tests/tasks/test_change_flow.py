@@ -1,0 +1,100 @@
+"""The change's verification, against a device that takes a line without a word and does not
+hold it: the plan driven here, the device a list of lines (the drivers' own tests are the
+router lab's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nornir_bench.core.changes import CHANGED, NOT_ROLLED_BACK, ROLLED_BACK
+from nornir_bench.tasks._change import Change, ChangeOptions, ConfigChangeFailed
+from nornir_bench.tasks._change_flow import change_flow
+from nornir_bench.tasks._plan import Plan, Read, Save, Send
+from nornir_bench.tasks.backups import ChangeProgress
+
+RUNNING = ["hostname r1", "ip route 10.0.0.0/24 Null0"]
+HELD = "ip route 10.1.1.0/24 Null0"
+DROPPED = "ip route 10.2.2.0/24 Null0"
+
+
+class ForgetfulDevice:
+    """Takes every configuration line without a word, as a device does; holds each but those
+    in ``drops`` (a line it accepts and then does not show: unsupported, or overwritten by
+    its own daemon)."""
+
+    def __init__(self, drops: tuple[str, ...] = ()) -> None:
+        self.lines = list(RUNNING)
+        self.drops = drops
+        self.sent: list[str] = []
+
+    def answer(self, request: object) -> Any:
+        if isinstance(request, Read):
+            return "\n".join(self.lines) + "\n"
+        if isinstance(request, Send):
+            for line in request.lines:
+                self.sent.append(line)
+                if line.startswith("no "):
+                    self.lines = [held for held in self.lines if held != line[3:]]
+                elif line not in self.drops and line not in self.lines:
+                    self.lines.append(line)
+            return None  # nothing refused
+        assert isinstance(request, Save), request
+        return "[OK]"
+
+
+def _driven(plan: Plan[Change], device: ForgetfulDevice) -> Change:
+    try:
+        request = next(plan)
+        while True:
+            request = plan.send(device.answer(request))
+    except StopIteration as stop:
+        change: Change = stop.value
+        return change
+
+
+def _change(device: ForgetfulDevice, tmp_path: Path, *, rollback: bool = True) -> Change:
+    def backup(text: str) -> Path:
+        path = tmp_path / "r1.cfg"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    how = ChangeOptions(task="send_config", host="r1", platform="ios", dry_run=False,
+                        rollback=rollback, save=False, backup=backup)
+    task = SimpleNamespace(parent_task=None)  # what the change notes its progress on
+    progress = ChangeProgress(task)  # type: ignore[arg-type]
+    return _driven(change_flow([HELD, DROPPED], how, progress), device)
+
+
+def test_a_change_the_device_holds_verifies(tmp_path: Path) -> None:
+    change = _change(ForgetfulDevice(), tmp_path)
+    assert change.state == CHANGED
+    assert change.diff.splitlines()[2:] == [f"+{HELD}", f"+{DROPPED}"]
+
+
+def test_a_line_taken_and_not_held_fails_the_change_naming_it_and_rolls_back(
+    tmp_path: Path,
+) -> None:
+    device = ForgetfulDevice(drops=(DROPPED,))
+    with pytest.raises(ConfigChangeFailed) as failed:
+        _change(device, tmp_path)
+    message = str(failed.value)
+    assert message.startswith("not verified: read back, the configuration still lacks:")
+    lacks = message.split("; rolled back", 1)[0]
+    assert lacks.endswith(f"\n+{DROPPED}") and HELD not in lacks
+    assert failed.value.state == ROLLED_BACK
+    assert device.sent == [HELD, DROPPED, f"no {HELD}"] and device.lines == RUNNING
+
+
+def test_without_rollback_a_line_not_held_leaves_the_change_failed_as_it_is(
+    tmp_path: Path,
+) -> None:
+    device = ForgetfulDevice(drops=(DROPPED,))
+    with pytest.raises(ConfigChangeFailed, match="still lacks:") as failed:
+        _change(device, tmp_path, rollback=False)
+    assert f"\n+{DROPPED}; not rolled back" in str(failed.value)
+    assert failed.value.state == NOT_ROLLED_BACK
+    assert device.lines == [*RUNNING, HELD]
