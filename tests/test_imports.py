@@ -127,7 +127,7 @@ SCRIPT_RUN_MODULES = {
         ".core.liveness", ".core.one_host", ".core.open_files", ".core.plugins",
         ".core.policies", ".core.policies.exception_types", ".core.policies.hosts",
         ".core.policies.logins", ".core.policies.options", ".core.policies.plan",
-        ".core.policies.retry", ".core.read_only", ".core.stopping", ".core.traits",
+        ".core.policies.retry", ".core.read_only", ".core.stopping", ".core.task_traits",
         ".core.wording",
         ".inventory", ".inventory.synthetic", ".processors", ".processors.timing", ".runners",
         ".runners._core", ".runners._core.lifecycle", ".runners._core.limiter",

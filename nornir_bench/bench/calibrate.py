@@ -4,8 +4,9 @@
 :class:`~nornir_bench.bench.costs.RunnerCosts`, is measured here rather than copied from a
 document: runs of a task that does nothing (``asim_rtt`` / ``sim_rtt`` with ``rtt`` 0) on
 synthetic hosts, all of them in flight at once, so that what each run takes is the runner's own.
-What it does with a runner it reads from the runner's traits (:mod:`nornir_bench.core.runner_traits`),
-so any runner plugin that takes ``num_workers`` can be calibrated.
+What it does with a runner it reads from the runner's traits
+(:mod:`nornir_bench.core.runner_traits`), so any runner plugin that takes ``num_workers``
+can be calibrated.
 """
 
 from __future__ import annotations

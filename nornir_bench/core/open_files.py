@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from nornir_bench.core.execution import is_async_task
-from nornir_bench.core.traits import traits_of
+from nornir_bench.core.task_traits import traits_of
 
 __all__ = ["ON_A_LOOP", "descriptors_of", "hosts_that_fit", "open_files_for"]
 

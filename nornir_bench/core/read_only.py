@@ -1,7 +1,7 @@
 """Which tasks only read from devices: ``nornir-bench advise`` runs a job's task on a sample of
 its hosts, and runs only a task known to change nothing unless told it may.
 
-A task says so with :func:`read_only`, a trait of its own (``core.traits``); a task whose
+A task says so with :func:`read_only`, a trait of its own (``core.task_traits``); a task whose
 effect depends on its parameters gives a check of them instead, as ``send_command`` does: a
 ``show`` command reads, any other command may change the device.
 """
@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
-from nornir_bench.core.traits import traits_of, with_traits
+from nornir_bench.core.task_traits import traits_of, with_traits
 
 __all__ = ["READ_ONLY_COMMANDS", "is_read_only", "read_only", "reads_only_commands"]
 
@@ -43,7 +43,7 @@ def read_only(
 
     ``@read_only`` and ``@read_only()`` both mark the function below them; ``when`` is given
     by name only (``@read_only(when=...)``). The task is returned as it is, its
-    ``read_only`` trait set (``core.traits``).
+    ``read_only`` trait set (``core.task_traits``).
     """
     if task is not None:
         if when is not None or not callable(task):

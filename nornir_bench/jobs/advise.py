@@ -44,8 +44,8 @@ from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.execution import is_async_task
 from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
 from nornir_bench.core.policies.plan import in_flight_cap
-from nornir_bench.core.secrets import Redactor
 from nornir_bench.core.runner_traits import prefers_async_tasks, takes_address
+from nornir_bench.core.secrets import Redactor
 from nornir_bench.jobs.run import close_run
 from nornir_bench.processors.records import JsonLinesWriter
 from nornir_bench.runners.registry import runner_class

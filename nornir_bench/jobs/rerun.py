@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.core.traits import traits_of
+from nornir_bench.core.task_traits import traits_of
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.processors.records import RecordsFileError, RecordsRead, each_record
 from nornir_bench.tasks import is_read_only

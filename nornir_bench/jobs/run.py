@@ -37,7 +37,7 @@ from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupt
 from nornir_bench.core.policies.plan import batch_number
 from nornir_bench.core.secrets import Redactor, masked_terminal
 from nornir_bench.core.stopping import NotStarted, stoppable
-from nornir_bench.core.traits import traits_of
+from nornir_bench.core.task_traits import traits_of
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.exits import exit_fails_the_host

@@ -35,8 +35,8 @@ from nornir_bench.core.loops import LOOPS, resolve_loop
 from nornir_bench.core.one_host import arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.policies.waiting import AsyncPlan
-from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.core.runner_traits import IN_PROCESS, Placement
+from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import in_flight_here
 from nornir_bench.runners._core.queue import HostQueue

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         read_only,
         reads_only_commands,
     )
-    from nornir_bench.core.traits import TaskTraits, traits_of, with_traits
+    from nornir_bench.core.task_traits import TaskTraits, traits_of, with_traits
     from nornir_bench.tasks._builtin import BUILTIN_TASKS
     from nornir_bench.tasks._needs import (
         MissingLibrary,
@@ -78,7 +78,7 @@ __getattr__, __dir__ = lazy_exports(
             "read_only",
             "reads_only_commands",
         ),
-        "nornir_bench.core.traits": ("TaskTraits", "traits_of", "with_traits"),
+        "nornir_bench.core.task_traits": ("TaskTraits", "traits_of", "with_traits"),
         "nornir_bench.tasks.commands": ("asend_command", "send_command"),
         "nornir_bench.tasks.config": ("ConfigChangeFailed", "asend_config", "send_config"),
         "nornir_bench.tasks.parsing": ("parse_interfaces", "show_interfaces_output"),

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from nornir_bench.core.exceptions import NornirBenchError
-from nornir_bench.core.traits import Needs, traits_of, with_traits
+from nornir_bench.core.task_traits import Needs, traits_of, with_traits
 
 __all__ = [
     "DEVICES_EXTRA",
@@ -53,7 +53,7 @@ def needs(
 ) -> Callable[[_Task], _Task]:
     """Declare what the decorated task uses (:class:`Needs`): ``@needs()`` for nothing more.
 
-    The task is returned as it is, its ``needs`` trait set (``core.traits``).
+    The task is returned as it is, its ``needs`` trait set (``core.task_traits``).
 
     Raises:
         TypeError: ``libraries`` or ``connections`` is a string, not a list of names.

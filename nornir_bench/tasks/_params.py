@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from nornir_bench.core.traits import ParamsCheck, traits_of, with_traits
+from nornir_bench.core.task_traits import ParamsCheck, traits_of, with_traits
 
 __all__ = ["ParamsCheck", "check_params_with", "params_check_of"]
 
@@ -20,7 +20,7 @@ _Task = TypeVar("_Task", bound=Callable[..., Any])
 
 
 def check_params_with(check: ParamsCheck) -> Callable[[_Task], _Task]:
-    """Attach ``check`` to the decorated task as its ``check_params`` trait (``core.traits``).
+    """Attach ``check`` to the decorated task as its ``check_params`` trait (``core.task_traits``).
 
     The task is returned as it is (the same function, still ``async def`` if it was); the task
     should run the same check itself, for callers that do not go through a job file.

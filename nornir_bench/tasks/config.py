@@ -49,7 +49,7 @@ from nornir.core.task import Result
 
 from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
-from nornir_bench.core.traits import with_traits
+from nornir_bench.core.task_traits import with_traits
 from nornir_bench.tasks._change import Change, ChangeOptions, ConfigChangeFailed, check_around
 from nornir_bench.tasks._change_flow import change_flow
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries

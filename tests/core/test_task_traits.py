@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nornir_bench.core.traits import Needs, TaskTraits, traits_of, with_traits
+from nornir_bench.core.task_traits import Needs, TaskTraits, traits_of, with_traits
 from nornir_bench.tasks import (
     asend_config,
     check_params_with,
