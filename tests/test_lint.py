@@ -106,8 +106,6 @@ LONG_MODULES = {
     "nornir_bench/tasks/config.py": "the change plan (read, diff, back up, send, verify, roll "
     "back) and the two tasks that run it; its input, model and backups are modules of their "
     "own (config_input.py, _change.py, backups.py)",
-    "nornir_bench/lab/routers.py": "the router lab's plan, namespaces, daemons and users, "
-    "started and stopped as one",
     "nornir_bench/lab/rtt_server.py": "the emulated-RTT server, its protocol and its command",
 }
 LONG_CLASSES = {
