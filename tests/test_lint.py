@@ -106,7 +106,6 @@ LONG_MODULES = {
     "nornir_bench/tasks/config.py": "the change plan (read, diff, back up, send, verify, roll "
     "back) and the two tasks that run it; its input, model and backups are modules of their "
     "own (config_input.py, _change.py, backups.py)",
-    "nornir_bench/lab/rtt_server.py": "the emulated-RTT server, its protocol and its command",
 }
 LONG_CLASSES = {
     "nornir_bench/runners/processpool/pool.py:Pool": TRANSPORT,

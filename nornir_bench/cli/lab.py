@@ -211,7 +211,7 @@ def wait_lab_command(args: argparse.Namespace) -> int:
 
 def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``rtt-server`` command."""
-    from nornir_bench.lab.rtt_server import DEFAULT_RTT_PORT
+    from nornir_bench.lab.rtt_command import DEFAULT_RTT_PORT
 
     parser.add_argument(
         "--address",
@@ -256,7 +256,7 @@ def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 def rtt_server_command(args: argparse.Namespace) -> int:
     """Serve until signalled; the exit status (0)."""
-    from nornir_bench.lab.rtt_server import run_rtt_server
+    from nornir_bench.lab.rtt_command import run_rtt_server
 
     run_rtt_server(
         args.address,
