@@ -98,8 +98,6 @@ TRANSPORT = (
     "its workers, what it sends and receives, a worker's death, the watchdog"
 )
 LONG_MODULES = {
-    "nornir_bench/runners/dask/runner.py": "the runner and the lifetime of its cluster "
-    "(_Cluster: connect, check versions, start again after its workers died)",
     "nornir_bench/report/page.py": "the report page's HTML, CSS and script, one template",
     "nornir_bench/tasks/config.py": "the change plan (read, diff, back up, send, verify, roll "
     "back) and the two tasks that run it; its input, model and backups are modules of their "
