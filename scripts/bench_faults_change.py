@@ -149,7 +149,7 @@ def _routes(lab: Any, router: str) -> int:
 
 
 def _vtysh(lab: Any, router: str, command: str) -> str:
-    from nornir_bench.lab.routers import vtysh
+    from nornir_bench.lab.vtysh import vtysh
 
     return vtysh(lab.name, router, command)
 
@@ -179,7 +179,7 @@ def _signal(pids: list[int], sig: signal.Signals) -> None:
 
 def _put_back(lab: Any, before: dict[str, str]) -> bool:
     """Once the run's sessions ended, every router back to ``before``: whether each is."""
-    from nornir_bench.lab.routers import restore_config
+    from nornir_bench.lab.vtysh import restore_config
 
     ends = time.monotonic() + SESSIONS_SECONDS
     while _vtysh_pids(lab.name) and time.monotonic() < ends:

@@ -1094,7 +1094,7 @@ def _records(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _vtysh(lab: RouterLab, router: str, command: str) -> str:
-    from nornir_bench.lab.routers import vtysh
+    from nornir_bench.lab.vtysh import vtysh
 
     return vtysh(lab.name, router, command)
 
@@ -1123,7 +1123,7 @@ def _same_config(one: str, other: str) -> bool:
 
 
 def _put_back(lab: RouterLab, before: dict[str, str]) -> None:
-    from nornir_bench.lab.routers import restore_config
+    from nornir_bench.lab.vtysh import restore_config
 
     for router, text in before.items():
         restore_config(lab.name, router, text)
@@ -1177,7 +1177,7 @@ def dead_cli_part(lab: RouterLab, folder: Path, repeat: int, child_seconds: floa
 def _dead_cli_run(spec: dict[str, Any]) -> dict[str, Any]:
     """--one dead-cli: the change in a thread, r1's CLI killed once r1 holds part of it; the
     seconds from the kill to the end of the run, and what the host failed with."""
-    from nornir_bench.lab.routers import vtysh
+    from nornir_bench.lab.vtysh import vtysh
     from nornir_bench.tasks import asend_config, send_config
 
     prefix = "ip route 198.18.101."

@@ -92,6 +92,17 @@ MUTANTS = [
         (f"{POLICIES}::test_what_a_call_given_up_adds_later_does_not_reach_the_result",),
     ),
     Mutant(
+        "login-pace",
+        "a host tried again after a refused login takes a place in its server's window first",
+        "nornir_bench/core/policies/hosts.py",
+        "if self.pace is None or not self.pace.active:",
+        "if True:",
+        tuple(
+            f"tests/runners/test_logins.py::test_hosts_tried_again_log_in_through_the_pace[{r}]"
+            for r in ("threadpool-sync", "asyncio-async")
+        ),
+    ),
+    Mutant(
         "retry-never",
         "an authentication error is never retried (retry_never)",
         "nornir_bench/core/policies/retry.py",

@@ -43,8 +43,9 @@ from nornir.core import Nornir
 from ruamel.yaml import YAML
 
 from nornir_bench.lab import LabDevice
-from nornir_bench.lab.routers import host_key_of, vtysh
+from nornir_bench.lab.routers import host_key_of
 from nornir_bench.lab.topology import LabPlan, plan_lab
+from nornir_bench.lab.vtysh import vtysh
 from tests.devices import LAB, Started, free_port_range, nornir_on, started, stopped
 from tests.waiting import HANG_GUARD
 

@@ -315,7 +315,7 @@ def test_the_mutation_check_still_applies_to_the_code(tmp_path: Path) -> None:
     names = {line.split(":")[0] for line in lines if not line.startswith(" ")}
     assert names >= {
         "masking", "crash-isolation", "task-timeout", "retry-never", "retry-never-subtask",
-        "dask-credentials",
+        "dask-credentials", "login-pace",
     }
     tests = sorted({line.strip() for line in lines if line.startswith("    tests/")})
     collected = subprocess.run(

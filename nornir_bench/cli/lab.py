@@ -130,7 +130,7 @@ def lab_command(args: argparse.Namespace) -> int:
     """Run the lab described by ``args`` until signalled; the exit status (0)."""
     if args.routers is not None:
         from nornir_bench.lab import LabError
-        from nornir_bench.lab.routers import run_router_lab
+        from nornir_bench.lab.router_command import run_router_lab
 
         if args.inventory is not None or args.count is not None or args.platforms:
             raise LabError(
@@ -185,7 +185,7 @@ def wait_lab_command(args: argparse.Namespace) -> int:
     from nornir_bench.lab.ready import LabNotReady
 
     if args.routers is not None:
-        from nornir_bench.lab.routers import wait_for_named_lab
+        from nornir_bench.lab.router_ready import wait_for_named_lab
 
         try:
             plan = wait_for_named_lab(args.name, args.timeout)
@@ -211,7 +211,7 @@ def wait_lab_command(args: argparse.Namespace) -> int:
 
 def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the ``rtt-server`` command."""
-    from nornir_bench.lab.rtt_server import DEFAULT_RTT_PORT
+    from nornir_bench.lab.rtt_command import DEFAULT_RTT_PORT
 
     parser.add_argument(
         "--address",
@@ -256,7 +256,7 @@ def add_rtt_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 def rtt_server_command(args: argparse.Namespace) -> int:
     """Serve until signalled; the exit status (0)."""
-    from nornir_bench.lab.rtt_server import run_rtt_server
+    from nornir_bench.lab.rtt_command import run_rtt_server
 
     run_rtt_server(
         args.address,

@@ -42,8 +42,8 @@ from nornir_bench.bench.sampling import measure_run, measure_sample, only_hosts
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.execution import is_async_task
+from nornir_bench.core.policies.groups import in_flight_cap
 from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
-from nornir_bench.core.policies.plan import in_flight_cap
 from nornir_bench.core.runner_traits import prefers_async_tasks, takes_address
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.jobs.run import close_run

@@ -7,7 +7,8 @@
 - :mod:`~nornir_bench.lab.ready`: :func:`wait_for_lab`, ``nornir-bench wait-lab``, for a lab
   started in the background;
 - :mod:`~nornir_bench.lab.rtt_server`: :class:`RttServer`, thousands of connections answered
-  after a set delay, and :func:`run_rtt_server`, ``nornir-bench rtt-server``;
+  after a set delay; :mod:`~nornir_bench.lab.rtt_command`: :func:`run_rtt_server`,
+  ``nornir-bench rtt-server``;
 - :mod:`~nornir_bench.cli.lab`: their command-line options and commands (``nornir-bench lab``,
   ``wait-lab``, ``rtt-server``).
 
@@ -29,12 +30,8 @@ from nornir_bench.lab.devices import (
 )
 from nornir_bench.lab.emulator import DeviceLab, lab_devices, run_lab
 from nornir_bench.lab.ready import LabNotReady, wait_for_lab
-from nornir_bench.lab.rtt_server import (
-    RttServer,
-    RttServerStats,
-    raise_open_file_limit,
-    run_rtt_server,
-)
+from nornir_bench.lab.rtt_command import raise_open_file_limit, run_rtt_server
+from nornir_bench.lab.rtt_server import RttServer, RttServerStats
 
 __all__ = [
     "DEFAULT_BASE_PORT",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nornir_bench.lab.routers import restore_config
+from nornir_bench.lab.vtysh import restore_config
 from tests.routers import RouterLabProcess
 from tests.runners.test_config_routers import change_job, records, run_cli_command, running
 

@@ -16,9 +16,10 @@ from nornir.core.processor import Processors
 from nornir.core.task import MultiResult, Result, Task
 
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
+from nornir_bench.core.policies.groups import in_flight_cap
 from nornir_bench.core.policies.hosts import HostAttempts
 from nornir_bench.core.policies.options import POLICY_OPTIONS, RunPolicy
-from nornir_bench.core.policies.plan import HostPlan, in_flight_cap
+from nornir_bench.core.policies.plan import HostPlan
 from nornir_bench.core.policies.retry import retry_wait, retryable
 from tests.conftest import make_nornir, modules_after
 

@@ -36,8 +36,9 @@ from ruamel.yaml import YAML
 
 from nornir_bench.jobs.load import JobError, load_job
 from nornir_bench.lab.devices import write_inventory, write_known_hosts
-from nornir_bench.lab.routers import RouterLab, restore_config
+from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import plan_lab
+from nornir_bench.lab.vtysh import restore_config
 from tests.devices import LabProcess
 from tests.routers import RouterLabProcess
 from tests.test_examples import IGNORED, ROOT, own_loopback

@@ -24,7 +24,8 @@ from ruamel.yaml import YAML
 
 from nornir_bench.lab import LabDevice, LabError
 from nornir_bench.lab._system import FRR_DAEMONS, read_state, teardown
-from nornir_bench.lab.routers import RouterLab, router_hosts
+from nornir_bench.lab.router_command import router_hosts
+from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import MAX_ROUTERS, TOPOLOGIES, plan_lab
 from tests.devices import LAB, ROOT, free_port_range, started, stopped
 from tests.routers import (

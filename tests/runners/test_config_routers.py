@@ -25,7 +25,7 @@ from nornir.core.task import AggregatedResult
 from nornir_bench import arun_subtask
 from nornir_bench.bench.summary import summarize
 from nornir_bench.lab._system import FRR_ETC
-from nornir_bench.lab.routers import restore_config
+from nornir_bench.lab.vtysh import restore_config
 from nornir_bench.processors.records import host_record
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same

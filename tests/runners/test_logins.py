@@ -121,3 +121,22 @@ def test_a_wrong_password_after_a_refused_login_is_not_tried_again(
         tries += attempts
     assert tries == HOSTS + 1  # the one refused, tried once more
     assert len(server.logins) == HOSTS  # each host offered its password once
+
+
+@pytest.mark.parametrize(
+    ("runner", "kind"), each_runner(POLICIES, cases=lambda r: each_kind(r)[-1:])
+)
+def test_hosts_tried_again_log_in_through_the_pace(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    """Once the server refused a login, a host tries again only with a place in the server's
+    window (four wide at first): a refusal there is the pace's to narrow, not one of the
+    host's ``login_retries``. So the first host tried again through the pace has one try
+    more than ``login_retries + 1``; were the runner not to pace them, each would have
+    exactly that many (as the router lab's OpenSSH shows: tests/runners/test_routers.py)."""
+    with closing_port() as (port, _):
+        result = show_clock(inventory(tmp_path, port), runner, kind, login_retries=1)
+    assert set(result.failed_hosts) == {f"h{k}" for k in range(HOSTS)}
+    attempts = [attempts_of(multi)[0] for multi in result.values()]
+    assert all(isinstance(multi[0].exception, LoginRefused) for multi in result.values())
+    assert max(attempts) > 2, attempts

@@ -22,7 +22,7 @@ from nornir.core.task import Result, Task
 from ruamel.yaml import YAML
 
 from nornir_bench import arun_subtask
-from nornir_bench.lab.routers import restore_config as put_router_back
+from nornir_bench.lab.vtysh import restore_config as put_router_back
 from nornir_bench.tasks import asend_config, send_config
 from nornir_bench.tasks.config_text import in_scope, parse_config, replaced, same
 from nornir_bench.tasks.dialects import FRRDriver

@@ -20,7 +20,8 @@ thread and the process pool's, which have wait loops of their own, call the plan
 - ``group_limits``: at most N hosts in flight per group; a host waits while any of its groups
   is full and the hosts after it go first. ``group_max_failures``: a group with more failed
   hosts than that skips its hosts not started
-  (:class:`~nornir_bench.core.exceptions.HostSkipped`).
+  (:class:`~nornir_bench.core.exceptions.HostSkipped`). Each group's counters are
+  :mod:`~nornir_bench.core.policies.groups`'.
 - ``run_timeout``: past the deadline no host starts; those left fail with
   :class:`~nornir_bench.core.exceptions.RunTimeout` (hosts in flight are stopped by their own
   deadline, see :mod:`~nornir_bench.core.policies.hosts`).
@@ -31,111 +32,20 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from nornir_bench.core.exceptions import HostSkipped, RunAborted, RunTimeout
+from nornir_bench.core.policies.groups import GroupFailures, GroupSlots, per_host_counters
 from nornir_bench.core.wording import hosts_text as _hosts
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-    from nornir_bench.core.policies.options import GroupLimit, RunPolicy
+    from nornir_bench.core.policies.options import RunPolicy
 
-__all__ = ["HostPlan", "batch_number", "batch_size", "in_flight_cap"]
-
-# Attributes read from the Host object itself; any other key is looked up in the host's data
-# (with its groups' and the defaults', as ``host.get`` does).
-_HOST_ATTRIBUTES = ("name", "hostname", "platform", "port", "username")
-
-
-class _Slots:
-    """The hosts of one group in flight, and those waiting for room in it."""
-
-    __slots__ = ("in_flight", "label", "limit", "waiting")
-
-    def __init__(self, label: str, limit: int) -> None:
-        self.label = label
-        self.limit = limit
-        self.in_flight = 0
-        self.waiting: deque[int] = deque()
-
-
-class _Failures:
-    """The failed hosts of one group, and whether it has failed past its limit."""
-
-    __slots__ = ("failed", "label", "limit")
-
-    def __init__(self, label: str, limit: int) -> None:
-        self.label = label
-        self.limit = limit
-        self.failed = 0
-
-    @property
-    def closed(self) -> bool:
-        return self.failed > self.limit
-
-
-def _group_values(host: Host, key: str, ancestry: dict[int, list[str]]) -> list[str]:
-    """The values of ``key`` for ``host``: its groups' names (parents included), or the value
-    of its attribute or data key. ``ancestry`` caches each group's names with its parents'
-    (walking nornir's groups costs microseconds a host, 10,000 hosts at every run)."""
-    if key != "group":
-        value = getattr(host, key) if key in _HOST_ATTRIBUTES else host.get(key)
-        return [] if value is None else [str(value)]
-    names: list[str] = []
-    for group in host.groups:
-        known = ancestry.get(id(group))
-        if known is None:
-            known = ancestry[id(group)] = [group.name] + [g.name for g in group.extended_groups()]
-        names += [name for name in known if name not in names]
-    return names
-
-
-_Counter = TypeVar("_Counter", _Slots, _Failures)
-
-
-def _per_host(
-    hosts: Sequence[Host],
-    limits: tuple[GroupLimit, ...],
-    make: Callable[[str, int], _Counter],
-    *,
-    most: float = math.inf,
-) -> list[tuple[_Counter, ...]] | None:
-    """For each host, the counters of the groups it belongs to whose limit can act: below
-    ``most`` (what the group can ever count: the run's hosts in flight, say) and below the
-    group's own size. ``None`` when no group's can."""
-    most = min(most, len(hosts))
-    limits = tuple(rule for rule in limits if rule.smallest < most)
-    if not limits:  # no walk over the hosts' groups
-        return None
-    made: dict[tuple[str, str], _Counter] = {}
-    sizes: Counter[tuple[str, str]] = Counter()  # each group's hosts in the run
-    per_host: list[tuple[_Counter, ...]] = []
-    ancestry: dict[int, list[str]] = {}
-    for host in hosts:
-        mine: list[_Counter] = []
-        for rule in limits:
-            for value in _group_values(host, rule.key, ancestry):
-                limit = rule.limit(value)
-                if limit is None or limit >= most:
-                    continue
-                key = (rule.key, value)
-                counter = made.get(key)
-                if counter is None:
-                    label = f"group {value!r}" if rule.key == "group" else f"{rule.key} {value!r}"
-                    counter = made[key] = make(label, limit)
-                sizes[key] += 1
-                mine.append(counter)
-        per_host.append(tuple(mine))
-    idle = {id(counter) for key, counter in made.items() if counter.limit >= sizes[key]}
-    if len(idle) == len(made):
-        return None
-    if idle:  # a group no bigger than its limit never reaches it
-        per_host = [tuple(c for c in mine if id(c) not in idle) for mine in per_host]
-    return per_host
-
+__all__ = ["HostPlan", "batch_number", "batch_size"]
 
 class HostPlan:
     """The hosts of one run, handed out as ``policy`` allows (see the module).
@@ -177,8 +87,8 @@ class HostPlan:
         self.stopped_by: str | None = None
         self._halted = False  # no host starts any more (a limit, the deadline, Ctrl-C)
         most = math.inf if in_flight is None else in_flight
-        self._slots = _per_host(hosts, policy.group_limits, _Slots, most=most)
-        self._failures = _per_host(hosts, policy.group_max_failures, _Failures)
+        self._slots = per_host_counters(hosts, policy.group_limits, GroupSlots, most=most)
+        self._failures = per_host_counters(hosts, policy.group_max_failures, GroupFailures)
         count = len(hosts)
         # Failed hosts never number more than the run's hosts, nor more than 100 % of them.
         self._max_failures = policy.max_failures
@@ -275,7 +185,7 @@ class HostPlan:
                 return True
         return False
 
-    def _parked_on_full(self, index: int, slots: tuple[_Slots, ...]) -> bool:
+    def _parked_on_full(self, index: int, slots: tuple[GroupSlots, ...]) -> bool:
         """Whether a group of host ``index`` is full (then it waits for room there)."""
         for group in slots:
             if group.in_flight >= group.limit:
@@ -346,7 +256,7 @@ class HostPlan:
         size = self._batches.pop(0) if len(self._batches) > 1 else self._batches[0]
         return self.started + batch_size(size, len(self.hosts))
 
-    def _skipped(self, failures: _Failures) -> HostSkipped:
+    def _skipped(self, failures: GroupFailures) -> HostSkipped:
         return HostSkipped(
             "group_max_failures",
             f"more than {_hosts(failures.limit)} of {failures.label} failed",
@@ -407,25 +317,3 @@ def batch_number(batches: Sequence[int | float], hosts: int, started: int) -> in
             return number
     last = batch_size(batches[-1], hosts)
     return number + (started - end) // last + 1
-
-
-def in_flight_cap(hosts: Sequence[Host], limits: tuple[GroupLimit, ...]) -> int | None:
-    """The most of ``hosts`` that group ``limits`` let be in flight at once; ``None``: no
-    limit applies. An upper bound: a host in two limited groups counts in each."""
-    ancestry: dict[int, list[str]] = {}
-    caps = []
-    for rule in limits:
-        free = 0
-        counts: dict[str, int] = {}
-        for host in hosts:
-            limited = [
-                value
-                for value in _group_values(host, rule.key, ancestry)
-                if rule.limit(value) is not None
-            ]
-            free += not limited
-            for value in limited:
-                counts[value] = counts.get(value, 0) + 1
-        if counts:
-            caps.append(free + sum(min(n, rule.limit(v) or n) for v, n in counts.items()))
-    return min(caps) if caps else None

@@ -13,7 +13,8 @@ run policies as every runner of the package.
   garbage collection. A script needs no ``__main__`` guard: no worker imports it.
 - ``address`` a scheduler's (``tls://scheduler.example.net:8786``): the runner connects to it,
   within ``connect_timeout`` seconds, and checks that every worker (and the scheduler) runs
-  the same nornir-bench and nornir as this process.
+  the same nornir-bench and nornir as this process (the cluster's lifetime:
+  :mod:`~nornir_bench.runners.dask.lifetime`).
 - The run goes to each worker once; hosts go in chunks (``chunk_size``), results come back per
   chunk as chunks finish (:mod:`~nornir_bench.runners.dask.run`), so processor hooks fire and
   the progress bar moves during the run; host data changes merge back.
@@ -34,13 +35,8 @@ run policies as every runner of the package.
 
 from __future__ import annotations
 
-import logging
-import sys
-import threading
 import warnings
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import AggregatedResult, Task
@@ -55,17 +51,14 @@ from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
-from nornir_bench.runners._remote.connections import HeldInWorkers
-from nornir_bench.runners.dask.asking import RUN_ON_WORKERS_SECONDS, run_on_workers
 from nornir_bench.runners.dask.cluster import (
     DaskClusterError,
-    EmbeddedCluster,
-    connect,
     is_loopback,
     scheme_and_host,
     security_from,
     workers_and_threads,
 )
+from nornir_bench.runners.dask.lifetime import RunnerCluster
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -74,8 +67,6 @@ if TYPE_CHECKING:
     from nornir_bench.runners.dask.run import DaskChunks, RunOptions
 
 __all__ = ["MAX_PROCS_PER_CPU", "DaskClusterError", "DaskRunner"]
-
-logger = logging.getLogger(__name__)
 
 MAX_PROCS_PER_CPU = 4
 """The embedded cluster's ``num_procs`` is capped at this many worker processes per CPU."""
@@ -179,7 +170,12 @@ class DaskRunner(Policed):
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what=what)
         self.policy = RunPolicy.build(what, policy)
-        self._cluster = _Cluster(self)
+        self._cluster = RunnerCluster(
+            self.address, self.security, num_procs=self.num_procs, tls=self.tls,
+            dashboard=self.dashboard, timeout=self.connect_timeout,
+            loop=self.loop_implementation,
+            allowed_failures=max(3, self.crash_reruns or DEFAULT_READ_ONLY_RERUNS),
+        )
         weakref.finalize(self, self._cluster.close)  # also called at interpreter exit
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
@@ -289,160 +285,3 @@ def _has_password(host: Host) -> bool:
     for group in host.extended_groups():
         plugins |= set(group.connection_options)
     return any(host.get_connection_parameters(plugin).password for plugin in plugins)
-
-
-class _Cluster:
-    """The runner's cluster: its client, the embedded cluster if it owns one, and the
-    connections its workers keep. Made on first use; one run at a time uses it (a run from
-    another thread waits for it)."""
-
-    def __init__(self, runner: DaskRunner) -> None:
-        self.address = runner.address
-        self.security = runner.security
-        self.num_procs = runner.num_procs
-        self.tls = runner.tls
-        self.dashboard = runner.dashboard
-        self.timeout = runner.connect_timeout
-        self.loop = runner.loop_implementation
-        self.crash_reruns = runner.crash_reruns
-        self.client: Client | None = None
-        self.embedded: EmbeddedCluster | None = None
-        self.held: HeldInWorkers[str] = HeldInWorkers(self._close_held)
-        self.checked: set[str] = set()  # workers whose versions were compared
-        self.lock = threading.Lock()
-
-    @property
-    def where(self) -> str:
-        if self.address is not None:
-            return self.address
-        return self.embedded.address if self.embedded is not None else "(not started)"
-
-    @contextmanager
-    def using(self) -> Iterator[Client]:
-        """The cluster's client for one run, the cluster opened first if need be."""
-        with self.lock:
-            self._open()
-            assert self.client is not None
-            yield self.client
-
-    def _open(self) -> None:
-        """Start the embedded cluster, or connect to the address; register the plugins; check
-        the scheduler's versions.
-
-        Raises:
-            DaskClusterError: in one line.
-        """
-        from nornir_bench.runners.dask.reruns import PLUGIN_NAME, CrashReruns
-        from nornir_bench.runners.dask.worker import PLUGIN_NAME as WORKER_PLUGIN
-        from nornir_bench.runners.dask.worker import NornirBenchWorker, versions
-
-        if self.client is not None and self.client.status == "running":
-            exited = None if self.embedded is None else self.embedded.exited()
-            if exited is None:
-                return
-            # Killed between runs (by hand, the OOM killer): a new cluster, as when the
-            # scheduler is lost; the connections its workers kept are gone with them.
-            logger.warning("dask runner: the embedded cluster's %s; starting a new one", exited)
-        self._close()
-        address, security = self.address, self.security
-        if address is None:
-            embedded = self.embedded = EmbeddedCluster(
-                workers=self.num_procs,
-                tls=self.tls,
-                dashboard=self.dashboard,
-                allowed_failures=max(3, self.crash_reruns or DEFAULT_READ_ONLY_RERUNS),
-                start_timeout=self.timeout,
-            )
-            embedded.start()
-            address, security = embedded.address, embedded.security
-        client = self.client = connect(address, security, self.timeout)
-        _same_versions("the scheduler", client.run_on_scheduler(versions))
-        client.register_plugin(CrashReruns(), name=PLUGIN_NAME)
-        client.register_plugin(NornirBenchWorker(self.loop), name=WORKER_PLUGIN)
-        if self.embedded is not None:
-            try:
-                client.wait_for_workers(self.num_procs, timeout=self.timeout)
-            except Exception:  # noqa: BLE001 - a timeout: said in one line below
-                raise DaskClusterError(
-                    f"dask runner: the embedded cluster's {self.num_procs} workers did not "
-                    f"start within {self.timeout:g} s"
-                ) from None
-            if self.dashboard:
-                print(f"dask runner: dashboard at {client.dashboard_link}", file=sys.stderr)
-
-    def workers(self) -> dict[str, frozenset[str]]:
-        """The workers there are now, by address, with the sites each serves; those new since
-        the last run have their versions checked; the connections of those gone are
-        forgotten."""
-        from nornir_bench.runners.dask.sites import worker_sites
-        from nornir_bench.runners.dask.worker import versions
-
-        assert self.client is not None
-        described = self.client.scheduler_info(n_workers=-1)["workers"]
-        alive = set(described)
-        self.held.release(set(self.held.holders.values()) - alive)
-        new = sorted(alive - self.checked)
-        if new:
-            try:
-                found_on = run_on_workers(self.client, versions, workers=new)
-            except TimeoutError:
-                raise DaskClusterError(
-                    f"dask runner: a worker of the scheduler at {self.where} did not answer "
-                    f"within {RUN_ON_WORKERS_SECONDS:g} s (stopped, or its loop frozen): "
-                    f"{', '.join(new)}"
-                ) from None
-            for worker, found in found_on.items():
-                _same_versions(f"worker {worker}", found)
-            self.checked |= set(new)
-        if not alive:
-            raise DaskClusterError(f"dask runner: the scheduler at {self.where} has no workers")
-        return {a: worker_sites(described[a].get("resources")) for a in sorted(alive)}
-
-    def _close_held(self, by_worker: dict[str, list[tuple[str, str]]]) -> None:
-        """Ask each worker to close the connections it keeps that are listed for it."""
-        from nornir_bench.runners.dask.worker import close_held
-
-        if self.client is None or self.client.status != "running":
-            return
-        for worker, pairs in by_worker.items():
-            try:
-                run_on_workers(self.client, close_held, pairs, workers=[worker])
-            except Exception:
-                logger.debug("dask: closing connections on %s failed", worker, exc_info=True)
-
-    def close(self) -> None:
-        """Close the connections the workers keep, the client, and the embedded cluster."""
-        with self.lock:
-            self._close()
-
-    def _close(self) -> None:
-        client, self.client = self.client, None
-        embedded, self.embedded = self.embedded, None
-        self.checked.clear()
-        try:
-            if client is not None:
-                if client.status == "running":
-                    self.client = client  # for the workers' closing of connections
-                    self.held.close_all()
-                    self.client = None
-                client.close(timeout=10)
-        except Exception:
-            logger.debug("dask: closing the client failed", exc_info=True)
-        finally:
-            self.held.release(list(set(self.held.holders.values())))
-            if embedded is not None:
-                embedded.close()
-
-
-def _same_versions(where: str, found: dict[str, str]) -> None:
-    """Raise :class:`DaskClusterError` unless ``where`` runs this process's nornir-bench and
-    nornir."""
-    from nornir_bench.runners.dask.worker import versions
-
-    for name, version in versions().items():
-        theirs = found.get(name)
-        if theirs != version:
-            raise DaskClusterError(
-                f"dask runner: {where} runs {name} {theirs}, this process {version}: install "
-                "the same versions everywhere"
-            )

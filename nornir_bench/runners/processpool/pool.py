@@ -11,10 +11,8 @@ ResultSettler`'s, and when a worker counts as frozen
 from __future__ import annotations
 
 import logging
-import math
 import pickle
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -29,7 +27,6 @@ from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
     CrashLedger,
     HostKind,
-    storm_layout,
 )
 from nornir_bench.runners.processpool.dispatch import HostDispatch
 from nornir_bench.runners.processpool.forkserver import WorkerStartError
@@ -47,6 +44,7 @@ from nornir_bench.runners.processpool.messages import (
     receive,
     send,
 )
+from nornir_bench.runners.processpool.sizing import PoolSize
 
 if TYPE_CHECKING:
     from nornir_bench.core.policies.options import RunPolicy
@@ -115,17 +113,11 @@ class Pool(RemoteScheduling[int]):
             settled=self.dispatch.settled,
         )
         self.loaded = False
-        self.size = options.num_procs  # the workers it keeps busy: more after a crash
+        self.size = PoolSize(options.num_procs, options.num_workers, options.chunk_size)
 
     @property
     def workers(self) -> list[Worker]:
         return self.procs.workers
-
-    def _worker(self, pid: int) -> Worker | None:
-        for worker in self.workers:
-            if worker.pid == pid:
-                return worker
-        return None
 
     # -- the lifecycle's transport --------------------------------------------------------------
 
@@ -136,18 +128,7 @@ class Pool(RemoteScheduling[int]):
     def close(self, *, ended: bool) -> None:
         """Stop the workers, unless the runner keeps them after a run that ended (a task's
         ``SystemExit`` too); let go of them for the next run."""
-        self.let_go(self.procs, own=self.own, keep=ended and self.keep_workers)
-
-    @staticmethod
-    def let_go(procs: WorkerSet, *, own: bool, keep: bool = False) -> None:
-        """After a run (or a run that could not start): stop ``procs``, unless they are the
-        runner's ``own`` and kept; the runner's own are free for the next run."""
-        try:
-            if not (own and keep):
-                procs.close()
-        finally:
-            if own:
-                procs.give_back()
+        self.procs.let_go(own=self.own, keep=ended and self.keep_workers)
 
     # -- the loop's transport (RemoteScheduling) ----------------------------------------------
 
@@ -160,7 +141,7 @@ class Pool(RemoteScheduling[int]):
         super()._send()
 
     def _most_for(self, worker: int) -> int:
-        held = self._worker(worker)
+        held = self.procs.worker(worker)
         if held is None or held.retiring:
             return 0
         self.dispatch.kind_for(worker)
@@ -175,7 +156,7 @@ class Pool(RemoteScheduling[int]):
         self.book.sent(worker, chunk, time.monotonic())
         for index in chunk:
             self.settle.leaving(index)
-        held = self._worker(worker)
+        held = self.procs.worker(worker)
         assert held is not None
         try:
             send(held.conn, RunHosts(chunk, pickled))
@@ -201,7 +182,7 @@ class Pool(RemoteScheduling[int]):
         return out
 
     def _unresponsive(self, worker: int, errors: dict[int, Exception], why: str) -> None:
-        held = self._worker(worker)
+        held = self.procs.worker(worker)
         if held is None:
             return
         logger.warning("processpool: worker process %s %s; replacing it", worker, why)
@@ -236,8 +217,7 @@ class Pool(RemoteScheduling[int]):
                 procs.stop([worker], kill=True)
                 continue
             self._join(worker)  # hosts go after the run, on the same socket: it loads it first
-        # No more workers than the run can keep busy.
-        self.size = min(self.size, math.ceil(len(self.hosts) / self.options.chunk_size))
+        self.size.fit(len(self.hosts))
 
     def _join(self, worker: Worker) -> None:
         """``worker`` takes part in the run: it has places, and it is watched from now."""
@@ -354,7 +334,7 @@ class Pool(RemoteScheduling[int]):
 
     def _replace(self) -> None:
         """Start workers while hosts are waiting for one, up to the pool's size."""
-        while self.sending and self.dispatch.waiting() and len(self.workers) < self.size:
+        while self.sending and self.dispatch.waiting() and len(self.workers) < self.size.most:
             try:
                 worker = self.procs.fork(threads=self.options.num_workers)
             except WorkerStartError as exc:
@@ -368,20 +348,14 @@ class Pool(RemoteScheduling[int]):
     def _spread(self) -> None:
         """A worker crashed: from now on fewer hosts share a worker's fate, on more workers
         (rule 6 of the crash rule)."""
-        self.size, per_worker = storm_layout(self.options.num_procs, self.options.num_workers)
-        self.dispatch.spread(per_worker)
+        self.dispatch.spread(self.size.spread())
 
     def _shrink(self) -> None:
         """After a run that spread (a crash): the workers past ``num_procs`` stop, those
         keeping the fewest connections first."""
-        extra = len(self.workers) - self.options.num_procs
-        if extra > 0:
-            keeping = Counter(self.procs.held.holders.values())
-            idle = sorted(
-                self.workers,
-                key=lambda w: (bool(self.book.on.get(w.pid)), keeping[w.pid]),
-            )
-            self.procs.stop(idle[:extra], kill=False)
+        extra = self.size.extra(self.workers, self.book.on, self.procs.held.holders)
+        if extra:
+            self.procs.stop(extra, kill=False)
 
     def _retire(self, worker: Worker) -> None:
         """Replace a worker with a stuck thread (a blocking task past its deadline)."""

@@ -171,7 +171,7 @@ class ProcessPoolRunner(Policed):
             pool = Pool(options, run, procs, own=own, keep_workers=self.keep_workers,
                         pack=functools.partial(self._pack, task, options.num_workers))
         except BaseException:
-            Pool.let_go(procs, own=own)
+            procs.let_go(own=own)
             raise
         return run.drive(pool)
 

@@ -90,6 +90,23 @@ class WorkerSet:
         with self._lock:
             self._in_use = False
 
+    def worker(self, pid: int) -> Worker | None:
+        """The worker of process ``pid``, if it is one of these."""
+        for worker in self.workers:
+            if worker.pid == pid:
+                return worker
+        return None
+
+    def let_go(self, *, own: bool, keep: bool = False) -> None:
+        """After a run (or a run that could not start): stop these workers, unless they are
+        the runner's ``own`` and kept; the runner's own are free for the next run."""
+        try:
+            if not (own and keep):
+                self.close()
+        finally:
+            if own:
+                self.give_back()
+
     def ensure_fork_server(self) -> None:
         """Start the fork server, unless one is running (kept from an earlier run)."""
         if self.forks is not None and self.forks.process.poll() is not None:

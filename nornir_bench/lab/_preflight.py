@@ -1,0 +1,84 @@
+"""Before a router lab is made: a stale lab of its name removed (its namespaces, its user),
+one still running or a port another process holds refused, naming what holds it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from nornir_bench.lab._errors import LabError
+from nornir_bench.lab._system import (
+    LabState,
+    lab_states,
+    namespaces_named,
+    owner_alive,
+    read_state,
+    teardown,
+)
+from nornir_bench.lab.ports import port_free, port_holder
+from nornir_bench.lab.topology import LabPlan
+
+__all__ = ["refuse_held_ports", "remove_stale", "user_exists"]
+
+
+def remove_stale(plan: LabPlan) -> None:
+    """A lab of the same name whose process is gone is removed; one still running is an error.
+    Namespaces of the name that no state records (a start killed early) go too."""
+    state = read_state(plan.name)
+    if state is not None:
+        if state.owner != os.getpid() and owner_alive(state):
+            raise LabError(
+                f"a router lab named {plan.name!r} is running (process {state.owner}): stop it, "
+                "or give this one another --name"
+            )
+        teardown(state)
+    stale = namespaces_named(f"nb-{plan.name}-")
+    if stale:
+        teardown(LabState(plan.name, 0, stale, plan.user, "", "", {}, user_made=False))
+    if user_exists(plan.user) and read_state(plan.name) is None:
+        # made by a lab killed before it recorded anything more: its name is the lab's own
+        subprocess.run(["userdel", plan.user], capture_output=True, check=False)
+
+
+def refuse_held_ports(plan: LabPlan, ours: int | None = None) -> None:
+    """A LabError naming the first of the lab's ports that another process (not ``ours``)
+    listens on, and that process: another lab's SSH server is named by its lab. Behind a
+    bastion, the routers' ports are in the lab's own namespace: only the bastion's counts."""
+    wanted = [(r.port, f"router {r.name}") for r in plan.routers]
+    if plan.bastion_port is not None:
+        wanted = [(plan.bastion_port, "the bastion")]
+    for port, what in wanted:
+        holder = port_holder(port)
+        if (holder is not None and holder == ours) or (holder is None and port_free(port)):
+            continue
+        lab = next((s for s in lab_states() if holder and s.sshd_pid == holder), None)
+        if lab is not None:
+            who = f"router lab {lab.name!r} (process {lab.owner})"
+        elif holder is not None:
+            who = f"process {holder} ({_program(holder)})"
+        else:
+            who = "a process this one cannot see"
+        raise LabError(
+            f"port {port} ({what}) is held by {who}: stop it, or give this lab free ports "
+            "(--port)"
+        )
+
+
+def _program(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
+    except OSError:
+        return "gone"
+
+
+
+
+def user_exists(user: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return True

@@ -1,0 +1,116 @@
+"""``nornir-bench lab --routers N``: a router lab made, its routers printed, kept until
+SIGINT or SIGTERM, and removed."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+from nornir_bench.lab._errors import LabError
+from nornir_bench.lab.devices import LabDevice, write_inventory
+from nornir_bench.lab.ports import free_port_range
+from nornir_bench.lab.routers import DEFAULT_ROUTER_PORT, RouterLab, check_max_startups
+from nornir_bench.lab.topology import DEFAULT_LAB_NAME, plan_lab
+
+__all__ = ["router_hosts", "run_router_lab"]
+
+
+def router_hosts(devices: list[LabDevice], count: int) -> list[LabDevice]:
+    """``count`` inventory hosts spread over the routers' ports in turn (``h001`` on r1,
+    ``h002`` on r2 ...): many hosts behind one SSH server, as in a fleet behind one jump
+    host, or a benchmark of logins."""
+    width = len(str(count))
+    return [
+        dataclasses.replace(d, name=f"h{k + 1:0{width}d}")
+        for k in range(count)
+        for d in [devices[k % len(devices)]]
+    ]
+
+
+def run_router_lab(
+    routers: int,
+    *,
+    topology: str = "chain",
+    port: int | None = None,
+    name: str | None = None,
+    write: str | os.PathLike[str] | None = None,
+    hosts: int | None = None,
+    max_startups: str | None = None,
+    bastion: bool = False,
+    timeout: float = 60.0,
+    out: TextIO | None = None,
+) -> None:
+    """``nornir-bench lab --routers N``: make the lab, print a line per router and then
+    ``lab ready:`` once it is, and remove it all at SIGINT or SIGTERM (or an error). With
+    ``bastion``, the routers are reached only through a bastion on 127.0.0.1
+    (:mod:`~nornir_bench.lab.bastion`), which the inventory names."""
+    plan = plan_lab(
+        routers, topology=topology, port=DEFAULT_ROUTER_PORT if port is None else port,
+        name=DEFAULT_LAB_NAME if name is None else name,
+        bastion_port=free_port_range(1) if bastion else None,
+    )
+    if hosts is not None and not 1 <= hosts <= 100_000:
+        raise LabError(f"--hosts must be a whole number from 1 to 100000, got {hosts!r}")
+    check_max_startups(max_startups)
+
+    def say(text: str) -> None:
+        print(text, file=out or sys.stdout, flush=True)
+
+    with _signals_interrupt():
+        lab = RouterLab(plan, max_startups=max_startups)
+        try:
+            started = time.monotonic()
+            lab.start()
+            if lab.bastion is not None:
+                say(f"bastion 127.0.0.1:{lab.bastion.port}: the only way in to the routers, whose "
+                    f"SSH server listens on 127.0.0.1 in netns {plan.management}")
+            for router in plan.routers:
+                peers = ", ".join(p.name for p, _ in plan.neighbours(plan.routers.index(router)))
+                say(f"{router.name:<4} 127.0.0.1:{router.port:<5}  AS {router.asn}  "
+                    f"netns {router.namespace}  peers {peers or '-'}")
+            if write is not None:
+                devices = lab.devices()
+                jump = None if lab.bastion is None else lab.bastion.jump_host(lab.password)
+                files = write_inventory(
+                    devices if hosts is None else router_hosts(devices, hosts), write, jump,
+                    "" if lab.bastion is None else lab.bastion.known_hosts_line(),
+                    config_platform="frr",
+                )
+                say(f"inventory written: {', '.join(os.fspath(f) for f in files)}")
+            lab.wait_ready(timeout)
+            say(f"lab ready: {len(plan.routers)} FRR routers ({plan.topology}) accept logins, "
+                f"BGP established, in {time.monotonic() - started:.1f} s; Ctrl-C or SIGTERM "
+                "removes them")
+            while True:
+                signal.pause()
+        except _Interrupted:
+            pass
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: the guard finishes
+            ended = time.monotonic()
+            lab.stop()
+            if lab.made:  # a refusal (a name running, a port held) made nothing to remove
+                say(f"lab stopped: everything removed in {time.monotonic() - ended:.1f} s")
+
+
+class _Interrupted(BaseException):
+    """SIGINT or SIGTERM reached the lab: it stops."""
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    def interrupt(signum: int, frame: object) -> None:
+        raise _Interrupted
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
