@@ -102,7 +102,6 @@ LONG_MODULES = {
     "(_Cluster: connect, check versions, start again after its workers died)",
     "nornir_bench/core/policies/plan.py": "HostPlan: every start decision of the run policies "
     "in one state machine, read as a whole",
-    "nornir_bench/report/page.py": "the report page's HTML, CSS and script, one template",
     "nornir_bench/tasks/config.py": "the change plan (read, diff, back up, send, verify, roll "
     "back) and the two tasks that run it; its input, model and backups are modules of their "
     "own (config_input.py, _change.py, backups.py)",
