@@ -58,13 +58,12 @@ MUTANTS = [
         "masking",
         "records are masked before they are JSON-encoded",
         "nornir_bench/processors/records.py",
-        "        line = json.dumps(\n"
-        "            self.redact.value(record), default=self.redact.json_default,"
-        " ensure_ascii=False\n"
-        "        )\n",
-        "        line = self.redact(\n"
-        "            json.dumps(record, default=self.redact.json_default, ensure_ascii=False)\n"
-        "        )\n",
+        "    return json.dumps(\n"
+        "        redact.value(record.as_json()), default=redact.json_default, ensure_ascii=False\n"
+        "    )\n",
+        "    return redact(\n"
+        "        json.dumps(record.as_json(), default=redact.json_default, ensure_ascii=False)\n"
+        "    )\n",
         (
             "tests/jobs/test_secrets.py::"
             "test_records_hold_no_form_of_a_password_escaped_before_masking",

@@ -8,14 +8,14 @@ small model; :mod:`nornir_bench.report.page` turns it into HTML.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nornir_bench.core.wording import shortened
-from nornir_bench.processors.records import RecordsRead, each_record
+from nornir_bench.processors.host_record import HostRecord
+from nornir_bench.processors.records_file import RecordsRead, each_record
 from nornir_bench.report.checks import CheckTable
 from nornir_bench.report.compliance import ComplianceTable
 
@@ -68,69 +68,64 @@ class StepView:
     slowest: list[tuple[float, str]] = field(default_factory=list)
     by_kind: dict[str, list[float]] = field(default_factory=dict)  # "platform ios" -> times
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: HostRecord) -> None:
         self.hosts += 1
-        failed = record.get("failed") is not False
+        failed = record.failed
         self.failed += failed
         self.ok += not failed
-        self.changed += bool(record.get("changed"))
-        elapsed = _number(record.get("elapsed"))
+        self.changed += record.changed
+        elapsed = record.elapsed
         if elapsed is not None:
             self.elapsed.append(elapsed)
-            self.slowest.append((elapsed, record["host"]))
+            self.slowest.append((elapsed, record.host))
             if len(self.slowest) > 200:
                 self.slowest = sorted(self.slowest, reverse=True)[:10]
-            kinds = [f"platform {record['platform']}"] if record.get("platform") else []
-            groups = record.get("groups")
-            kinds += [f"group {g}" for g in groups[:10]] if isinstance(groups, list) else []
+            kinds = [f"platform {record.platform}"] if record.platform else []
+            kinds += [f"group {g}" for g in record.groups[:10]]
             for kind in kinds:
                 if kind in self.by_kind or len(self.by_kind) < _KINDS:
                     self.by_kind.setdefault(kind, []).append(elapsed)
-        start, end = _number(record.get("start")), _number(record.get("end"))
+        start, end = record.start, record.end
         if start is not None and end is not None:
             row = len(self.starts)
             self.starts.append(start)
             self.ends.append(end)
-            tried = record.get("failed_attempts") or []
+            tried = record.failed_attempts
             self.outcome.append(1 if failed else 2 if tried else 0)
             at = start
-            for attempt in tried if isinstance(tried, list) else ():
-                ran = _number(attempt.get("seconds")) if isinstance(attempt, dict) else None
-                wait = _number(attempt.get("wait")) if isinstance(attempt, dict) else None
-                if ran is None:
+            for attempt in tried:
+                if attempt.seconds is None:
                     break
-                self.attempts.append((row, at, ran))
-                at += ran + (wait or 0.0)
-            batch = record.get("batch")
-            if isinstance(batch, int):
-                self.batches[batch] = min(self.batches.get(batch, start), start)
+                self.attempts.append((row, at, attempt.seconds))
+                at += attempt.seconds + (attempt.wait or 0.0)
+            if record.batch is not None:
+                self.batches[record.batch] = min(self.batches.get(record.batch, start), start)
         if failed:
             self._cause(record)
         self.checks.add(record)
         self.compliance.add(record)
-        change = record.get("change")
-        if isinstance(change, dict) and "state" in change:
-            state = str(change["state"])
+        state = record.change_state
+        if state is not None:
             self.change_states[state] = self.change_states.get(state, 0) + 1
             if len(self.changes) < MAX_CHANGES_SHOWN:
-                diff = str(record.get("diff") or "")
+                diff = record.diff or ""
                 self.changes.append({
-                    "host": record["host"], "state": state,
-                    "backup": change.get("backup"), "message": record.get("message"),
+                    "host": record.host, "state": state,
+                    "backup": (record.change or {}).get("backup"), "message": record.message,
                     "diff": diff[:MAX_DIFF_CHARS] + ("\n... cut" if len(diff) > MAX_DIFF_CHARS
                                                      else ""),
                 })
 
-    def _cause(self, record: dict[str, Any]) -> None:
-        exception = str(record.get("exception") or "failed")
-        message = shortened(" ".join(str(record.get("message") or "").split()))
-        folded = fold_cause(message, record["host"])
+    def _cause(self, record: HostRecord) -> None:
+        exception = record.exception or "failed"
+        message = shortened(" ".join((record.message or "").split()))
+        folded = fold_cause(message, record.host)
         cause = self.causes.get((exception, folded))
         if cause is None:
             cause = self.causes[(exception, folded)] = Cause(exception, folded, message)
         cause.count += 1
         if len(cause.hosts) < _HOSTS_NAMED:
-            cause.hosts.append(record["host"])
+            cause.hosts.append(record.host)
 
 
 _ADDRESS = re.compile(
@@ -150,12 +145,6 @@ def fold_cause(message: str, host: str) -> str:
     return _NUMBER.sub("<n>", message)
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
 @dataclass
 class RunView:
     """One records file: the run's job, start and overrides, and its steps in order."""
@@ -165,24 +154,24 @@ class RunView:
     job: str | None = None
     run_start: str | None = None
     overrides: str | None = None  # what the command line changed in the job (run --limit ...)
-    steps: dict[Any, StepView] = field(default_factory=dict)
+    steps: dict[int | str | None, StepView] = field(default_factory=dict)
 
 
 def load_run(path: Path) -> RunView:
+    """The page's numbers of the records file ``path``.
+
+    Raises:
+        RecordsFileError: it cannot be read or is not a records file.
+    """
     run = RunView(path, RecordsRead(path))
     for record in each_record(path, read=run.read):
-        step = record.get("step")
+        step = record.step
         if step not in run.steps:
-            task = record.get("task")
-            label = f"step {step} {task}" if step is not None else str(task or "run")
+            label = f"step {step} {record.task}" if step is not None else (record.task or "run")
             run.steps[step] = StepView(label)
         run.steps[step].add(record)
-        if run.job is None and isinstance(record.get("job"), str):
-            run.job = record["job"]
-        if run.run_start is None and isinstance(record.get("run_start"), str):
-            run.run_start = record["run_start"]
-        given = record.get("overrides")
-        if run.overrides is None and isinstance(given, dict) and given:
-            run.overrides = ", ".join(f"{key} {value}" for key, value in given.items())
+        run.job = run.job or record.job
+        run.run_start = run.run_start or record.run_start
+        if run.overrides is None and record.overrides:
+            run.overrides = ", ".join(f"{key} {value}" for key, value in record.overrides.items())
     return run
-
