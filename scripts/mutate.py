@@ -72,6 +72,21 @@ MUTANTS = [
         ),
     ),
     Mutant(
+        "failure-causes",
+        "the report page's failure causes count their hosts and name them",
+        "nornir_bench/report/aggregate.py",
+        "        cause.count += 1\n"
+        "        if len(cause.hosts) < _HOSTS_NAMED:\n"
+        "            cause.hosts.append(record.host)\n",
+        "",
+        (
+            "tests/report/test_aggregate.py::"
+            "test_failures_are_grouped_by_cause_each_counting_and_naming_its_hosts",
+            "tests/report/test_aggregate.py::"
+            "test_a_cause_counts_every_host_and_names_the_first_twenty",
+        ),
+    ),
+    Mutant(
         "crash-isolation",
         "the hosts in flight beside one that crashed its worker run again (crash_reruns)",
         "nornir_bench/runners/processpool/pool.py",
