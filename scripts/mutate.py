@@ -58,18 +58,32 @@ MUTANTS = [
         "masking",
         "records are masked before they are JSON-encoded",
         "nornir_bench/processors/records.py",
-        "        line = json.dumps(\n"
-        "            self.redact.value(record), default=self.redact.json_default,"
-        " ensure_ascii=False\n"
-        "        )\n",
-        "        line = self.redact(\n"
-        "            json.dumps(record, default=self.redact.json_default, ensure_ascii=False)\n"
-        "        )\n",
+        "    return json.dumps(\n"
+        "        redact.value(record.as_json()), default=redact.json_default, ensure_ascii=False\n"
+        "    )\n",
+        "    return redact(\n"
+        "        json.dumps(record.as_json(), default=redact.json_default, ensure_ascii=False)\n"
+        "    )\n",
         (
             "tests/jobs/test_secrets.py::"
             "test_records_hold_no_form_of_a_password_escaped_before_masking",
             "tests/processors/test_records.py::"
             "test_values_json_cannot_hold_are_written_as_repr_and_secrets_masked",
+        ),
+    ),
+    Mutant(
+        "failure-causes",
+        "the report page's failure causes count their hosts and name them",
+        "nornir_bench/report/aggregate.py",
+        "        cause.count += 1\n"
+        "        if len(cause.hosts) < _HOSTS_NAMED:\n"
+        "            cause.hosts.append(record.host)\n",
+        "",
+        (
+            "tests/report/test_aggregate.py::"
+            "test_failures_are_grouped_by_cause_each_counting_and_naming_its_hosts",
+            "tests/report/test_aggregate.py::"
+            "test_a_cause_counts_every_host_and_names_the_first_twenty",
         ),
     ),
     Mutant(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from nornir_bench.core.files import records_folder
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.jobs._job_file import JobError, one_line
 from nornir_bench.jobs._signatures import parameters_of
-from nornir_bench.processors.records import host_record
+from nornir_bench.processors.records import encoded, host_record
 from nornir_bench.tasks.journal import (
     JOURNAL_SUFFIX,
     REVERT_FAILED,
@@ -249,6 +248,5 @@ def _records(journal: Journal) -> IO[str] | None:
 def _write_record(file: IO[str] | None, redact: Redactor, name: str, multi: Any) -> None:
     if file is None:
         return
-    record = {**host_record(name, multi), "step": None, "task": "recover"}
-    file.write(json.dumps(redact.value(record), default=repr) + "\n")
+    file.write(encoded(host_record(name, multi, task="recover"), redact) + "\n")
     file.flush()

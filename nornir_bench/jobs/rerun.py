@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.task_traits import traits_of
 from nornir_bench.jobs._job_file import JobError
-from nornir_bench.processors.records import RecordsFileError, RecordsRead, each_record
+from nornir_bench.processors.records_file import RecordsFileError, RecordsRead, each_record
 from nornir_bench.tasks import is_read_only
 
 if TYPE_CHECKING:
@@ -54,12 +54,12 @@ def hosts_to_rerun(records: Path, job: Job, hosts: Iterable[str]) -> list[str]:
     read = RecordsRead(records)
     try:
         for record in each_record(records, strict=True, read=read):
-            if record.get("job") != str(job.path.resolve()):
+            if record.job != str(job.path.resolve()):
                 raise JobError(
                     f"--rerun-failed {records}: line {read.lines} is a record of job "
-                    f"{record.get('job')!r}, not of {job.path}: give a records file of this job"
+                    f"{record.job!r}, not of {job.path}: give a records file of this job"
                 )
-            ok[record["host"]] = ok.get(record["host"], True) and record.get("failed") is False
+            ok[record.host] = ok.get(record.host, True) and not record.failed
     except RecordsFileError as exc:
         raise JobError(f"--rerun-failed {exc}") from None
     return [host for host in hosts if not ok.get(host, False)]

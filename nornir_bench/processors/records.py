@@ -3,7 +3,8 @@
 One line per host, written and flushed in ``task_instance_completed``: a run that crashes or is
 stopped with Ctrl-C keeps every host that had finished. A line holds::
 
-    {"host": "rtr1", "step": 1, "task": "send_command", "failed": false, "elapsed": 0.412,
+    {"version": 1, "host": "rtr1", "job": "/jobs/show.yaml", "overrides": {}, "step": 1,
+     "task": "send_command", "failed": false, "elapsed": 0.412,
      "start": 0.013, "end": 0.425, "run_start": "2026-11-26T19:16:08.123456+00:00",
      "batch": null, "worker": null,
      "result": "...", "exception": null, "message": null, "traceback": null,
@@ -11,10 +12,13 @@ stopped with Ctrl-C keeps every host that had finished. A line holds::
      "changed": false, "change": null, "diff": null, "checks": null, "session_log": null,
      "platform": "ios", "groups": ["core"]}
 
-``step`` and ``task`` are the fields the writer was given (``fields``): a job run gives every
-line its step's number (from 1; 1 in a job of one task) and task name, so that the lines of a
-job of several steps, all in one file, say which step each is of. Without ``fields`` a line
-has neither.
+Each line is a :class:`~nornir_bench.processors.host_record.HostRecord` (its keys and their
+types, ``version`` the record's; records files are read back by
+:mod:`nornir_bench.processors.records_file`). ``job``, ``overrides``, ``step`` and ``task`` are
+the fields the writer was given (``fields``): a job run gives every line its job, what the
+command line changed, its step's number (from 1; 1 in a job of one task) and task name, so that
+the lines of a job of several steps, all in one file, say which step each is of. Without
+``fields`` they are null (``overrides``: empty).
 
 ``start`` and ``end`` are the seconds from the run's start (the job's, for every step) to
 the host's start and end, as this process saw them (a host sent to a worker starts as it is
@@ -24,7 +28,6 @@ some; ``worker`` the process a remote runner's worker ran it in (``host:pid``), 
 ``session_log`` the host's session log, when the job keeps them and the host had a session
 (:mod:`nornir_bench.jobs.sessions`), else null; ``platform`` and ``groups`` the host's (null
 and empty for a host the run failed itself: stopped in flight, refused before it ran).
-Older records files lack these keys.
 
 ``exception`` is the type name of what made the host fail (a failed subtask's own exception is
 preferred to the ``NornirSubTaskError`` of its parent), ``message`` its text and ``traceback``
@@ -51,13 +54,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import threading
 import traceback
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from time import perf_counter
 from typing import IO, TYPE_CHECKING, Any
 
@@ -65,59 +66,59 @@ from nornir.core.exceptions import NornirSubTaskError
 
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.changes import change_of, changed_of, checks_of
-from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.failures import failure_of
 from nornir_bench.core.secrets import Redactor
+from nornir_bench.processors.host_record import HostRecord
 from nornir_bench.processors.timing import HostTimer
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import MultiResult, Task
 
-__all__ = [
-    "JsonLinesWriter",
-    "RecordsFileError",
-    "RecordsRead",
-    "RecordsWriteError",
-    "each_record",
-    "host_record",
-    "record_at",
-]
+__all__ = ["RUN_FIELDS", "JsonLinesWriter", "RecordsWriteError", "encoded", "host_record"]
+
+RUN_FIELDS = ("job", "overrides", "step", "task")
+"""The fields a writer sets in every line it writes (its ``fields``): the run's, not a host's."""
 
 
 def host_record(
     name: str, multi: MultiResult, elapsed: float | None = None, **when: Any
-) -> dict[str, Any]:
-    """The record of one host's run (see the module's docstring for its keys); ``when``: the
-    keys of its times (``start``, ``end``, ``run_start``, ``batch``), after ``elapsed``."""
+) -> HostRecord:
+    """The record of one host's run; ``when``: its times (``start``, ``end``, ``run_start``,
+    ``batch``), and any other of :class:`HostRecord`'s fields to set."""
     failure = failure_of(multi)
     exc = failure.exception if failure is not None else None
     first = multi[0]
     attempts, failed_attempts = attempts_of(multi)
     change = change_of(multi)
-    return {
-        "host": name,
-        "failed": bool(multi.failed),
-        "elapsed": elapsed,
-        **when,
-        "worker": getattr(first, "worker", None),
+    checks = checks_of(multi)
+    return HostRecord(
+        host=name,
+        failed=bool(multi.failed),
+        elapsed=elapsed,
+        worker=getattr(first, "worker", None),
         # With an exception, nornir puts the traceback text in ``result``: it goes below.
-        "result": None if first.exception is not None else first.result,
-        "exception": None if exc is None else type(exc).__name__,
-        "message": None if exc is None else str(exc),
-        "traceback": None if failure is None or exc is None else _traceback(failure.result, exc),
-        "abandoned": bool(getattr(exc, "abandoned", False)),
-        "attempts": attempts,
-        "failed_attempts": [
-            {"exception": f.exception, "message": f.message, "abandoned": f.abandoned,
-             "seconds": f.seconds, "wait": f.wait}
-            for f in failed_attempts
-        ],
-        "changed": changed_of(multi),
-        "change": None if change is None else change[0],
-        "diff": None if change is None or not change[1] else change[1],
-        "checks": checks_of(multi),
-    }
+        result=None if first.exception is not None else first.result,
+        exception=None if exc is None else type(exc).__name__,
+        message=None if exc is None else str(exc),
+        traceback=None if failure is None or exc is None else _traceback(failure.result, exc),
+        abandoned=bool(getattr(exc, "abandoned", False)),
+        attempts=attempts,
+        failed_attempts=tuple(failed_attempts),
+        changed=changed_of(multi),
+        change=None if change is None else change[0],
+        diff=None if change is None or not change[1] else change[1],
+        checks=None if checks is None else tuple(checks),
+        **when,
+    )
+
+
+def encoded(record: HostRecord, redact: Redactor) -> str:
+    """``record``'s line (without its end), its secrets masked."""
+    # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.
+    return json.dumps(
+        redact.value(record.as_json()), default=redact.json_default, ensure_ascii=False
+    )
 
 
 def _traceback(text: object, exc: BaseException) -> str:
@@ -142,8 +143,8 @@ class JsonLinesWriter(HostTimer):
     Args:
         file: an open text file; the writer flushes it after each line, and does not close it.
         redact: masks secrets in each line (none by default).
-        fields: keys and values added to every line, after ``host`` (a job's ``step`` and
-            ``task``).
+        fields: values of every line: any of :data:`RUN_FIELDS` (a job's ``job``,
+            ``overrides``, ``step`` and ``task``).
 
     It is also a :class:`HostTimer`: ``elapsed`` holds every host's seconds, as in the records.
     Lines are written under a lock, so runners that finish hosts on several threads are safe.
@@ -163,6 +164,10 @@ class JsonLinesWriter(HostTimer):
         self.file = file
         self.redact = redact or Redactor()
         self.fields = dict(fields or {})
+        unknown = sorted(set(self.fields) - set(RUN_FIELDS))
+        if unknown:
+            raise ValueError(f"JsonLinesWriter: fields {', '.join(unknown)} are not a record's: "
+                             f"give any of {', '.join(RUN_FIELDS)}")
         self.written = 0
         self._lock = threading.Lock()
         self._sealed = False
@@ -187,7 +192,7 @@ class JsonLinesWriter(HostTimer):
     def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
         started = self._started.get(host.name)  # HostTimer forgets it as the host completes
         super().task_instance_completed(task, host, result)
-        kind = {"platform": host.platform, "groups": [group.name for group in host.groups]}
+        kind = (host.platform, tuple(group.name for group in host.groups))
         self.write(host.name, result, sealed_too=False, kind=kind, started=started)
 
     def seal(self) -> None:
@@ -199,28 +204,25 @@ class JsonLinesWriter(HostTimer):
 
     def write(
         self, name: str, result: MultiResult, *, sealed_too: bool = True,
-        kind: Mapping[str, Any] | None = None, started: float | None = None,
+        kind: tuple[str | None, tuple[str, ...]] | None = None, started: float | None = None,
     ) -> None:
         """Write host ``name``'s record (also once sealed, unless ``sealed_too`` is false);
         ``kind``: its ``platform`` and ``groups``, when known; ``started``: its start on
         ``perf_counter``'s clock (else as HostTimer still holds it: a host not completed)."""
         if started is None:
             started = self._started.get(name)
+        log = self.session_logs.get(name)
         record = host_record(
             name, result, self.elapsed.get(name),
             start=None if started is None else round(started - self.origin, 6),
             end=round(perf_counter() - self.origin, 6), run_start=self._run_start,
             batch=self._batch.pop(name, None),
+            session_log=log if log is not None and os.path.exists(log) else None,
+            **self.fields,
         )
-        log = self.session_logs.get(name)
-        record["session_log"] = log if log is not None and os.path.exists(log) else None
-        record.update(kind or {"platform": None, "groups": []})
-        if self.fields:
-            record = {"host": record.pop("host"), **self.fields, **record}
-        # Masked before encoding: JSON escapes a secret holding '"' or '\\' past recognition.
-        line = json.dumps(
-            self.redact.value(record), default=self.redact.json_default, ensure_ascii=False
-        )
+        if kind is not None:
+            record = replace(record, platform=kind[0], groups=kind[1])
+        line = encoded(record, self.redact)
         with self._lock:
             if self._sealed and not sealed_too:
                 return
@@ -230,107 +232,3 @@ class JsonLinesWriter(HostTimer):
             except OSError as exc:  # the file-size limit, a full disk: the job says which file
                 raise RecordsWriteError(*exc.args) from exc
             self.written += 1
-
-
-# -- reading ------------------------------------------------------------------------------------
-
-
-class RecordsFileError(NornirBenchError):
-    """A records file that cannot be read, or is not one: one line, saying which and why."""
-
-
-MAX_RECORD_LINE = 256 * 1024 * 1024
-"""A line longer than this (bytes) is not read whole: it is skipped as corrupt."""
-
-
-@dataclass
-class RecordsRead:
-    """How reading a records file went: lines read, and those skipped (not JSON, cut short,
-    not a host's record), with the first few line numbers."""
-
-    path: Path
-    lines: int = 0
-    skipped: int = 0
-    first_skipped: list[int] = field(default_factory=list)
-
-    def skip(self, number: int) -> None:
-        self.skipped += 1
-        if len(self.first_skipped) < 5:
-            self.first_skipped.append(number)
-
-    def note(self) -> str | None:
-        """``skipped 2 of 1,000 lines (not a host's record: 17, 998)``, when some were."""
-        if not self.skipped:
-            return None
-        at = ", ".join(map(str, self.first_skipped)) + (", ..." if self.skipped > 5 else "")
-        return (f"{self.path}: skipped {self.skipped:,} of {self.lines:,} lines that are not a "
-                f"host's record (corrupt or cut short: line {at})")
-
-
-def each_record(
-    path: Path, *, strict: bool = False, read: RecordsRead | None = None,
-    offsets: bool = False,
-) -> Iterator[dict[str, Any]]:
-    """The host records of ``path``, streamed, in order; a record's ``_offset`` (its line's
-    byte offset) when ``offsets``, to read it again with :func:`record_at`.
-
-    A line that is not a host's record is skipped and counted in ``read`` (a run killed while
-    writing cuts its last line short), or with ``strict`` is an error. Either way, a file whose
-    first line is not a host's record is not a records file.
-
-    Raises:
-        RecordsFileError: the file cannot be read, is not UTF-8 text, or is not a records file.
-    """
-    read = read if read is not None else RecordsRead(path)
-    try:
-        with path.open("rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # /dev/zero, a pipe: endless
-                raise RecordsFileError(f"{path}: not a regular file: not a records file")
-            offset = 0
-            for number, raw in enumerate(iter(lambda: file.readline(MAX_RECORD_LINE), b""), 1):
-                read.lines = number
-                record = _record(raw)
-                if record is None:
-                    if strict or number == 1:
-                        raise RecordsFileError(
-                            f"{path}: line {number} is not a host's record: not a records file "
-                            "of nornir-bench run"
-                        )
-                    read.skip(number)
-                else:
-                    if offsets:
-                        record["_offset"] = offset
-                    yield record
-                offset += len(raw)
-    except OSError as exc:
-        raise RecordsFileError(
-            f"{path}: cannot read the records file: {exc.strerror or exc}"
-        ) from None
-    if read.lines == 0:
-        raise RecordsFileError(f"{path}: empty: not a records file of nornir-bench run")
-
-
-def record_at(path: Path, offset: int) -> dict[str, Any]:
-    """The record whose line starts at byte ``offset`` of ``path`` (see :func:`each_record`)."""
-    with path.open("rb") as file:
-        file.seek(offset)
-        record = _record(file.readline(MAX_RECORD_LINE))
-    if record is None:
-        raise RecordsFileError(f"{path}: changed while it was read: no record at byte {offset}")
-    return record
-
-
-def _record(raw: bytes) -> dict[str, Any] | None:
-    """A line's host record, or ``None``: not UTF-8 JSON, cut short, or not a host's."""
-    if not raw.endswith(b"\n"):
-        return None  # cut short (or longer than a line may be)
-    try:
-        record = json.loads(raw)
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past the stack
-        return None
-    if not isinstance(record, dict) or not isinstance(record.get("host"), str):
-        return None
-    step = record.get("step")
-    if not isinstance(step, (int, str, type(None))) or isinstance(step, bool):
-        record["step"] = repr(step)  # a key readers group by: hashable, as it was written
-    return record

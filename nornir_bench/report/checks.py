@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from nornir_bench.core.wording import shortened
+from nornir_bench.processors.host_record import HostRecord
 
 __all__ = [
     "MAX_CHECKS_SHOWN",
@@ -70,18 +71,15 @@ class CheckTable:
     _failed_rows: list[_Row] = field(default_factory=list, init=False, repr=False)
     _other_rows: list[_Row] = field(default_factory=list, init=False, repr=False)
 
-    def add(self, record: Mapping[str, Any]) -> None:
-        checks = record.get("checks")
-        for item in checks if isinstance(checks, list) else ():
-            if not isinstance(item, dict):
-                continue
+    def add(self, record: HostRecord) -> None:
+        for item in record.checks or ():
             held = item.get("held") if isinstance(item.get("held"), bool) else None
             self.total += 1
             self.failed += held is False
             self.unread += held is None
             rows = self._failed_rows if held is False else self._other_rows
             if len(rows) < MAX_CHECKS_SHOWN:
-                rows.append(_row(str(record["host"]), item, held))
+                rows.append(_row(record.host, item, held))
 
     def rows(self) -> list[_Row]:
         """The rows shown: the failed first, then the others, in the records' order."""
@@ -142,17 +140,16 @@ def checks_section(table: CheckTable) -> str:
 _Key = tuple[str, str | None, int]  # name, host read on (None: the record's), occurrence
 
 
-def _keyed(checks: object) -> dict[_Key, Mapping[str, Any]] | None:
-    if not isinstance(checks, list):
+def _keyed(checks: Sequence[Mapping[str, Any]] | None) -> dict[_Key, Mapping[str, Any]] | None:
+    if checks is None:
         return None
     keyed: dict[_Key, Mapping[str, Any]] = {}
     seen: dict[tuple[str, str | None], int] = {}  # two checks may share a name
     for item in checks:
-        if isinstance(item, dict):
-            on = item.get("host")
-            named = (str(item.get("name")), None if on is None else str(on))
-            seen[named] = seen.get(named, -1) + 1
-            keyed[(named[0], named[1], seen[named])] = item
+        on = item.get("host")
+        named = (str(item.get("name")), None if on is None else str(on))
+        seen[named] = seen.get(named, -1) + 1
+        keyed[(named[0], named[1], seen[named])] = item
     return keyed
 
 
@@ -164,7 +161,7 @@ def _state(item: Mapping[str, Any]) -> tuple[Any, bool | None]:
     return item.get("after") if read_after else item.get("before"), held
 
 
-def checks_digest(checks: object) -> int | None:
+def checks_digest(checks: Sequence[Mapping[str, Any]] | None) -> int | None:
     """A digest of the checks' states (:func:`_state`), within this process: equal states,
     equal digests; ``None`` when the record holds no checks."""
     keyed = _keyed(checks)
@@ -211,7 +208,9 @@ class CheckDrift:
                 "failure": self.failure, "only": self.only}
 
 
-def drifted(old_checks: object, new_checks: object) -> list[CheckDrift]:
+def drifted(
+    old_checks: Sequence[Mapping[str, Any]] | None, new_checks: Sequence[Mapping[str, Any]] | None
+) -> list[CheckDrift]:
     """The checks whose state differs between a host's two records' ``checks``: the value
     (:func:`_state`) or held and failed; none when either record holds no checks (older
     records, a host that failed before reading them)."""

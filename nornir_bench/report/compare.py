@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from nornir_bench.core.wording import shortened
-from nornir_bench.processors.records import RecordsRead, each_record, record_at
+from nornir_bench.processors.records_file import RecordsRead, each_record_at, record_at
 from nornir_bench.report.checks import CheckDrift, checks_digest, drifted
 
 __all__ = ["Comparison", "HostChange", "compare_runs"]
 
-Key = tuple[str, Any]  # host, step
+Key = tuple[str, int | str | None]  # host, step
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class HostChange:
     """A host whose outcome or output differs between the runs, and its checks that drifted."""
 
     host: str
-    step: Any
+    step: int | str | None
     kind: str  # newly failed, fixed, still failing, added, missing, output changed
     old_cause: str | None = None
     new_cause: str | None = None
@@ -149,8 +149,8 @@ def compare_runs(old: Path, new: Path) -> Comparison:
             continue
         change = HostChange(*key, kind, was.cause, now.cause)
         if _checks_differ(was, now):
-            change.drift = drifted(record_at(old, was.offset).get("checks"),
-                                   record_at(new, now.offset).get("checks"))
+            change.drift = drifted(record_at(old, was.offset).checks,
+                                   record_at(new, now.offset).checks)
         if kind == "output changed":
             if was.digest != now.digest:
                 change.diff = _output_diff(old, was, new, now, key[0])
@@ -168,16 +168,13 @@ def compare_runs(old: Path, new: Path) -> Comparison:
 
 def _seen(path: Path, read: RecordsRead) -> dict[Key, _Seen]:
     seen: dict[Key, _Seen] = {}
-    for record in each_record(path, read=read, offsets=True):
-        failed = record.get("failed") is not False
+    for offset, record in each_record_at(path, read=read):
         cause = None
-        if failed:
-            message = str(record.get("message") or "").strip().splitlines()
-            cause = str(record.get("exception") or "failed") + (
-                f": {message[0]}" if message else "")
-        seen[(record["host"], record.get("step"))] = _Seen(
-            failed, cause, _digest(record.get("result")), record["_offset"],
-            checks_digest(record.get("checks")),
+        if record.failed:
+            message = (record.message or "").strip().splitlines()
+            cause = (record.exception or "failed") + (f": {message[0]}" if message else "")
+        seen[(record.host, record.step)] = _Seen(
+            record.failed, cause, _digest(record.result), offset, checks_digest(record.checks),
         )
     return seen
 
@@ -200,8 +197,8 @@ def _digest(value: object) -> int:
 
 def _output_diff(old: Path, was: _Seen, new: Path, now: _Seen, host: str) -> str:
     """The unified diff of a host's output, old to new (its lines read again)."""
-    before = _text(record_at(old, was.offset).get("result"))
-    after = _text(record_at(new, now.offset).get("result"))
+    before = _text(record_at(old, was.offset).result)
+    after = _text(record_at(new, now.offset).result)
     return "".join(difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
         f"{old.name}:{host}", f"{new.name}:{host}", n=3,

@@ -8,11 +8,10 @@ Records come from devices, and may be written by hand: every key is read as it m
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from nornir_bench.core.changes import COMPLIANT, DRIFTED
+from nornir_bench.processors.host_record import HostRecord
 
 __all__ = ["MAX_COMPLIANCE_SHOWN", "ComplianceTable", "compliance_section"]
 
@@ -32,12 +31,11 @@ class ComplianceTable:
     _drifted_rows: list[tuple[str, list[str]]] = field(default_factory=list, repr=False)
     _compliant_rows: list[tuple[str, list[str]]] = field(default_factory=list, repr=False)
 
-    def add(self, record: Mapping[str, Any]) -> None:
-        change = record.get("change")
-        state = change.get("state") if isinstance(change, Mapping) else None
-        if state not in (COMPLIANT, DRIFTED):
+    def add(self, record: HostRecord) -> None:
+        state = record.change_state
+        if record.change is None or state not in (COMPLIANT, DRIFTED):
             return
-        fix = change.get("remediation")  # type: ignore[union-attr]
+        fix = record.change.get("remediation")
         lines = [str(line) for line in fix] if isinstance(fix, list) else []
         if state == DRIFTED:
             self.drifted += 1
@@ -46,7 +44,7 @@ class ComplianceTable:
             self.compliant += 1
             rows = self._compliant_rows
         if len(rows) < MAX_COMPLIANCE_SHOWN:
-            rows.append((str(record.get("host")), lines))
+            rows.append((record.host, lines))
 
     def rows(self) -> list[tuple[str, str, list[str]]]:
         """The rows shown: (host, verdict, remediation), the drifted first."""

@@ -105,7 +105,9 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
     rows = records(tmp_path / "out.jsonl")
     assert sorted(r["host"] for r in rows) == sorted(f"dev{i}" for i in range(12))
     for row in rows:
+        assert row["version"] == 1
         assert set(row) == {
+            "version",
             "host",
             "job",
             "overrides",

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from nornir_bench.report.aggregate import fold_cause
 from nornir_bench.report.compare import compare_runs
-from nornir_bench.report.page import fold_cause
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -813,12 +813,12 @@ def test_a_failed_change_says_changed_when_it_left_its_router_changed_and_only_t
     assert isinstance(error, ConfigChangeFailed) and error.state == "not rolled back"
     assert "ip route 203.0.113.2/32 Null0" in running(frr_lab, "r2")
     assert kept["h2"][1].changed is True and kept["h2"].changed is True
-    assert host_record("h2", kept["h2"])["changed"] is True
+    assert host_record("h2", kept["h2"]).changed is True
     assert summarize(kept).changed == 3
     assert restore_config(frr_lab.name, "r2", restored["r2"])
     back = run_change(frr_lab, runner, task, tmp_path, lines=refused_last)
     assert back["h2"][1].exception.state == "rolled back"
-    assert back["h2"].changed is False and host_record("h2", back["h2"])["changed"] is False
+    assert back["h2"].changed is False and host_record("h2", back["h2"]).changed is False
     assert summarize(back).changed == 0  # h1 and h3 had nothing left to change
 
 
