@@ -102,8 +102,8 @@ SLOW_MODULES = {
 # Runners whose hosts run in processes of their own, in any test parametrized with them; and
 # the asyncio runner on uvloop, which doubles its cases (tests/runners/test_conformance.py ids).
 SLOW_RUNNERS = {"processpool", "dask", "asyncio-uvloop"}
-# Fixtures that start labs.
-SLOW_FIXTURES = {"fakenos_lab", "frr_lab"}
+# Fixtures that start labs or clusters.
+SLOW_FIXTURES = {"fakenos_lab", "frr_lab", "corpus_lab", "sites_cluster"}
 
 
 def _runs_on_a_slow_runner(item: pytest.Item) -> bool:
