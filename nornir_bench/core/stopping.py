@@ -117,6 +117,10 @@ class Halt:
         return self._event.is_set()
 
 
+def _raise_ctrl_c() -> None:
+    raise KeyboardInterrupt
+
+
 def _wake(woken: asyncio.Future[None]) -> None:
     if not woken.done():
         woken.set_result(None)
@@ -149,6 +153,7 @@ class CtrlC:
         self.presses = 0
         self._halt = halt
         self._handling = False
+        self._interrupt: Callable[[], None] = _raise_ctrl_c
 
     def raised_by_a_task(self, exc: BaseException) -> bool:
         """Whether ``exc``, raised where a host's task runs in this thread (an event loop's
@@ -164,10 +169,11 @@ class CtrlC:
         return self.presses > 1
 
     def press(self) -> None:
-        """One Ctrl-C: the first halts the run, the second raises ``KeyboardInterrupt``."""
+        """One Ctrl-C: the first halts the run, the second interrupts the wait."""
         self.presses += 1
         if self.presses > 1:
-            raise KeyboardInterrupt
+            self._interrupt()
+            return
         self._first()
 
     def _first(self) -> None:
@@ -176,9 +182,13 @@ class CtrlC:
             say()
 
     @contextmanager
-    def handled(self) -> Iterator[CtrlC]:
+    def handled(self, *, interrupt: Callable[[], None] | None = None) -> Iterator[CtrlC]:
         """For the block, SIGINT is a :meth:`press`: only in the main thread (the only one that
-        receives signals), and only over Python's default handler (a user's own stays)."""
+        receives signals), and only over Python's default handler (a user's own stays).
+        ``interrupt``: how the second press ends the wait (default: raise ``KeyboardInterrupt``
+        in the handler; an event loop schedules it, as uvloop loses one raised in a callback)."""
+        if interrupt is not None:
+            self._interrupt = interrupt
         if (
             threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler

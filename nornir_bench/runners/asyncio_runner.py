@@ -179,6 +179,21 @@ class _Loop(Transport):
         with contextlib.suppress(RuntimeError):  # the loop closed: the run is over
             self.loop.call_soon_threadsafe(self.on_loop.halt)
 
+    def interrupt(self) -> None:
+        # Raised between two of the loop's callbacks, as the first press is applied: raised
+        # inside one, uvloop takes it for that connection's error (closing the connection)
+        # and the wait goes on, as long as a host in flight takes.
+        if self.main is None:
+            raise KeyboardInterrupt
+        try:
+            self.loop.call_soon_threadsafe(self._interrupt_wait)
+        except RuntimeError:  # the loop closed: the run is over
+            pass
+
+    def _interrupt_wait(self) -> None:
+        if self.main is not None and not self.main.done():  # else the wait is over already
+            raise KeyboardInterrupt
+
     def abandon(self) -> None:
         """Cancel the hosts in flight, and the wait for blocking calls in threads (which
         cannot be stopped); a further Ctrl-C stops even that."""

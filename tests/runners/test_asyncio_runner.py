@@ -216,6 +216,51 @@ def test_the_first_ctrl_c_lets_hosts_in_flight_finish_the_second_cancels_them(lo
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+class _PressesOnData(asyncio.Protocol):
+    """A connection whose data arriving is a Ctrl-C: the press lands inside the loop's
+    protocol callback, where uvloop takes an exception for the connection's error."""
+
+    def data_received(self, data: bytes) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_second_ctrl_c_during_a_connections_callback_still_abandons_the_hosts(
+    loop: str,
+) -> None:
+    """The second press arrives while the loop delivers a connection's data: the host in
+    flight (a device that does not answer) is cancelled, not waited for. Its wait ends at the
+    hang guard: a lost press (which pytest-timeout's own SIGALRM would share) fails, not hangs."""
+    cancelled: list[str] = []
+
+    async def pressed_twice(task: Task) -> None:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(b"prompt#")
+            await writer.drain()
+            writer.close()
+
+        signal.raise_signal(signal.SIGINT)  # the first press: the host goes on
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport, _ = await asyncio.get_running_loop().create_connection(
+            _PressesOnData, "127.0.0.1", port
+        )
+        try:
+            await asyncio.sleep(HANG_GUARD)
+        except asyncio.CancelledError:
+            cancelled.append(task.host.name)
+            raise
+        finally:
+            transport.close()
+            server.close()
+
+    nr = make_nornir("asyncio", hosts=1, loop=loop)
+    with pytest.raises(RunInterrupted) as info:
+        nr.run(task=pressed_twice)
+    assert info.value.abandoned and not info.value.result
+    assert cancelled == ["dev0"]
+
+
 def test_logging_of_failures_goes_to_nornirs_logger(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.ERROR, logger="nornir.core.task"):
         make_nornir("asyncio", hosts=2).run(task=ASYNC_TASK_SET[2])

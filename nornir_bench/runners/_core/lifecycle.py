@@ -60,6 +60,11 @@ class Transport:
         """The run was halted (the first Ctrl-C, a task's ``SystemExit``): make the wait see
         it soon. It may run in a signal handler: only set flags or schedule work."""
 
+    def interrupt(self) -> None:
+        """The second Ctrl-C, in the signal handler: make :meth:`wait` raise
+        ``KeyboardInterrupt``, by default by raising it here."""
+        raise KeyboardInterrupt
+
     def abandon(self) -> None:
         """The second Ctrl-C: stop the hosts in flight where that can be done, and wait for
         none of them."""
@@ -152,7 +157,7 @@ class Lifecycle:
                 stack.enter_context(tuned_for_run())
                 for context in contexts:
                     stack.enter_context(context)
-                stack.enter_context(ctrl_c.handled())
+                stack.enter_context(ctrl_c.handled(interrupt=transport.interrupt))
                 ctrl_c.wait(transport.wait)
             if ctrl_c.abandoned:
                 transport.abandon()
