@@ -187,21 +187,25 @@ class CtrlC:
         receives signals), and only over Python's default handler (a user's own stays).
         ``interrupt``: how the second press ends the wait (default: raise ``KeyboardInterrupt``
         in the handler; an event loop schedules it, as uvloop loses one raised in a callback)."""
-        if interrupt is not None:
-            self._interrupt = interrupt
-        if (
-            threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-        ):
-            yield self
-            return
-        signal.signal(signal.SIGINT, lambda signum, frame: self.press())
-        self._handling = True
+        # Held for the block only: the transport holds the run, and a run held past its end
+        # keeps its results (and a pool's processes) until a full collection.
+        self._interrupt = interrupt or _raise_ctrl_c
         try:
-            yield self
+            if (
+                threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+            ):
+                yield self
+                return
+            signal.signal(signal.SIGINT, lambda signum, frame: self.press())
+            self._handling = True
+            try:
+                yield self
+            finally:
+                self._handling = False
+                signal.signal(signal.SIGINT, signal.default_int_handler)
         finally:
-            self._handling = False
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self._interrupt = _raise_ctrl_c
 
     def wait(self, run: Callable[[], None]) -> None:
         """Call ``run`` (a wait for the run's end) under the rule: a ``KeyboardInterrupt`` is

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from nornir.core.task import Task
 
-from nornir_bench.core.stopping import stoppable
+from nornir_bench.core.stopping import CtrlC, stoppable
 from tests.conftest import make_nornir
 from tests.runners.test_conformance import RUNNERS
 from tests.waiting import HANG_GUARD, wait_until
@@ -261,3 +262,21 @@ def test_stoppable_stops_nornirs_serial_runner_in_process() -> None:
     assert sorted(stop.finished.results) == sorted(f"dev{i}" for i in range(11))
     assert stop.pressed.is_set()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+class _Transport:
+    def interrupt(self) -> None:
+        raise KeyboardInterrupt
+
+
+def test_the_ctrl_c_handler_holds_the_runs_transport_only_while_it_runs() -> None:
+    """The handler holds how a second press ends the wait for the run's block alone: held
+    after it, the run's transport (and the run, and a pool's processes) lived on until a full
+    collection, and a benchmark found processpool's workers still there in the next run."""
+    transport = _Transport()
+    held = weakref.ref(transport)
+    ctrl_c = CtrlC(lambda: None)
+    with ctrl_c.handled(interrupt=transport.interrupt):
+        pass
+    del transport
+    assert held() is None
