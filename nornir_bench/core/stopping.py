@@ -187,25 +187,22 @@ class CtrlC:
         receives signals), and only over Python's default handler (a user's own stays).
         ``interrupt``: how the second press ends the wait (default: raise ``KeyboardInterrupt``
         in the handler; an event loop schedules it, as uvloop loses one raised in a callback)."""
-        # Held for the block only: the transport holds the run, and a run held past its end
-        # keeps its results (and a pool's processes) until a full collection.
+        # For the block only: it holds the run, which would live on until a full collection.
         self._interrupt = interrupt or _raise_ctrl_c
-        try:
-            if (
-                threading.current_thread() is not threading.main_thread()
-                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-            ):
-                yield self
-                return
+        takes_sigint = (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        )
+        if takes_sigint:
             signal.signal(signal.SIGINT, lambda signum, frame: self.press())
             self._handling = True
-            try:
-                yield self
-            finally:
-                self._handling = False
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            yield self
         finally:
             self._interrupt = _raise_ctrl_c
+            if takes_sigint:
+                self._handling = False
+                signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def wait(self, run: Callable[[], None]) -> None:
         """Call ``run`` (a wait for the run's end) under the rule: a ``KeyboardInterrupt`` is
