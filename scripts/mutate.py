@@ -203,7 +203,8 @@ def copy_checkout(into: Path) -> None:
 def run_tests(folder: Path, tests: list[str]) -> tuple[int, str]:
     """pytest on ``tests`` in ``folder``, importing the package there; its status and output."""
     env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-n", "0",
+               *tests]
     with subprocess.Popen(
         command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as pytest:

@@ -134,7 +134,8 @@ def junit_key(node_id: str) -> tuple[str, str]:
 
 def collect(suites: list[str], runners: list[str], keyword: str | None) -> list[str]:
     """The ids of the tests of ``suites`` on ``runners`` (and matching ``keyword``)."""
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+               "-n", "0"]
     done = subprocess.run(
         [*command, *(["-k", keyword] if keyword else []), *(SUITES[s] for s in suites)],
         cwd=ROOT, env=round_env(None), capture_output=True, text=True, timeout=300,
@@ -267,7 +268,9 @@ def run_round(number: int, ids: list[str], work: Path, timeout: float, spare: se
     tmp, xml, log = work / "tmp", work / f"round-{number}.xml", work / f"round-{number}.log"
     before = set(tmp.glob("nornir-bench-*"))
     result, started = Round(), time.monotonic()
-    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+    # In one process (-n 0, over the suite's own -n): a round's tests, its busy processes
+    # and its leftovers are this process's.
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "0",
                f"--junitxml={xml}", *ids]
     with log.open("wb") as out:
         pytest = subprocess.Popen(command, cwd=ROOT, env=round_env(tmp), stdout=out,
