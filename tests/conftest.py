@@ -66,9 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if hasattr(config, "workerinput") and os.getpgrp() != os.getpid():
         # Each of pytest-xdist's processes a process group of its own: a test that looks for
-        # its processes by group (tests/runners/test_processpool.py) sees no other's.
+        # its processes by group (tests/runners/test_processpool.py) sees no other's. (Its
+        # environment names a worker in a pytest a test started too: not that.)
         os.setpgrp()
 
 
