@@ -145,9 +145,9 @@ def test_a_job_of_steps_is_sampled_step_by_step_and_pays_its_start_up_once(
     assert found.sample_runner == "asyncio"  # a blocking step runs on an async runner too
     first, second = found.steps
     assert (first.hosts, second.hosts) == (40, 3)
-    # Each step's own latencies: at least its own round trip (no upper bound: a loaded
-    # machine adds to each).
-    assert min(first.sample.latencies) >= 0.01 and min(second.sample.latencies) >= 0.03
+    # Each step's own latencies: about its own round trip or more (a loop's timer may fire
+    # a little early; no upper bound: a loaded machine adds to each).
+    assert min(first.sample.latencies) > 0.005 and min(second.sample.latencies) > 0.025
     assert [level.hosts for level in first.sample.levels] == [7, 31]  # a fifth, the rest
     assert second.sample.hosts == 1  # of 3 sampled: a warm-up and one alone ran first
     for p in found.advice.predictions:
