@@ -20,6 +20,7 @@ from nornir.core import Nornir
 from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
+from nornir_bench.core.library_warnings import filterwarnings_lines
 from tests.waiting import HANG_GUARD
 
 # Real device peers on loopback (FakeNOS lab, RTT server), shared by every test folder: one lab
@@ -64,6 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
             'python3 -m pip install -e ".[test]"',
             returncode=pytest.ExitCode.USAGE_ERROR,
         )
+    # A library's deprecation of its own code is not a failure of ours (docs/testing.md).
+    for line in filterwarnings_lines():
+        config.addinivalue_line("filterwarnings", line)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput") and os.getpgrp() != os.getpid():
@@ -71,6 +75,53 @@ def pytest_configure(config: pytest.Config) -> None:
         # its processes by group (tests/runners/test_processpool.py) sees no other's. (Its
         # environment names a worker in a pytest a test started too: not that.)
         os.setpgrp()
+
+
+# Libraries a release of which can break the suite, beyond the package's own requirements:
+# the SSH stack under the device libraries.
+SSH_STACK = ("cryptography", "paramiko", "asyncssh")
+
+
+def dependency_versions() -> str:
+    """The installed version of each requirement of the package and its ``test`` extra, and
+    of the SSH stack: a suite that a new release broke names the release."""
+    from importlib.metadata import PackageNotFoundError, requires, version
+
+    from packaging.requirements import Requirement
+
+    requirements = [Requirement(text) for text in requires("nornir-bench") or ()]
+
+    def wanted(requirement: Requirement, extras: set[str]) -> bool:
+        marker = requirement.marker
+        return marker is None or any(marker.evaluate({"extra": e}) for e in extras)
+
+    extras = {"test"}  # and the extras it names (nornir-bench[devices])
+    for requirement in requirements:
+        if requirement.name == "nornir-bench" and wanted(requirement, extras):
+            extras |= requirement.extras
+    names = dict.fromkeys(
+        r.name for r in requirements if r.name != "nornir-bench" and wanted(r, extras)
+    )
+    names.update(dict.fromkeys(SSH_STACK))
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return "dependencies: " + ", ".join(found)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return dependency_versions()
+
+
+def pytest_terminal_summary(
+    terminalreporter: Any, exitstatus: int, config: pytest.Config
+) -> None:
+    """The versions again below a failed suite's failures, where they are read."""
+    if exitstatus != pytest.ExitCode.OK:
+        terminalreporter.write_line(dependency_versions())
 
 
 # What marks a test ``slow`` (``pytest -m "not slow"`` leaves it out of the inner loop): it

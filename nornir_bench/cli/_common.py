@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn, TextIO, TypeVar
 
+from nornir_bench.core.library_warnings import quiet_library_deprecations
 from nornir_bench.core.stopping import sigterm_as_ctrl_c
 from nornir_bench.tasks.simulated import MAX_RTT
 
@@ -143,6 +144,7 @@ def exit_with(command: Callable[..., int]) -> NoReturn:
     without waiting for them, as Ctrl-C asked.
     """
     warnings.showwarning = _one_line_warning
+    quiet_library_deprecations()
     with sigterm_as_ctrl_c() as terminated:
         try:
             status = command(terminated=terminated)
