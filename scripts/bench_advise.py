@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_routers import RouterLab, _lab_name
 
+from nornir_bench.core.library_warnings import quiet_library_deprecations
 from nornir_bench.lab.ports import free_port_range
 
 TARGETS = {  # job -> the most the median prediction may be off, as the issue sets it
@@ -238,4 +239,5 @@ def _routers(name: str, folder: Path, hosts: int) -> Iterator[Path]:
 
 
 if __name__ == "__main__":
+    quiet_library_deprecations()
     sys.exit(main())

@@ -59,6 +59,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from nornir_bench.core.library_warnings import quiet_library_deprecations
 from nornir_bench.lab.ports import free_port_range
 
 STEPS = (
@@ -503,4 +504,5 @@ if __name__ == "__main__":
         filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_SCRAPLI])
     )
     warnings.filterwarnings("ignore", category=UserWarning, module="scrapli.helper")
+    quiet_library_deprecations()
     sys.exit(main())

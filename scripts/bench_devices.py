@@ -41,6 +41,7 @@ from typing import Any
 
 from nornir import InitNornir
 
+from nornir_bench.core.library_warnings import quiet_library_deprecations
 from nornir_bench.lab import raise_open_file_limit
 from nornir_bench.tasks import asim_rtt, atcp_ping
 
@@ -305,4 +306,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    quiet_library_deprecations()
     main()

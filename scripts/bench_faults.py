@@ -55,6 +55,8 @@ from typing import Any, NoReturn
 
 from faults_processes import Busy, Child, measured_commit, median_max
 
+from nornir_bench.core.library_warnings import quiet_library_deprecations
+
 PARTS = ("dask-connections", "hung-change", "ctrl-c")
 RUNNERS = ("threadpool", "asyncio", "processpool", "dask")
 HOSTS, LOGINS_FILE = 40, "FAULTS_LOGINS_FILE"
@@ -308,6 +310,7 @@ def _first_record(records: Path, child: Child) -> dict[str, Any] | None:
 
 
 if __name__ == "__main__":
+    quiet_library_deprecations()
     try:
         sys.exit(main())
     except KeyboardInterrupt:

@@ -42,7 +42,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import asyncssh
+from nornir_bench.core.library_warnings import quiet_library_deprecations
+
+quiet_library_deprecations()  # before asyncssh's import, which warns of cryptography's DSA
+import asyncssh  # noqa: E402
 
 PASSWORD = "bench-host-keys-password"
 WAIT = 60.0

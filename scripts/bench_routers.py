@@ -116,6 +116,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from nornir_bench.core.library_warnings import quiet_library_deprecations
 from nornir_bench.lab.ports import free_port_range
 
 PARTS = ("lab-times", "logins", "memory", "fleet", "changes", "session-logs", "dead-cli")
@@ -1418,6 +1419,7 @@ def run_script(main: Callable[[], int], interrupted: str) -> NoReturn:
         filter(None, [os.environ.get("PYTHONWARNINGS"), QUIET_SCRAPLI])
     )
     warnings.filterwarnings("ignore", category=UserWarning, module="scrapli.helper")
+    quiet_library_deprecations()
     try:
         sys.exit(main())
     except KeyboardInterrupt:

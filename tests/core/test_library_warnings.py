@@ -141,3 +141,45 @@ def test_a_command_shows_ours_and_the_call_we_make_and_not_the_librarys_own(
         "nornir-bench: warning: old_call() is deprecated, use new_call()",
         "nornir-bench: warning: ours is deprecated",
     ]
+
+
+WORKER_COMMAND = '''
+from nornir import InitNornir
+from nornir_bench.cli._common import exit_with
+
+
+def command(terminated):
+    from oldtask import touch
+
+    nr = InitNornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": 2}},
+        runner={"plugin": "processpool", "options": {"num_procs": 1}},
+        logging={"enabled": False},
+    )
+    try:
+        result = nr.run(task=touch)
+    finally:
+        nr.runner.close()
+    print(sorted(r[0].result for r in result.values()))
+    return 0
+
+
+exit_with(command)
+'''
+
+
+def test_a_process_pools_workers_keep_a_librarys_deprecation_of_itself_quiet_too(
+    library: Path,
+) -> None:
+    """The workers are fresh interpreters of the package's, sharing the command's terminal."""
+    (library / "oldtask.py").write_text(
+        "def touch(task):\n    import oldssh\n    return oldssh.sign().__name__\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(WORKER_COMMAND)],
+        capture_output=True, text=True, timeout=120, cwd=library,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(library)},
+    )
+    assert (done.returncode, done.stdout) == (0, "['object', 'object']\n"), done.stderr
+    assert done.stderr == ""

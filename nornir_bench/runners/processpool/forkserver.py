@@ -36,6 +36,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from nornir_bench.core.exceptions import describe_exit
+from nornir_bench.core.library_warnings import quiet_library_deprecations
 from nornir_bench.runners.processpool.crashes import RunningHost
 from nornir_bench.runners.processpool.messages import (
     Fork,
@@ -235,7 +236,12 @@ class ForkServer:
 
 def main() -> None:
     """The fork server process (:data:`FORK_SERVER_COMMAND`): serve the pool on the two socket
-    descriptors given as arguments, then exit."""
+    descriptors given as arguments, then exit.
+
+    Its workers are this package's processes, as a command is: a library's deprecation of its
+    own code stays off the terminal they share with the user (core/library_warnings.py).
+    """
+    quiet_library_deprecations()
     serve_forks(Connection(int(sys.argv[1])), socket.socket(fileno=int(sys.argv[2])))
     # Its workers are reaped and it holds nothing to finalise: tearing down an interpreter
     # holding a 10,000-host run would only delay the pool's stop, which waits for this exit.
