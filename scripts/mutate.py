@@ -52,6 +52,26 @@ NOT_RETRIED_ON_RUNNERS = tuple(
     f"{POLICIES}::test_an_error_not_to_retry_fails_at_once_also_from_a_subtask[{runner}]"
     for runner in ("threadpool-sync", "asyncio-async", "processpool-sync", "dask-async")
 )
+CHANGE_FLOW = "tests/tasks/test_change_flow.py"
+JOURNAL_FSYNC = ("tests/tasks/test_journal.py::"
+                 "test_each_entry_is_fsynced_and_the_folder_once_the_journal_is_created")
+_COMMANDS_FIRST = (
+    "    for key in [k for k in extras if isinstance(k, str) and k.endswith(_COMMAND)]:\n"
+    "        named = key[: -len(_COMMAND)]\n"
+    "        if is_secret_key(named) and extras.get(named) is None:\n"
+    "            extras[named] = commands.output(extras[key], f\"{where} {key}\")\n"
+)
+_SECRETS_COLLECTED = (
+    "    for key, value in extras.items():\n"
+    "        under_secret = secret or is_secret_key(key)\n"
+    "        if isinstance(value, str):\n"
+    "            value = extras[key] = expand_env(value, f\"{where} {key}\")\n"
+    "        if isinstance(value, dict):\n"
+    "            _resolve_extras(value, f\"{where} {key}\", secrets, commands, under_secret, "
+    "depth + 1)\n"
+    "        elif under_secret and (text := secret_text(value)) is not None:\n"
+    "            secrets.add(text)\n"
+)
 
 MUTANTS = [
     Mutant(
@@ -173,6 +193,89 @@ MUTANTS = [
         '_REFUSAL = re.compile(r"^% .*$", re.MULTILINE)',
         '_REFUSAL = re.compile(r"% .*$", re.MULTILINE)',
         ("tests/tasks/test_config_text.py",),
+    ),
+    Mutant(
+        "journal-pending-first",
+        "a confirmed change is pending in its journal before its first line is sent",
+        "nornir_bench/tasks/_change_flow.py",
+        "    around.pending(saved)\n"
+        "    try:\n"
+        "        problem, printed, now = yield from _apply(lines, before, given, target, how)\n",
+        "    try:\n"
+        "        problem, printed, now = yield from _apply(lines, before, given, target, how)\n"
+        "        around.pending(saved)\n",
+        (f"{CHANGE_FLOW}::"
+         "test_a_confirmed_change_is_pending_in_the_journal_before_its_first_line_is_sent",),
+    ),
+    Mutant(
+        "journal-fsync-entry",
+        "each journal entry is fsync'd as it is written",
+        "nornir_bench/tasks/journal.py",
+        "        os.fsync(descriptor)\n",
+        "",
+        (JOURNAL_FSYNC,),
+    ),
+    Mutant(
+        "journal-fsync-folder",
+        "the journal's folder is fsync'd once the journal is created",
+        "nornir_bench/tasks/journal.py",
+        "        os.fsync(folder)\n",
+        "        pass\n",
+        (JOURNAL_FSYNC,),
+    ),
+    Mutant(
+        "check-one-line-drift",
+        "a replace's --check with one line of drift reads drifted",
+        "nornir_bench/tasks/_change_flow.py",
+        "return DRIFTED if diff else COMPLIANT",
+        'return DRIFTED if diff.count("\\n") > 2 else COMPLIANT',  # the diff's 2 header lines
+        (f"{CHANGE_FLOW}::test_a_replace_check_with_one_line_of_drift_reads_drifted_and_sends_"
+         "nothing",),
+    ),
+    Mutant(
+        "send-only-missing",
+        "a line already on the device is not sent again",
+        "nornir_bench/tasks/_change_flow.py",
+        "sent = remediation(before, target)",
+        'sent = remediation(parse_config("", how.driver), target)',
+        (f"{CHANGE_FLOW}::test_a_line_already_on_the_device_is_not_sent_again",),
+    ),
+    Mutant(
+        "command-secrets-masked",
+        "what a plugin's KEY_command and a jump host's password_command print is masked",
+        "nornir_bench/jobs/secrets.py",
+        # the secrets collected before the commands' outputs are set: given, not masked
+        _COMMANDS_FIRST + _SECRETS_COLLECTED,
+        _SECRETS_COLLECTED + _COMMANDS_FIRST,
+        ("tests/cli/test_run_password_command.py::"
+         "test_the_values_a_plugins_and_a_jump_hosts_commands_print_are_masked_everywhere",),
+    ),
+    Mutant(
+        "recover-revert-failed",
+        "recover whose revert fails journals 'revert failed' (and exits 1)",
+        "nornir_bench/jobs/recover.py",
+        "append_entry(journal.path, name, REVERT_FAILED, backup=backup, by=\"recover\")",
+        "append_entry(journal.path, name, REVERTED, backup=backup, by=\"recover\")",
+        ("tests/jobs/test_recover.py::"
+         "test_a_revert_that_fails_is_journaled_revert_failed_and_exits_non_zero",),
+    ),
+    Mutant(
+        "dask-sites-strict",
+        "a Dask site's chunk never runs on another site's worker",
+        "nornir_bench/runners/dask/sites.py",
+        '"allow_other_workers": False}',
+        '"allow_other_workers": True}',
+        ("tests/runners/test_dask_sites.py::"
+         "test_a_sites_hosts_never_run_on_another_sites_worker_even_with_their_own_paused",),
+    ),
+    Mutant(
+        "known-hosts-lock",
+        "two processes recording the same new host key at once write it once",
+        "nornir_bench/core/known_hosts.py",
+        "        fcntl.flock(file, fcntl.LOCK_EX)  # released as the file closes\n",
+        "",
+        ("tests/tasks/test_host_keys.py::"
+         "test_two_processes_recording_a_new_key_at_the_same_moment_write_it_once",),
     ),
 ]
 

@@ -65,7 +65,8 @@ def compliance_section(table: ComplianceTable) -> str:
     rows = []
     for host, verdict, fix in table.rows():
         shown = fix[:_REMEDIATION_SHOWN] + (["... cut"] if len(fix) > _REMEDIATION_SHOWN else [])
-        remediation = (f"<details><summary>{len(fix):,} lines</summary><pre>"
+        count = f"{len(fix):,} line{'s' * (len(fix) != 1)}"
+        remediation = (f"<details><summary>{count}</summary><pre>"
                        f"{_e(chr(10).join(shown))}</pre></details>" if fix else "")
         rows.append(f"<tr data-host='{_e(host)}' data-state='{verdict}'><td>{_e(host)}</td>"
                     f"<td>{verdict}</td><td>{remediation}</td></tr>")

@@ -151,3 +151,52 @@ def test_the_jobs_other_secrets_come_from_commands_too(tmp_path: Path) -> None:
     assert [r["result"] for r in records] == [[digest, digest]] * 2
     for text in (done.stdout, done.stderr, (tmp_path / "out.jsonl").read_text()):
         assert SECRET not in text
+
+
+SHOWS_SECRETS_TASK = """\
+import logging
+
+
+def shows_secrets(task):
+    extras = task.host.get_connection_parameters("netmiko").extras
+    jump = task.host.get("jump_host")
+    print("printed", extras["secret"], jump["password"])
+    logging.getLogger("jobtasks").warning("logged %s %s", extras["secret"], jump["password"])
+    return {"first": extras["secret"], "second": jump["password"]}
+"""
+
+
+def test_the_values_a_plugins_and_a_jump_hosts_commands_print_are_masked_everywhere(
+    tmp_path: Path,
+) -> None:
+    """A task that prints, logs and returns the values of a ``secret_command`` and of a jump
+    host's ``password_command`` (two vaults, two values): neither reaches the terminal, the
+    records or the log, each masked where it was."""
+    (tmp_path / "jobtasks.py").write_text(SHOWS_SECRETS_TASK)
+    (tmp_path / "enable").mkdir()
+    (tmp_path / "jump").mkdir()
+    enable, jump = "enable-from-vault-41d9", "jump-from-vault-9b2e"
+    (tmp_path / "hosts.yaml").write_text("r1: {}\n")
+    (tmp_path / "defaults.yaml").write_text(json.dumps({
+        "username": "netops", "password": "plain",
+        "connection_options": {"netmiko": {"extras": {
+            "secret_command": vault(tmp_path / "enable", prints=enable)}}},
+        "data": {"jump_host": {"host": "127.0.0.1", "username": "ops",
+                               "password_command": vault(tmp_path / "jump", prints=jump)}},
+    }))
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "inventory:\n  plugin: SimpleInventory\n  options:\n    host_file: hosts.yaml\n"
+        "    defaults_file: defaults.yaml\n"
+        "logging: {enabled: true, log_file: nornir.log, loggers: [nornir, jobtasks]}\n"
+        "task: {name: 'jobtasks:shows_secrets'}\noutput: {path: out.jsonl}\n"
+    )
+    done = nornir_bench("run", str(job), "--show", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert records[0]["result"] == {"first": "********", "second": "********"}
+    log = (tmp_path / "nornir.log").read_text()
+    assert "printed ******** ********" in done.stdout
+    assert "logged ******** ********" in log
+    for text in (done.stdout, done.stderr, (tmp_path / "out.jsonl").read_text(), log):
+        assert enable not in text and jump not in text

@@ -12,7 +12,14 @@ import pytest
 
 from nornir_bench.jobs.load import JobError
 from nornir_bench.jobs.recover import held_journal, journal_beside
-from nornir_bench.tasks.journal import CONFIRMED, PENDING, append_entry, read_journal
+from nornir_bench.tasks.journal import (
+    CONFIRMED,
+    PENDING,
+    REVERT_FAILED,
+    append_entry,
+    read_journal,
+    start_journal,
+)
 
 
 def job(tmp_path: Path) -> Any:
@@ -42,3 +49,29 @@ def test_a_journal_with_changes_still_pending_is_not_replaced(tmp_path: Path) ->
         with held_journal(journal, job(tmp_path), records):
             pytest.fail("the run must not start")
     assert list(read_journal(journal).pending()) == ["r1"]
+
+
+def test_a_revert_that_fails_is_journaled_revert_failed_and_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The backup a dead run left is gone: the revert fails, and the journal keeps the change
+    to revert (``revert failed``), for the next recover to try again."""
+    from nornir_bench.cli._common import EXIT_FAILED_HOSTS
+    from nornir_bench.cli.main import main
+
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text("inventory: {plugin: synthetic, options: {hosts: 1}}\n"
+                        "task: {name: sim_rtt, params: {rtt: 0}}\n"
+                        "logging: {enabled: false}\n")
+    journal = tmp_path / "run.journal"
+    start_journal(journal, job=str(job_file), records=None)
+    backup = tmp_path / "backups" / "dev0.cfg"  # never written: nothing to restore
+    append_entry(journal, "dev0", PENDING, backup=str(backup), task="send_config")
+    for _ in range(2):  # and again: still pending, tried again
+        assert main(["recover", str(journal)]) == EXIT_FAILED_HOSTS
+        said = capsys.readouterr().out
+        assert said.startswith("recover: dev0: ROLLBACK FAILED: no backup of dev0 to restore: ")
+        assert said.count("\n") == 1, said
+        left = read_journal(journal)
+        assert left.hosts["dev0"]["state"] == REVERT_FAILED
+        assert list(left.pending()) == ["dev0"] and left.hosts["dev0"]["by"] == "recover"

@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nornir.core.task import Task
@@ -112,8 +114,6 @@ def test_the_only_worker_of_a_site_dying_fails_its_hosts_at_once_not_elsewhere(
             pid = int(next(tmp_path.glob("started-*")).name.split("-")[1])
             os.kill(pid, signal.SIGKILL)
 
-        import threading
-
         killer = threading.Thread(target=kill_the_worker_of_a)
         killer.start()
         try:
@@ -161,3 +161,72 @@ def test_a_job_whose_host_site_is_not_a_name_exits_2_in_one_line(
         "nornir-bench: error: host 'h1': site must name a site, a string without spaces such as "
         "'paris' (as its Dask workers' resource 'site:paris'), got 3\n"
     )
+
+
+def _hold_paused(worker: Any, paused: bool) -> None:
+    """On a worker's own loop: pause it, as Dask does under memory pressure (the scheduler
+    gives it no task), its memory monitor kept from resuming it at once; or resume it."""
+    from distributed.core import Status
+
+    manager = worker.memory_manager
+    if paused and manager.memory_pause_fraction is not False:
+        manager.kept_pause_fraction = manager.memory_pause_fraction
+        manager.memory_pause_fraction = False
+    elif not paused:
+        manager.memory_pause_fraction = manager.kept_pause_fraction
+    worker.status = Status.paused if paused else Status.running
+
+
+def pauses_its_worker_at_site_a(task: Task) -> str | None:
+    """A host of site a pauses its worker before it ends: the worker's word reaches the
+    scheduler before the host's end (one stream, in order), so site a's next chunk finds no
+    worker of its site taking tasks."""
+    if task.host.get("site") == "a":
+        from distributed.worker import Worker
+
+        (worker,) = list(Worker._instances)
+        paused = threading.Event()
+
+        def pause() -> None:
+            _hold_paused(worker, True)
+            paused.set()
+
+        worker.loop.add_callback(pause)
+        assert paused.wait(HANG_GUARD)
+    return os.environ.get(SITE_ENV)
+
+
+def test_a_sites_hosts_never_run_on_another_sites_worker_even_with_their_own_paused(
+    sites_cluster: DaskCluster,
+) -> None:
+    """Site a's only worker is there but takes no more tasks (paused): Dask may not give a's
+    next chunks to site b's idle worker (it may not reach a's devices); they fail instead."""
+    nr = make_nornir("dask", hosts=6, address=sites_cluster.address, num_workers=1,
+                     chunk_size=1)
+    for n, host in enumerate(nr.inventory.hosts.values()):
+        host.data["site"] = "ab"[n % 2]
+    with sites_cluster.client() as client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        (worker_a,) = [w for w, info in workers.items() if "site:a" in info["resources"]]
+
+        def resume(dask_worker: Any) -> None:
+            _hold_paused(dask_worker, False)
+
+        def status(dask_scheduler: Any) -> str:
+            return str(dask_scheduler.workers[worker_a].status.name)
+
+        try:
+            result = nr.run(task=pauses_its_worker_at_site_a)
+        finally:
+            nr.runner.close()
+            if client.run_on_scheduler(status) == "paused":
+                client.run(resume, workers=[worker_a])
+                wait_until(lambda: client.run_on_scheduler(status) == "running",
+                           f"the scheduler seeing {worker_a} resumed")
+    at_a = [multi for n, multi in enumerate(result.values()) if n % 2 == 0]
+    at_b = [multi for n, multi in enumerate(result.values()) if n % 2]
+    assert [multi[0].result for multi in at_a if not multi.failed] == ["a"]  # the first
+    for multi in at_a:
+        if multi.failed:  # and none ran at site b (it would say "b")
+            assert isinstance(multi[0].exception, (WorkerCrashed, NoWorkerForSite)), multi
+    assert all(not multi.failed and multi[0].result == "b" for multi in at_b)

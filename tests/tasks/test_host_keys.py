@@ -22,7 +22,7 @@ from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
 from tests.dask_cluster import shared_address
 from tests.ssh_servers import ssh_server
-from tests.waiting import HANG_GUARD
+from tests.waiting import HANG_GUARD, wait_until
 
 PASSWORD = "impostor-gets-nothing"
 
@@ -231,6 +231,70 @@ def _record_many(path: str, lines: list[str], hosts: int, seed: int) -> None:
     for thread in threads:
         thread.join()
     os._exit(0)
+
+
+def _waits_for_a_lock(pid: int, inode: int) -> bool:
+    """Whether process ``pid`` waits for a ``flock`` on the file ``inode`` (a waiter's line
+    in /proc/locks: ``1: -> FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF``)."""
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if fields[1:3] == ["->", "FLOCK"] and fields[5] == str(pid) \
+                and fields[6].rsplit(":", 1)[-1] == str(inode):
+            return True
+    return False
+
+
+def _record_with_the_other(path: str, line: str, me: int, checked: list[Any], pids: Any) -> None:
+    """Record the key, waiting at the point of appending it (not known yet: append) until the
+    other process has checked the file too, or waits for the lock this one holds."""
+    from nornir_bench.core import known_hosts
+
+    pids[me] = os.getpid()
+    other = 1 - me
+    to_append = known_hosts.openssh_line  # called once the file is checked, before appending
+
+    def together(*args: Any) -> str:
+        checked[me].set()
+        inode = os.stat(path).st_ino
+        wait_until(lambda: checked[other].is_set() or _waits_for_a_lock(pids[other], inode),
+                   "the other process at the point of appending, or waiting for the lock")
+        return to_append(*args)
+
+    known_hosts.openssh_line = together  # type: ignore[assignment]
+    trusted = record(path, "127.0.0.1", 2222, asyncssh.import_public_key(line))
+    os._exit(0 if not trusted else 10)
+
+
+def test_two_processes_recording_a_new_key_at_the_same_moment_write_it_once(
+    tmp_path: Path,
+) -> None:
+    """Both reach the point of appending together: without the lock, both find the host not
+    known yet and append it, every time; with it, the second waits, then finds it known."""
+    import multiprocessing
+
+    known = tmp_path / "known_hosts"
+    line = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+    context = multiprocessing.get_context("fork")
+    checked = [context.Event(), context.Event()]
+    pids = context.Array("i", 2)
+    processes = [
+        context.Process(target=_record_with_the_other, args=(str(known), line, me, checked, pids))
+        for me in (0, 1)
+    ]
+    try:
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join(HANG_GUARD)
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+                process.join()
+    codes = [process.exitcode for process in processes]
+    assert sorted(codes) == [0, 10], codes  # one recorded it, the other found it there
+    assert all(event.is_set() for event in checked)
+    assert known.read_text() == f"[127.0.0.1]:2222 {line}\n"
 
 
 @pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)

@@ -78,6 +78,32 @@ def test_binary_garbage_is_refused_in_one_line(tmp_path: Path) -> None:
         read_journal(path)
 
 
+def test_each_entry_is_fsynced_and_the_folder_once_the_journal_is_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a machine that lost power keeps: each entry's file fsync'd as it is written, and
+    the folder as the journal is created (else its name may be lost with every entry)."""
+    synced: list[tuple[int, int, bool]] = []  # device, inode, a folder
+    fsync = os.fsync
+
+    def counted(descriptor: int) -> None:
+        found = os.fstat(descriptor)
+        synced.append((found.st_dev, found.st_ino, stat.S_ISDIR(found.st_mode)))
+        fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    path = tmp_path / "run.journal"
+    start_journal(path, job=None, records=None)
+    file, folder = os.stat(path), os.stat(tmp_path)
+    the_file = (file.st_dev, file.st_ino, False)
+    the_folder = (folder.st_dev, folder.st_ino, True)
+    assert sorted(synced) == sorted([the_file, the_folder])
+    synced.clear()
+    append_entry(path, "r1", PENDING, backup="b")
+    append_entry(path, "r1", CONFIRMED)
+    assert synced == [the_file, the_file]
+
+
 def _append_many(path: str, worker: int, count: int) -> None:
     for k in range(count):
         append_entry(path, f"w{worker}-{k}", PENDING, backup="x" * 200)
