@@ -189,10 +189,23 @@ MUTANTS = [
     Mutant(
         "refusal-at-line-start",
         "a configuration line is refused by a reply line that begins with '% ', and only that",
-        "nornir_bench/tasks/config_text.py",
-        '_REFUSAL = re.compile(r"^% .*$", re.MULTILINE)',
-        '_REFUSAL = re.compile(r"% .*$", re.MULTILINE)',
-        ("tests/tasks/test_config_text.py",),
+        "nornir_bench/tasks/refusals.py",
+        'PERCENT = RefusalRule(re.compile(r"% "))',
+        'PERCENT = RefusalRule(re.compile(r".*% "))',
+        ("tests/tasks/test_refusals.py::test_a_dialect_with_no_rule_keeps_the_percent_rule",),
+    ),
+    Mutant(
+        "frr-refusal-any-output",
+        "FRR refuses a configuration line by printing anything but a note, '%' or not",
+        "nornir_bench/tasks/refusals.py",
+        "FRR = RefusalRule(\n    None,\n",
+        'FRR = RefusalRule(\n    re.compile(r"% "),\n',
+        (
+            "tests/tasks/test_refusals.py::"
+            "test_each_answer_frr_gave_to_a_line_it_refused_is_a_refusal_in_its_words",
+            "tests/tasks/test_refusals_routers.py::"
+            "test_a_refusal_without_a_percent_names_its_line_not_the_next_one",
+        ),
     ),
     Mutant(
         "journal-pending-first",

@@ -198,10 +198,12 @@ def _netmiko_login(task: Task, host: Host, timeout: float) -> Any:
 def _netmiko_send(
     connection: Any, lines: Sequence[str], timeout: float, task: Task
 ) -> tuple[int, str] | None:
-    """``lines`` in configuration mode, one at a time, up to the first refused; each exchange
-    within the host's deadline, and none after it."""
-    from nornir_bench.tasks.config_text import refusal
+    """``lines`` in configuration mode, one at a time, up to the first refused (by the
+    host's dialect's rule); each exchange within the host's deadline, and none after it."""
+    from nornir_bench.tasks.dialects import dialect_of
+    from nornir_bench.tasks.refusals import answer_in, refusal
 
+    dialect = dialect_of(task.host)
     connection.config_mode()
     try:
         for index, line in enumerate(lines):
@@ -210,7 +212,7 @@ def _netmiko_send(
                 [line], enter_config_mode=False, exit_config_mode=False,
                 read_timeout=bounded(task, timeout),
             )
-            said = refusal(reply)
+            said = refusal(answer_in(reply, line, connection.base_prompt), dialect)
             if said is not None:
                 return index, said
         return None
@@ -257,7 +259,11 @@ async def _scrapli_answer(
     if isinstance(request, Read):
         return await session.send_command(SHOW_RUNNING, timeout=timeout)
     if isinstance(request, Send):
-        return await session.send_config_lines(request.lines, timeout=timeout)
+        from nornir_bench.tasks.dialects import dialect_of
+
+        return await session.send_config_lines(
+            request.lines, dialect=dialect_of(task.host), timeout=timeout
+        )
     if isinstance(request, Save):
         return await session.send_command(SAVE, timeout=timeout)
     if isinstance(request, Wait):

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
 
 __all__ = [
-    "driver_options",
     "SCRAPLI_PLATFORMS",
+    "TERMINAL_SIZE",
+    "driver_options",
     "login_timed_out",
     "privileged_level",
     "scrapli_driver",
@@ -46,6 +47,9 @@ SCRAPLI_PLATFORMS: Mapping[str, str] = MappingProxyType(
 )
 """scrapli's platform for nornir's, netmiko's and NAPALM's names; any other name goes to
 scrapli as it is (``cisco_iosxe``, ``generic``, a scrapli-community platform)."""
+
+TERMINAL_SIZE = (511, 1000)
+"""The session's terminal, columns and rows: netmiko's (``establish_connection``)."""
 
 
 def scrapli_platform(platform: str | None) -> str:
@@ -151,6 +155,9 @@ def driver_options(extras: dict[str, Any], check: HostKeyCheck, timeout: float) 
     transport_options = dict(options.get("transport_options") or {})
     transport_options["asyncssh"] = {
         **check.transport_options(),
+        # A terminal as wide as netmiko's: at asyncssh's default (80 columns) FRR's vtysh
+        # wraps the echo of a longer line, which scrapli then waits for until its timeout.
+        "term_size": TERMINAL_SIZE,
         **(transport_options.get("asyncssh") or {}),
     }
     options["transport_options"] = transport_options

@@ -23,8 +23,9 @@ that a blocking and an async driver run against the device:
    records folder's ``backups/``); its path is in the result and the record.
 6. **Apply**: the remediation (what the change still has to do: a change half made before,
    by a run stopped in the middle, is completed), one line at a time in configuration mode,
-   stopping at the first the device refuses (a reply line starting ``% ``: ``% Invalid
-   input``, FRR's ``% Unknown command`` and ``% Refusing to remove a non-existent route``).
+   stopping at the first the device refuses, by the host's dialect's rule
+   (:mod:`~nornir_bench.tasks.refusals`: for FRR any output but a note, ``BGP is already
+   running; AS is 65003`` too; for IOS a reply line starting ``% ``).
 7. **Verify**: read back, a merge must leave the lines nothing to do; a replace must find the
    intended configuration within its scope.
 8. **Rollback** (on by default; ``rollback=False`` turns it off), after a refused line or a

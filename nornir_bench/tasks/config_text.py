@@ -36,7 +36,6 @@ __all__ = [
     "in_scope",
     "merged",
     "parse_config",
-    "refusal",
     "remediation",
     "replaced",
     "same",
@@ -44,10 +43,6 @@ __all__ = [
     "scoped",
 ]
 
-# A Cisco-like CLI refusing a configuration line: a reply line that begins "% " ("% Invalid
-# input detected", FRR's "% Unknown command: ..." and "% Refusing to remove a non-existent
-# route"); accepted lines print nothing.
-_REFUSAL = re.compile(r"^% .*$", re.MULTILINE)
 # Saving the configuration refused: a reply line that begins "%" and is not a warning (FRR's
 # "% Error: failed to open configuration file ...", IOS's "%Error opening nvram:...").
 _SAVE_REFUSAL = re.compile(r"^%(?!\s*warning\b).*$", re.MULTILINE | re.IGNORECASE)
@@ -70,12 +65,6 @@ def change_lines(lines: Iterable[object]) -> list[str]:
     if not checked:
         raise ValueError("the config is empty: give at least one line to send")
     return checked
-
-
-def refusal(reply: str) -> str | None:
-    """The device's words when ``reply`` (its answer to one configuration line) refuses it."""
-    found = _REFUSAL.search(reply)
-    return None if found is None else found.group(0).strip()
 
 
 def save_refusal(reply: str) -> str | None:

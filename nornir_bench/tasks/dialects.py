@@ -27,7 +27,10 @@ from hier_config.platforms.driver_base import HConfigDriverBase, HConfigDriverRu
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["DIALECTS", "FRRDriver", "dialect_of", "driver_for", "frr_remediation"]
+__all__ = [
+    "DIALECTS", "FRRDriver", "dialect_of", "driver_for", "frr_remediation",
+    "hier_config_platform",
+]
 
 # nornir's platform names (netmiko's, scrapli's, napalm's) for the dialects hier_config has.
 _HIER_CONFIG = {
@@ -183,7 +186,13 @@ def _driver(dialect: str | None) -> HConfigDriverBase:
     # One per dialect for the process: a driver is its rules, which hier_config only reads.
     if dialect == "frr":
         return FRRDriver()
-    return get_hconfig_driver(_HIER_CONFIG[dialect] if dialect else Platform.GENERIC)
+    return get_hconfig_driver(hier_config_platform(dialect) or Platform.GENERIC)
+
+
+def hier_config_platform(dialect: str | None) -> Platform | None:
+    """hier_config's platform for a dialect nornir names (``cisco_ios``, ``eos`` ...);
+    ``None`` for FRR's and for one it does not know."""
+    return _HIER_CONFIG.get(dialect or "")
 
 
 def dialect_of(host: Host) -> str | None:

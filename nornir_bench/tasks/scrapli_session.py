@@ -224,10 +224,11 @@ class ScrapliSession:
         return response.result
 
     async def send_config_lines(
-        self, lines: Sequence[str], *, timeout: float = 30.0
+        self, lines: Sequence[str], *, dialect: str | None, timeout: float = 30.0
     ) -> tuple[int, str] | None:
         """Send ``lines`` in configuration mode one at a time, stopping at the first the device
-        refuses (a reply line starting ``% ``), then go back to the level the session was at.
+        refuses (by ``dialect``'s rule, tasks/refusals.py: for FRR any output, for IOS a line
+        beginning ``% ``), then go back to the level the session was at.
 
         The caller holds :attr:`lock`. If an exchange fails (a timeout, the connection lost)
         the session is dropped, as for :meth:`send_command`.
@@ -236,7 +237,7 @@ class ScrapliSession:
             ``None`` when the device took every line, else the refused line's index and the
             device's words.
         """
-        from nornir_bench.tasks.config_text import refusal
+        from nornir_bench.tasks.refusals import refusal
 
         if self.connection is None:
             raise RuntimeError(f"{self._where}: the session is not open: await aopen() first")
@@ -250,7 +251,7 @@ class ScrapliSession:
             refused = None
             for index, line in enumerate(lines):
                 response = await driver.send_config(line, timeout_ops=timeout)
-                said = refusal(response.result)
+                said = refusal(response.result, dialect)
                 if said is not None:
                     refused = index, said
                     break

@@ -17,7 +17,6 @@ from nornir_bench.tasks.config_text import (
     in_scope,
     merged,
     parse_config,
-    refusal,
     remediation,
     replaced,
     same,
@@ -193,43 +192,6 @@ def test_the_rollback_takes_the_changed_configuration_back() -> None:
     assert same(merged(after, frr(undo)), before)  # type: ignore[arg-type]
     assert "no router bgp 65009" in undo and "no ip route 203.0.113.0/24 Null0" in undo
     assert remediation(before, before) == []  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("reply", "said"),
-    [
-        ("r1(config)#ip route 1.1.1.0/24 Nul0\n                              ^\n"
-         "% Invalid input detected at '^' marker.\n", "% Invalid input detected at '^' marker."),
-        ("% Incomplete command.\n\n", "% Incomplete command."),
-        ('% Ambiguous command:  "ip ro"\n', '% Ambiguous command:  "ip ro"'),
-        ("% Unknown command: ip route 1.1.1.0/24 Nul0", "% Unknown command: ip route 1.1.1.0/24 "
-         "Nul0"),
-        ("% Command incomplete: ip route\n", "% Command incomplete: ip route"),
-        ("% There is no matched command.\n", "% There is no matched command."),
-        ("% Refusing to remove a non-existent route\n",
-         "% Refusing to remove a non-existent route"),
-    ],
-    ids=["ios-invalid", "ios-incomplete", "ios-ambiguous", "frr-unknown", "frr-incomplete",
-         "frr-no-match", "frr-refusing"],
-)
-def test_a_reply_line_that_begins_with_a_percent_refuses_the_line(reply: str, said: str) -> None:
-    """IOS's and FRR's vtysh's words for a configuration line they did not take."""
-    assert refusal(reply) == said
-
-
-@pytest.mark.parametrize(
-    "reply",
-    [
-        "",
-        "r1(config)#hostname r1\n",
-        "r1(config-if)#description 100% of the uplink\n",  # a % within a line
-        "  % indented, not the CLI's answer\n",
-        "%SYS-5-CONFIG_I: Configured from console by admin on vty0\n",  # IOS's log, not "% "
-    ],
-    ids=["nothing", "echo", "percent-inside", "percent-indented", "ios-log-message"],
-)
-def test_a_reply_without_a_line_beginning_with_percent_space_takes_the_line(reply: str) -> None:
-    assert refusal(reply) is None
 
 
 def test_a_save_is_refused_by_an_error_not_by_a_warning() -> None:
