@@ -12,7 +12,15 @@ import pytest
 
 from nornir_bench.jobs.load import JobError
 from nornir_bench.jobs.recover import held_journal, journal_beside
-from nornir_bench.tasks.journal import CONFIRMED, PENDING, append_entry, read_journal
+from nornir_bench.tasks.journal import (
+    CONFIRMED,
+    PENDING,
+    REVERT_FAILED,
+    append_entry,
+    read_journal,
+    start_journal,
+)
+from tests.cli.test_run import job_file, nornir_bench
 
 
 def job(tmp_path: Path) -> Any:
@@ -42,3 +50,20 @@ def test_a_journal_with_changes_still_pending_is_not_replaced(tmp_path: Path) ->
         with held_journal(journal, job(tmp_path), records):
             pytest.fail("the run must not start")
     assert list(read_journal(journal).pending()) == ["r1"]
+
+
+def test_a_run_recovering_a_dead_runs_change_prints_no_logging_warning(tmp_path: Path) -> None:
+    """The run sets its logging up, then loads the dead run's job again to revert its change:
+    nornir's second set-up must not take the run's own for the user's logging (nornir's
+    "Native Python logging configuration has been detected" on standard error)."""
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
+    dead = tmp_path / "dead.journal"
+    start_journal(dead, job=str(job), records=None)
+    append_entry(dead, "gone", PENDING, backup=str(tmp_path / "gone.cfg"))
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"recover: gone: Exception: ROLLBACK FAILED: not in the job's hosts any more ({job}) "
+        f"(journal {dead})"
+    ]
+    assert read_journal(dead).hosts["gone"]["state"] == REVERT_FAILED  # recovery ran
