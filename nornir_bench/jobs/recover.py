@@ -235,7 +235,7 @@ def _ended(journal: Journal, name: str, entry: dict[str, Any], failure: str | No
     append_entry(journal.path, name, REVERT_FAILED, backup=backup, by="recover")
     done.failed[name] = failure
     text = failure if "ROLLBACK FAILED" in failure else f"ROLLBACK FAILED: {failure}"
-    say(f"recover: {name}: {one_line(Exception(text))} (journal {journal.path})")
+    say(f"recover: {name}: {text.strip().splitlines()[0]} (journal {journal.path})")
 
 
 def _records(journal: Journal) -> IO[str] | None:

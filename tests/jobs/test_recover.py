@@ -63,7 +63,7 @@ def test_a_run_recovering_a_dead_runs_change_prints_no_logging_warning(tmp_path:
     done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [
-        f"recover: gone: Exception: ROLLBACK FAILED: not in the job's hosts any more ({job}) "
+        f"recover: gone: ROLLBACK FAILED: not in the job's hosts any more ({job}) "
         f"(journal {dead})"
     ]
     assert read_journal(dead).hosts["gone"]["state"] == REVERT_FAILED  # recovery ran
