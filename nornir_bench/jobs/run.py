@@ -160,19 +160,21 @@ def _run(
 ) -> JobRun:
     no_last_resort_logging()
     path, file = open_records(output or job.output, job)
-    job = with_default_backups(job, path)
-    job, journal = with_journal(job, path)
-    recover_folder(journal_beside(path).parent, say or _said)  # what a dead run left pending
-    logs = log_sessions(nr, sessions_folder(path)) if session_logs else {}
+    logs: Mapping[str, str] = {}
     try:
+        job = with_default_backups(job, path)
+        job, journal = with_journal(job, path)
+        recover_folder(journal_beside(path).parent, say or _said)  # what a dead run left pending
+        logs = log_sessions(nr, sessions_folder(path)) if session_logs else {}
         with held_journal(journal, job, path):
             run = _run_steps(job, nr, redact, path, file, progress, on_stopping, logs)
-    except RecordsWriteError as exc:
-        raise RecordsError(path, exc) from None
+    except BaseException as exc:
+        # Refused before its first record (a replace without a driver): no file of its own.
+        file.close_on_error()
+        if isinstance(exc, RecordsWriteError):
+            raise RecordsError(path, exc) from None
+        raise
     finally:
-        with contextlib.suppress(OSError):  # written to its end, or said above why not
-            if not file.closed:
-                file.close()
         mask_session_logs(logs, redact)  # the sessions were closed with the run
     return run
 
@@ -388,12 +390,11 @@ def close_run(nr: Nornir) -> None:
 
 @contextlib.contextmanager
 def _closed_writing(file: IO[str]) -> Iterator[None]:
-    """Close the records file after the block; what it could not write is a
-    :class:`RecordsWriteError` (the file-size limit, a full disk), as a write's is."""
+    """Close the records file after the block (one that raised: :func:`_run` closes it); what
+    it could not write is a :class:`RecordsWriteError` (the file-size limit, a full disk), as
+    a write's is."""
+    yield
     try:
-        yield
-    finally:
-        try:
-            file.close()
-        except OSError as exc:
-            raise RecordsWriteError(*exc.args) from exc
+        file.close()
+    except OSError as exc:
+        raise RecordsWriteError(*exc.args) from exc
