@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from nornir_bench.core.changes import CHANGED, NOT_ROLLED_BACK, ROLLED_BACK
+from nornir_bench.core.changes import CHANGED, NOT_ROLLED_BACK, NOT_TOUCHED, ROLLED_BACK
 from nornir_bench.tasks._change import Change, ChangeOptions, ConfigChangeFailed
 from nornir_bench.tasks._change_flow import change_flow
-from nornir_bench.tasks._plan import Plan, Read, Save, Send
+from nornir_bench.tasks._plan import Command, Plan, Read, Save, Send
 from nornir_bench.tasks.backups import ChangeProgress
+from nornir_bench.tasks.state_checks import StateCheck, checks_from, checks_text
 
 RUNNING = ["hostname r1", "ip route 10.0.0.0/24 Null0"]
 HELD = "ip route 10.1.1.0/24 Null0"
@@ -32,6 +33,8 @@ class ForgetfulDevice:
         self.sent: list[str] = []
 
     def answer(self, request: object) -> Any:
+        if isinstance(request, Command):  # a state check's: a command this device lacks
+            return f"% Unknown command: {request.command}"
         if isinstance(request, Read):
             return "\n".join(self.lines) + "\n"
         if isinstance(request, Send):
@@ -56,14 +59,17 @@ def _driven(plan: Plan[Change], device: ForgetfulDevice) -> Change:
         return change
 
 
-def _change(device: ForgetfulDevice, tmp_path: Path, *, rollback: bool = True) -> Change:
+def _change(
+    device: ForgetfulDevice, tmp_path: Path, *, rollback: bool = True,
+    checks: tuple[StateCheck, ...] = (),
+) -> Change:
     def backup(text: str) -> Path:
         path = tmp_path / "r1.cfg"
         path.write_text(text, encoding="utf-8")
         return path
 
     how = ChangeOptions(task="send_config", host="r1", platform="ios", dry_run=False,
-                        rollback=rollback, save=False, backup=backup)
+                        rollback=rollback, save=False, backup=backup, checks=checks)
     task = SimpleNamespace(parent_task=None)  # what the change notes its progress on
     progress = ChangeProgress(task)  # type: ignore[arg-type]
     return _driven(change_flow([HELD, DROPPED], how, progress), device)
@@ -98,3 +104,18 @@ def test_without_rollback_a_line_not_held_leaves_the_change_failed_as_it_is(
     assert f"\n+{DROPPED}; not rolled back" in str(failed.value)
     assert failed.value.state == NOT_ROLLED_BACK
     assert device.lines == [*RUNNING, HELD]
+
+
+def test_a_check_not_read_before_the_change_says_why_in_its_record(tmp_path: Path) -> None:
+    """Its record's ``failure``, not only the host's message: the records, the report page
+    and ``diff`` read the checks from the record."""
+    device = ForgetfulDevice()
+    checks = checks_from([{"name": "peers", "command": "show bgp summary json"}])
+    with pytest.raises(ConfigChangeFailed, match="not touched") as failed:
+        _change(device, tmp_path, checks=checks)
+    assert failed.value.state == NOT_TOUCHED and device.sent == []
+    (record,) = failed.value.checks
+    assert record["held"] is None and record["after"] is None
+    assert record["failure"].startswith("before the change, not read: ")
+    assert record["failure"].split("not read: ", 1)[1] in str(failed.value)  # the same reason
+    assert checks_text([record]) == f"check 'peers' (same): {record['failure']}"
