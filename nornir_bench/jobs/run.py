@@ -41,7 +41,7 @@ from nornir_bench.core.task_traits import traits_of
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.exits import exit_fails_the_host
-from nornir_bench.jobs.host_keys import say_unchecked
+from nornir_bench.jobs.host_keys import said_accepted, say_unchecked
 from nornir_bench.jobs.outcome import (
     JobRun,
     StepRun,
@@ -139,7 +139,7 @@ def run_job(
     try:
         # What tasks print, warn or exit with on the terminal is masked too (and on workers).
         logged = job.session_logs if session_logs is None else session_logs
-        with masked_terminal(secrets):
+        with masked_terminal(secrets), said_accepted(say or _said):
             run = _run(job, nr, redact, output, progress, on_stopping, logged, say)
         return run
     finally:
