@@ -69,6 +69,7 @@ class RecordsFile(io.TextIOWrapper):
         self.path, self.created = path, created
         self._earlier = regular and not created  # an earlier run's lines, still in the file
         self._written = False
+        self._pid = os.getpid()  # a forked child finalizing its copy must not empty the file
 
     def write(self, text: str) -> int:
         if self._earlier:
@@ -77,7 +78,7 @@ class RecordsFile(io.TextIOWrapper):
         return super().write(text)
 
     def close(self) -> None:
-        if self._earlier and not self.closed:
+        if self._earlier and not self.closed and os.getpid() == self._pid:
             self._remove_earlier()
         super().close()
 
