@@ -2,10 +2,10 @@
 and a run's counted for the one line that says so.
 
 A trust decision made for the user is told where they look: each key in the log (nornir-bench's
-logger, which a job's log holds), and once a run on the terminal
-(:func:`~nornir_bench.jobs.host_keys.said_accepted`). Keys accepted in a run's worker process
-(processpool, dask) come back with its hosts' results, and are noted again in the parent
-(:func:`note_accepted`), where the job's log and the run's count are.
+logger, which a job's log holds), and once a run on the terminal (a job counts them in an
+:func:`accepted_keys` block). Keys accepted in a run's worker process (processpool, dask) come
+back with its hosts' results, and are noted again in the parent (:func:`note_accepted`), where
+the job's log and the run's count are.
 """
 
 from __future__ import annotations
