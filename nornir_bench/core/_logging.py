@@ -1,10 +1,19 @@
-"""Keeping log records that nobody asked for off the user's terminal."""
+"""Keeping log records that nobody asked for off the user's terminal, and nornir's logging
+configured without taking that for the user's own."""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-__all__ = ["no_last_resort_logging"]
+if TYPE_CHECKING:
+    from nornir.core.configuration import LoggingConfig
+
+__all__ = ["configure_nornir_logging", "no_last_resort_logging"]
+
+
+class _NoLastResort(logging.NullHandler):
+    """The root handler :func:`no_last_resort_logging` adds: nobody's logging configuration."""
 
 
 def no_last_resort_logging() -> None:
@@ -18,4 +27,23 @@ def no_last_resort_logging() -> None:
     """
     root = logging.getLogger()
     if not root.handlers:
-        root.addHandler(logging.NullHandler())
+        root.addHandler(_NoLastResort())
+
+
+def configure_nornir_logging(config: LoggingConfig) -> None:
+    """nornir's ``LoggingConfig.configure()``, with the root handler of
+    :func:`no_last_resort_logging` out of its sight meanwhile.
+
+    nornir warns (``Native Python logging configuration has been detected``) when the root
+    logger has any handler: the user's logging and nornir's would both write. Ours writes
+    nothing, and an earlier run in the process (or the run a recovery starts in) added it.
+    """
+    root = logging.getLogger()
+    ours = [handler for handler in root.handlers if isinstance(handler, _NoLastResort)]
+    for handler in ours:
+        root.removeHandler(handler)
+    try:
+        config.configure()
+    finally:
+        for handler in ours:
+            root.addHandler(handler)

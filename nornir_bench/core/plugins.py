@@ -42,6 +42,7 @@ from nornir.core.plugins.register import PluginRegister
 from nornir.core.plugins.runners import RUNNERS_PLUGIN_PATH, RunnersPluginRegister
 from nornir.core.state import GlobalState
 
+from nornir_bench.core._logging import configure_nornir_logging
 from nornir_bench.core._pickling import cloudpickles
 
 __all__ = ["init_nornir", "register_plugins", "registered_plugins"]
@@ -77,7 +78,7 @@ def init_nornir(
             installed.plugin(ConnectionPluginRegister, CONNECTIONS_PLUGIN_PATH, name)
     config = Config.from_file(config_file, **kwargs) if config_file else Config.from_dict(**kwargs)
     data = GlobalState(dry_run=dry_run)
-    config.logging.configure()
+    configure_nornir_logging(config.logging)
     inventory = _load_inventory(config, installed)
     runner = installed.plugin(RunnersPluginRegister, RUNNERS_PLUGIN_PATH, config.runner.plugin)
     return Nornir(

@@ -49,20 +49,27 @@ _SECRET_KEY = re.compile(r"pass|secret|token|passphrase", re.IGNORECASE)
 
 
 # A device configuration's secrets: the keyword, an encryption type if any (0, 5, 7 ...), then
-# the value, masked (``username admin secret 5 $1$...``, ``neighbor 192.0.2.1 password x``,
-# ``snmp-server community x RO``, ``tacacs-server key x``, ``key-string x``).
+# the value on the same line, masked (``username admin secret 5 $1$...``, ``neighbor 192.0.2.1
+# password x``, ``snmp-server community x RO``, ``tacacs-server key x``, ``key-string x``).
+# A keyword after ``the`` or a possessive is a noun in a sentence (``the password was not
+# sent``), not a setting: no configuration syntax puts those words there (a short list: a
+# username ``a`` would make ``a password x`` a setting). ``community`` ending a hyphenated word
+# is a setting holding no secret (``send-community both``).
 _CONFIG_SECRET = re.compile(
-    r"(?P<keep>\b(?:password|secret|key-string|authentication-key|message-digest-key\s+\d+\s+md5"
-    r"|community|(?:tacacs|radius)-server\s+key|pre-shared-key(?:\s+address\s+\S+)?"
-    r"|key\s+(?:0|6|7))(?:\s+[0-9]{1,2}(?=\s))?\s+)(?P<value>\S+)",
+    r"(?P<prose>\b(?:the|its|their|your|our)[ \t]+)?"
+    r"(?P<keep>\b(?:password|secret|key-string|authentication-key"
+    r"|message-digest-key[ \t]+\d+[ \t]+md5|(?<!-)community|(?:tacacs|radius)-server[ \t]+key"
+    r"|pre-shared-key(?:[ \t]+address[ \t]+\S+)?|key[ \t]+(?:0|6|7))"
+    r"(?:[ \t]+[0-9]{1,2}(?=[ \t]))?[ \t]+)(?P<value>\S+)",
     re.IGNORECASE,
 )
 
 
 def mask_config_secrets(text: str) -> str:
     """``text`` (configuration lines, a diff of them) with the values of secret settings
-    masked: passwords, secrets, keys, SNMP communities."""
-    return _CONFIG_SECRET.sub(lambda m: m["keep"] + MASK, text)
+    masked: passwords, secrets, keys, SNMP communities. Prose is left as written: the
+    project's own messages (``the password was not sent``) hold no secret."""
+    return _CONFIG_SECRET.sub(lambda m: m[0] if m["prose"] else m["keep"] + MASK, text)
 
 
 class SecretError(NornirBenchError, ValueError):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from nornir.core.configuration import LoggingConfig
 from nornir.core.plugins.inventory import (
     InventoryPluginRegister,
     TransformFunctionRegister,
@@ -212,4 +213,19 @@ def config_settings(
     for key in paths:
         if isinstance(options.get(key), str) and options[key]:
             options[key] = str(job.relative(options[key]))
+    return options
+
+
+OWN_LOGGER = "nornir_bench"
+"""nornir-bench's logger: always among those a job's ``logging`` configures."""
+
+
+def logging_settings(job: JobFile, root: CommentedMap) -> dict[str, Any]:
+    """The ``logging`` section, nornir-bench's own logger added to the loggers it names (or
+    nornir's default ones): what nornir-bench decided for the user (a new host key trusted, a
+    worker replaced) belongs in the job's log, whatever else the job asks there."""
+    options = config_settings(job, root, "logging", LoggingConfig, paths=("log_file",))
+    loggers = LoggingConfig.Parameters.loggers.resolve(options.get("loggers"))
+    if OWN_LOGGER not in loggers:
+        options["loggers"] = [*loggers, OWN_LOGGER]
     return options

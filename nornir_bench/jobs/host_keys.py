@@ -4,20 +4,24 @@ before any device is touched (tasks/host_keys.py checks each login).
 The job file may say ``host_key_checking: strict | accept-new | off`` and ``known_hosts: PATH``
 (relative to the job file); the inventory's own settings (host, groups, defaults ``data``)
 come first. A relative ``known_hosts`` in a SimpleInventory file is relative to that file.
+What the run trusted for the user is said once: hosts not checked (``off``) as it starts, new
+keys recorded (``accept-new``) as it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.accepted_keys import accepted_keys
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.known_hosts import KNOWN_HOSTS, run_files, snapshot
 from nornir_bench.core.secrets import expand_env
-from nornir_bench.core.wording import hosts_text
+from nornir_bench.core.wording import hosts_named, hosts_text
 from nornir_bench.tasks.host_keys import SETTING, not_allowed, policy_of, trust_of
 from nornir_bench.tasks.jump_hosts import JUMP_HOST, JumpHostError, jump_from
 
@@ -27,7 +31,13 @@ if TYPE_CHECKING:
 
     from nornir_bench.jobs._job_file import JobFile
 
-__all__ = ["HostKeySettings", "apply_host_keys", "read_host_keys", "say_unchecked"]
+__all__ = [
+    "HostKeySettings",
+    "apply_host_keys",
+    "read_host_keys",
+    "said_accepted",
+    "say_unchecked",
+]
 
 JOB_KEYS = (SETTING, KNOWN_HOSTS)
 CONNECTIONS = ("netmiko", "scrapli_async")  # the device tasks' connections
@@ -141,6 +151,22 @@ def say_unchecked(nr: Nornir, say: Callable[[str], None]) -> None:
             f"warning: host_key_checking is off for {hosts_text(off)}: any server answering at "
             "their addresses is sent their passwords"
         )
+
+
+@contextlib.contextmanager
+def said_accepted(say: Callable[[str], None]) -> Iterator[None]:
+    """One line told to ``say`` as the block ends when its run recorded new SSH host keys
+    (``accept-new``), in this process or its workers; each key is in the log too."""
+    with accepted_keys() as accepted:
+        try:
+            yield
+        finally:
+            keys = accepted.keys
+            if keys:
+                names = sorted({key.name for key in keys})
+                files = ", ".join(sorted({key.recorded_in for key in keys}))
+                say(f"accepted the new SSH host keys of {hosts_named(names)}, recorded in "
+                    f"{files}")
 
 
 def _policy(host: Any) -> str:

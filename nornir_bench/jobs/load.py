@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nornir.core.configuration import CoreConfig, LoggingConfig, SSHConfig
+from nornir.core.configuration import CoreConfig, SSHConfig
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError
 
@@ -54,6 +54,7 @@ from nornir_bench.jobs._job_file import JobError, JobFile, one_line, yaml_error
 from nornir_bench.jobs._settings import (
     config_settings,
     inventory_settings,
+    logging_settings,
     runner_settings,
 )
 from nornir_bench.jobs._steps import Step, read_steps
@@ -246,7 +247,7 @@ def load_job(path: str | Path, overrides: Overrides | None = None) -> Job:
         "runner": runner_settings(job, root, steps, stepped=stepped, runner=overrides.runner,
                                   workers=overrides.workers),
         "core": config_settings(job, root, "core", CoreConfig),
-        "logging": config_settings(job, root, "logging", LoggingConfig, paths=("log_file",)),
+        "logging": logging_settings(job, root),
         "ssh": config_settings(job, root, "ssh", SSHConfig, paths=("config_file",)),
         "user_defined": job.plain(job.mapping(root, "user_defined"), "user_defined"),
     }

@@ -41,7 +41,7 @@ from nornir_bench.core.task_traits import traits_of
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.exits import exit_fails_the_host
-from nornir_bench.jobs.host_keys import say_unchecked
+from nornir_bench.jobs.host_keys import said_accepted, say_unchecked
 from nornir_bench.jobs.outcome import (
     JobRun,
     StepRun,
@@ -139,7 +139,7 @@ def run_job(
     try:
         # What tasks print, warn or exit with on the terminal is masked too (and on workers).
         logged = job.session_logs if session_logs is None else session_logs
-        with masked_terminal(secrets):
+        with masked_terminal(secrets), said_accepted(say or _said):
             run = _run(job, nr, redact, output, progress, on_stopping, logged, say)
         return run
     finally:
@@ -160,19 +160,21 @@ def _run(
 ) -> JobRun:
     no_last_resort_logging()
     path, file = open_records(output or job.output, job)
-    job = with_default_backups(job, path)
-    job, journal = with_journal(job, path)
-    recover_folder(journal_beside(path).parent, say or _said)  # what a dead run left pending
-    logs = log_sessions(nr, sessions_folder(path)) if session_logs else {}
+    logs: Mapping[str, str] = {}
     try:
+        job = with_default_backups(job, path)
+        job, journal = with_journal(job, path)
+        recover_folder(journal_beside(path).parent, say or _said)  # what a dead run left pending
+        logs = log_sessions(nr, sessions_folder(path)) if session_logs else {}
         with held_journal(journal, job, path):
             run = _run_steps(job, nr, redact, path, file, progress, on_stopping, logs)
-    except RecordsWriteError as exc:
-        raise RecordsError(path, exc) from None
+    except BaseException as exc:
+        # Refused before its first record (a replace without a driver): no file of its own.
+        file.close_on_error()
+        if isinstance(exc, RecordsWriteError):
+            raise RecordsError(path, exc) from None
+        raise
     finally:
-        with contextlib.suppress(OSError):  # written to its end, or said above why not
-            if not file.closed:
-                file.close()
         mask_session_logs(logs, redact)  # the sessions were closed with the run
     return run
 
@@ -388,12 +390,11 @@ def close_run(nr: Nornir) -> None:
 
 @contextlib.contextmanager
 def _closed_writing(file: IO[str]) -> Iterator[None]:
-    """Close the records file after the block; what it could not write is a
-    :class:`RecordsWriteError` (the file-size limit, a full disk), as a write's is."""
+    """Close the records file after the block (one that raised: :func:`_run` closes it); what
+    it could not write is a :class:`RecordsWriteError` (the file-size limit, a full disk), as
+    a write's is."""
+    yield
     try:
-        yield
-    finally:
-        try:
-            file.close()
-        except OSError as exc:
-            raise RecordsWriteError(*exc.args) from exc
+        file.close()
+    except OSError as exc:
+        raise RecordsWriteError(*exc.args) from exc

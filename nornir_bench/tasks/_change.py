@@ -168,7 +168,10 @@ class AroundChange:
             return
         values = yield from read_checks(self.how.checks, self.how.platform)
         pairs = list(zip(self.how.checks, values, strict=True))
-        self.outcomes = [CheckOutcome(check, before=value) for check, (value, _) in pairs]
+        self.outcomes = [
+            CheckOutcome(check, before=value, failure=why and f"before the change, {why}")
+            for check, (value, why) in pairs
+        ]
         unread = [f"{check.said()}: {why}" for check, (_, why) in pairs if why]
         if unread:
             raise ConfigChangeFailed(

@@ -26,7 +26,6 @@ keys alone, after a key-exchange-only probe for a host they do not name yet.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import socket
 import tempfile
@@ -34,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.accepted_keys import AcceptedKey, note_accepted
 from nornir_bench.core.known_hosts import (
     KNOWN_HOSTS,
     KnownHostsError,
@@ -68,8 +68,6 @@ __all__ = [
     "trust_of",
     "without_setting",
 ]
-
-logger = logging.getLogger(__name__)
 
 HOST_KEY_CHECKING = ("strict", "accept-new", "off")
 """The values of ``host_key_checking``, the first the default."""
@@ -196,10 +194,8 @@ def check_key(trust: Trust, name: str, hostname: str, port: int, key: SSHKey) ->
     if already and key not in already:  # another process recorded another key first
         raise HostKeyMismatch(name, where, key, already)
     if not already:
-        logger.info(  # a line per new host of 10,000 on the terminal would drown the run
-            "%s: accepted the new SSH host key of %s (%s %s), recorded in %s",
-            name, where, key.get_algorithm(), key.get_fingerprint(), trust.record_to,
-        )
+        note_accepted(AcceptedKey(name, where, key.get_algorithm(), key.get_fingerprint(),
+                                  trust.record_to))
 
 
 def _same_type_first(keys: list[SSHKey], seen: SSHKey) -> list[SSHKey]:

@@ -116,7 +116,8 @@ class StateCheck:
 @dataclass(frozen=True)
 class CheckOutcome:
     """A check's values around a change (``before`` is ``None`` in an audit), and why it
-    failed (``None``: it held; not yet read after: ``after_read`` false)."""
+    failed (``None``: it held, or was not read after yet: ``after_read`` false; one that could
+    not be read before the change says so, and was never read after)."""
 
     check: StateCheck
     before: Any = None
@@ -145,6 +146,9 @@ def checks_text(records: Sequence[Mapping[str, Any]]) -> str:
         what = (f"equals {_shown(record.get('value'))}" if record["expect"] == "equals"
                 else record["expect"])
         on = f" on {record['host']}" if record["host"] else ""
+        if record["held"] is None and record.get("failure"):  # not read before the change
+            lines.append(f"check {record['name']!r} ({what}){on}: {record['failure']}")
+            continue
         values = []
         if record["expect"] in _RELATIVE or record["before"] is not None:
             values.append(f"before {_shown(record['before'])}")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_run import job_file, nornir_bench
+from tests.devices import LabProcess
 
 TASK = """\
 task:
@@ -189,3 +190,47 @@ def test_a_bad_jump_host_is_one_line_without_its_password(
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"nornir-bench: error: job.yaml: inventory: {said}\n"
     assert "leak" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("runner", "task"),
+    [("threadpool", "send_command"), ("processpool", "send_command"),
+     ("dask", "asend_command")],
+)
+def test_accept_new_logs_each_key_by_default_and_says_them_once(
+    fakenos_lab: LabProcess, tmp_path: Path, runner: str, task: str
+) -> None:
+    """A trust decision made for the user: in the job's default log (no logging section) and
+    in one line on the terminal, from the processes whose logins recorded the keys too; a
+    second run, with every key known, says nothing."""
+    known = tmp_path / "known_hosts"
+    for name in ("hosts.yaml", "groups.yaml"):
+        (tmp_path / name).write_text((fakenos_lab.inventory / name).read_text())
+    (tmp_path / "defaults.yaml").write_text(
+        f"username: user\npassword: fakenos-lab\ndata: {{known_hosts: {known}}}\n"
+    )
+    options = {"processpool": "num_procs: 2", "dask": "num_procs: 1"}.get(runner, "")
+    (tmp_path / "job.yaml").write_text(
+        "inventory:\n  plugin: SimpleInventory\n  options: {host_file: hosts.yaml, "
+        "group_file: groups.yaml, defaults_file: defaults.yaml}\n"
+        f"runner: {{plugin: {runner}, options: {{{options}}}}}\n"
+        "host_key_checking: accept-new\n"
+        f"task: {{name: {task}, params: {{command: show clock}}}}\n"
+    )
+    ports = {device.name: device.port for device in fakenos_lab.devices}
+    for run in ("first", "again"):
+        done = nornir_bench("run", "job.yaml", "-o", f"{run}.jsonl", cwd=tmp_path, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        said = [line for line in done.stderr.splitlines() if "SSH host key" in line]
+        logged = (tmp_path / "nornir.log").read_text().count("accepted the new SSH host key")
+        if run == "first":
+            assert said == [f"accepted the new SSH host keys of 4 hosts (rtr1, rtr2, sw1, sw2), "
+                            f"recorded in {known}"]
+            assert logged == 4
+            for name, port in ports.items():
+                assert (f"{name}: accepted the new SSH host key of 127.0.0.1:{port} "
+                        in (tmp_path / "nornir.log").read_text())
+            lines = known.read_text()
+        else:
+            assert said == [] and logged == 4 and known.read_text() == lines
+    assert len(lines.splitlines()) == 4

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
 
+import nornir_bench
 from nornir_bench.core.secrets import (
     MASK,
     Redactor,
@@ -115,6 +120,10 @@ def test_a_quote_escaped_inside_a_longer_repr_is_masked() -> None:
         ("username bob password 0 plain", "username bob password 0 ********"),
         ("ip route 203.0.113.0/24 Null0", "ip route 203.0.113.0/24 Null0"),
         ("no bgp network import-check", "no bgp network import-check"),
+        (" neighbor 192.0.2.1 send-community both", " neighbor 192.0.2.1 send-community both"),
+        ("line vty 0 4\n no password\n login", "line vty 0 4\n no password\n login"),
+        ("set system login user ops authentication encrypted-password $6$x",
+         "set system login user ops authentication encrypted-password ********"),
     ],
 )
 def test_secrets_in_configuration_text_are_masked(line: str, masked: str) -> None:
@@ -145,3 +154,58 @@ def test_the_terminal_is_masked_line_by_line_and_put_back(
         assert terminal_secrets() == ("Hunter2",)
     assert sys.stdout is out and terminal_secrets() == ()
     assert out.getvalue() == "a ******** b\nbar ********\ropen ******** ********\n"
+
+
+def _project_messages() -> Iterator[tuple[str, str]]:
+    """Every text the package writes, with where it is: its string literals and f-strings
+    (each placeholder as ``{}``), docstrings aside."""
+    package = Path(nornir_bench.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = {  # docstrings, and the literal parts of f-strings (read with their f-string)
+            id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        } | {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
+             for part in node.values}
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            elif isinstance(node, ast.JoinedStr):
+                text = "".join(
+                    str(part.value) if isinstance(part, ast.Constant) else "{}"
+                    for part in node.values
+                )
+            else:
+                continue
+            yield f"{path.relative_to(package.parent)}:{node.lineno}", text
+
+
+def test_the_projects_own_messages_are_never_masked() -> None:
+    """A secret is masked where one stands, not in what the project writes: every message
+    holding ``password`` (or another secret's keyword) reads as written after masking."""
+    messages = list(_project_messages())
+    keywords = re.compile(r"\b(?:password|secret|community|key-string)\b", re.IGNORECASE)
+    assert sum(bool(keywords.search(text)) for _, text in messages) >= 10  # the scan reads
+    changed = [(where, text) for where, text in messages if Redactor(["pw-123"])(text) != text]
+    assert changed == []
+
+
+def test_the_host_key_refusals_read_as_written_after_masking() -> None:
+    """The whole messages, as the terminal and the records show them: a device's key and a
+    jump host's, unknown and changed."""
+    import asyncssh
+
+    from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+
+    seen, known = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
+    for name in ("r1", "jump host 127.0.0.1:2222"):
+        for exc in (
+            HostKeyUnknown(name, "127.0.0.1:2201", seen, ["/root/.ssh/known_hosts"]),
+            HostKeyMismatch(name, "127.0.0.1:2201", seen, [known]),
+            HostKeyMismatch(name, "127.0.0.1:2201", seen, []),
+        ):
+            assert "; the password was not sent (" in str(exc)
+            assert Redactor(["pw-123"])(str(exc)) == str(exc)
+            assert Redactor(["pw-123"]).value({"message": repr(exc)}) == {"message": repr(exc)}

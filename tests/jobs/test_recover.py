@@ -20,6 +20,7 @@ from nornir_bench.tasks.journal import (
     read_journal,
     start_journal,
 )
+from tests.cli.test_run import job_file, nornir_bench
 
 
 def job(tmp_path: Path) -> Any:
@@ -59,12 +60,12 @@ def test_a_revert_that_fails_is_journaled_revert_failed_and_exits_non_zero(
     from nornir_bench.cli._common import EXIT_FAILED_HOSTS
     from nornir_bench.cli.main import main
 
-    job_file = tmp_path / "job.yaml"
-    job_file.write_text("inventory: {plugin: synthetic, options: {hosts: 1}}\n"
+    job = tmp_path / "job.yaml"
+    job.write_text("inventory: {plugin: synthetic, options: {hosts: 1}}\n"
                         "task: {name: sim_rtt, params: {rtt: 0}}\n"
                         "logging: {enabled: false}\n")
     journal = tmp_path / "run.journal"
-    start_journal(journal, job=str(job_file), records=None)
+    start_journal(journal, job=str(job), records=None)
     backup = tmp_path / "backups" / "dev0.cfg"  # never written: nothing to restore
     append_entry(journal, "dev0", PENDING, backup=str(backup), task="send_config")
     for _ in range(2):  # and again: still pending, tried again
@@ -75,3 +76,20 @@ def test_a_revert_that_fails_is_journaled_revert_failed_and_exits_non_zero(
         left = read_journal(journal)
         assert left.hosts["dev0"]["state"] == REVERT_FAILED
         assert list(left.pending()) == ["dev0"] and left.hosts["dev0"]["by"] == "recover"
+
+
+def test_a_run_recovering_a_dead_runs_change_prints_no_logging_warning(tmp_path: Path) -> None:
+    """The run sets its logging up, then loads the dead run's job again to revert its change:
+    nornir's second set-up must not take the run's own for the user's logging (nornir's
+    "Native Python logging configuration has been detected" on standard error)."""
+    job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
+    dead = tmp_path / "dead.journal"
+    start_journal(dead, job=str(job), records=None)
+    append_entry(dead, "gone", PENDING, backup=str(tmp_path / "gone.cfg"))
+    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"recover: gone: ROLLBACK FAILED: not in the job's hosts any more ({job}) "
+        f"(journal {dead})"
+    ]
+    assert read_journal(dead).hosts["gone"]["state"] == REVERT_FAILED  # recovery ran

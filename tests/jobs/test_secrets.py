@@ -239,7 +239,7 @@ def late(task):
 def test_threads_abandoned_by_a_second_ctrl_c_still_log_masked(tmp_path: Path) -> None:
     """run_job in a long-lived process: hosts abandoned by a second Ctrl-C log after it."""
     # nornir's logging configuration changes these loggers: put them back as they were.
-    loggers = [logging.getLogger(name) for name in ("nornir", "devicelib")]
+    loggers = [logging.getLogger(name) for name in ("nornir", "devicelib", "nornir_bench")]
     saved = [(lg, lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
     try:
         _abandoned_run_logs_masked(tmp_path)

@@ -87,6 +87,20 @@ def test_a_site_that_is_not_a_name_stops_the_run_before_any_host_runs(
     assert said.startswith(f"host {host.name!r}: site must name a site") and "\n" not in said
 
 
+def test_a_site_that_is_not_a_name_stops_a_run_on_the_embedded_cluster_too() -> None:
+    """Bad input whatever the cluster: an embedded one serves no site, and the run was made
+    on it all the same. Refused before the cluster starts."""
+    nr = make_nornir("dask", hosts=3, num_procs=1)
+    host = list(nr.inventory.hosts.values())[1]
+    host.data["site"] = "lyon west"
+    try:
+        with pytest.raises(SiteError, match=rf"^host {host.name!r}: site must name a site"):
+            nr.run(task=says_site)
+        assert nr.runner._cluster.client is None  # never started
+    finally:
+        nr.runner.close()
+
+
 @read_only  # run again after its worker dies, where it may run
 async def says_site_once_told(task: Task, folder: str) -> str | None:
     """Site ``a``'s hosts write ``started-PID`` and wait for ``go`` (bounded)."""
@@ -135,8 +149,9 @@ def test_the_only_worker_of_a_site_dying_fails_its_hosts_at_once_not_elsewhere(
     assert crashed >= 1  # the host running when it died, at least
 
 
+@pytest.mark.parametrize("embedded", [False, True], ids=["address", "embedded"])
 def test_a_job_whose_host_site_is_not_a_name_exits_2_in_one_line(
-    sites_cluster: DaskCluster, tmp_path: Path
+    sites_cluster: DaskCluster, tmp_path: Path, embedded: bool
 ) -> None:
     import json
     import subprocess
@@ -148,7 +163,8 @@ def test_a_job_whose_host_site_is_not_a_name_exits_2_in_one_line(
     (tmp_path / "job.yaml").write_text(json.dumps({
         "inventory": {"plugin": "SimpleInventory",
                       "options": {"host_file": str(tmp_path / "hosts.yaml")}},
-        "runner": {"plugin": "dask", "options": {"address": sites_cluster.address}},
+        "runner": {"plugin": "dask",
+                   "options": {"num_procs": 1} if embedded else {"address": sites_cluster.address}},
         "task": {"name": "atcp_ping"},
     }))
     done = subprocess.run(

@@ -17,14 +17,16 @@ from nornir_bench.core.changes import (
     DRIFTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
+    NOT_TOUCHED,
     ROLLED_BACK,
 )
 from nornir_bench.tasks._change import Change, ChangeOptions, ConfigChangeFailed
 from nornir_bench.tasks._change_flow import change_flow
-from nornir_bench.tasks._plan import Login, Plan, Read, Save, Send
+from nornir_bench.tasks._plan import Command, Login, Plan, Read, Save, Send
 from nornir_bench.tasks.backups import ChangeProgress
 from nornir_bench.tasks.dialects import driver_for
 from nornir_bench.tasks.journal import CONFIRMED, PENDING, read_journal
+from nornir_bench.tasks.state_checks import checks_from, checks_text
 
 RUNNING = ["hostname r1", "ip route 10.0.0.0/24 Null0"]
 HELD = "ip route 10.1.1.0/24 Null0"
@@ -43,6 +45,8 @@ class ForgetfulDevice:
         self.sends = 0  # Send requests: each a conversation in configuration mode
 
     def answer(self, request: object) -> Any:
+        if isinstance(request, Command):  # a state check's: a command this device lacks
+            return f"% Unknown command: {request.command}"
         if isinstance(request, Read):
             return "\n".join(self.lines) + "\n"
         if isinstance(request, Login):  # a new login, to see the device can still be reached
@@ -181,3 +185,18 @@ def test_a_confirmed_change_is_pending_in_the_journal_before_its_first_line_is_s
     assert seen is not None and seen.get("state") == PENDING, seen
     assert seen["backup"] == str(tmp_path / "r1.cfg") and seen["task"] == "send_config"
     assert read_journal(journal).hosts["r1"]["state"] == CONFIRMED
+
+
+def test_a_check_not_read_before_the_change_says_why_in_its_record(tmp_path: Path) -> None:
+    """Its record's ``failure``, not only the host's message: the records, the report page
+    and ``diff`` read the checks from the record."""
+    device = ForgetfulDevice()
+    checks = checks_from([{"name": "peers", "command": "show bgp summary json"}])
+    with pytest.raises(ConfigChangeFailed, match="not touched") as failed:
+        _change(device, tmp_path, checks=checks)
+    assert failed.value.state == NOT_TOUCHED and device.sent == []
+    (record,) = failed.value.checks
+    assert record["held"] is None and record["after"] is None
+    assert record["failure"].startswith("before the change, not read: ")
+    assert record["failure"].split("not read: ", 1)[1] in str(failed.value)  # the same reason
+    assert checks_text([record]) == f"check 'peers' (same): {record['failure']}"

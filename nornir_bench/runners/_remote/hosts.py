@@ -26,6 +26,7 @@ from nornir.core.inventory import Defaults, Groups, Hosts, Inventory
 from nornir.core.processor import Processors
 from nornir.core.state import GlobalState
 
+from nornir_bench.core.accepted_keys import accepted_keys
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.connections import (
     HeldConnections,
@@ -136,6 +137,8 @@ class WorkerHosts:
         self._files = ExitStack()
         # What the task prints, warns or exits with here is masked as on the parent's terminal.
         self._files.enter_context(masked_terminal(spec.secrets))
+        # The SSH host keys its logins record (accept-new), sent back with the next host done.
+        self.accepted = self._files.enter_context(accepted_keys())
         # The places of this process's hosts in flight: num_workers, the open files they need
         # fitted (the soft limit raised for the run, or fewer places). What they count: hosts
         # launched whose run has not ended (not ``running``, which keeps a task until its done
@@ -188,7 +191,8 @@ class WorkerHosts:
             if kept or self.held:
                 self.held.note(host.name, host if kept else None)
             left = self.offloads and left_a_call(multi)
-            self.finished(self.hooks.finished(index, host, multi, kept), left)
+            done = self.hooks.finished(index, host, multi, kept, self.accepted.take())
+            self.finished(done, left)
         finally:
             self.places.give()
         if self.waiting and not self.halt.is_set():  # this host's room, for the next one

@@ -2,15 +2,16 @@
 
 A worker records its hosts' subtask hooks as they fire (:class:`HookRecorder`); for each host
 that finishes it sends a :class:`FinishedHost`: the ``MultiResult`` (its results pointing at no
-host: the parent has it), the host's ``data`` after the task, the hook events, and the names of
-the connections the worker keeps for the host. What does not pickle is made :func:`portable`.
+host: the parent has it), the host's ``data`` after the task, the hook events, the names of
+the connections the worker keeps for the host, and the new SSH host keys the worker recorded.
+What does not pickle is made :func:`portable`.
 
 The parent settles each (:class:`ResultSettler`): the results are pointed at the parent's
-``Host``, the data merged into the parent's inventory, failures logged where the user's logging
-is, and the hooks fired on the parent's processors in the order the worker fired them:
-``task_instance_started`` as the host left, the subtask hooks and ``task_instance_completed``
-as it comes back. So progress bars, result printers and every processor see what they would
-see in process.
+``Host``, the data merged into the parent's inventory, failures and accepted keys logged where
+the user's logging is, and the hooks fired on the parent's processors in the order the worker
+fired them: ``task_instance_started`` as the host left, the subtask hooks and
+``task_instance_completed`` as it comes back. So progress bars, result printers and every
+processor see what they would see in process.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from nornir.core.task import MultiResult, Result, Task
 
 from nornir_bench.core._pickling import cloud_dumps, cloudpickles, dumps, round_trips
+from nornir_bench.core.accepted_keys import AcceptedKey, note_accepted
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.exceptions import RemoteException
 from nornir_bench.core.execution import child_task, fail_host, log_failure, start_host
@@ -76,24 +78,29 @@ class FinishedHost(NamedTuple):
     """Its subtask hooks, in the order they fired, for the parent to fire again."""
     connections: tuple[str, ...]
     """The connections the worker keeps open for the host, by plugin name."""
+    accepted: tuple[AcceptedKey, ...] = ()
+    """The new SSH host keys the worker recorded since its last host finished (accept-new)."""
 
 
 class FinishedBatch(NamedTuple):
     """Hosts done in a worker, field by field: one list per field of :class:`FinishedHost`, so
-    that a batch pickles without an object per host."""
+    that a batch pickles without an object per host; the keys they accepted, in one list
+    (seldom any)."""
 
     positions: list[int]
     results: list[MultiResult]
     data: list[dict[str, Any]]
     events: list[list[HookEvent]]
     connections: list[tuple[str, ...]]
+    accepted: list[AcceptedKey]
 
     @classmethod
     def of(cls, finished: Sequence[FinishedHost]) -> FinishedBatch:
         if not finished:
-            return cls([], [], [], [], [])
-        positions, results, data, events, connections = map(list, zip(*finished, strict=True))
-        return cls(positions, results, data, events, connections)
+            return cls([], [], [], [], [], [])
+        positions, results, data, events, connections, accepted = zip(*finished, strict=True)
+        return cls(list(positions), list(results), list(data), list(events),
+                   list(connections), [key for keys in accepted for key in keys])
 
 
 class HookRecorder(NoOpProcessor):
@@ -109,15 +116,17 @@ class HookRecorder(NoOpProcessor):
         self.by_host.setdefault(host.name, []).append(SubtaskCompleted(task.name, result))
 
     def finished(
-        self, index: int, host: Host, multi: MultiResult, held: Sequence[str]
+        self, index: int, host: Host, multi: MultiResult, held: Sequence[str],
+        accepted: tuple[AcceptedKey, ...] = (),
     ) -> FinishedHost:
-        """``host``'s results, ready to send: its events taken, its results unlinked."""
+        """``host``'s results, ready to send: its events taken, its results unlinked; with the
+        keys ``accepted`` since the last host finished."""
         events = self.by_host.pop(host.name, []) if self.by_host else []
         relink(multi, None)
         for event in events:
             if isinstance(event, SubtaskCompleted):
                 relink(event.result, None)
-        return FinishedHost(index, multi, host.data, events, tuple(held))
+        return FinishedHost(index, multi, host.data, events, tuple(held), accepted)
 
 
 def relink(multi: MultiResult, host: Host | None) -> None:
@@ -279,6 +288,8 @@ class ResultSettler:
                 replay_hooks(self.started.pop(position), multi, events)
             store(position, multi)
             settled.append(host)
+        for key in batch.accepted:  # logged here, as in process: workers have no handlers
+            note_accepted(key)
         return settled
 
     def failed(self, index: int, error: Exception) -> None:

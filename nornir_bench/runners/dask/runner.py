@@ -185,8 +185,8 @@ class DaskRunner(Policed):
         Raises:
             DaskClusterError: the cluster cannot be used (not reachable, not started, other
                 versions, or an unencrypted address for the hosts' credentials), in one line.
-            SiteError: a host's ``site`` that is not a site's name, once a worker serves
-                sites; before any host runs.
+            SiteError: a host's ``site`` that is not a site's name, whatever the cluster
+                (an embedded one serves no site); before the cluster is used.
             ValueError: when the task or its arguments cannot be sent to the workers.
             RunInterrupted: on Ctrl-C; no chunk is sent after it, the workers start no more
                 hosts, and the exception's ``result`` holds every host that had finished. A
@@ -197,20 +197,24 @@ class DaskRunner(Policed):
         if is_close_connections_task(task.task):
             return self._cluster.held.close_connections_task(task, hosts, placeholders(task, hosts))
         self._refuse_cleartext(hosts)
-        with self._cluster.using() as client:
-            run = Lifecycle(task, hosts, self.policy, planned=True)
-            return run.drive(self._chunks(task, client, run))
-
-    def _chunks(self, task: Task, client: Client, run: Lifecycle) -> DaskChunks:
-        """The run's transport over the cluster's workers there are now (with the sites they
-        serve, and the hosts' sites, once any serves one)."""
-        from nornir_bench.runners.dask.run import DaskChunks
         from nornir_bench.runners.dask.sites import host_sites
 
+        sites = host_sites(hosts)  # bad input whatever the cluster: checked before it is used
+        with self._cluster.using() as client:
+            run = Lifecycle(task, hosts, self.policy, planned=True)
+            return run.drive(self._chunks(task, client, run, sites))
+
+    def _chunks(
+        self, task: Task, client: Client, run: Lifecycle, sites: list[str | None]
+    ) -> DaskChunks:
+        """The run's transport over the cluster's workers there are now (with the sites they
+        serve, and the hosts' ``sites``, once any serves one)."""
+        from nornir_bench.runners.dask.run import DaskChunks
+
         workers = self._cluster.workers()
-        sites = host_sites(run.hosts) if any(workers.values()) else None
         return DaskChunks(self._options(task), client, run, self._cluster.held,
-                          workers=workers, sites=sites, where=self._cluster.where)
+                          workers=workers, sites=sites if any(workers.values()) else None,
+                          where=self._cluster.where)
 
     def _options(self, task: Task) -> RunOptions:
         from nornir_bench.runners.dask.run import RunOptions

@@ -11,7 +11,8 @@ A host's site comes from its data, its groups' or the defaults' (``site: paris``
 ``host.get`` finds it). Sites apply once any worker of the scheduler serves one: a host of a
 site no worker serves then fails at once with
 :class:`~nornir_bench.core.exceptions.NoWorkerForSite`, and the other sites run; a host with
-no site runs on any worker. An embedded cluster has no sites.
+no site runs on any worker. An embedded cluster has no sites; a ``site`` that is not a name
+is refused whatever the cluster (:func:`host_sites`).
 """
 
 from __future__ import annotations
