@@ -4,27 +4,52 @@
     python scripts/bench_mixed.py [--hosts 2000] [--in-flight 100] [--slow-every 10]
                                   [--slow 2.0] [--fast 0.3] [--procs 2] [--only asyncio,dask]
                                   [--kill]
+    python scripts/bench_mixed.py --killed-worker [--kill-at 2.5] [--repeat 2]
 
 Every ``--slow-every``-th host (dev0, dev10, ...) takes ``--slow`` seconds, the others
 ``--fast``; ``--in-flight`` hosts run at once in all (a process runner's ``--procs`` workers
 share them). The ideal sliding window takes hosts x mean latency / hosts in flight; each
 runner's wall is printed beside it, with its ratio. ``--kill`` also runs dask with one of its
 two workers killed (SIGKILL) a second into the run. Loopback only: the hosts only sleep.
+
+``--killed-worker``: the same hosts, a task marked ``@read_only()`` (a crashed worker's hosts
+run again elsewhere), on clusters of Dask's command-line processes started here (``dask
+scheduler`` and ``dask worker --nworkers 1 --nthreads 1`` on 127.0.0.1; the runner by
+address, ``--in-flight`` / 2 hosts in flight on each worker): two workers; one worker only (a
+cluster of its own); the two workers again, one SIGKILLed ``--kill-at`` seconds into the run
+(its Dask worker process; its nanny starts another, which the run does not use; the cluster
+ends after this run). Each row: the run's wall (median of ``--repeat``, the rows
+interleaved), when its last host came back and how long the run went on after it, how soon
+after the kill the run heard that the worker had left, hosts back and failed; the killed run
+against one worker's (target <= 1.3). Every process started here is stopped at the end, on an
+error and on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import logging
 import os
+import shutil
 import signal
+import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psutil
 
+from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.core.plugins import init_nornir
+from nornir_bench.tasks import read_only
 
 RUNNERS = ("threadpool", "asyncio", "processpool", "dask")
 
@@ -92,6 +117,176 @@ def measure(runner: str, args: argparse.Namespace, kill: bool = False) -> tuple[
             close()
 
 
+# -- a Dask worker killed mid-run, on Dask's command-line processes ---------------------------
+
+START_SECONDS = 60.0
+
+
+@read_only()
+async def reads_and_naps(task: Any) -> None:
+    await asyncio.sleep(_seconds(task))
+
+
+@contextmanager
+def dask_processes(workers: int) -> Iterator[tuple[str, list[int]]]:
+    """A ``dask scheduler`` and ``workers`` x ``dask worker --nworkers 1 --nthreads 1`` on
+    127.0.0.1, importing what this process imports: the scheduler's address and the Dask worker
+    processes' pids (under their nannies). All stopped on leaving, however."""
+    from distributed import Client
+
+    folder = Path(tempfile.mkdtemp(prefix="nornir-bench-mixed-"))
+    scheduler_file = folder / "scheduler.json"
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(dict.fromkeys(p or os.getcwd() for p in sys.path))}
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def spawn(*command: str) -> None:
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", *command], env=env, cwd=folder, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a terminal's Ctrl-C is this script's to handle
+        ))
+
+    try:
+        spawn("distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+              "--no-dashboard", "--scheduler-file", str(scheduler_file))
+        for _ in range(workers):
+            spawn("distributed.cli.dask_worker", "--scheduler-file", str(scheduler_file),
+                  "--host", "127.0.0.1", "--nworkers", "1", "--nthreads", "1",
+                  "--no-dashboard", "--local-directory", str(folder), "--death-timeout", "30")
+        ends = time.monotonic() + START_SECONDS
+        address = ""
+        while not address:
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                if time.monotonic() > ends:
+                    raise SystemExit("bench_mixed: the Dask scheduler did not start") from None
+                time.sleep(0.05)
+        with Client(address, timeout=START_SECONDS, set_as_default=False) as client:
+            client.wait_for_workers(workers, timeout=START_SECONDS)
+            pids = sorted(client.run(os.getpid).values())
+        yield address, pids
+    finally:
+        for process in reversed(processes):  # the workers first
+            if process.poll() is None:
+                process.terminate()
+        for process in reversed(processes):
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class LastBack(NoOpProcessor):
+    """When the run's last host came back here (``time.perf_counter``)."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def task_instance_completed(self, task: Any, host: Any, result: Any) -> None:
+        self.last = time.perf_counter()
+
+
+class HeardLeft(logging.Handler):
+    """When the runner said that a worker left the cluster (``time.perf_counter``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.at: float | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.at is None and "left the cluster" in record.getMessage():
+            self.at = time.perf_counter()
+
+
+def killed_worker_run(
+    args: argparse.Namespace, address: str, victim: int | None
+) -> dict[str, Any]:
+    """One run at the scheduler ``address``; the Dask worker process ``victim`` SIGKILLed
+    ``--kill-at`` seconds in, if one is given."""
+    nr = init_nornir(
+        inventory={"plugin": "synthetic", "options": {"hosts": args.hosts}},
+        runner={"plugin": "dask", "options": {
+            "num_workers": args.in_flight // 2, "address": address}},
+        logging={"enabled": False},
+        connections=(),
+    )
+    for host in nr.inventory.hosts.values():
+        host.data.update(slow_every=args.slow_every, slow=args.slow, fast=args.fast)
+    heard = HeardLeft()
+    runner_log = logging.getLogger("nornir_bench.runners.dask")
+    runner_log.addHandler(heard)
+    killed: list[float] = []
+
+    def kill() -> None:
+        time.sleep(args.kill_at)
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        killed.append(time.perf_counter())
+
+    try:
+        nr.filter(filter_func=lambda host: host.name == "dev1").run(task=reads_and_naps)
+        last = LastBack()
+        killer = threading.Thread(target=kill, daemon=True) if victim is not None else None
+        start = time.perf_counter()
+        if killer is not None:
+            killer.start()
+        result = nr.with_processors([last]).run(task=reads_and_naps)
+        wall = time.perf_counter() - start
+        if killer is not None:
+            killer.join()
+    finally:
+        runner_log.removeHandler(heard)
+        nr.runner.close()  # type: ignore[attr-defined]
+    return {
+        "wall": wall, "last": last.last - start, "present": len(result),
+        "failed": len(result.failed_hosts),
+        "heard": None if heard.at is None or not killed else heard.at - killed[0],
+    }
+
+
+def section_killed_worker(args: argparse.Namespace) -> None:
+    """Each repeat: a cluster of one worker for its row; one of two workers for the two
+    others, the kill last."""
+    per_worker = args.in_flight // 2
+    both, alone, kill = (f"2 workers x {per_worker}", f"1 worker x {per_worker}",
+                         f"2 workers x {per_worker}, one SIGKILLed {args.kill_at:g} s in")
+    runs: dict[str, list[dict[str, Any]]] = {both: [], alone: [], kill: []}
+    for _ in range(args.repeat):
+        with dask_processes(2) as (address, pids):
+            runs[both].append(killed_worker_run(args, address, None))
+            runs[kill].append(killed_worker_run(args, address, pids[0]))
+        with dask_processes(1) as (address, _):
+            runs[alone].append(killed_worker_run(args, address, None))
+    print(f"\n## a Dask worker killed mid-run: {args.hosts:,} hosts of a @read_only() task, "
+          f"on Dask's command-line processes (median of {args.repeat}; min-max)\n")
+    print("| workers | run | last host back at | the run after it | the worker's death "
+          "heard after | hosts back / failed | x one worker |")
+    print("|---|---|---|---|---|---|---|")
+    one = statistics.median(r["wall"] for r in runs[alone])
+    for name, samples in runs.items():
+        walls = [r["wall"] for r in samples]
+        heard = [r["heard"] for r in samples if r["heard"] is not None]
+        print(f"| {name} | {spread(walls)} | {spread([r['last'] for r in samples])} | "
+              f"{spread([r['wall'] - r['last'] for r in samples])} | "
+              f"{(spread(heard, 'ms', 1000) if heard else 'never') if name == kill else '-'} | "
+              f"{min(r['present'] for r in samples)} / {max(r['failed'] for r in samples)} | "
+              f"{statistics.median(walls) / one:.2f} |")
+    killed = statistics.median(r["wall"] for r in runs[kill])
+    verdict = "met" if killed / one <= 1.3 else "MISSED"
+    print(f"\nkilled / one worker: {killed / one:.2f} (target <= 1.3: {verdict})", flush=True)
+
+
+def spread(samples: list[float], unit: str = "s", scale: float = 1.0) -> str:
+    values = [sample * scale for sample in samples]
+    if len(values) == 1:
+        return f"{values[0]:.2f} {unit}"
+    return f"{statistics.median(values):.2f} {unit} ({min(values):.2f}-{max(values):.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=2000)
@@ -102,7 +297,12 @@ def main() -> None:
     parser.add_argument("--procs", type=int, default=2)
     parser.add_argument("--only", default=",".join(RUNNERS))
     parser.add_argument("--kill", action="store_true")
+    parser.add_argument("--killed-worker", action="store_true",
+                        help="dask on Dask's command-line processes, a worker SIGKILLed mid-run")
+    parser.add_argument("--kill-at", type=float, default=2.5)
+    parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # processes started are stopped
     slow = len(range(0, args.hosts, args.slow_every))
     mean = (slow * args.slow + (args.hosts - slow) * args.fast) / args.hosts
     ideal = args.hosts * mean / args.in_flight
@@ -110,6 +310,12 @@ def main() -> None:
         f"{args.hosts} hosts, {args.in_flight} in flight, 1 in {args.slow_every} taking "
         f"{args.slow:g} s, the others {args.fast:g} s: ideal {ideal:.1f} s"
     )
+    if args.killed_worker:
+        try:
+            section_killed_worker(args)
+        except KeyboardInterrupt:  # the runner's RunInterrupted too; every process stopped
+            sys.exit("bench_mixed: interrupted")
+        return
     cases = [(runner, False) for runner in args.only.split(",")]
     if args.kill:
         cases.append(("dask", True))

@@ -113,6 +113,18 @@ SCRIPT_RUNS = [
         ],
     ),
     (
+        ["bench_mixed.py", "--killed-worker", "--hosts", "200", "--kill-at", "0.5",
+         "--repeat", "1"],
+        [
+            # every host back and ok on each row; the worker's death heard, whatever the timings
+            rf"\| 2 workers x 50 \| {N} s \| {N} s \| {N} s \| - \| 200 / 0 \| {N} \|",
+            rf"\| 1 worker x 50 \| {N} s \| {N} s \| {N} s \| - \| 200 / 0 \| 1\.00 \|",
+            rf"\| 2 workers x 50, one SIGKILLed 0\.5 s in \| {N} s \| {N} s \| {N} s \| "
+            rf"{N} ms \| 200 / 0 \| {N} \|",
+            rf"killed / one worker: {N} \(target <= 1\.3: (met|MISSED)\)",
+        ],
+    ),
+    (
         ["bench_inventory.py", "--repeat", "1"],
         [
             rf"synthetic +10,000 hosts: +{N} ms \(min {N}, max {N}\)",

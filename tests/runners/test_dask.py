@@ -13,6 +13,7 @@ import asyncio
 import errno
 import ipaddress
 import json
+import logging
 import os
 import re
 import signal
@@ -165,6 +166,7 @@ def test_the_embedded_cluster_ends_when_its_runner_is_collected() -> None:
 
 NO_MAIN_GUARD = """
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -416,6 +418,35 @@ def test_with_crash_reruns_a_killed_workers_hosts_run_again_elsewhere(
         assert starts[host][0][0] == victim and starts[host][1][0] != victim
         assert result[host][0].result == starts[host][1][0]
     assert victim not in {multi.result for multi in result.values()}
+
+
+def test_a_killed_worker_is_known_gone_from_the_schedulers_word_and_asked_nothing_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Once, the run learnt of a death only from a chunk that failed (KilledWorker): a worker
+    # whose chunks Dask ran again elsewhere was still one of the run's, asked to end the run,
+    # and that question waited for Dask's connect timeout (30 s) before the run returned.
+    from nornir_bench.runners.dask import run as dask_run
+
+    asked: list[tuple[str, list[str]]] = []
+    real = dask_run.run_on_workers
+
+    def recorded(client: Client, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        asked.append((call.__name__, list(kwargs.get("workers") or [])))
+        return real(client, call, *args, **kwargs)
+
+    monkeypatch.setattr(dask_run, "run_on_workers", recorded)
+    with caplog.at_level(logging.WARNING, logger="nornir_bench.runners.dask.run"):
+        nr, result, victim, starts = _kill_a_worker_mid_run(
+            tmp_path, crash_reruns=None, task=reads_and_waits_for_go
+        )
+    nr.runner.close()
+    assert not any(multi.failed for multi in result.values())
+    (dead,) = {where[0][1] for where in starts.values() if where[0][0] == victim}
+    (living,) = {where[-1][1] for where in starts.values()} - {dead}
+    said = [record.getMessage() for record in caplog.records]
+    assert f"dask: dask worker {dead} left the cluster with 2 hosts of the run not back" in said
+    assert asked == [("end_run", [living])], asked
 
 
 def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end() -> None:

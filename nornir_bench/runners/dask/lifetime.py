@@ -85,6 +85,7 @@ class RunnerCluster:
         Raises:
             DaskClusterError: in one line.
         """
+        from nornir_bench.runners.dask.events import REMOVALS_PLUGIN, WorkerRemovals
         from nornir_bench.runners.dask.reruns import PLUGIN_NAME, CrashReruns
         from nornir_bench.runners.dask.worker import PLUGIN_NAME as WORKER_PLUGIN
         from nornir_bench.runners.dask.worker import NornirBenchWorker, versions
@@ -111,6 +112,7 @@ class RunnerCluster:
         client = self.client = connect(address, security, self.timeout)
         _same_versions("the scheduler", client.run_on_scheduler(versions))
         client.register_plugin(CrashReruns(), name=PLUGIN_NAME)
+        client.register_plugin(WorkerRemovals(), name=REMOVALS_PLUGIN)
         client.register_plugin(NornirBenchWorker(self.loop), name=WORKER_PLUGIN)
         if self.embedded is not None:
             try:

@@ -16,7 +16,7 @@ import queue
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.exceptions import WorkerCrashed, WorkerUnavailable
 from nornir_bench.runners._remote.book import DispatchBook
@@ -24,17 +24,11 @@ from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts, pack_run
 from nornir_bench.runners.dask.asking import run_on_workers, send_run
+from nornir_bench.runners.dask.events import LEFT, RunEvent, listen, stop_listening
 from nornir_bench.runners.dask.options import RunOptions, default_chunk_size
 from nornir_bench.runners.dask.reruns import chunk_key
 from nornir_bench.runners.dask.sites import where_it_may_run
-from nornir_bench.runners.dask.worker import (
-    ENDED,
-    EVENTS_TOPIC,
-    STARTED,
-    end_run,
-    halt_run,
-    run_chunk,
-)
+from nornir_bench.runners.dask.worker import ENDED, STARTED, end_run, halt_run, run_chunk
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -53,26 +47,6 @@ class _Chunk:
         self.positions = positions
         self.future = future
         self.worker = worker  # where it was sent
-
-
-class _Event(NamedTuple):
-    """A worker's word about a run's hosts (see ``worker.EVENTS_TOPIC``)."""
-
-    address: str
-    kind: str  # ENDED, STARTED, or anything else: alive
-    indices: list[int]
-
-
-# The queue of each run in progress, by run id: the workers' words come on one Dask topic for
-# every run (EVENTS_TOPIC), through the client's own thread.
-_RUNS: dict[str, queue.SimpleQueue[Any]] = {}
-
-
-def _route(event: tuple[float, Any]) -> None:
-    run_id, address, kind, indices = event[1]
-    to = _RUNS.get(run_id)
-    if to is not None:
-        to.put(_Event(str(address), str(kind), list(indices)))  # msgpack may give tuples
 
 
 class DaskChunks(RemoteScheduling[str]):
@@ -119,7 +93,7 @@ class DaskChunks(RemoteScheduling[str]):
             settled=self.book.settled,
         )
         self.run_id = uuid.uuid4().hex[:12]
-        self.dead: set[str] = set()  # died running a chunk: not asked anything more
+        self.dead: set[str] = set()  # removed by the scheduler: not asked anything more
         self.chunk_size = options.chunk_size or default_chunk_size(
             len(run.hosts), len(workers), options.num_workers
         )
@@ -136,8 +110,9 @@ class DaskChunks(RemoteScheduling[str]):
         by_site = workers if sites is not None else None  # each worker's chunks' restrictions
         self.may_run = {worker: where_it_may_run(worker, by_site) for worker in workers}
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
-        # Chunks back (futures), and what the workers said of the run's hosts (_Event).
-        self.done: queue.SimpleQueue[Future[Any] | _Event] = queue.SimpleQueue()
+        # Chunks back (futures), and what the workers said of the run's hosts, or the
+        # scheduler of its workers (RunEvent).
+        self.done: queue.SimpleQueue[Future[Any] | RunEvent] = queue.SimpleQueue()
         # A worker's ended hosts leave room for at least this many before a chunk is sent to
         # it while it is still busy: a place comes free when its host ends, yet each chunk is
         # a Dask task of the scheduler's.
@@ -145,8 +120,7 @@ class DaskChunks(RemoteScheduling[str]):
         # A host's place goes to another host as soon as the host ends on its worker, before
         # its result and hooks are back, unless a limit decides from hosts' ends.
         self.frees_early = not self.plan.waits_for_ends
-        _RUNS[self.run_id] = self.done
-        client.subscribe_topic(EVENTS_TOPIC, _route)
+        listen(client, self.run_id, self.done)
 
     # -- the lifecycle's transport --------------------------------------------------------------
 
@@ -158,7 +132,7 @@ class DaskChunks(RemoteScheduling[str]):
 
     def close(self, *, ended: bool) -> None:
         """The run is over on the workers: their sessions close (the connections stay)."""
-        _RUNS.pop(self.run_id, None)
+        stop_listening(self.run_id)
         self._tell_workers(end_run)
 
     # -- the loop's transport (RemoteScheduling) ----------------------------------------------
@@ -217,16 +191,20 @@ class DaskChunks(RemoteScheduling[str]):
                 break
         futures = []
         for item in came:
-            if isinstance(item, _Event):
+            if isinstance(item, RunEvent):
                 self._said(item)
             else:
                 futures.append(item)
         self._settle_chunks(futures)
 
-    def _said(self, event: _Event) -> None:
+    def _said(self, event: RunEvent) -> None:
         """A worker's word: it is alive; these hosts started there (a chunk Dask moved after
         its worker died); these ended there, their places free now (unless a limit decides
-        from hosts' ends: their places come back with their results)."""
+        from hosts' ends: their places come back with their results); or the scheduler's
+        word that a worker left."""
+        if event.kind == LEFT:
+            self._left(event.address)
+            return
         book = self.book
         self.heard[event.address] = time.monotonic()
         if event.kind == STARTED:
@@ -235,6 +213,19 @@ class DaskChunks(RemoteScheduling[str]):
         elif event.kind == ENDED and self.frees_early:
             for index in event.indices:
                 book.ended(index)
+
+    def _left(self, worker: str) -> None:
+        """The scheduler removed ``worker`` (it died, or retired): it gets no more chunks and
+        is asked nothing more (a question to a worker gone waits for Dask's connect timeout),
+        and its silence is no longer watched. Its chunks out are Dask's: run again on another
+        worker, where their hosts say they started, or failed (``KilledWorker``)."""
+        if worker not in self.book.places or worker in self.dead:
+            return
+        self.book.release(worker)
+        self.dead.add(worker)
+        self.heard.pop(worker, None)
+        logger.warning("dask: %s left the cluster with %d hosts of the run not back",
+                       self._name(worker), len(self.book.on.get(worker, ())))
 
     def _halt_workers(self) -> None:
         """Ctrl-C: chunks out start no more hosts, and come back with the hosts that

@@ -114,7 +114,7 @@ EVENTS_TOPIC = "nornir-bench-hosts"
 another host at once, not when its chunk is back, unless a limit decides from hosts' ends),
 which started here (a chunk Dask moved after its worker died), or only that this worker is
 alive (its heartbeat, while it has hosts in flight). One topic for every run: the scheduler
-keeps each topic it ever saw."""
+keeps each topic it ever saw; it says there too which worker it removed (``events.py``)."""
 
 ENDED, STARTED, ALIVE = "ended", "started", "alive"
 
