@@ -41,6 +41,7 @@ def _users_pickle() -> str:
 # importing Dask registers pickle reducers for every exception class (tblib's), Dask's own
 # doing (docs/runners.md).
 _IMPORT_DASK = ("nornir_bench.runners.dask.worker", "nornir_bench.runners.dask.run",
+                "nornir_bench.runners.dask.events",
                 "nornir_bench.runners.dask.reruns")
 
 _EVERY_MODULE = f"""
