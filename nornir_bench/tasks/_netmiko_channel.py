@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 from netmiko.channel import SSHChannel
 
 from nornir_bench.core.exceptions import SessionClosed
+from nornir_bench.tasks.bastion_connections import channel_through
 from nornir_bench.tasks.host_keys import (
     netmiko_host_key_extras,
     netmiko_refusal,
     trust_of,
     without_setting,
 )
-from nornir_bench.tasks.jump_hosts import channel_through, jump_host_of
+from nornir_bench.tasks.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
     from netmiko import BaseConnection

@@ -34,8 +34,9 @@ from nornir_bench.tasks._scrapli_drivers import (
     scrapli_platform,
     stay_where_logged_in,
 )
+from nornir_bench.tasks.bastion_connections import atunnel
 from nornir_bench.tasks.host_keys import HostKeyCheck, trust_of
-from nornir_bench.tasks.jump_hosts import atunnel, jump_host_of
+from nornir_bench.tasks.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
     import asyncssh
