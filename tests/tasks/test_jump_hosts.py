@@ -20,7 +20,7 @@ from nornir.core.task import AggregatedResult
 
 from nornir_bench.bench.summary import summarize
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.core.exceptions import LoginRefused
+from nornir_bench.core.exceptions import LoginRefused, NoSSHBanner
 from nornir_bench.lab.faulty_servers import closing_server, silent_server
 from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
@@ -253,6 +253,40 @@ def test_a_bastion_that_closes_before_login_is_a_login_it_throttled_not_the_rout
     assert accepted > len(result)
     said = [line for line in summarize(result).lines() if line.startswith("logins throttled")]
     assert len(said) == 1 and f"1 SSH server (127.0.0.1:{closing.port})" in said[0], said
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)
+def test_a_device_that_never_answers_behind_the_bastion_fails_once_named(
+    runner: str, task: Any, tmp_path: Path
+) -> None:
+    known = tmp_path / "known_hosts"
+    with bastion() as jump, silent_server() as device:
+        known.write_text(jump.line())
+        params = {"timeout": 1} if task.__name__ == "asend_command" else {}
+        (tmp_path / "hosts.yaml").write_text(json.dumps({
+            f"h{n}": {"hostname": "127.0.0.1", "port": device.port, "platform": "cisco_ios"}
+            for n in range(3)
+        }))
+        (tmp_path / "defaults.yaml").write_text(json.dumps({
+            "username": "admin", "password": PASSWORD,
+            "data": {"known_hosts": str(known), "host_key_checking": "off",
+                     "jump_host": jump_data(jump)},
+            "connection_options": {"netmiko": {"extras": {"conn_timeout": 1}}},
+        }))
+        (tmp_path / "groups.yaml").write_text("{}")
+        nr = nornir_on(tmp_path, runner)
+        try:
+            result = nr.run(task=task, command="show clock", **params)
+        finally:
+            nr.close_connections()
+        accepted = device.accepted
+    for name, multi in result.items():
+        exc = multi[0].exception
+        assert isinstance(exc, NoSSHBanner), (name, exc)
+        assert str(exc) == (f"127.0.0.1:{device.port}: no SSH banner within 1 s: the port took "
+                            "the connection and said nothing")
+        assert attempts_of(multi)[0] == 1
+    assert accepted == len(result)  # once per host, through the bastion
 
 
 def test_a_channel_closed_twice_after_its_bastion_connection_closed_says_nothing(
