@@ -101,3 +101,30 @@ def test_a_closed_device_port_is_refused_once(runner: str, task: Any, tmp_path: 
         assert str(port) in str(exc)
         assert attempts_of(multi)[0] == 1
     assert throttled_lines(result) == []
+
+
+@pytest.mark.parametrize(
+    ("extras", "config", "own"),
+    [
+        ({}, None, True),  # no SSH config: netmiko would open a plain connection
+        ({}, "Host other\n  ProxyJump bastion\n", True),  # an entry for another host
+        ({}, "Host 10.0.0.1\n  ProxyJump bastion\n", False),
+        ({}, "Host 10.0.0.1\n  Port 2222\n", False),
+        ({}, "Host 10.0.0.1\n  HostName r1.example.net\n", False),
+        ({"sock": object()}, None, False),  # the user's own socket
+        ({"device_type": "cisco_ios_telnet"}, None, False),
+    ],
+)
+def test_the_tasks_open_the_connection_only_where_netmiko_would_open_a_plain_one(
+    extras: dict[str, Any], config: str | None, own: bool, tmp_path: Path
+) -> None:
+    from nornir.core.inventory import Host
+
+    from nornir_bench.tasks._ssh_banner import own_socket_for
+
+    path = None
+    if config is not None:
+        path = tmp_path / "ssh_config"
+        path.write_text(config)
+    host = Host("r1", hostname="10.0.0.1", platform="cisco_ios")
+    assert own_socket_for(host, extras, None if path is None else str(path)) is own
