@@ -20,6 +20,18 @@ the median wall time of each, and their ratio (target <= 1.3x); the bastion's lo
 log's ``Accepted password`` lines: connections shared, 10 sessions each).
 
 ``--quick``: 2 routers, 30 hosts, 1 repeat, asyncio only, for a test.
+
+    python scripts/bench_bastion.py --down [--hosts 6] [--timeout 5] [--repeat 3] [--quick]
+
+``--down``: a bastion that is down but for its TCP stack (it takes the connection and never
+says a word: lab.faulty_servers), ``--hosts`` hosts behind it, a login timeout of
+``--timeout`` s (netmiko's ``conn_timeout``, scrapli's ``timeout``), every runner with both
+drivers where it runs them (``send_command`` on netmiko, ``asend_command`` on scrapli), in
+this process, each runner warmed by a run first (its pool, workers or cluster started).
+Measured: the hosts that failed with ``JumpHostUnreachable`` naming the bastion (target all),
+the bastion's connections a run (one per process that runs hosts), and the median run's time
+against one login timeout (target <= 1.2x). No root, no lab. ``--down --quick``: 1 s, 1
+repeat, threadpool and asyncio, for a test.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import shutil
 import statistics
@@ -37,6 +50,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from bench_routers import RouterLab, _lab_name, run_script
 
@@ -132,14 +146,99 @@ def timed(path: Path, records: Path) -> tuple[float, int, int]:
     return seconds, ok, len(lines)
 
 
+# Every runner, with the tasks of both drivers it runs (nornir's and the thread pool's run no
+# async def task).
+DOWN_TASKS = {
+    "threadpool": ("send_command",),
+    "threaded": ("send_command",),
+    "asyncio": ("send_command", "asend_command"),
+    "processpool": ("send_command", "asend_command"),
+    "dask": ("send_command", "asend_command"),
+}
+
+
+def behind(folder: Path, port: int, runner: str, hosts: int, timeout: float) -> Any:
+    """A Nornir on ``hosts`` devices behind the bastion at ``port`` (never reached)."""
+    from nornir import InitNornir
+
+    (folder / "hosts.yaml").write_text(json.dumps({
+        f"h{n}": {"hostname": "127.0.0.1", "port": 22, "platform": "cisco_ios"}
+        for n in range(hosts)
+    }))
+    (folder / "defaults.yaml").write_text(json.dumps({
+        "username": "ops", "password": "not-sent",
+        "data": {"host_key_checking": "off", "jump_host": {"host": "127.0.0.1", "port": port}},
+        "connection_options": {"netmiko": {"extras": {"conn_timeout": timeout}}},
+    }))
+    return InitNornir(
+        runner={"plugin": runner},
+        inventory={"plugin": "SimpleInventory", "options": {
+            "host_file": str(folder / "hosts.yaml"),
+            "defaults_file": str(folder / "defaults.yaml")}},
+        logging={"enabled": False},
+    )
+
+
+def bench_down(args: argparse.Namespace) -> int:
+    from nornir_bench.core.library_warnings import quiet_library_deprecations
+    from nornir_bench.lab.faulty_servers import silent_server
+    from nornir_bench.tasks import BUILTIN_TASKS, sim_rtt
+    from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
+
+    runners = ["threadpool", "asyncio"] if args.quick else list(DOWN_TASKS)
+    logging.getLogger().addHandler(logging.NullHandler())  # each host's traceback: not here
+    quiet_library_deprecations()
+    with tempfile.TemporaryDirectory(prefix="bench-bastion-down-") as work, \
+            silent_server() as bastion_down:
+        named = f"jump host 127.0.0.1:{bastion_down.port}: no SSH banner"
+        print(f"\n### {args.hosts} hosts behind a bastion that never answers, login timeout "
+              f"{args.timeout:g} s, {args.repeat} runs each\n")
+        print("| runner | task | hosts failed naming the bastion | bastion connections a run | "
+              "median s | x login timeout (target <= 1.2) |")
+        print("|---|---|---|---|---|---|")
+        for runner in runners:
+            nr = behind(Path(work), bastion_down.port, runner, args.hosts, args.timeout)
+            try:
+                nr.run(task=sim_rtt, rtt=0.0)  # its pool, workers or cluster up first
+                for task in DOWN_TASKS[runner]:
+                    params = {"timeout": args.timeout} if task == "asend_command" else {}
+                    times, oks, before = [], [], bastion_down.accepted
+                    for _ in range(args.repeat):
+                        began = time.perf_counter()
+                        result = nr.run(task=BUILTIN_TASKS[task], command="show clock",
+                                        on_failed=True, **params)
+                        times.append(time.perf_counter() - began)
+                        oks.append(sum(
+                            isinstance(multi[0].exception, JumpHostUnreachable)
+                            and named in str(multi[0].exception) for multi in result.values()
+                        ))
+                    ratio = statistics.median(times) / args.timeout
+                    connections = (bastion_down.accepted - before) / args.repeat
+                    print(f"| {runner} | {task} | {', '.join(f'{ok}/{args.hosts}' for ok in oks)}"
+                          f" | {connections:g} | {statistics.median(times):.2f} | {ratio:.2f} "
+                          f"({'met' if ratio <= 1.2 else 'MISSED'}) |", flush=True)
+            finally:
+                nr.close_connections()
+                getattr(nr.runner, "close", lambda: None)()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--routers", type=int, default=5)
-    parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--hosts", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--runners", nargs="+", choices=list(TASKS), default=list(TASKS))
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--down", action="store_true")
+    parser.add_argument("--timeout", type=float, default=5.0)
     args = parser.parse_args()
+    if args.down:
+        args.hosts = args.hosts or 6
+        if args.quick:
+            args.timeout, args.repeat = 1.0, 1
+        return bench_down(args)
+    args.hosts = args.hosts or 200
     if args.quick:
         args.routers, args.hosts, args.repeat, args.runners = 2, 30, 1, ["asyncio"]
     if os.geteuid() != 0 or shutil.which("/usr/sbin/sshd") is None:

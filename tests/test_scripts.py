@@ -22,6 +22,13 @@ SPREAD = rf"{N} \({N}-{N}\)"  # median (min-max)
 # Each script's command on a small fleet, and the lines it must print (regexes, one line each).
 SCRIPT_RUNS = [
     (
+        ["bench_bastion.py", "--down", "--quick"],
+        [
+            rf"\| threadpool \| send_command \| 6/6 \| 1 \| {N} \| {N} \((met|MISSED)\) \|",
+            rf"\| asyncio \| asend_command \| 6/6 \| 1 \| {N} \| {N} \((met|MISSED)\) \|",
+        ],
+    ),
+    (
         ["bench_host_keys.py", "--quick"],
         [
             r"\| threadpool \| send_command \| strict \| none \| 0 \| HostKeyUnknown \|",

@@ -15,6 +15,7 @@ __all__ = [
     "HostSkipped",
     "RemoteException",
     "LoginRefused",
+    "NoSSHBanner",
     "RunAborted",
     "RunInterrupted",
     "RunTimeout",
@@ -167,6 +168,36 @@ class LoginRefused(ConnectionError):
 
     def __reduce__(self) -> tuple[type[LoginRefused], tuple[str, int]]:
         return (type(self), (self.server, self.times))
+
+
+class NoSSHBanner(TimeoutError):
+    """The server took the TCP connection and sent nothing, not even its SSH banner, within
+    the login's wait; it did not close the connection either.
+
+    Not a server throttling logins (those close the connection before login:
+    :class:`LoginRefused`): a hung SSH server, a port forward to nothing, or no SSH server at
+    all. The login is not tried again as a refused one, nor counted among them.
+
+    Attributes:
+        server: ``address:port`` of the server.
+        seconds: how long the login waited for the banner.
+    """
+
+    def __init__(self, server: str, seconds: float) -> None:
+        self.server = server
+        self.seconds = seconds
+        super().__init__(f"{server}: {self.reason}")
+
+    @property
+    def reason(self) -> str:
+        """What happened, without the server's address: for a message naming it otherwise."""
+        return (
+            f"no SSH banner within {seconds_text(self.seconds)} s: the port took the "
+            "connection and said nothing"
+        )
+
+    def __reduce__(self) -> tuple[type[NoSSHBanner], tuple[str, float]]:
+        return (type(self), (self.server, self.seconds))
 
 
 class SessionClosed(EOFError):

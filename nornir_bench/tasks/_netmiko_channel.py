@@ -1,4 +1,10 @@
-"""netmiko's connection for the tasks, its reads ending when the device closes the session.
+"""netmiko's connection for the tasks: opened on a socket of the tasks' own, its reads ending
+when the device closes the session.
+
+The login runs over a TCP connection the tasks open and watch (tasks/_ssh_banner.py), where
+netmiko would open a plain one, or over a channel through the host's bastion: a device that
+takes the connection and never says a word fails once, as ``NoSSHBanner``, where netmiko's
+"No existing session" would read as a server throttling logins.
 
 netmiko reads its paramiko channel only when ``recv_ready()``, that is when data is buffered
 (``SSHChannel.read_buffer``). A channel at end of file has nothing buffered either, so the
@@ -12,18 +18,22 @@ connection only: netmiko is not changed for anyone else.
 from __future__ import annotations
 
 import functools
+import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from netmiko.channel import SSHChannel
 
 from nornir_bench.core.exceptions import SessionClosed
+from nornir_bench.tasks._ssh_banner import no_banner, own_socket_for, watched_connection
+from nornir_bench.tasks.bastion_connections import channel_through
 from nornir_bench.tasks.host_keys import (
     netmiko_host_key_extras,
     netmiko_refusal,
     trust_of,
     without_setting,
 )
-from nornir_bench.tasks.jump_hosts import channel_through, jump_host_of
+from nornir_bench.tasks.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
     from netmiko import BaseConnection
@@ -38,32 +48,72 @@ def open_netmiko(task: Task, host: Host, extras: dict[str, Any] | None = None) -
     ``extras`` (else ``extras``) and its SSH host key checked before the password
     (tasks/host_keys.py).
 
+    The login's socket is the tasks' own (see the module), closed if the login fails.
+
     Raises:
         HostKeyMismatch, HostKeyUnknown: the host's key is not trusted; nothing was sent.
+        NoSSHBanner: the server took the connection and said nothing.
+        ConnectionRefusedError: nothing listens on the host's port.
     """
     params = host.get_connection_parameters("netmiko")
     given = without_setting(dict(params.extras or {}) if extras is None else extras)
     hostname, port = params.hostname or host.name, params.port or 22
-    probe_wait = float(given.get("conn_timeout") or 10.0)
+    probe_wait = _seconds(given, "conn_timeout")
+    login_wait = min(probe_wait, _seconds(given, "banner_timeout"))
     trust = trust_of(host, "netmiko")
     jump = jump_host_of(host)
-    through = None if jump is None else functools.partial(
-        channel_through, jump, trust, hostname, port, probe_wait
-    )
-    with netmiko_host_key_extras(
-        trust, host.name, hostname, port, probe_wait, through
-    ) as checked:
-        if through is not None:  # the device's session on a channel of the bastion's
-            checked = {**checked, "sock": through()}
-        try:
+    opened: list[tuple[Any, float]] = []  # the sockets this login opened, with their waits
+    connect: Callable[[float], Any] | None = None
+    if jump is not None or own_socket_for(host, given, _ssh_config(task)):
+
+        def connect(wait: float) -> Any:
+            sock = (
+                watched_connection(hostname, port, probe_wait) if jump is None
+                else channel_through(jump, trust, hostname, port, probe_wait)
+            )
+            opened.append((sock, wait))
+            return sock
+
+    try:
+        with netmiko_host_key_extras(
+            trust, host.name, hostname, port, probe_wait,
+            None if connect is None else functools.partial(connect, probe_wait),
+        ) as checked:
+            if connect is not None:  # the device's session on a socket of the tasks' own
+                checked = {**checked, "sock": connect(login_wait)}
             host.open_connection(
                 "netmiko", configuration=task.nornir.config, extras={**given, **checked}
             )
-        except Exception as exc:
-            refused = netmiko_refusal(exc, host.name, hostname, port)
-            if refused is exc:
-                raise
-            raise refused from None
+    except Exception as exc:
+        sock, wait = opened[-1] if opened else (None, 0.0)
+        silent = None if sock is None else no_banner(exc, sock, f"{hostname}:{port}", wait)
+        for each, _ in opened:  # netmiko may have failed before paramiko took it
+            each.close()
+        if silent is not None:
+            raise silent from exc
+        refused = netmiko_refusal(exc, host.name, hostname, port)
+        if refused is exc:
+            raise
+        raise refused from None
+
+
+def _seconds(extras: dict[str, Any], name: str) -> float:
+    """netmiko's login wait ``name`` as the extras give it, else netmiko's default."""
+    given = extras.get(name)
+    return float(given) if given else _netmiko_default(name)
+
+
+@functools.cache
+def _netmiko_default(name: str) -> float:
+    from netmiko import BaseConnection
+
+    return float(inspect.signature(BaseConnection.__init__).parameters[name].default)
+
+
+def _ssh_config(task: Task) -> str | None:
+    """The SSH config file nornir gives its connection plugins (netmiko reads it)."""
+    ssh = getattr(task.nornir.config, "ssh", None)
+    return getattr(ssh, "config_file", None)
 
 
 def netmiko_connection(task: Task) -> BaseConnection:

@@ -12,6 +12,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.tasks._ssh_banner import (
+    ConnectionWatch,
+    connection_refused,
+    login_timeout_error,
+)
 from nornir_bench.tasks.host_keys import HostKeyCheck, without_setting
 
 if TYPE_CHECKING:
@@ -21,6 +26,7 @@ __all__ = [
     "SCRAPLI_PLATFORMS",
     "TERMINAL_SIZE",
     "driver_options",
+    "login_error",
     "login_timed_out",
     "privileged_level",
     "scrapli_driver",
@@ -141,10 +147,26 @@ def login_timed_out(exc: BaseException) -> bool:
     )
 
 
-def driver_options(extras: dict[str, Any], check: HostKeyCheck, timeout: float) -> dict[str, Any]:
+def login_error(
+    exc: BaseException, watch: ConnectionWatch, where: str, timeout: float, *, direct: bool
+) -> BaseException | None:
+    """What a scrapli login to ``where`` that failed with ``exc`` fails with instead, if
+    anything: a login that ran out of its ``timeout`` (which scrapli reports as an
+    authentication failure) says how far it got, a device's port that refused the connection
+    (``direct``: not through a bastion) is named."""
+    if login_timed_out(exc):
+        return login_timeout_error(watch, where, timeout)
+    if direct and isinstance(exc, ConnectionRefusedError):
+        return connection_refused(where)
+    return None
+
+
+def driver_options(
+    extras: dict[str, Any], check: HostKeyCheck, timeout: float, watch: ConnectionWatch
+) -> dict[str, Any]:
     """scrapli's driver options for a login: the host's ``extras`` over the login's timeouts,
     with the host-key check given to asyncssh (scrapli's own, ``auth_strict_key``, comes after
-    the password)."""
+    the password), and its client watched (``watch``: how far a login that timed out got)."""
     options: dict[str, Any] = {
         "auth_strict_key": False,
         "timeout_socket": timeout,
@@ -153,12 +175,12 @@ def driver_options(extras: dict[str, Any], check: HostKeyCheck, timeout: float) 
     }
     options.update(without_setting(extras))
     transport_options = dict(options.get("transport_options") or {})
-    transport_options["asyncssh"] = {
+    transport_options["asyncssh"] = watch.options({
         **check.transport_options(),
         # A terminal as wide as netmiko's: at asyncssh's default (80 columns) FRR's vtysh
         # wraps the echo of a longer line, which scrapli then waits for until its timeout.
         "term_size": TERMINAL_SIZE,
         **(transport_options.get("asyncssh") or {}),
-    }
+    })
     options["transport_options"] = transport_options
     return options

@@ -25,17 +25,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.liveness import bytes_waiting, socket_open
-from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks._scrapli_drivers import (
     driver_options,
-    login_timed_out,
+    login_error,
     privileged_level,
     scrapli_driver,
     scrapli_platform,
     stay_where_logged_in,
 )
+from nornir_bench.tasks._ssh_banner import ConnectionWatch
+from nornir_bench.tasks.bastion_connections import atunnel
 from nornir_bench.tasks.host_keys import HostKeyCheck, trust_of
-from nornir_bench.tasks.jump_hosts import atunnel, jump_host_of
+from nornir_bench.tasks.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
     import asyncssh
@@ -130,7 +131,8 @@ class ScrapliSession:
             ValueError: no platform, a platform scrapli has no driver for, or a
                 ``transport`` in ``extras`` (it is asyncssh here).
             scrapli.exceptions.ScrapliAuthenticationFailed: wrong credentials.
-            OSError: the port refused or the host is unreachable.
+            OSError: the port refused (named) or the host is unreachable.
+            NoSSHBanner: the device took the connection and sent nothing within ``timeout``.
             TimeoutError: no SSH login within ``timeout``.
             scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
         """
@@ -141,7 +143,8 @@ class ScrapliSession:
         self._where = f"{hostname}:{port or 22}"
         trust = trust_of(host, CONNECTION_NAME)
         check = HostKeyCheck(trust, host.name, hostname, port or 22)
-        options = driver_options(params.extras or {}, check, timeout)
+        watch = ConnectionWatch()  # how far a login that timed out got
+        options = driver_options(params.extras or {}, check, timeout, watch)
         if "transport" in options:
             raise ValueError(
                 f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
@@ -175,10 +178,9 @@ class ScrapliSession:
             self._abort()
             if check.refused is not None:
                 raise check.refused from None
-            if login_timed_out(exc):
-                raise TimeoutError(
-                    f"{self._where}: no SSH login within {seconds_text(timeout)} s of connecting"
-                ) from exc
+            said = login_error(exc, watch, self._where, timeout, direct=jump is None)
+            if said is not None:
+                raise said from exc
             raise
         if carried is not None:  # its place on the bastion's connection, freed as it closes
             carried(getattr(driver.transport, "session", None))

@@ -17,9 +17,16 @@ import paramiko
 import pytest
 from nornir.core.inventory import Host
 
-from nornir_bench.core.exceptions import LoginRefused
-from nornir_bench.core.policies.logins import LoginPace, Place, refused_before_login, server_of
+from nornir_bench.core.exceptions import LoginRefused, NoSSHBanner
+from nornir_bench.core.policies.logins import (
+    LoginPace,
+    Place,
+    refused_before_login,
+    refused_by,
+    server_of,
+)
 from nornir_bench.core.policies.options import RunPolicy
+from nornir_bench.lab.faulty_servers import silent_server
 
 
 @contextmanager
@@ -142,11 +149,11 @@ def test_login_retries_default_on_and_can_be_turned_off() -> None:
         RunPolicy.build("t", {"login_retries": -1})
 
 
-def netmiko_error(port: int) -> BaseException:
+def netmiko_error(port: int, wait: float = 5) -> BaseException:
     with pytest.raises(Exception) as caught:
         netmiko.ConnectHandler(
             device_type="cisco_ios", host="127.0.0.1", port=port, username="u", password="p",
-            conn_timeout=5, banner_timeout=5,
+            conn_timeout=wait, banner_timeout=wait,
         )
     return caught.value
 
@@ -175,6 +182,26 @@ def test_a_connection_closed_in_the_key_exchange_is_a_refused_login() -> None:
     assert refused_before_login(netmiko.NetmikoTimeoutException(
         "Paramiko: 'No existing session' error: try increasing 'conn_timeout' to 15 seconds"
     ))
+
+
+def test_a_server_that_never_answered_is_not_a_refused_login_whatever_netmiko_said() -> None:
+    """netmiko says "No existing session" for a banner that never came too; the tasks tell
+    it apart (tasks/_ssh_banner.py) and raise NoSSHBanner from it, which ends the look into
+    its causes."""
+    with silent_server() as silent:
+        said = netmiko_error(silent.port, wait=1)
+    assert refused_before_login(said)  # the library's words alone: taken for a refusal
+    try:
+        raise NoSSHBanner(f"127.0.0.1:{silent.port}", 1) from said
+    except NoSSHBanner as exc:
+        assert not refused_before_login(exc)
+
+
+def test_a_refusal_names_the_server_its_error_names_else_the_hosts() -> None:
+    bastion = ConnectionError("jump host 127.0.0.1:2702: closed before login")
+    bastion.server = "127.0.0.1:2702"  # type: ignore[attr-defined]  # JumpHostUnreachable's
+    assert refused_by(bastion, host(2201)) == "127.0.0.1:2702"
+    assert refused_by(EOFError(), host(2201)) == "127.0.0.1:2201"
 
 
 @pytest.mark.parametrize(

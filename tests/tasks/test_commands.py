@@ -190,7 +190,8 @@ def test_silent_device_fails_by_the_timeout(tmp_path: Path) -> None:
         elapsed = time.monotonic() - start
     # a timeout, retried by default, not the authentication failure scrapli words it as
     assert isinstance(exc, TimeoutError) and not isinstance(exc, ScrapliAuthenticationFailed)
-    assert str(exc) == f"127.0.0.1:{port}: no SSH login within 1 s of connecting"
+    assert str(exc) == (f"127.0.0.1:{port}: no SSH banner within 1 s: the port took the "
+                        "connection and said nothing")
     assert elapsed >= 1  # not before it
 
 

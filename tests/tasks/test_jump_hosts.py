@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,8 +16,17 @@ from typing import Any
 import asyncssh
 import pytest
 from nornir import InitNornir
+from nornir.core.task import AggregatedResult
 
+from nornir_bench.bench.summary import summarize
+from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.exceptions import LoginRefused, NoSSHBanner
+from nornir_bench.lab.faulty_servers import closing_server, silent_server
+from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
+from tests.devices import closed_port, nornir_on
+from tests.runners.test_conformance import ASYNC, RUNNERS, SYNC, Runner, each_kind, each_runner
 from tests.ssh_servers import ssh_server
 from tests.tasks.test_host_keys import (
     COMBINATIONS,
@@ -105,41 +113,6 @@ def run_through(
     return {name: multi[0].exception for name, multi in result.items()}
 
 
-@dataclass
-class Silent:
-    port: int
-    accepted: int = 0
-
-
-@contextmanager
-def silent_server() -> Iterator[Silent]:
-    """A TCP server on 127.0.0.1 that accepts every connection, counts it, and never says a
-    word (a bastion whose sshd hangs)."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    server = Silent(listener.getsockname()[1])
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:  # closed: the test is over
-                return
-            held.append(conn)
-            server.accepted += 1
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        thread.join(HANG_GUARD)
-        for conn in held:
-            conn.close()
-
-
 def jump_data(jump: Bastion, sessions: int = 2) -> dict[str, Any]:
     return {"host": "127.0.0.1", "port": jump.port, "username": "ops",
             "password": JUMP_PASSWORD, "max_sessions": sessions}
@@ -190,44 +163,130 @@ def test_a_device_impostor_behind_the_bastion_gets_no_password(
     assert all(isinstance(exc, HostKeyUnknown) for exc in errors.values()), errors
 
 
+def run_behind_down_bastion(
+    port: int, folder: Path, runner: Runner, kind: str, hosts: int = 4
+) -> AggregatedResult:
+    """``show clock`` on ``hosts`` devices behind the bastion at ``port``, the runner's
+    options and the login policy's defaults (``login_retries`` on); a login timeout of 1 s."""
+    (folder / "hosts.yaml").write_text(json.dumps({
+        f"h{n}": {"hostname": "127.0.0.1", "port": 9, "platform": "cisco_ios"}
+        for n in range(hosts)  # never reached: the bastion is down
+    }))
+    (folder / "defaults.yaml").write_text(json.dumps({
+        "username": "admin", "password": PASSWORD,
+        "data": {"host_key_checking": "off", "jump_host": {"host": "127.0.0.1", "port": port}},
+        "connection_options": {"netmiko": {"extras": {"conn_timeout": 1}}},
+    }))
+    (folder / "groups.yaml").write_text("{}")
+    nr = nornir_on(folder, runner.name, **runner.options)
+    try:
+        if kind == ASYNC:
+            return nr.run(task=asend_command, command="show clock", timeout=1)
+        return nr.run(task=send_command, command="show clock")
+    finally:
+        nr.close_connections()
+        getattr(nr.runner, "close", lambda: None)()
+
+
+def processes(runner: Runner) -> int:
+    """How many processes run a runner's hosts in these tests (one bastion attempt each)."""
+    return 2 if runner.name in ("processpool", "dask") else 1
+
+
+def assert_failed_once_naming_the_bastion(result: AggregatedResult, said: str) -> None:
+    """Every host failed with JumpHostUnreachable saying ``said``, at its first attempt, and
+    the summary counts no login throttled."""
+    for name, multi in result.items():
+        exc = multi[0].exception
+        assert isinstance(exc, JumpHostUnreachable), (name, exc)
+        assert str(exc) == said, (name, str(exc))
+        assert attempts_of(multi)[0] == 1, (name, attempts_of(multi))
+    lines = summarize(result).lines()
+    assert not [line for line in lines if "throttled" in line], lines
+    assert f"failed with JumpHostUnreachable: {len(result)} hosts" in "\n".join(lines), lines
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_a_bastion_that_never_answers_fails_every_host_behind_it_once_naming_it(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    """A bastion that takes the connection and never says a word is down, not throttling:
+    one attempt (per process), and every host behind it fails with it, named, without being
+    tried again as a refused login or counted as one the routers behind it throttled."""
+    with silent_server() as silent:
+        result = run_behind_down_bastion(silent.port, tmp_path, runner, kind)
+        accepted = silent.accepted
+    assert_failed_once_naming_the_bastion(
+        result, f"jump host 127.0.0.1:{silent.port}: no SSH banner within 1 s: the port took "
+        "the connection and said nothing",
+    )
+    assert 1 <= accepted <= processes(runner)  # the logins that waited failed with it
+
+
+@pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
+def test_a_bastion_port_that_is_closed_fails_every_host_behind_it_naming_it(
+    runner: Runner, kind: str, tmp_path: Path
+) -> None:
+    with closed_port() as port:
+        result = run_behind_down_bastion(port, tmp_path, runner, kind)
+    assert_failed_once_naming_the_bastion(
+        result, f"jump host 127.0.0.1:{port}: connection refused: nothing listens on that "
+        "port (is the bastion up?)",
+    )
+
+
+@pytest.mark.parametrize("kind", [SYNC, ASYNC])
+def test_a_bastion_that_closes_before_login_is_a_login_it_throttled_not_the_routers(
+    kind: str, tmp_path: Path
+) -> None:
+    """A bastion closing each connection at once, as past its MaxStartups: tried again as a
+    throttled login, and the summary names the bastion, not the devices behind it."""
+    runner = next(r for r in RUNNERS if r.name == ("threadpool" if kind == SYNC else "asyncio"))
+    with closing_server() as closing:
+        result = run_behind_down_bastion(closing.port, tmp_path, runner, kind, hosts=2)
+        accepted = closing.accepted
+    for name, multi in result.items():
+        exc = multi[0].exception
+        assert isinstance(exc, LoginRefused), (name, exc)
+        assert exc.server == f"127.0.0.1:{closing.port}"
+        assert attempts_of(multi)[0] > 1
+    assert accepted > len(result)
+    said = [line for line in summarize(result).lines() if line.startswith("logins throttled")]
+    assert len(said) == 1 and f"1 SSH server (127.0.0.1:{closing.port})" in said[0], said
+
+
 @pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)
-def test_a_bastion_that_never_answers_is_tried_once_not_once_per_host(
+def test_a_device_that_never_answers_behind_the_bastion_fails_once_named(
     runner: str, task: Any, tmp_path: Path
 ) -> None:
-    """Hosts that waited while a bastion login failed fail with it, naming the bastion: a dead
-    bastion costs one login timeout, not one per host in a row (retries are the login
-    policy's: off here)."""
-    from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
-
-    with silent_server() as silent, impostor() as device:
+    known = tmp_path / "known_hosts"
+    with bastion() as jump, silent_server() as device:
+        known.write_text(jump.line())
+        params = {"timeout": 1} if task.__name__ == "asend_command" else {}
         (tmp_path / "hosts.yaml").write_text(json.dumps({
             f"h{n}": {"hostname": "127.0.0.1", "port": device.port, "platform": "cisco_ios"}
-            for n in range(6)
+            for n in range(3)
         }))
         (tmp_path / "defaults.yaml").write_text(json.dumps({
             "username": "admin", "password": PASSWORD,
-            "data": {"host_key_checking": "off",
-                     "jump_host": {"host": "127.0.0.1", "port": silent.port}},
-            "connection_options": {"netmiko": {"extras": {"conn_timeout": 2}}},
+            "data": {"known_hosts": str(known), "host_key_checking": "off",
+                     "jump_host": jump_data(jump)},
+            "connection_options": {"netmiko": {"extras": {"conn_timeout": 1}}},
         }))
-        nr = InitNornir(
-            runner={"plugin": runner, "options": {"num_workers": 6, "login_retries": 0}},
-            inventory={"plugin": "SimpleInventory", "options": {
-                "host_file": str(tmp_path / "hosts.yaml"),
-                "defaults_file": str(tmp_path / "defaults.yaml")}},
-            logging={"enabled": False},
-        )
-        params = {"timeout": 2} if task.__name__ == "asend_command" else {}
-        result = nr.run(task=task, command="show clock", **params)
-        accepted = silent.accepted
-    errors = [multi[0].exception for multi in result.values()]
-    assert len(errors) == 6 and all(exc is not None for exc in errors)
-    # one attempt for the hosts waiting on it (a host the login pacing starts after it failed
-    # tries again): not one attempt per host, 2 s each in a row
-    shared = [exc for exc in errors if isinstance(exc, JumpHostUnreachable)]
-    assert accepted < 6 and len(shared) == 6 - accepted, (accepted, errors)
-    assert all(f"jump host 127.0.0.1:{silent.port}" in str(exc) for exc in shared)
-    assert device.passwords == []
+        (tmp_path / "groups.yaml").write_text("{}")
+        nr = nornir_on(tmp_path, runner)
+        try:
+            result = nr.run(task=task, command="show clock", **params)
+        finally:
+            nr.close_connections()
+        accepted = device.accepted
+    for name, multi in result.items():
+        exc = multi[0].exception
+        assert isinstance(exc, NoSSHBanner), (name, exc)
+        assert str(exc) == (f"127.0.0.1:{device.port}: no SSH banner within 1 s: the port took "
+                            "the connection and said nothing")
+        assert attempts_of(multi)[0] == 1
+    assert accepted == len(result)  # once per host, through the bastion
 
 
 def test_a_channel_closed_twice_after_its_bastion_connection_closed_says_nothing(
@@ -236,8 +295,9 @@ def test_a_channel_closed_twice_after_its_bastion_connection_closed_says_nothing
     """paramiko closes a device's socket as its transport ends, and its owner closes it again:
     by then the bastion's connection, idle, is closed. The second close once raised EOFError,
     which replaced the host's own outcome."""
+    from nornir_bench.tasks.bastion_connections import channel_through
     from nornir_bench.tasks.host_keys import Trust
-    from nornir_bench.tasks.jump_hosts import channel_through, jump_from
+    from nornir_bench.tasks.jump_hosts import jump_from
 
     with bastion() as jump, impostor() as device:
         known = tmp_path / "known_hosts"
@@ -306,7 +366,8 @@ def test_a_login_that_waited_for_a_refused_bastion_login_is_tried_again_too() ->
     fail with it at once (JumpHostUnreachable), and are tried again as it is: they failed
     for good, though nothing was wrong but the moment."""
     from nornir_bench.core.policies.logins import refused_before_login
-    from nornir_bench.tasks.jump_hosts import JumpHost, JumpHostUnreachable, _again
+    from nornir_bench.tasks.bastion_connections import _again
+    from nornir_bench.tasks.jump_hosts import JumpHost, JumpHostUnreachable
     from tests.core.test_logins import closing_port
 
     async def login(port: int) -> None:

@@ -39,7 +39,7 @@ from nornir_bench.core.execution import (
     to_thread,
     wrap_result,
 )
-from nornir_bench.core.policies.logins import LoginPace, Place, refused_before_login, server_of
+from nornir_bench.core.policies.logins import LoginPace, Place, refused_before_login, refused_by
 from nornir_bench.core.policies.retry import retry_wait
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ class HostAttempts:
         wait, counts = self.pace.refused_login(self.host, place)
         self._counted += counts
         if not isinstance(outcome.error, LoginRefused):
-            refused = LoginRefused(server_of(self.host), self._refusals)
+            refused = LoginRefused(refused_by(outcome.error, self.host), self._refusals)
             refused.__cause__ = outcome.error
             outcome.text += "".join(traceback.format_exception_only(refused))
             outcome.error = refused

@@ -8,7 +8,9 @@ With ``login_retries`` (on by default) a runner:
 - tells such a failure apart (:func:`refused_before_login`): paramiko's "Error reading SSH
   protocol banner" or "No existing session", or the connection lost in its key exchange
   (netmiko's ``NetmikoTimeoutException`` around them, or the bare ``EOFError``), or asyncssh
-  losing the connection while connecting (scrapli);
+  losing the connection while connecting (scrapli); a server that took the connection and
+  never said a word (:class:`~nornir_bench.core.exceptions.NoSSHBanner`, whatever the library
+  said around it) is not one: it is not throttling, and trying it again costs a timeout each;
 - paces new logins to that server (:class:`LoginPace`, one per run in each process): none
   until it refuses one, then a window of logins under way at once that halves once for the
   refusals of logins started at one width (TCP NewReno's one cut per window of data) and
@@ -30,13 +32,13 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from nornir_bench.core.exceptions import LoginRefused
+from nornir_bench.core.exceptions import LoginRefused, NoSSHBanner
 from nornir_bench.core.policies.retry import causes
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["LoginPace", "Place", "refused_before_login", "server_of"]
+__all__ = ["LoginPace", "Place", "refused_before_login", "refused_by", "server_of"]
 
 _FIRST_WINDOW = 4.0  # logins under way at once to a server, once it refused one
 _UNPACED = 64.0  # a server whose window grew past this is no longer paced
@@ -69,15 +71,24 @@ def server_of(host: Host) -> str:
     return f"{host.hostname or host.name}:{host.port or 22}"
 
 
+def refused_by(error: BaseException, host: Host) -> str:
+    """The SSH server that refused ``host``'s login with ``error``: the one the error names
+    (a jump host's ``server``: the bastion refused it, not the device behind it), else the
+    host's own."""
+    server = getattr(error, "server", None)
+    return server if isinstance(server, str) and server else server_of(host)
+
+
 def refused_before_login(error: BaseException) -> bool:
     """Whether ``error`` says the SSH server closed the connection before authentication.
 
     An authentication refused is the server's answer, whatever it was raised during (paramiko's
     "Authentication failed" of a login tried again carries the reader thread's ``EOFError``):
-    a wrong password is not tried again, nor counted as a throttled login."""
+    a wrong password is not tried again, nor counted as a throttled login. So is a server
+    that never answered (``NoSSHBanner``), whatever paramiko said while waiting for it."""
     for cause in causes(error):
         for raised in _chain(cause):
-            if type(raised).__name__ in _AUTHENTICATION_REFUSED:
+            if isinstance(raised, NoSSHBanner) or type(raised).__name__ in _AUTHENTICATION_REFUSED:
                 break
             if _refusal(raised):
                 return True
