@@ -1,14 +1,15 @@
 """Which scrapli driver a host gets, and how its login starts: the platform names, the
-driver from scrapli's factory, the privilege level a session runs at, a login's timeout told
-apart from a wrong password. It opens nothing: :mod:`nornir_bench.tasks.scrapli_session`
-opens the driver and keeps it.
+driver from scrapli's factory (:class:`ScrapliLogin`: its options, the host key checked, a
+bastion's tunnel), the privilege level a session runs at, a login's timeout told apart from a
+wrong password. It opens nothing: :mod:`nornir_bench.tasks.scrapli_session` opens the driver
+and keeps it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -17,14 +18,19 @@ from nornir_bench.tasks._ssh_banner import (
     connection_refused,
     login_timeout_error,
 )
-from nornir_bench.tasks.host_keys import HostKeyCheck, without_setting
+from nornir_bench.tasks.bastion_connections import atunnel
+from nornir_bench.tasks.host_keys import HostKeyCheck, trust_of, without_setting
+from nornir_bench.tasks.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
+    from nornir.core.inventory import Host
     from scrapli.driver import AsyncGenericDriver, AsyncNetworkDriver
 
 __all__ = [
+    "CONNECTION_NAME",
     "SCRAPLI_PLATFORMS",
     "TERMINAL_SIZE",
+    "ScrapliLogin",
     "driver_options",
     "login_error",
     "login_timed_out",
@@ -33,6 +39,10 @@ __all__ = [
     "scrapli_platform",
     "stay_where_logged_in",
 ]
+
+CONNECTION_NAME = "scrapli_async"
+"""The key of the session in ``host.connections`` and of its options in the inventory (not
+nornir-scrapli's ``scrapli``, whose connection is a blocking one)."""
 
 SCRAPLI_PLATFORMS: Mapping[str, str] = MappingProxyType(
     {
@@ -184,3 +194,63 @@ def driver_options(
     })
     options["transport_options"] = transport_options
     return options
+
+
+class ScrapliLogin:
+    """One login to ``host`` with scrapli: the driver it opens, and what a failed one raises.
+
+    Args:
+        host: its ``hostname`` (else its name), ``port`` (22 if unset), ``username``,
+            ``password``, ``platform`` and ``extras``, as nornir gives a connection plugin them
+            (``connection_options.scrapli_async`` overrides each).
+        timeout: seconds for the TCP and SSH login, and for each exchange of the login.
+    """
+
+    def __init__(self, host: Host, timeout: float) -> None:
+        self.params = host.get_connection_parameters(CONNECTION_NAME)
+        self.hostname, self.port = self.params.hostname or host.name, self.params.port or 22
+        self.where = f"{self.hostname}:{self.port}"
+        self.timeout = timeout
+        self.trust = trust_of(host, CONNECTION_NAME)
+        self.check = HostKeyCheck(self.trust, host.name, self.hostname, self.port)
+        self.watch = ConnectionWatch()  # how far a login that timed out got
+        self.jump = jump_host_of(host)
+        self._carried: Callable[[Any], None] | None = None
+
+    async def driver(self) -> AsyncGenericDriver:
+        """The driver to open, in a tunnel of the bastion's connection if the host has one.
+
+        Raises:
+            ValueError: no platform, a platform scrapli has no driver for, or a
+                ``transport`` in ``extras`` (it is asyncssh here).
+        """
+        options = driver_options(self.params.extras or {}, self.check, self.timeout, self.watch)
+        if "transport" in options:
+            raise ValueError(
+                f"{self.where}: scrapli's transport is asyncssh here; remove 'transport' from "
+                f"connection_options.{CONNECTION_NAME}.extras"
+            )
+        if self.jump is not None:  # from the bastion's place on: what fails gives it back
+            tunnel, self._carried = await atunnel(self.jump, self.trust, self.timeout)
+            options["transport_options"]["asyncssh"]["tunnel"] = tunnel
+        return scrapli_driver(
+            scrapli_platform(self.params.platform),
+            host=self.hostname,
+            port=self.port,
+            auth_username=self.params.username or "",
+            auth_password=self.params.password or "",
+            transport="asyncssh",
+            **options,
+        )
+
+    def opened(self, driver: AsyncGenericDriver | None) -> None:
+        """The login ended (``driver`` open, or ``None``: it failed): the session's place on
+        the bastion's connection is held until the session closes, or freed now."""
+        if self._carried is not None:
+            self._carried(None if driver is None else getattr(driver.transport, "session", None))
+
+    def failure(self, exc: BaseException) -> BaseException | None:
+        """What the failed login raises instead of ``exc``, if anything but the host key
+        refused (:attr:`check`'s ``refused``): a timeout named for how far it got, a refused
+        port named."""
+        return login_error(exc, self.watch, self.where, self.timeout, direct=self.jump is None)

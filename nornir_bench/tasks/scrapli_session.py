@@ -26,17 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.liveness import bytes_waiting, socket_open
 from nornir_bench.tasks._scrapli_drivers import (
-    driver_options,
-    login_error,
+    CONNECTION_NAME,
+    ScrapliLogin,
     privileged_level,
-    scrapli_driver,
-    scrapli_platform,
     stay_where_logged_in,
 )
-from nornir_bench.tasks._ssh_banner import ConnectionWatch
-from nornir_bench.tasks.bastion_connections import atunnel
-from nornir_bench.tasks.host_keys import HostKeyCheck, trust_of
-from nornir_bench.tasks.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
     import asyncssh
@@ -45,9 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CONNECTION_NAME", "ScrapliSession", "session_of"]
 
-CONNECTION_NAME = "scrapli_async"
-"""The key of the session in ``host.connections`` and of its options in the inventory (not
-nornir-scrapli's ``scrapli``, whose connection is a blocking one)."""
 
 logger = logging.getLogger(__name__)
 
@@ -136,34 +127,12 @@ class ScrapliSession:
             TimeoutError: no SSH login within ``timeout``.
             scrapli.exceptions.ScrapliTimeout: no prompt within ``timeout``.
         """
-        params = host.get_connection_parameters(CONNECTION_NAME)
-        hostname, port = params.hostname or host.name, params.port
         if self.connection is not None:
             await self.aclose()
-        self._where = f"{hostname}:{port or 22}"
-        trust = trust_of(host, CONNECTION_NAME)
-        check = HostKeyCheck(trust, host.name, hostname, port or 22)
-        watch = ConnectionWatch()  # how far a login that timed out got
-        options = driver_options(params.extras or {}, check, timeout, watch)
-        if "transport" in options:
-            raise ValueError(
-                f"{self._where}: scrapli's transport is asyncssh here; remove 'transport' from "
-                f"connection_options.{CONNECTION_NAME}.extras"
-            )
-        jump, carried = jump_host_of(host), None
-        try:  # from the bastion's place on: what fails gives it back
-            if jump is not None:  # the device's session in a tunnel of the bastion's connection
-                tunnel, carried = await atunnel(jump, trust, timeout)
-                options["transport_options"]["asyncssh"]["tunnel"] = tunnel
-            driver = scrapli_driver(
-                scrapli_platform(params.platform),
-                host=hostname,
-                port=port or 22,
-                auth_username=params.username or "",
-                auth_password=params.password or "",
-                transport="asyncssh",
-                **options,
-            )
+        login = ScrapliLogin(host, timeout)
+        self._where = login.where
+        try:
+            driver = await login.driver()
             self._privileged = privileged_level(driver)
             if enable:
                 self._can_enable()
@@ -173,17 +142,15 @@ class ScrapliSession:
             self.connection = driver
             await driver.open()
         except BaseException as exc:
-            if carried is not None:
-                carried(None)
             self._abort()
-            if check.refused is not None:
-                raise check.refused from None
-            said = login_error(exc, watch, self._where, timeout, direct=jump is None)
+            login.opened(None)
+            if login.check.refused is not None:
+                raise login.check.refused from None
+            said = login.failure(exc)
             if said is not None:
                 raise said from exc
             raise
-        if carried is not None:  # its place on the bastion's connection, freed as it closes
-            carried(getattr(driver.transport, "session", None))
+        login.opened(driver)
 
     async def send_command(
         self, command: str, *, enable: bool = False, timeout: float = 30.0
