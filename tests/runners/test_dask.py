@@ -239,6 +239,33 @@ def test_the_embedded_cluster_ends_with_the_interpreter(
 # -- schedulers reached by address ----------------------------------------------------------
 
 
+def test_each_run_asks_the_scheduler_for_its_workers_whatever_the_client_updates_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once, a run on the shared cluster failed under load with "the scheduler at ... has no
+    workers" (and the test that ran it left the client's IO loop thread at its teardown): the
+    runner asked the client to update its copy of the scheduler's description and then read
+    that copy, which the client's own periodic update (every 2 s, without the workers) could
+    replace in between. Here that periodic update comes right after each update asked for."""
+    from tests.dask_cluster import SharedClusterOptions
+
+    nr = make_nornir("dask", hosts=4, **SharedClusterOptions())
+    try:
+        assert not nr.run(task=tasksets.hello).failed
+        client = nr.runner._cluster.client
+        update = client._update_scheduler_info
+
+        async def then_the_periodic_one(n_workers: int = 0) -> None:
+            await update(n_workers=n_workers)
+            await update()  # as the client's periodic callback does: no workers described
+
+        monkeypatch.setattr(client, "_update_scheduler_info", then_the_periodic_one)
+        result = nr.run(task=tasksets.hello)
+        assert not result.failed, {host: m.exception for host, m in result.failed_hosts.items()}
+    finally:
+        nr.runner.close()
+
+
 def test_a_tcp_scheduler_started_with_dasks_command_line_is_reached_by_address() -> None:
     address = shared_address()
     assert address.startswith("tcp://127.0.0.1:")
