@@ -316,7 +316,10 @@ def described_workers(client: Client) -> dict[str, Any]:
     copy, which the client's periodic update (every 2 s, without the workers) may have
     replaced in between: no workers at all, under load.
     """
-    identity: dict[str, Any] = client.sync(client.scheduler.identity, n_workers=-1)
+    scheduler = client.scheduler
+    if scheduler is None:  # the client was closed
+        raise DaskClusterError("the Dask client is closed: no scheduler to ask for its workers")
+    identity: dict[str, Any] = client.sync(scheduler.identity, n_workers=-1)
     return dict(identity["workers"])
 
 
