@@ -33,7 +33,7 @@ def nornir_bench_here(
     """``nornir-bench ARGS`` in ``cwd`` by its ``main()``, with ``env`` added to the
     environment: its status (an argument ``SystemExit`` too), standard output and error, as
     ``subprocess.run(..., capture_output=True, text=True)`` gives them for a process."""
-    with _put_back(), _environment(env or {}), contextlib.chdir(cwd), _captured() as out:
+    with _put_back(), _environment(env or {}), _in(cwd), _captured() as out:
         try:
             status: Any = main(list(args))
         except SystemExit as exc:  # argparse's usage errors and --help
@@ -47,6 +47,17 @@ def _status(code: Any) -> int:
     if code is None:
         return 0
     return code if isinstance(code, int) else 1
+
+
+@contextlib.contextmanager
+def _in(folder: Path) -> Iterator[None]:
+    """The current folder ``folder`` meanwhile (``contextlib.chdir`` is 3.11's)."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 @contextlib.contextmanager
