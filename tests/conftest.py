@@ -130,8 +130,6 @@ SLOW_MODULES = {
     "tests/bench/test_sweep.py",  # a benchmark process per point
     "tests/cli/test_advise_routers.py",  # a router lab
     "tests/cli/test_devices.py",  # a FakeNOS lab, jobs in processes
-    "tests/cli/test_run.py",  # the command in a process each
-    "tests/cli/test_run_steps.py",  # the command in a process each
     "tests/cli/test_script.py",  # script.py in processes, Ctrl-C to process groups
     "tests/core/test_gc.py",  # many runs, measured in processes
     "tests/core/test_open_files.py",  # processes under a lowered open-files limit

@@ -164,6 +164,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
         assert row["result"] == pytest.approx(0.01, abs=0.01)
 
 
+@pytest.mark.slow  # a process of its own
 def test_failed_hosts_exit_1_one_line_each_tracebacks_only_in_the_file(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 3}}\n")
     done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
@@ -269,6 +270,7 @@ def test_an_output_inside_a_file_says_which_is_a_file(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # a process of its own
 def test_records_past_the_file_size_limit_name_the_file_and_the_limit(tmp_path: Path) -> None:
     """Once: ``cannot write the results: [Errno 27] File too large``, no path, no limit."""
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=50)
@@ -328,6 +330,7 @@ def ctrl_c_after_the_first_record(
     return records(out_file), stdout, stderr
 
 
+@pytest.mark.slow  # a process of its own
 def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
     job = job_file(
         tmp_path,
@@ -362,6 +365,7 @@ def test_bad_usage_exits_2_in_one_line(tmp_path: Path, args: list[str], says: st
     assert line.startswith("nornir-bench") and ": error: " in line and says in line, line
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_capped_num_procs_is_one_warning_line(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: asim_rtt, params: {rtt: 0}}\n", runner="processpool")
     job.write_text(job.read_text().replace("{num_workers: 4}", "{num_procs: 1000000}"))
@@ -513,6 +517,7 @@ def test_an_alias_bomb_in_inventory_data_exits_2_instead_of_hanging(tmp_path: Pa
     )
 
 
+@pytest.mark.slow  # a process of its own
 def test_records_can_go_to_standard_output(tmp_path: Path) -> None:
     """A pipe or a terminal cannot be truncated or locked: they are written as they are."""
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
@@ -550,6 +555,7 @@ def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
     assert [r["exception"] for r in rows].count("RunAborted") == 10
 
 
+@pytest.mark.slow  # a process of its own
 def test_retried_and_timed_out_hosts_are_counted_in_the_summary(tmp_path: Path) -> None:
     (tmp_path / "jobtasks.py").write_text(TASKS)
     job = job_file(

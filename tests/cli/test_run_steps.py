@@ -94,6 +94,7 @@ def test_each_bad_steps_input_exits_2_in_one_line(tmp_path: Path, body: str, say
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.slow  # a process of its own
 def test_ctrl_c_in_a_step_keeps_what_finished_and_runs_no_later_step(tmp_path: Path) -> None:
     job = job_file(
         tmp_path,
@@ -122,6 +123,7 @@ def test_ctrl_c_in_a_step_keeps_what_finished_and_runs_no_later_step(tmp_path: P
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow  # a process of its own
 def test_show_prints_each_hosts_result_masked_without_tracebacks(tmp_path: Path) -> None:
     job = show_job(tmp_path, """\
         steps:
