@@ -15,6 +15,8 @@ from tests.waiting import HANG_GUARD
 
 __all__ = ["ssh_server"]
 
+_SETTLE_TURNS = 5  # turns of the loop after its connections closed, before it stops
+
 
 @contextmanager
 def ssh_server(
@@ -45,6 +47,10 @@ def ssh_server(
             conn.close()
         for conn in connections:
             await conn.wait_closed()
+        # What their closing closed in turn (a bastion's forwarded TCP connections) releases
+        # its socket on a later turn of the loop: a loop stopped before then leaves it open.
+        for _ in range(_SETTLE_TURNS):
+            await asyncio.sleep(0)
 
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
