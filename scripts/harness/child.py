@@ -16,7 +16,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -57,8 +57,10 @@ def child_command(module: str, *args: str) -> list[str]:
 
 
 def run_child_lines(module: str, spec: Any, *, timeout: float, tree: Path | None = None,
-                    env: Mapping[str, str] | None = None, cwd: Path | None = None) -> list[Any]:
-    """Every JSON line the child program ``module`` printed for ``spec``, once it exited 0.
+                    env: Mapping[str, str] | None = None, cwd: Path | None = None,
+                    exits: Container[int] = (0,)) -> list[Any]:
+    """Every JSON line the child program ``module`` printed for ``spec``, once it exited with
+    a status of ``exits``.
 
     Raises:
         ChildFailed: it exited otherwise, or ran past ``timeout`` seconds (then it and its
@@ -80,18 +82,20 @@ def run_child_lines(module: str, spec: Any, *, timeout: float, tree: Path | None
     finally:
         with suppress(ProcessLookupError):  # what it started and left, with its session
             os.killpg(process.pid, signal.SIGKILL)
-    if process.returncode != 0:
+    if process.returncode not in exits:
         said = (err.strip().splitlines() or out.strip().splitlines() or ["nothing"])[-1]
         raise ChildFailed(f"{module}: exit {process.returncode}: {said[:300]}")
     return [json.loads(line) for line in out.splitlines() if line.startswith(("{", "["))]
 
 
 def run_child(module: str, spec: Any, *, timeout: float, tree: Path | None = None,
-              env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Any:
+              env: Mapping[str, str] | None = None, cwd: Path | None = None,
+              exits: Container[int] = (0,)) -> Any:
     """The last JSON line the child program ``module`` printed for ``spec``."""
-    lines = run_child_lines(module, spec, timeout=timeout, tree=tree, env=env, cwd=cwd)
+    lines = run_child_lines(module, spec, timeout=timeout, tree=tree, env=env, cwd=cwd,
+                            exits=exits)
     if not lines:
-        raise ChildFailed(f"{module}: exit 0 without a result")
+        raise ChildFailed(f"{module}: ended without a result")
     return lines[-1]
 
 

@@ -120,9 +120,12 @@ def run_script(main: Callable[[Bench], int | None], options: Parser, *,
 def quiet_warnings() -> None:
     """The warnings a benchmark does not show: a library's deprecations of its own code, and
     scrapli's enable warning, here and in every process started from here."""
-    from nornir_bench.core.library_warnings import quiet_library_deprecations
-
-    quiet_library_deprecations()
+    try:  # a checkout measured side by side may be older than the filter
+        from nornir_bench.core.library_warnings import quiet_library_deprecations
+    except ImportError:
+        pass
+    else:
+        quiet_library_deprecations()
     warnings.filterwarnings("ignore", category=UserWarning, module="scrapli.helper")
     said = os.environ.get("PYTHONWARNINGS", "")
     if QUIET_SCRAPLI not in said.split(","):

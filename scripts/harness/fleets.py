@@ -21,6 +21,7 @@ __all__ = [
     "anoop",
     "noop",
     "run_checked",
+    "run_timed",
     "shared_out",
     "simple",
     "synthetic",
@@ -94,6 +95,13 @@ def closing(nr: Nornir) -> Iterator[Nornir]:
         yield nr
     finally:
         close(nr)
+
+
+def run_timed(nr: Nornir, task: Callable[..., Any], **params: Any) -> float:
+    """The seconds of ``nr.run(task, **params)``, whatever the hosts' outcome."""
+    began = time.perf_counter()
+    nr.run(task=task, **params)
+    return time.perf_counter() - began
 
 
 def run_checked(nr: Nornir, task: Callable[..., Any], **params: Any) -> float:

@@ -18,8 +18,8 @@ T = TypeVar("T")
 
 class Stopwatch:
     """``with Stopwatch() as took:``; then ``took.wall``, ``took.user`` and ``took.sys`` (this
-    process, every thread) and ``took.children`` (user + sys of the children waited for
-    meanwhile). Read inside the block, ``wall`` is the time so far."""
+    process, every thread), ``took.children_user`` and ``took.children_sys`` (the children
+    waited for meanwhile). Read inside the block, ``wall`` is the time so far."""
 
     def __init__(self) -> None:
         self.start()
@@ -32,7 +32,7 @@ class Stopwatch:
         self._ended: float | None = None
         self._usage = resource.getrusage(resource.RUSAGE_SELF)
         self._child_usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.user = self.sys = self.children = 0.0
+        self.user = self.sys = self.children_user = self.children_sys = 0.0
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -45,8 +45,8 @@ class Stopwatch:
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.user = usage.ru_utime - self._usage.ru_utime
         self.sys = usage.ru_stime - self._usage.ru_stime
-        self.children = (children.ru_utime + children.ru_stime
-                         - self._child_usage.ru_utime - self._child_usage.ru_stime)
+        self.children_user = children.ru_utime - self._child_usage.ru_utime
+        self.children_sys = children.ru_stime - self._child_usage.ru_stime
         return self
 
     @property
@@ -57,6 +57,11 @@ class Stopwatch:
     def cpu(self) -> float:
         """This process's user + sys."""
         return self.user + self.sys
+
+    @property
+    def children(self) -> float:
+        """The user + sys of the children waited for meanwhile."""
+        return self.children_user + self.children_sys
 
 
 def timed(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> tuple[T, float]:
