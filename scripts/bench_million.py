@@ -35,15 +35,14 @@ nornir's own result objects cost alone, the floor of any runner returning nornir
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import harness
 from harness.child import ROOT, ChildFailed, child_command, child_env, run_child
+from harness.memory import PeakMemory
 
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--hosts", type=int, default=None,
@@ -58,24 +57,6 @@ PARSER.add_argument("--timeout", type=float, default=1800,
 PARSER.add_argument("--breakdown", action="store_true")
 
 
-def tree_rss_kib(pid: int) -> int:
-    """Resident memory of ``pid`` and all its descendants (KiB), read from ``/proc``."""
-    total, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            with open(f"/proc/{current}/status") as f:
-                total += next(
-                    (int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0
-                )
-            for tid in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{tid}/children") as f:
-                    todo.extend(int(child) for child in f.read().split())
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # it ended while being read
-    return total
-
-
 def measure(tree: Path, kind: str, args: Any) -> dict[str, Any]:
     """One measurement in a fresh process importing nornir-bench from ``tree``, the peak of
     its process tree's memory sampled every 0.1 s meanwhile."""
@@ -84,29 +65,17 @@ def measure(tree: Path, kind: str, args: Any) -> dict[str, Any]:
         child_command("harness.children.million_run", json.dumps(spec)), cwd=tree,
         env=child_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    peak_tree = 0
-    ended = threading.Event()
-
-    def sample() -> None:  # bounded: stops when the child ends or is killed
-        nonlocal peak_tree
-        while not ended.wait(0.1):
-            peak_tree = max(peak_tree, tree_rss_kib(child.pid))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
     try:
-        out, err = child.communicate(timeout=args.timeout)
+        with PeakMemory(child.pid, every=0.1) as peak:
+            out, err = child.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
         child.kill()
         child.communicate()
         raise SystemExit(f"bench_million: {kind} from {tree} ran past {args.timeout} s") from None
-    finally:
-        ended.set()
-        sampler.join()
     if child.returncode != 0:
         raise SystemExit(f"bench_million: {kind} from {tree}: {err.strip().splitlines()[-3:]}")
     record: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
-    record["peak_tree_kib"] = peak_tree
+    record["peak_tree_kib"] = peak.kib
     return record
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "shared_out",
     "simple",
     "synthetic",
+    "warm",
 ]
 
 PROCESS_RUNNERS = ("processpool", "dask")
@@ -119,6 +120,12 @@ def run_checked(nr: Nornir, task: Callable[..., Any], **params: Any) -> float:
             f"back, {len(result.failed_hosts)} failed: {sorted(result.failed_hosts)[:3]}"
         )
     return seconds
+
+
+def warm(nr: Nornir, task: Callable[..., Any], hosts: int, **params: Any) -> None:
+    """The runner's workers (or cluster) started by a run on the first ``hosts`` hosts."""
+    names = set(list(nr.inventory.hosts)[:hosts])
+    nr.filter(filter_func=lambda host: host.name in names).run(task=task, **params)
 
 
 def shared_out(runner: str, in_flight: int, procs: int | None = None) -> dict[str, int]:
