@@ -26,7 +26,7 @@ from harness.processes import children_of, command_line
 from nornir_bench.lab import LabDevice, write_inventory
 from nornir_bench.lab.topology import LabPlan
 
-__all__ = ["Lab", "add_lab_option", "lab_name", "router_lab"]
+__all__ = ["Lab", "add_lab_option", "frr_pids", "lab_name", "router_lab"]
 
 SHOW = "show running-config"
 READY_SECONDS = 60.0
@@ -148,16 +148,21 @@ class Lab:
         return pids
 
     def frr_pids(self) -> list[int]:
-        """Its FRR daemons (not vtysh, which takes -N too)."""
-        prefix = f"nb-{self.name}-"
-        pids = []
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            words = command_line(int(entry))
-            pairs = zip(words, words[1:], strict=False)
-            if words and words[0].startswith("/usr/lib/frr/") and any(
-                    w == "-N" and after.startswith(prefix) for w, after in pairs):
-                pids.append(int(entry))
-        return pids
+        """Its FRR daemons."""
+        return frr_pids(self.name)
+
+
+def frr_pids(name: str) -> list[int]:
+    """The FRR daemons of lab ``name`` (not vtysh, which takes -N too)."""
+    prefix = f"nb-{name}-"
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        words = command_line(int(entry))
+        pairs = zip(words, words[1:], strict=False)
+        if words and words[0].startswith("/usr/lib/frr/") and any(
+                w == "-N" and after.startswith(prefix) for w, after in pairs):
+            pids.append(int(entry))
+    return pids
 
 
 @contextmanager
