@@ -105,7 +105,7 @@ def main(bench: harness.Bench) -> int:
 
 
 def lab_part(bench: harness.Bench, devices: int, repeat: int,
-             runs: tuple[tuple[str, str], ...]) -> None:
+             pairs: tuple[tuple[str, str], ...]) -> None:
     with tempfile.TemporaryDirectory() as folder, \
             device_lab(Path(folder) / "lab", devices) as lab, \
             counting_proxy([device.port for device in lab]) as proxy:
@@ -113,7 +113,7 @@ def lab_part(bench: harness.Bench, devices: int, repeat: int,
         write_inventory([replace(d, port=p) for d, p in zip(lab, proxy.ports, strict=True)],
                         proxied)
         rows = []
-        for runner, task in runs:
+        for runner, task in pairs:
 
             def steps(mode: str, runner: str = runner, task: str = task
                       ) -> tuple[int, float, float]:
