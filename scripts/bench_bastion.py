@@ -120,7 +120,7 @@ def job(folder: Path, inventory: Path, runner: str) -> Path:
                      runner=runner, task=TASKS[runner], params={"command": "show version"})
 
 
-def timed(path: Path, records: Path) -> tuple[float, int, int]:
+def run_once(path: Path, records: Path) -> tuple[float, int, int]:
     """``nornir-bench run`` of the job ``path``: its seconds, hosts ok and hosts in all."""
     done = run_job("run", str(path), "-o", str(records), timeout=RUN_SECONDS)
     lines = read_records(records)
@@ -253,7 +253,7 @@ def main(bench: harness.Bench) -> int:
 
                 def one(how: str, inventory: Path, runner: str = runner,
                         oks: dict[str, list[str]] = oks) -> float:
-                    seconds, ok, total = timed(job(folder, inventory, runner),
+                    seconds, ok, total = run_once(job(folder, inventory, runner),
                                                folder / "out.jsonl")
                     oks[how].append(f"{ok}/{total}")
                     return seconds

@@ -57,7 +57,7 @@ from nornir.core.inventory import Host
 from nornir.core.task import MultiResult, Task
 
 import harness
-from harness.fleets import anoop, noop, synthetic
+from harness.fleets import anoop, noop, run_checked, synthetic
 from nornir_bench import TaskTimeout
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.lab import raise_open_file_limit
@@ -331,14 +331,6 @@ def hung(bench: harness.Bench, runners: list[str], hosts: int, task_timeout: flo
                       "abandoned": abandoned, "left": after, "left_1s": later},
                      section="hung", runner=runner, workers=workers, hosts=hosts,
                      task_timeout=task_timeout)
-
-
-def run_checked(nr: Nornir, task: Callable[..., Any], **params: Any) -> float:
-    start = time.perf_counter()
-    result = nr.run(task=task, **params)
-    seconds = time.perf_counter() - start
-    assert len(result) == len(nr.inventory.hosts) and not result.failed
-    return seconds
 
 
 def main(bench: harness.Bench) -> None:

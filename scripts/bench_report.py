@@ -42,7 +42,7 @@ PARSER.add_argument("--hosts", type=int)
 PARSER.add_argument("--keep", type=Path, help="write the files here and keep them")
 
 
-def timed(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+def measured(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """Seconds and the peak RSS (MiB, its own: ``wait4``) of ``args`` run to its end."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
@@ -77,28 +77,28 @@ def measure(bench: harness.Bench, folder: Path, hosts: int) -> int:
         logging: {{enabled: false}}
         """))
     for name in ("run1.jsonl", "run2.jsonl"):
-        took, _, done = timed(nornir_bench("run", "job.yaml", "-o", name, "--quiet"), folder)
+        took, _, done = measured(nornir_bench("run", "job.yaml", "-o", name, "--quiet"), folder)
         if done.returncode not in (0, 1):
             print(done.stderr, file=sys.stderr)
             return 2
         size = (folder / name).stat().st_size / 1e6
         print(f"{name}: {hosts:,} hosts, {size:.1f} MB, run in {took:.1f} s")
     figures: dict[str, float] = {}
-    took, peak, done = timed(nornir_bench("diff", "run1.jsonl", "run2.jsonl", "--no-diffs"),
-                             folder)
+    took, peak, done = measured(nornir_bench("diff", "run1.jsonl", "run2.jsonl", "--no-diffs"),
+                                folder)
     figures["diff_s"] = took
     print(f"diff --no-diffs: {took:.2f} s, exit {done.returncode}, peak RSS {peak:.0f} MiB")
-    took, peak, done = timed(nornir_bench("diff", "run1.jsonl", "run2.jsonl"), folder)
+    took, peak, done = measured(nornir_bench("diff", "run1.jsonl", "run2.jsonl"), folder)
     figures["diff_s"] = max(figures["diff_s"], took)
     print(f"diff: {took:.2f} s, peak RSS {peak:.0f} MiB, {done.stdout.splitlines()[0]}")
-    took, peak, done = timed(nornir_bench("report", "run2.jsonl", "-o", "page.html"), folder)
+    took, peak, done = measured(nornir_bench("report", "run2.jsonl", "-o", "page.html"), folder)
     if done.returncode != 0:
         print(done.stderr, file=sys.stderr)
         return 2
     figures["report_s"], figures["report_mb"] = took, peak * 1.048576
     figures["page_mb"] = (folder / "page.html").stat().st_size / 1e6
     print(f"report: {took:.2f} s, peak RSS {peak:.0f} MiB, page {figures['page_mb']:.2f} MB")
-    took, peak, done = timed(
+    took, peak, done = measured(
         nornir_bench("report", "run2.jsonl", "--compare", "run1.jsonl", "-o", "both.html"),
         folder,
     )
@@ -113,7 +113,7 @@ def measure(bench: harness.Bench, folder: Path, hosts: int) -> int:
         renders: dict[str, list[float]] = {}
         pages = ("empty.html", "page.html") * (1 if bench.quick else 2)
         for page in pages:
-            took, _, done = timed(
+            took, _, done = measured(
                 [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  f"--user-data-dir={folder / 'chromium'}", "--dump-dom",
                  (folder / page).as_uri()], folder)
