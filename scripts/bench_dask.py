@@ -44,7 +44,7 @@ from dask_bench.targets import section_big, section_cpu, section_noop, section_r
 
 import harness
 
-SECTIONS: dict[str, Callable[[int, int, float], None]] = {
+SECTIONS: dict[str, Callable[[harness.Bench, int, int, float], None]] = {
     "rtt": section_rtt, "cpu": section_cpu, "big": section_big, "noop": section_noop,
 }
 
@@ -81,7 +81,7 @@ def main(bench: harness.Bench) -> None:
     for name in chosen:
         signal.alarm(int(args.section_timeout))
         try:
-            (scale if name == "scale" else SECTIONS[name])(repeat, procs, fraction)
+            (scale if name == "scale" else SECTIONS[name])(bench, repeat, procs, fraction)
         finally:
             signal.alarm(0)
 

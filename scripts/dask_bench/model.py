@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 
+import harness
 from dask_bench.scale import chunk_cost, per_host_costs, refill_latency, scheduler_rate
 from harness.tables import table
 
@@ -45,13 +46,13 @@ def predict(hosts: int, workers: int, num_workers: int, rtt: float, costs: dict[
     return busy[bottleneck] + (rtt if bottleneck != "waiting" else 0.0), bottleneck, chunk
 
 
-def scale(repeat: int, procs: int, fraction: float) -> None:
+def scale(bench: harness.Bench, repeat: int, procs: int, fraction: float) -> None:
     print(f"## scale: what the plan is computed from ({procs} worker processes, median of "
           f"{repeat})\n")
-    costs = scheduler_rate(repeat, procs, fraction)
-    costs |= chunk_cost(repeat, procs, fraction)
-    costs |= refill_latency(repeat, procs, fraction)
-    costs |= per_host_costs(repeat, procs, fraction)
+    costs = scheduler_rate(bench, repeat, procs, fraction)
+    costs |= chunk_cost(bench, repeat, procs, fraction)
+    costs |= refill_latency(bench, repeat, procs, fraction)
+    costs |= per_host_costs(bench, repeat, procs, fraction)
     print("## the model against runs measured here (its processes sharing this machine's "
           f"{os.cpu_count()} cores)\n")
     hosts = int(costs["hosts_10k"])
@@ -70,7 +71,7 @@ def scale(repeat: int, procs: int, fraction: float) -> None:
                                           chunk_size=chunk_size)
         rows.append([label, f"{count:,}", str(chunk), f"{wall:.3f} s", bottleneck,
                      f"{measured:.3f} s"])
-    table(["run", "hosts", "chunk", "predicted", "bottleneck", "measured"], rows)
+    table(["run", "hosts", "chunk", "predicted", "bottleneck", "measured"], rows, bench)
     print("## predictions: asim_rtt, a cluster already running, W workers x n hosts each\n")
     rows = []
     for hosts in (100_000, 1_000_000):
@@ -82,7 +83,7 @@ def scale(repeat: int, procs: int, fraction: float) -> None:
                     row += [str(chunk), f"{wall:.1f} s ({bottleneck})"]
                 rows.append(row)
     table(["hosts", "RTT", "W", "chunk, n=100", "wall, n=100", "chunk, n=1000",
-           "wall, n=1000"], rows)
+           "wall, n=1000"], rows, bench)
     print("## predictions: parse_interfaces (its CPU and its results), n=1000\n")
     rows = []
     for hosts in (100_000, 1_000_000):
@@ -92,7 +93,7 @@ def scale(repeat: int, procs: int, fraction: float) -> None:
             row.append(f"{wall:.0f} s ({bottleneck})")
         row.append(f"{hosts * costs['parse_back'] / 2**20:,.0f} MiB")
         rows.append(row)
-    table(["hosts", "W=4", "W=16", "W=64", "results into the parent"], rows)
+    table(["hosts", "W=4", "W=16", "W=64", "results into the parent"], rows, bench)
     smallest = math.ceil(costs["scheduler_per_chunk"] / costs["parent_per_host"])
     print(f"the scheduler stays below the parent while chunk_size >= scheduler CPU per chunk / "
           f"parent CPU per host = {costs['scheduler_per_chunk'] * 1e3:.2f} ms / "

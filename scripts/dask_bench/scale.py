@@ -11,6 +11,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 from unittest.mock import patch
 
+import harness
 from dask_bench.common import build, cpu_by_role, measured_run, med, shown, sized
 from harness.fleets import anoop, closing, run_checked, warm
 from harness.stats import fit
@@ -44,7 +45,8 @@ def dask_client(procs: int) -> Iterator[tuple[Any, float]]:
         cluster.close()
 
 
-def scheduler_rate(repeat: int, procs: int, fraction: float) -> dict[str, float]:
+def scheduler_rate(bench: harness.Bench, repeat: int, procs: int,
+                   fraction: float) -> dict[str, float]:
     """Tiny tasks through Dask's scheduler: ``client.map`` of n, gathered."""
     starts: list[float] = []
     rates: dict[int, list[float]] = {2_000: [], 10_000: []}
@@ -68,7 +70,8 @@ def scheduler_rate(repeat: int, procs: int, fraction: float) -> dict[str, float]
             "sched_per_task": med(cpu_per_task)}
 
 
-def chunk_cost(repeat: int, procs: int, fraction: float, hosts: int = 10_000) -> dict[str, float]:
+def chunk_cost(bench: harness.Bench, repeat: int, procs: int, fraction: float,
+               hosts: int = 10_000) -> dict[str, float]:
     """Runs of ``hosts`` no-op hosts, all in flight, in chunks of several sizes: each cost's
     slope against the number of chunks is its cost per chunk, its intercept over the hosts its
     cost per host."""
@@ -91,7 +94,7 @@ def chunk_cost(repeat: int, procs: int, fraction: float, hosts: int = 10_000) ->
             shown([r["wall"] for r in runs[size]], "µs", 1e6 / hosts, 1),
             f"{medians['parent'][i]:.3f}", f"{medians['scheduler'][i]:.3f}",
             f"{medians['worker'][i]:.3f}"]
-           for i, (size, count) in enumerate(zip(sizes, chunks, strict=True))])
+           for i, (size, count) in enumerate(zip(sizes, chunks, strict=True))], bench)
     costs = {}
     for key in ("wall", "parent", "scheduler", "worker"):
         intercept, slope = fit(chunks, medians[key])
@@ -104,7 +107,7 @@ def chunk_cost(repeat: int, procs: int, fraction: float, hosts: int = 10_000) ->
     return costs
 
 
-def refill_latency(repeat: int, procs: int, fraction: float,
+def refill_latency(bench: harness.Bench, repeat: int, procs: int, fraction: float,
                    hosts: int = 2_000) -> dict[str, float]:
     """A chunk's round trip when it fills its worker (``chunk_size == num_workers``): the worker
     idles until its chunk is back and the next one arrives."""
@@ -129,7 +132,7 @@ def refill_latency(repeat: int, procs: int, fraction: float,
             "rounds_check_hosts": count}
 
 
-def per_host_costs(repeat: int, procs: int, fraction: float,
+def per_host_costs(bench: harness.Bench, repeat: int, procs: int, fraction: float,
                    hosts: int = 10_000) -> dict[str, float]:
     """CPU per host in the parent, the workers and the scheduler; bytes per host each way,
     counted where the runner pickles hosts and unpickles results (wrapped here, unchanged)."""
@@ -192,7 +195,7 @@ def per_host_costs(repeat: int, procs: int, fraction: float,
             shown(g["parent"], "µs", 1e6, 1), shown(g["worker"], "µs", 1e6, 1),
             shown(g["scheduler"], "ms", 1e3, 2), f"{med(g['out']):.0f}",
             f"{med(g['back']):.0f}", f"{med(g['payload']):.0f} B"]
-           for label, g in figures.items()])
+           for label, g in figures.items()], bench)
     # A host as a real inventory holds it: groups, a platform, credentials, data of its own.
     nr = build("threadpool", 1000, num_workers=1)
     plain = len(dumps(list(nr.inventory.hosts.values()))) / 1000

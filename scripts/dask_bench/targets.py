@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import harness
 from dask_bench.common import build, measured_run, med, shown, sized
 from harness.fleets import anoop, close, closing, run_checked, warm
 from harness.memory import PeakMemory
@@ -16,7 +17,8 @@ from nornir_bench.tasks import asim_rtt, parse_interfaces
 __all__ = ["section_big", "section_cpu", "section_noop", "section_rtt"]
 
 
-def section_rtt(repeat: int, procs: int, fraction: float, hosts: int = 10_000) -> None:
+def section_rtt(bench: harness.Bench, repeat: int, procs: int, fraction: float,
+                hosts: int = 10_000) -> None:
     hosts = sized(hosts, fraction)
     per_proc = hosts // procs
     runs: dict[str, list[list[float]]] = {"asyncio": [], "processpool": [], "dask": []}
@@ -48,7 +50,7 @@ def section_rtt(repeat: int, procs: int, fraction: float, hosts: int = 10_000) -
         second = med([r[1] for r in samples])
         rows.append([name, shown([r[0] for r in samples]), shown([r[1] for r in samples]),
                      shown([r[2] for r in samples]), f"{second / base:.2f}"])
-    table(["runner", "run 1", "run 2", "run 3", "run 2 / processpool's"], rows)
+    table(["runner", "run 1", "run 2", "run 3", "run 2 / processpool's"], rows, bench)
     ratio = med([r[1] for r in runs["dask"]]) / base
     verdict = "met" if ratio <= 1.5 else "MISSED"
     print(f"dask run 2 / processpool run 2 (kept workers): {ratio:.2f} (target <= 1.5: "
@@ -58,7 +60,8 @@ def section_rtt(repeat: int, procs: int, fraction: float, hosts: int = 10_000) -
           f"closing the runner (cluster stopped): {shown(closes)}\n", flush=True)
 
 
-def section_cpu(repeat: int, procs: int, fraction: float, hosts: int = 10_000) -> None:
+def section_cpu(bench: harness.Bench, repeat: int, procs: int, fraction: float,
+                hosts: int = 10_000) -> None:
     hosts = sized(hosts, fraction)
     dask = f"dask, {procs} workers x 20"
     configurations: dict[str, tuple[str, dict[str, Any]]] = {
@@ -86,14 +89,15 @@ def section_cpu(repeat: int, procs: int, fraction: float, hosts: int = 10_000) -
           [[name, shown([r["wall"] for r in s]), f"{base / med([r['wall'] for r in s]):.2f} x",
             f"{med([r['parent'] for r in s]):.1f}", f"{med([r['worker'] for r in s]):.1f}",
             f"{med([r['scheduler'] for r in s]):.1f}"]
-           for name, s in samples.items()])
+           for name, s in samples.items()], bench)
     ratio = base / med([r["wall"] for r in samples[dask]])
     verdict = "met" if ratio >= 1.7 else "MISSED"
     print(f"dask speed-up over threadpool: {ratio:.2f} x (target >= 1.7: {verdict})\n",
           flush=True)
 
 
-def section_big(repeat: int, procs: int, fraction: float, hosts: int = 100_000) -> None:
+def section_big(bench: harness.Bench, repeat: int, procs: int, fraction: float,
+                hosts: int = 100_000) -> None:
     hosts = sized(hosts, fraction)
     per_proc = hosts // procs
     runs: dict[str, list[list[float]]] = {"processpool": [], "dask": []}
@@ -115,14 +119,15 @@ def section_big(repeat: int, procs: int, fraction: float, hosts: int = 100_000) 
                      f"{med([r[1] for r in samples]) / base[1]:.2f}",
                      f"{med(peaks[name]):.0f} MiB"])
     table(["runner", "run 1", "run 2", "run 1 / processpool's", "run 2 / processpool's",
-           "peak RSS, all processes"], rows)
+           "peak RSS, all processes"], rows, bench)
     ratio = med([r[1] for r in runs["dask"]]) / base[1]
     verdict = "met" if ratio <= 1.5 else "MISSED"
     print(f"dask run 2 / processpool run 2: {ratio:.2f} (target <= 1.5: {verdict})\n",
           flush=True)
 
 
-def section_noop(repeat: int, procs: int, fraction: float, hosts: int = 10_000) -> None:
+def section_noop(bench: harness.Bench, repeat: int, procs: int, fraction: float,
+                 hosts: int = 10_000) -> None:
     hosts = sized(hosts, fraction)
     configurations = {
         f"{runner}, {procs} x {n}": (runner, {"num_workers": n, "num_procs": procs})
@@ -137,7 +142,7 @@ def section_noop(repeat: int, procs: int, fraction: float, hosts: int = 10_000) 
                 samples[name].append(run_checked(nr, anoop))
     print(f"## noop: an async no-op task on {hosts:,} hosts, warm (median of {repeat})\n")
     table(["configuration", "run", "per host"],
-          [[name, shown(s), shown(s, "µs", 1e6 / hosts, 1)] for name, s in samples.items()])
+          [[name, shown(s), shown(s, "µs", 1e6 / hosts, 1)] for name, s in samples.items()], bench)
 
 
 # -- the scale plan ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ exits 130 on Ctrl-C, 143 on SIGTERM, 2 on bad usage (one line).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sys
@@ -104,7 +105,7 @@ def run_script(main: Callable[[Bench], int | None], options: Parser, *,
     quiet_warnings()
     args = options.parse_args(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started in background
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, functools.partial(_terminate, os.getpid()))
     bench = Bench(Path(options.prog).stem, args, Records(Path(options.prog).stem, args.record))
     try:
         status = main(bench)
@@ -132,5 +133,10 @@ def quiet_warnings() -> None:
         os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [said, QUIET_SCRAPLI]))
 
 
-def _terminate(signum: int, frame: FrameType | None) -> NoReturn:
-    raise Terminated
+def _terminate(owner: int, signum: int, frame: FrameType | None) -> None:
+    """SIGTERM: the script stops as on Ctrl-C. A process forked from it (a multiprocessing
+    pool's worker) ends as SIGTERM ends a process: the handler is the script's, not its."""
+    if os.getpid() == owner:
+        raise Terminated
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)

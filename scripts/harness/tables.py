@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from harness.entry import Bench
 
 __all__ = ["met", "table"]
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A Markdown table, then an empty line."""
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], bench: Bench | None = None,
+          **parameters: Any) -> None:
+    """A Markdown table, then an empty line; each row a record of ``bench`` if given (its cells
+    by their column's heading, with ``parameters``)."""
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+        if bench is not None:
+            bench.record(dict(zip(header, row, strict=True)), **parameters)
     print(flush=True)
 
 
