@@ -37,7 +37,8 @@ seconds after its first host started (the first record's ``run_start`` + ``start
 by outcome and the exit status (130 expected; every host in flight finishes).
 
 **--quick**: everything small, for tests/test_scripts.py (1 run, no busy process; 2 routers on
-threadpool and asyncio; 500 hosts on threadpool and asyncio, SIGINT 0.5 s in).
+threadpool and asyncio, a task_timeout of 2 s; 500 hosts on threadpool and asyncio, SIGINT 0.5
+s in).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ _add("--timeout", type=seconds, default=120.0, help="dask-connections: a run's h
 _add("--routers", type=harness.whole(), help="hung-change: routers (default 6; quick 2)")
 _add("--lines", type=int, choices=range(20, 251), default=150, metavar="20-250",
      help="hung-change: h1's static routes (default 150)")
-_add("--task-timeout", type=seconds, default=5.0, help="hung-change: task_timeout (s)")
+_add("--task-timeout", type=seconds, help="hung-change: task_timeout (s; default 5, quick 2)")
 _add("--hosts", type=harness.whole(), help="ctrl-c: synthetic hosts (default 10000; quick 500)")
 _add("--workers", type=harness.whole(), default=100, help="ctrl-c: hosts in flight (default 100)")
 _add("--rtt", type=seconds, default=0.5, help="ctrl-c: each host's round trip (s)")
@@ -109,7 +110,7 @@ def main(bench: harness.Bench) -> int:
         if "hung-change" in chosen:
             runners = args.runners or (["threadpool", "asyncio"] if quick else list(RUNNERS))
             hung_change(bench, Path(work), args.routers or (2 if quick else 6), args.lines,
-                        args.task_timeout, runners, args.lab)
+                        args.task_timeout or (2.0 if quick else 5.0), runners, args.lab)
         if "ctrl-c" in chosen:
             runners = args.runners or (["threadpool", "asyncio"] if quick else list(RUNNERS))
             ctrl_c(bench, Path(work), args.hosts or (500 if quick else 10_000), args.workers,
