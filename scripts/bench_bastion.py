@@ -21,7 +21,7 @@ inventory's defaults, alternating, ``--repeat`` times each. Measured: hosts ok (
 the median wall time of each, and their ratio (target <= 1.3x); the bastion's logins (its
 log's ``Accepted password`` lines: connections shared, 10 sessions each).
 
-``--quick``: 2 routers, 30 hosts, 1 repeat, asyncio only, for a test.
+``--quick``: 2 routers, 6 hosts, 1 repeat, asyncio only, for a test.
 
     python scripts/bench_bastion.py --down [--hosts 6] [--timeout 5] [--repeat 3] [--quick]
 
@@ -224,7 +224,7 @@ def main(bench: harness.Bench) -> int:
         return bench_down(bench)
     args.hosts = args.hosts or 200
     if args.quick:
-        args.routers, args.hosts, args.repeat, args.runners = 2, 30, 1, ["asyncio"]
+        args.routers, args.hosts, args.repeat, args.runners = 2, 6, 1, ["asyncio"]
     if os.geteuid() != 0 or shutil.which("/usr/sbin/sshd") is None:
         raise SystemExit("bench_bastion: needs root and OpenSSH's sshd "
                          "(apt-get install -y frr openssh-server)")

@@ -37,7 +37,7 @@ ipv4 unicast summary json`` with ``parse: json`` against without (**parse**), th
 timed from outside, alternating, ``--repeat`` each, medians; the routers put back (root's
 vtysh) after each change.
 
-``--quick``: 3 routers, 30 hosts, 1 repeat, asyncio only, broken-bgp's settle 1 s and confirm
+``--quick``: 3 routers, 6 hosts, 1 repeat, asyncio only, broken-bgp's settle 1 s and confirm
 window 4 s, for a test.
 """
 
@@ -84,7 +84,7 @@ ip route 198.18.{{ 100 + n // 250 }}.{{ n % 250 }}/32 Null0
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--routers", type=int, help="routers in the lab (default 10; quick 3)")
 PARSER.add_argument("--hosts", type=int, help="overhead, parse: inventory hosts spread over "
-                    "the routers (default 1000; quick 30)")
+                    "the routers (default 1000; quick 6)")
 PARSER.add_argument("--repeat", type=int, help="overhead, parse: runs of each variant "
                     "(default 3; quick 1)")
 PARSER.add_argument("--in-flight", type=int, default=200,
@@ -99,7 +99,7 @@ add_lab_option(PARSER)
 def main(bench: harness.Bench) -> int:
     args = bench.args
     routers = args.routers or (3 if args.quick else 10)
-    hosts = args.hosts or (30 if args.quick else 1000)
+    hosts = args.hosts or (6 if args.quick else 1000)
     repeat = args.repeat or (1 if args.quick else 3)
     parse_runners = args.parse_runners or ["asyncio", *([] if args.quick else ["threadpool"])]
     if not 2 <= routers <= 100:

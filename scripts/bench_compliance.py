@@ -16,7 +16,7 @@ through ``nornir-bench run``, in turn, ``--repeat`` times each, timed from outsi
   every host's remediation is computed);
 - **show**: ``asend_command`` / ``send_command`` of ``show running-config``, the same hosts.
 
-Target: compliance / show <= 1.2. ``--quick``: 3 routers, 30 hosts, 1 repeat, asyncio only.
+Target: compliance / show <= 1.2. ``--quick``: 3 routers, 6 hosts, 1 repeat, asyncio only.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _compute_cost(lab: Lab, passes: int) -> float:
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--routers", type=int, help="routers in the lab (default 10; quick 3)")
 PARSER.add_argument("--hosts", type=int, help="inventory hosts spread over the routers "
-                    "(default 1000; quick 30)")
+                    "(default 1000; quick 6)")
 PARSER.add_argument("--repeat", type=int, help="runs of each job (default 3; quick 1)")
 PARSER.add_argument("--in-flight", type=int, default=200,
                     help="hosts in flight (num_workers; default 200)")
@@ -76,7 +76,7 @@ add_lab_option(PARSER)
 def main(bench: harness.Bench) -> int:
     args = bench.args
     routers = args.routers or (3 if args.quick else 10)
-    hosts = args.hosts or (30 if args.quick else 1000)
+    hosts = args.hosts or (6 if args.quick else 1000)
     repeat = args.repeat or (1 if args.quick else 3)
     runners = args.runners or ["asyncio", *([] if args.quick else ["threadpool"])]
     for name, value in (("--routers", routers), ("--hosts", hosts), ("--repeat", repeat),

@@ -16,7 +16,7 @@
 3. **Per-host overhead** of a no-op task: ``threadpool`` against ``processpool``.
 
 Every figure is the run phase (``nr.run``), which for processpool includes starting and
-stopping its worker processes. Median of ``--repeat`` (min-max). ``--quick``: 50 hosts, 1
+stopping its worker processes. Median of ``--repeat`` (min-max). ``--quick``: 20 hosts, 1
 repeat, a ceiling of short loops.
 """
 
@@ -76,7 +76,7 @@ def cpu_bound(bench: harness.Bench, n: int, procs: int, repeat: int) -> None:
 
 def main(bench: harness.Bench) -> None:
     args = bench.args
-    n = args.hosts or (50 if bench.quick else 10_000)
+    n = args.hosts or (20 if bench.quick else 10_000)
     repeat = args.repeat or (1 if bench.quick else 3)
     procs = args.procs
     if not args.skip_cpu:

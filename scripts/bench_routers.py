@@ -90,8 +90,8 @@ once r1 holds part of it, and times from the kill to the end of ``nr.run``; per 
 runs that failed within 2 s (the target), the seconds (median, min, max) and what the host
 failed with. r1 is put back as it was after each run.
 
-**--quick**: everything small, for a test: 3 routers (``--lab-times``: 1), 8 logins, 4
-sessions, 20 hosts, 1 repeat, the asyncio runner (``--runners`` others).
+**--quick**: everything small, for a test: 3 routers (``--lab-times``: 1), 4 logins, 2
+sessions, 6 hosts, 1 repeat, the asyncio runner (``--runners`` others).
 """
 
 from __future__ import annotations
@@ -140,14 +140,14 @@ PARSER.add_argument("--routers", type=int, help="routers in the lab (default 10;
 PARSER.add_argument("--repeat", type=int, help="lab-times, session-logs, dead-cli: repeats "
                     "(default 3; quick 1)")
 PARSER.add_argument("--logins-count", type=int, help="logins: per client (default 120; "
-                    "quick 8)")
+                    "quick 4)")
 PARSER.add_argument("--at-once", type=int, default=8,
                     help="logins and memory: logins in flight at once (default 8, below "
                     "MaxStartups' 10)")
 PARSER.add_argument("--sessions", type=int, help="memory: sessions held open (default 40; "
-                    "quick 4)")
+                    "quick 2)")
 PARSER.add_argument("--hosts", type=int, help="fleet: inventory hosts (default 1000; "
-                    "quick 20)")
+                    "quick 6)")
 PARSER.add_argument("--runners", nargs="+", choices=RUNNERS, help="fleet, changes, "
                     "session-logs: the runners (default all four; quick asyncio)")
 PARSER.add_argument("--num-workers", type=int, default=200,
@@ -161,9 +161,9 @@ def main(bench: harness.Bench) -> int:
     args, quick = bench.args, bench.quick
     routers = args.routers or (3 if quick else 10)
     repeat = args.repeat or (1 if quick else 3)
-    logins = args.logins_count or (8 if quick else 120)
-    sessions = args.sessions or (4 if quick else 40)
-    hosts = args.hosts or (20 if quick else 1000)
+    logins = args.logins_count or (4 if quick else 120)
+    sessions = args.sessions or (2 if quick else 40)
+    hosts = args.hosts or (6 if quick else 1000)
     runners = args.runners or (["asyncio"] if quick else list(RUNNERS))
     recipes = args.options or [{}]
     for name, value in (("--routers", routers), ("--repeat", repeat), ("--at-once", args.at_once),

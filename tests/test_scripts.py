@@ -55,8 +55,8 @@ QUICK = [
         rf" +runner: peak RSS {N} MiB, run added {N} MiB = {N} bytes/host",
     ]),
     Quick("bench_bastion", ["bench_bastion.py"], [
-        rf"\| asyncio \| asend_command \| 30/30 \| 30/30 \| {N} \| {N} \| {N} {MET} "
-        r"\| [123] a run \|",  # a bastion connection shared by its sessions: 3 at most
+        rf"\| asyncio \| asend_command \| 6/6 \| 6/6 \| {N} \| {N} \| {N} {MET} "
+        r"\| 1 a run \|",  # one bastion connection shared by its sessions
     ], needs="routers"),
     Quick("bench_bastion-down", ["bench_bastion.py", "--down"], [
         rf"\| threadpool \| send_command \| 6/6 \| 1 \| {N} \| {N} {MET} \|",
@@ -71,12 +71,12 @@ QUICK = [
         r"routers byte-identical to before \| 3/3 \(met\) \|",
         r"\| sigkill \| journal's last entry per host / recover records \| 3/3 reverted / "
         r"3/3 'rolled back' \| all \(met\) \|",
-        rf"\| overhead \| .* \| {N} s \(30 of 30 ok\) / {N} s \(30 of 30 ok\) = {N} \| .* \|",
-        rf"\| parse \| asend_command .* \| {N} s \(30 of 30 ok\) / {N} s \(30 of 30 ok\) = "
+        rf"\| overhead \| .* \| {N} s \(6 of 6 ok\) / {N} s \(6 of 6 ok\) = {N} \| .* \|",
+        rf"\| parse \| asend_command .* \| {N} s \(6 of 6 ok\) / {N} s \(6 of 6 ok\) = "
         rf"{N} \| .* \|",
     ], needs="routers"),
     Quick("bench_compliance", ["bench_compliance.py"], [
-        rf"\| asyncio \| {N} s \(30 of 30 ok; 30 drifted\) \| {N} s \(30 of 30 ok\) \| "
+        rf"\| asyncio \| {N} s \(6 of 6 ok; 6 drifted\) \| {N} s \(6 of 6 ok\) \| "
         rf"{N} \| <= 1.2 {MET} \|",
     ], needs="routers"),
     Quick("bench_connections", ["bench_connections.py"], [
@@ -177,9 +177,9 @@ QUICK = [
           rf"sys {N} s, cpu {N} %" for runner, workers in (("threadpool", 50), ("asyncio", 200))),
     ]),
     Quick("bench_processpool", ["bench_processpool.py"], [
-        r"## CPU-bound: parse_interfaces \(TextFSM\) on 50 hosts, \d+ CPUs",
+        r"## CPU-bound: parse_interfaces \(TextFSM\) on 20 hosts, \d+ CPUs",
         rf" +the ceiling, a plain CPU loop: {N} x \(\d+ processes / 1; {N}-{N}\)",
-        r"## asim_rtt 50 ms on 50 hosts, all in flight",
+        r"## asim_rtt 50 ms on 20 hosts, all in flight",
         rf" +processpool / asyncio: {N} \(target <= 1\.5\)",
         rf" +threadpool, 20 workers: +{N} s \({N}-{N}\) = {N} µs/host",
     ]),
@@ -189,13 +189,13 @@ QUICK = [
     ]),
     Quick("bench_routers", ["bench_routers.py"], [
         r"bench_routers: parts logins, memory, fleet, changes, session-logs, dead-cli; .*",
-        *(rf"\| {client} \| 8 / 0 \| {N} \| .*" for client in ("netmiko", "scrapli")),
+        *(rf"\| {client} \| 4 / 0 \| {N} \| .*" for client in ("netmiko", "scrapli")),
         rf"\| total, session processes \| \d+ \| {N} \| {N} \|",
-        r"\| asyncio \(num_workers 200\) \| asend_command \| none \| 20 / 0 \| .*",
+        r"\| asyncio \(num_workers 200\) \| asend_command \| none \| 6 / 0 \| .*",
         r"\| --check \| .* \| 3/3 diffs exactly the 2 lines; 3/3 running configurations "
         r"byte-identical \| all \(met\) \|",
         r"\| --rerun-failed \| .* \| ran r2, r3 \| r2 \.\. r3 only \(met\) \|",
-        rf"\| asyncio \| 20/20, {N} \| 20/20, 20, {N} \| {N} {MET} \|",
+        rf"\| asyncio \| 6/6, {N} \| 6/6, 6, {N} \| {N} {MET} \|",
         *(rf"\| {driver} \| \d/1 {MET} \| .*" for driver in ("netmiko \\(threadpool\\)",
                                                                "scrapli \\(asyncio\\)")),
     ], needs="routers"),
