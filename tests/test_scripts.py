@@ -18,6 +18,7 @@ from typing import NamedTuple
 import pytest
 
 from tests.routers import skip_without_router_lab
+from tests.waiting import HANG_GUARD
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 RECORD_KEYS = {"script", "at", "commit", "machine", "parameters", "figures"}
@@ -265,6 +266,21 @@ def test_a_script_runs_quick_and_prints_its_figures(
     assert bool(written) == quick.records, written
     for row in written:
         assert set(row) == RECORD_KEYS and row["script"] == Path(quick.args[0]).stem, row
+
+
+def test_a_child_program_past_its_time_is_stopped_as_by_ctrl_c_before_it_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child stopped as by Ctrl-C closes its sessions and puts back a change in flight (on a
+    lab the next test shares); killed outright, it could not."""
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    from harness.child import ChildFailed, run_child
+
+    said = tmp_path / "said"
+    with pytest.raises(ChildFailed, match=r"^tests\.stopped_child: not done within 3 s: stopped$"):
+        run_child("tests.stopped_child", {"path": str(said), "seconds": HANG_GUARD}, timeout=3,
+                  cwd=SCRIPTS.parent)
+    assert said.read_text() == "ready\ninterrupted\n"
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "SCRIPTS",
+    "STOP_SECONDS",
     "ChildFailed",
     "child_command",
     "child_env",
@@ -34,6 +35,7 @@ __all__ = [
 SCRIPTS = Path(__file__).resolve().parents[1]
 """The scripts/ folder: where ``harness`` is imported from."""
 ROOT = SCRIPTS.parent
+STOP_SECONDS = 15.0  # for a child stopped as by Ctrl-C to end, before it is killed
 
 
 class ChildFailed(Exception):
@@ -63,8 +65,8 @@ def run_child_lines(module: str, spec: Any, *, timeout: float, tree: Path | None
     a status of ``exits``.
 
     Raises:
-        ChildFailed: it exited otherwise, or ran past ``timeout`` seconds (then it and its
-            session are killed), naming its last line on stderr.
+        ChildFailed: it exited otherwise, or ran past ``timeout`` seconds (then it is stopped
+            as by Ctrl-C, and its session killed), naming its last line on stderr.
     """
     process = subprocess.Popen(
         child_command(module, json.dumps(spec)), cwd=cwd, env=child_env(tree, env),
@@ -75,7 +77,7 @@ def run_child_lines(module: str, spec: Any, *, timeout: float, tree: Path | None
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill(process)
-        raise ChildFailed(f"{module}: not done within {timeout:g} s: killed") from None
+        raise ChildFailed(f"{module}: not done within {timeout:g} s: stopped") from None
     except BaseException:
         _kill(process)
         raise
@@ -111,6 +113,13 @@ def child_main(work: Callable[[Any], Any]) -> None:
 
 
 def _kill(process: subprocess.Popen[str]) -> None:
+    """As Ctrl-C first (its runners close their workers and clusters), then SIGKILL of its
+    session after :data:`STOP_SECONDS`."""
     with suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+        os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.communicate(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
