@@ -75,8 +75,8 @@ CHECK = re.compile(
 
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--jobs", nargs="+", choices=list(TARGETS))
-PARSER.add_argument("--repeat", type=int, default=5)
-PARSER.add_argument("--sample", type=int, default=None, help="advise's --sample")
+PARSER.add_argument("--repeat", type=harness.whole(), default=5)
+PARSER.add_argument("--sample", type=harness.whole(), default=None, help="advise's --sample")
 PARSER.add_argument("--runners", metavar="NAME,...", help="advise's --runners (default "
                     "advise's; quick: the job's runner)")
 PARSER.add_argument("--no-pin", dest="pin", action="store_false",

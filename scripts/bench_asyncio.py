@@ -27,9 +27,9 @@ from harness.child import run_child
 from harness.children.asyncio_floor import build, floor, runner_run
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--rtt", type=float)
-PARSER.add_argument("--repeat", type=int)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--rtt", type=harness.number())
+PARSER.add_argument("--repeat", type=harness.whole())
 PARSER.add_argument("--loops", default="asyncio,uvloop")
 PARSER.add_argument("--memory", action="store_true", help="each measurement in a fresh process")
 

@@ -206,12 +206,12 @@ def bench_down(bench: harness.Bench) -> int:
 
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--routers", type=int, default=5)
-PARSER.add_argument("--hosts", type=int, default=None)
-PARSER.add_argument("--repeat", type=int, default=3)
+PARSER.add_argument("--routers", type=harness.whole(), default=5)
+PARSER.add_argument("--hosts", type=harness.whole(), default=None)
+PARSER.add_argument("--repeat", type=harness.whole(), default=3)
 PARSER.add_argument("--runners", nargs="+", choices=list(TASKS), default=list(TASKS))
 PARSER.add_argument("--down", action="store_true")
-PARSER.add_argument("--timeout", type=float, default=5.0)
+PARSER.add_argument("--timeout", type=harness.number(), default=5.0)
 add_lab_option(PARSER)
 
 

@@ -82,12 +82,14 @@ ip route 198.18.{{ 100 + n // 250 }}.{{ n % 250 }}/32 Null0
 
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--routers", type=int, help="routers in the lab (default 10; quick 3)")
-PARSER.add_argument("--hosts", type=int, help="overhead, parse: inventory hosts spread over "
+PARSER.add_argument("--routers", type=harness.whole(),
+                    help="routers in the lab (default 10; quick 3)")
+PARSER.add_argument("--hosts", type=harness.whole(),
+                    help="overhead, parse: inventory hosts spread over "
                     "the routers (default 1000; quick 6)")
-PARSER.add_argument("--repeat", type=int, help="overhead, parse: runs of each variant "
+PARSER.add_argument("--repeat", type=harness.whole(), help="overhead, parse: runs of each variant "
                     "(default 3; quick 1)")
-PARSER.add_argument("--in-flight", type=int, default=200,
+PARSER.add_argument("--in-flight", type=harness.whole(), default=200,
                     help="overhead, parse: hosts in flight (num_workers; default 200)")
 PARSER.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
                     help="the parts to run (default all)")

@@ -62,11 +62,12 @@ def _compute_cost(lab: Lab, passes: int) -> float:
 
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--routers", type=int, help="routers in the lab (default 10; quick 3)")
-PARSER.add_argument("--hosts", type=int, help="inventory hosts spread over the routers "
+PARSER.add_argument("--routers", type=harness.whole(),
+                    help="routers in the lab (default 10; quick 3)")
+PARSER.add_argument("--hosts", type=harness.whole(), help="inventory hosts spread over the routers "
                     "(default 1000; quick 6)")
-PARSER.add_argument("--repeat", type=int, help="runs of each job (default 3; quick 1)")
-PARSER.add_argument("--in-flight", type=int, default=200,
+PARSER.add_argument("--repeat", type=harness.whole(), help="runs of each job (default 3; quick 1)")
+PARSER.add_argument("--in-flight", type=harness.whole(), default=200,
                     help="hosts in flight (num_workers; default 200)")
 PARSER.add_argument("--runners", nargs="+", choices=("asyncio", "threadpool"),
                     help="the runners (default both; quick asyncio)")

@@ -78,10 +78,11 @@ CHILD_SECONDS = 600.0
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--part", choices=("lab", "synthetic", "both", "scrapli"), default="both")
 PARSER.add_argument("--before", type=Path, help="--part scrapli: a checkout of the code before")
-PARSER.add_argument("--devices", type=int, help="FakeNOS devices (default 20; quick 2)")
-PARSER.add_argument("--hosts", type=int, help="synthetic hosts (10,000; quick 200)")
-PARSER.add_argument("--rtt", type=float, default=0.05, help="asim_rtt's round trip (0.05)")
-PARSER.add_argument("--repeat", type=int, help="repetitions, medians (3; quick 1)")
+PARSER.add_argument("--devices", type=harness.whole(), help="FakeNOS devices (default 20; quick 2)")
+PARSER.add_argument("--hosts", type=harness.whole(), help="synthetic hosts (10,000; quick 200)")
+PARSER.add_argument("--rtt", type=harness.number(), default=0.05,
+                    help="asim_rtt's round trip (0.05)")
+PARSER.add_argument("--repeat", type=harness.whole(), help="repetitions, medians (3; quick 1)")
 
 
 def main(bench: harness.Bench) -> int:

@@ -28,8 +28,8 @@ from harness.child import ROOT, ChildFailed, run_child
 
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--tree", action="append", type=Path, default=[])
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--repeat", type=int)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeat", type=harness.whole())
 
 CHILD_SECONDS = 600.0
 

@@ -34,14 +34,14 @@ import harness
 from harness.child import ChildFailed, run_child
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--rate", type=float, help="share of hosts that crash")
-PARSER.add_argument("--seed", type=int, default=1, help="which hosts crash")
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--rate", type=harness.number(), help="share of hosts that crash")
+PARSER.add_argument("--seed", type=harness.whole(0), default=1, help="which hosts crash")
 PARSER.add_argument("--how")
 PARSER.add_argument("--at", choices=("start", "end"), default="start")
-PARSER.add_argument("--rtt", type=float)
+PARSER.add_argument("--rtt", type=harness.number())
 PARSER.add_argument("--blocking", action="store_true", help="a blocking task, in threads")
-PARSER.add_argument("--limit", type=int, help="seconds before a run is stopped")
+PARSER.add_argument("--limit", type=harness.whole(), help="seconds before a run is stopped")
 
 
 def main(bench: harness.Bench) -> None:

@@ -49,15 +49,15 @@ SECTIONS: dict[str, Callable[[harness.Bench, int, int, float], None]] = {
 }
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--repeat", type=int)
-PARSER.add_argument("--procs", type=int,
+PARSER.add_argument("--repeat", type=harness.whole())
+PARSER.add_argument("--procs", type=harness.whole(),
                     help="worker processes of the embedded cluster and of processpool (2; "
                     "quick 1)")
 PARSER.add_argument("--only", help=f"sections, comma-separated: {', '.join(SECTIONS)}")
 PARSER.add_argument("--scale", action="store_true", help="the scale plan's measurements")
-PARSER.add_argument("--fraction", type=float,
+PARSER.add_argument("--fraction", type=harness.number(),
                     help="run every host count times this (a quick try: 0.1)")
-PARSER.add_argument("--section-timeout", type=float, default=1800,
+PARSER.add_argument("--section-timeout", type=harness.number(), default=1800,
                     help="seconds a section may take before the script stops (SIGALRM)")
 
 

@@ -49,11 +49,14 @@ KINDS = ("real", "simulated", "sockets")
 RUN_SECONDS = 600.0
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--delay", type=float, help="the server's reply delay = the simulated RTT")
-PARSER.add_argument("--repeat", type=int)
-PARSER.add_argument("--port", type=int, help="the RTT server's first port (default: free ones)")
-PARSER.add_argument("--ports", type=int, help="how many ports the server listens on (16)")
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--delay", type=harness.number(),
+                    help="the server's reply delay = the simulated RTT")
+PARSER.add_argument("--repeat", type=harness.whole())
+PARSER.add_argument("--port", type=harness.whole(),
+                    help="the RTT server's first port (default: free ones)")
+PARSER.add_argument("--ports", type=harness.whole(),
+                    help="how many ports the server listens on (16)")
 
 
 def listen_overflows() -> int | None:

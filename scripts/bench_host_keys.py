@@ -247,11 +247,11 @@ def cost_part(bench: harness.Bench, folder: Path, logins: int, repeat: int) -> N
 
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--records", type=int, default=10_000)
-PARSER.add_argument("--processes", type=int, default=4)
-PARSER.add_argument("--threads", type=int, default=8)
-PARSER.add_argument("--logins", type=int, default=40)
-PARSER.add_argument("--repeat", type=int, default=3)
+PARSER.add_argument("--records", type=harness.whole(), default=10_000)
+PARSER.add_argument("--processes", type=harness.whole(), default=4)
+PARSER.add_argument("--threads", type=harness.whole(), default=8)
+PARSER.add_argument("--logins", type=harness.whole(), default=40)
+PARSER.add_argument("--repeat", type=harness.whole(), default=3)
 
 
 def main(bench: harness.Bench) -> int:

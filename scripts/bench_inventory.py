@@ -30,7 +30,7 @@ from harness.timing import timed
 from nornir_bench import SyntheticInventory
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--repeat", type=int)
+PARSER.add_argument("--repeat", type=harness.whole())
 PARSER.add_argument("--million", action="store_true", help="also load 1,000,000 hosts")
 
 SHAPE: dict[str, Any] = {

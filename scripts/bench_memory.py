@@ -23,9 +23,9 @@ from harness.child import ChildFailed, run_child_lines
 from harness.stats import slope
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--runs", type=int)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--fail-rate", type=float, default=0.1)
+PARSER.add_argument("--runs", type=harness.whole())
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--fail-rate", type=harness.number(), default=0.1)
 PARSER.add_argument("--runners")
 
 CHILD_SECONDS = 3600.0

@@ -45,14 +45,14 @@ from harness.child import ROOT, ChildFailed, child_command, child_env, run_child
 from harness.memory import PeakMemory
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int, default=None,
+PARSER.add_argument("--hosts", type=harness.whole(), default=None,
                     help="default 1,000,000 (20,000 with --breakdown)")
-PARSER.add_argument("--rtt", type=float, default=None, help="seconds (default 0.5)")
-PARSER.add_argument("--repeat", type=int)
+PARSER.add_argument("--rtt", type=harness.number(), default=None, help="seconds (default 0.5)")
+PARSER.add_argument("--repeat", type=harness.whole())
 PARSER.add_argument("--tree", action="append", type=Path, default=[])
 PARSER.add_argument("--runners", default="asyncio,processpool")
 PARSER.add_argument("--loop", default="uvloop", choices=("uvloop", "asyncio"))
-PARSER.add_argument("--timeout", type=float, default=1800,
+PARSER.add_argument("--timeout", type=harness.number(), default=1800,
                     help="seconds one measurement may take (default 1800)")
 PARSER.add_argument("--breakdown", action="store_true")
 

@@ -58,18 +58,18 @@ from nornir_bench.tasks import read_only
 RUNNERS = ("threadpool", "asyncio", "processpool", "dask")
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--in-flight", type=int, default=100)
-PARSER.add_argument("--slow-every", type=int, default=10)
-PARSER.add_argument("--slow", type=float)
-PARSER.add_argument("--fast", type=float)
-PARSER.add_argument("--procs", type=int, default=2)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--in-flight", type=harness.whole(), default=100)
+PARSER.add_argument("--slow-every", type=harness.whole(), default=10)
+PARSER.add_argument("--slow", type=harness.number())
+PARSER.add_argument("--fast", type=harness.number())
+PARSER.add_argument("--procs", type=harness.whole(), default=2)
 PARSER.add_argument("--only")
 PARSER.add_argument("--kill", action="store_true")
 PARSER.add_argument("--killed-worker", action="store_true",
                     help="dask on Dask's command-line processes, a worker SIGKILLed mid-run")
-PARSER.add_argument("--kill-at", type=float)
-PARSER.add_argument("--repeat", type=int)
+PARSER.add_argument("--kill-at", type=harness.number())
+PARSER.add_argument("--repeat", type=harness.whole())
 
 
 def _seconds(task: Any) -> float:

@@ -43,10 +43,11 @@ from nornir_bench.lab import RttServer
 
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--tree", action="append", type=Path, help="a checkout (repeatable)")
-PARSER.add_argument("--hosts", type=int)
+PARSER.add_argument("--hosts", type=harness.whole())
 PARSER.add_argument("--runners")
 PARSER.add_argument("--cases", default="soft,hard")
-PARSER.add_argument("--delay", type=float, help="the server's reply, seconds (default 1)")
+PARSER.add_argument("--delay", type=harness.number(),
+                    help="the server's reply, seconds (default 1)")
 
 CHILD_SECONDS = 900.0
 

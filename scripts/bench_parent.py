@@ -46,8 +46,8 @@ from nornir_bench.runners._remote import results as results_module
 from nornir_bench.tasks import asim_rtt
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--repeat", type=int)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeat", type=harness.whole())
 PARSER.add_argument("--runners", help="default processpool,dask (quick: processpool)")
 PARSER.add_argument("--task", choices=("noop", "asim_rtt"), default="noop")
 PARSER.add_argument("--profile", default=None)

@@ -64,17 +64,18 @@ from nornir_bench.lab import raise_open_file_limit
 from nornir_bench.tasks import asim_rtt, sim_rtt, tcp_ping
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--repeats", type=int)
-PARSER.add_argument("--hung-hosts", type=int)
-PARSER.add_argument("--task-timeout", type=float, help="hung section only (default 2)")
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeats", type=harness.whole())
+PARSER.add_argument("--hung-hosts", type=harness.whole())
+PARSER.add_argument("--task-timeout", type=harness.number(), help="hung section only (default 2)")
 PARSER.add_argument(
-    "--own-timeout", type=float, default=600.0, help="hung section: tcp_ping's own timeout"
+    "--own-timeout", type=harness.number(), default=600.0,
+    help="hung section: tcp_ping's own timeout"
 )
 PARSER.add_argument("--runners", default="threadpool,asyncio,processpool")
 PARSER.add_argument("--sections", default="overhead,rate,groups,hung")
 PARSER.add_argument(
-    "--overhead-rtt", type=float, default=0.0,
+    "--overhead-rtt", type=harness.number(), default=0.0,
     help="overhead section: a task of this many seconds instead of the no-op",
 )
 

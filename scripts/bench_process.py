@@ -40,9 +40,9 @@ GO_SOURCE = Path(__file__).resolve().parent / "gornir_standin"
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--rtt", type=float)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--repeat", type=int)
+PARSER.add_argument("--rtt", type=harness.number())
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeat", type=harness.whole())
 PARSER.add_argument("--points",
                     help="RUNNER:WORKERS,... (default threaded:1000,threaded:10000,"
                     "threadpool:1000,asyncio:10000; go:0 the Go stand-in)")

@@ -31,9 +31,9 @@ from harness.fleets import close, noop, run_checked, synthetic
 from nornir_bench.tasks import asim_rtt, parse_interfaces
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--repeat", type=int)
-PARSER.add_argument("--procs", type=int, default=len(os.sched_getaffinity(0)))
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeat", type=harness.whole())
+PARSER.add_argument("--procs", type=harness.whole(), default=len(os.sched_getaffinity(0)))
 PARSER.add_argument("--skip-cpu", action="store_true")
 
 

@@ -38,7 +38,7 @@ TARGETS = {"report_s": 10.0, "report_mb": 500.0, "page_mb": 5.0, "render_s": 2.0
            "diff_s": 5.0}
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
+PARSER.add_argument("--hosts", type=harness.whole())
 PARSER.add_argument("--keep", type=Path, help="write the files here and keep them")
 
 

@@ -136,21 +136,24 @@ PARSER = harness.parser(__doc__)
 for _part in PARTS:
     PARSER.add_argument(f"--{_part}", action="store_true", help=f"run the {_part} part")
 add_lab_option(PARSER)
-PARSER.add_argument("--routers", type=int, help="routers in the lab (default 10; quick 3)")
-PARSER.add_argument("--repeat", type=int, help="lab-times, session-logs, dead-cli: repeats "
+PARSER.add_argument("--routers", type=harness.whole(),
+                    help="routers in the lab (default 10; quick 3)")
+PARSER.add_argument("--repeat", type=harness.whole(),
+                    help="lab-times, session-logs, dead-cli: repeats "
                     "(default 3; quick 1)")
-PARSER.add_argument("--logins-count", type=int, help="logins: per client (default 120; "
+PARSER.add_argument("--logins-count", type=harness.whole(), help="logins: per client (default 120; "
                     "quick 4)")
-PARSER.add_argument("--at-once", type=int, default=8,
+PARSER.add_argument("--at-once", type=harness.whole(), default=8,
                     help="logins and memory: logins in flight at once (default 8, below "
                     "MaxStartups' 10)")
-PARSER.add_argument("--sessions", type=int, help="memory: sessions held open (default 40; "
+PARSER.add_argument("--sessions", type=harness.whole(),
+                    help="memory: sessions held open (default 40; "
                     "quick 2)")
-PARSER.add_argument("--hosts", type=int, help="fleet: inventory hosts (default 1000; "
+PARSER.add_argument("--hosts", type=harness.whole(), help="fleet: inventory hosts (default 1000; "
                     "quick 6)")
 PARSER.add_argument("--runners", nargs="+", choices=RUNNERS, help="fleet, changes, "
                     "session-logs: the runners (default all four; quick asyncio)")
-PARSER.add_argument("--num-workers", type=int, default=200,
+PARSER.add_argument("--num-workers", type=harness.whole(), default=200,
                     help="fleet: hosts in flight (default 200)")
 PARSER.add_argument("--options", action="append", type=_options, metavar="JSON",
                     help="fleet: run policies for the runner, as JSON; again for another "

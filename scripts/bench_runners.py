@@ -31,10 +31,10 @@ from harness.fleets import noop, run_timed, synthetic
 from nornir_bench.tasks import sim_rtt
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int)
-PARSER.add_argument("--repeat", type=int)
-PARSER.add_argument("--rtt", type=float)
-PARSER.add_argument("--rtt-workers", type=int)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeat", type=harness.whole())
+PARSER.add_argument("--rtt", type=harness.number())
+PARSER.add_argument("--rtt-workers", type=harness.whole())
 PARSER.add_argument("--runners", default="serial,threaded,threadpool")
 
 

@@ -54,9 +54,10 @@ READY_SECONDS = 60.0
 RUN_SECONDS = 600.0
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--hosts", type=int, default=500, help="hosts a site (default 500)")
-PARSER.add_argument("--devices", type=int, default=5, help="devices a site (default 5)")
-PARSER.add_argument("--orphans", type=int, default=20, help="hosts of site c (default 20)")
+PARSER.add_argument("--hosts", type=harness.whole(), default=500, help="hosts a site (default 500)")
+PARSER.add_argument("--devices", type=harness.whole(), default=5, help="devices a site (default 5)")
+PARSER.add_argument("--orphans", type=harness.whole(), default=20,
+                    help="hosts of site c (default 20)")
 
 
 def ip(*args: str) -> None:

@@ -36,7 +36,7 @@ import harness
 from harness.child import ROOT as HERE
 
 PARSER = harness.parser(__doc__)
-PARSER.add_argument("--repeat", type=int, help="runs per measure (default 9)")
+PARSER.add_argument("--repeat", type=harness.whole(), help="runs per measure (default 9)")
 PARSER.add_argument("--base", type=Path, help="another checkout, measured side by side")
 
 # The console script's own code (``[project.scripts]``), without its launcher file.

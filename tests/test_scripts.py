@@ -304,6 +304,29 @@ def test_the_soak_refuses_what_it_cannot_run_in_one_line(
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"soak.py: error: {error}\n")
 
 
+@pytest.mark.parametrize(
+    ("script", "options", "error"),
+    [
+        ("bench_core.py", ["--repeat", "0"], "argument --repeat: must be a whole number >= 1, "
+         "got '0'"),
+        ("bench_runners.py", ["--rtt", "-0.5"], "argument --rtt: must be a number >= 0, "
+         "got '-0.5'"),
+        ("bench_crashes.py", ["--rate", "much"], "argument --rate: must be a number >= 0, got "
+         "'much'"),
+    ],
+    ids=["count", "negative", "not-a-number"],
+)
+def test_a_script_refuses_a_count_or_number_out_of_range_in_one_line(
+    script: str, options: list[str], error: str, tmp_path: Path
+) -> None:
+    """The harness's option types: the script does not run on a zero or a negative value."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / script), "--quick", *options],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"{script}: error: {error}\n")
+
+
 MINIATURE_CONFTEST = """
 import pytest
 from nornir.core import Nornir

@@ -20,7 +20,7 @@ lives here.
 """
 
 from harness.alternation import alternate
-from harness.entry import Bench, Parser, parser, run_script, whole
+from harness.entry import Bench, Parser, number, parser, run_script, whole
 from harness.stats import Spread
 from harness.timing import Stopwatch, timed
 
@@ -30,6 +30,7 @@ __all__ = [
     "Spread",
     "Stopwatch",
     "alternate",
+    "number",
     "parser",
     "run_script",
     "timed",

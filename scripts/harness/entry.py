@@ -34,7 +34,7 @@ from typing import Any, NoReturn
 
 from harness.records import Records, load_text, machine, measured_commit
 
-__all__ = ["Bench", "Parser", "Terminated", "parser", "run_script", "whole"]
+__all__ = ["Bench", "Parser", "Terminated", "number", "parser", "run_script", "whole"]
 
 # scrapli warns, once a process, that it may send enable without a password (auth_secondary):
 # the labs' devices have none, and vtysh logs in privileged.
@@ -59,6 +59,21 @@ def whole(low: int = 1) -> Callable[[str], int]:
         if not text.isdigit() or int(text) < low:
             raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}")
         return int(text)
+
+    return parse
+
+
+def number(low: float = 0.0) -> Callable[[str], float]:
+    """An option's type: a number (seconds, a rate) of at least ``low``."""
+
+    def parse(text: str) -> float:
+        try:
+            found = float(text)
+        except ValueError:
+            found = float("nan")
+        if not found >= low:  # nan included
+            raise argparse.ArgumentTypeError(f"must be a number >= {low:g}, got {text!r}")
+        return found
 
     return parse
 
