@@ -151,6 +151,10 @@ QUICK = [
         rf"{N} ms \| 200 / 0 \| {N} \|",
         rf"killed / one worker: {N} \(target <= 1.3: (met|MISSED)\)",
     ]),
+    Quick("bench_mixed-runners", ["bench_mixed.py"], [
+        rf"200 hosts, 100 in flight, 1 in 10 taking 0\.5 s, the others 0\.1 s: ideal {N} s",
+        *(rf"{runner} +{N} s +{N} x ideal  failed 0" for runner in ("threadpool", "asyncio")),
+    ]),
     Quick("bench_open_files", ["bench_open_files.py"], [
         r"hard: 300 hosts in flight",
         rf" +asyncio +\S+: {N} s, 300/300 ok; said: .*in flight.*",
