@@ -317,13 +317,16 @@ def test_the_soak_refuses_what_it_cannot_run_in_one_line(
          "got '-0.5'"),
         ("bench_crashes.py", ["--rate", "much"], "argument --rate: must be a number >= 0, got "
          "'much'"),
+        ("bench_routers.py", ["--lab", "nosuchlab"], "argument --lab: no router lab named "
+         "'nosuchlab' is running (nornir-bench lab --routers N --name nosuchlab starts one)"),
     ],
-    ids=["count", "negative", "not-a-number"],
+    ids=["count", "negative", "not-a-number", "no-lab"],
 )
 def test_a_script_refuses_a_count_or_number_out_of_range_in_one_line(
     script: str, options: list[str], error: str, tmp_path: Path
 ) -> None:
-    """The harness's option types: the script does not run on a zero or a negative value."""
+    """The harness's option types: the script does not run on a zero or a negative value, nor
+    wait for a lab that was never started."""
     done = subprocess.run(
         [sys.executable, str(SCRIPTS / script), "--quick", *options],
         cwd=tmp_path, capture_output=True, text=True, timeout=60,

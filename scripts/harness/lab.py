@@ -11,6 +11,7 @@ killed); an attached one is left running, and only read or restored.
 
 from __future__ import annotations
 
+import argparse
 import os
 import pwd
 import random
@@ -35,9 +36,26 @@ READY_SECONDS = 60.0
 def add_lab_option(parser: Parser) -> None:
     """``--lab NAME``: run on that running router lab instead of starting one."""
     parser.add_argument(
-        "--lab", metavar="NAME",
+        "--lab", metavar="NAME", type=_started_lab,
         help="run on the router lab NAME, already running (nornir-bench lab --routers N --name "
         "NAME), instead of starting one; its routers are put back as they were")
+
+
+def _started_lab(name: str) -> str:
+    """``--lab``'s type: the name of a lab started and not removed, or one line at once (a lab
+    still starting is waited for by :func:`router_lab`)."""
+    from nornir_bench.lab import LabError
+    from nornir_bench.lab._system import read_state
+
+    try:
+        state = read_state(name)
+    except LabError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if state is None:
+        raise argparse.ArgumentTypeError(
+            f"no router lab named {name!r} is running (nornir-bench lab --routers N --name "
+            f"{name} starts one)")
+    return name
 
 
 def lab_name(prefix: str) -> str:
