@@ -2,6 +2,7 @@
 """``nornir-bench advise --check``: predicted against measured, job by job, repeat by repeat.
 
     python scripts/bench_advise.py [--jobs NAME ...] [--repeat 5] [--sample N] [--quick]
+                                   [--lab NAME] [--no-pin] [--record PATH]
 
 Each job is advised ``--repeat`` times (``--seed`` 1, 2 ...), each time in a process of its own
 (``python -m nornir_bench advise JOB --check``, default options apart from what the job
@@ -19,38 +20,38 @@ The jobs (``--jobs``, default all):
   real sockets;
 - ``routers``: ``send_command show version`` (netmiko) on 10 FRR routers x 50 hosts each,
   behind OpenSSH as it ships (its ``MaxStartups`` throttling logins), the lab started here
-  (root; ``apt-get install -y frr openssh-server``) and stopped at the end;
+  (root; ``apt-get install -y frr openssh-server``) and stopped at the end, or the running
+  lab ``--lab NAME`` (50 hosts a router);
 - ``routers-3-steps``: three ``asend_command`` steps (scrapli) on the same routers.
 
 The RTT server runs on the machine's second CPU and ``advise`` on its first (CPU affinity,
 as ``taskset -c`` sets it), so that the devices do not share the client's cores, as on a
 real network; ``advise`` then sees one CPU for itself. ``--no-pin`` runs both on every CPU.
 
-``--quick``: 1 repeat, 2,000 hosts for the synthetic and RTT jobs (a smoke run). Everything
-this script starts, it stops, on an error and on Ctrl-C too. Nothing leaves 127.0.0.1.
+``--quick``: 1 repeat, 500 hosts for the synthetic and RTT jobs, a sample of 30, the job
+``synthetic-50`` (``--jobs`` others), only the job's own runner predicted: a smoke run.
+Everything this script starts, it stops, on an error and on Ctrl-C too. Nothing leaves
+127.0.0.1.
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
 import json
 import os
 import re
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_routers import RouterLab, _lab_name
-
-from nornir_bench.core.library_warnings import quiet_library_deprecations
+import harness
+from harness.jobs import nornir_bench, write_job
+from harness.lab import add_lab_option, router_lab
+from harness.processes import on_cpus
+from harness.servers import rtt_server
 from nornir_bench.lab.ports import free_port_range
 
 TARGETS = {  # job -> the most the median prediction may be off, as the issue sets it
@@ -72,15 +73,21 @@ CHECK = re.compile(
 )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", nargs="+", choices=list(TARGETS), default=list(TARGETS))
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--sample", type=int, default=None, help="advise's --sample")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--no-pin", dest="pin", action="store_false",
-                        help="the RTT server and advise on every CPU, not one each")
-    args = parser.parse_args()
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--jobs", nargs="+", choices=list(TARGETS))
+PARSER.add_argument("--repeat", type=harness.whole(), default=5)
+PARSER.add_argument("--sample", type=harness.whole(), default=None, help="advise's --sample")
+PARSER.add_argument("--runners", metavar="NAME,...", help="advise's --runners (default "
+                    "advise's; quick: the job's runner)")
+PARSER.add_argument("--no-pin", dest="pin", action="store_false",
+                    help="the RTT server and advise on every CPU, not one each")
+add_lab_option(PARSER)
+
+
+def main(bench: harness.Bench) -> int:
+    args = bench.args
+    jobs = args.jobs or (["synthetic-50"] if args.quick else list(TARGETS))
+    sample = args.sample or (30 if args.quick else None)
     if args.pin and len(os.sched_getaffinity(0)) < 2:
         print("# one CPU: the RTT server and advise share it (not pinned)")
         args.pin = False
@@ -89,28 +96,32 @@ def main() -> int:
         PINNED.update(client={min(cpus)}, server={max(cpus)})
         print(f"# advise on CPU {min(cpus)}, the RTT server on CPU {max(cpus)}")
     repeat = 1 if args.quick else args.repeat
-    hosts = 2_000 if args.quick else 10_000
+    hosts = 500 if args.quick else 10_000
     print(f"# advise --check, {repeat} repeats a job, {_cores()} cores\n")
     with tempfile.TemporaryDirectory(prefix="bench-advise-") as temp:
         folder = Path(temp)
-        for name in args.jobs:
-            with _job(name, folder, hosts) as job:
-                _advise_job(name, job, repeat, args.sample)
+        for name in jobs:
+            with _job(name, folder, hosts, args.lab) as job:
+                runners = args.runners or (
+                    ("threadpool" if name == "routers" else "asyncio") if args.quick else None)
+                _advise_job(bench, name, job, repeat, sample, runners)
     return 0
 
 
-def _advise_job(name: str, job: Path, repeat: int, sample: int | None) -> None:
+def _advise_job(bench: harness.Bench, name: str, job: Path, repeat: int,
+                sample: int | None, runners: str | None) -> None:
     print(f"\n## {name}\n")
     print("| seed | sample s | recommended | predicted s (p5-p95) | measured s | off | inside |")
     print("|---:|---:|---|---|---:|---:|---|")
     offs, inside = [], 0
     for seed in range(1, repeat + 1):
-        command = [sys.executable, "-m", "nornir_bench", "advise", str(job), "--check",
-                   "--seed", str(seed), *(["--sample", str(sample)] if sample else [])]
+        command = nornir_bench("advise", str(job), "--check", "--seed", str(seed),
+                               *(["--sample", str(sample)] if sample else []),
+                               *(["--runners", runners] if runners else []))
         began = time.perf_counter()
         pin = PINNED.get("client") if name.startswith("rtt") else None
         done = subprocess.run(command, capture_output=True, text=True, timeout=ADVISE_TIMEOUT,
-                              check=False, preexec_fn=_on(pin))
+                              check=False, preexec_fn=on_cpus(pin))
         took = time.perf_counter() - began
         found = CHECK.search(done.stdout)
         if done.returncode or not found:
@@ -131,21 +142,24 @@ def _advise_job(name: str, job: Path, repeat: int, sample: int | None) -> None:
               f"{figure['measured']:.3f} | {100 * off:+.0f} % | {'yes' if within else 'no'} |")
         for line in said.get("warnings", []):
             print(f"|  | | warning: {line} | | | | |")
+        bench.record({"sample_s": said.get("sample"), "took": took, **figure}, job=name,
+                     seed=seed, runner=found["runner"])
     if offs:
         worst = max(abs(off) for off in offs)
         target = TARGETS[name]
-        print(f"\nmedian off {100 * statistics.median(offs):+.0f} %, worst {100 * worst:.0f} % "
+        print(f"\nmedian off {100 * harness.Spread.of(offs).median:+.0f} %, worst "
+              f"{100 * worst:.0f} % "
               f"(target {100 * target:.0f} %: {'met' if worst <= target else 'MISSED'}); "
               f"inside the range {inside} of {len(offs)} (target 4 of 5)")
 
 
-def _said(out: str) -> dict[str, object]:
-    said: dict[str, object] = {"warnings": []}
+def _said(out: str) -> dict[str, Any]:
+    said: dict[str, Any] = {"warnings": []}
     for line in out.splitlines():
         if line.startswith("sample: "):
             said["sample"] = line.rsplit(" in ", 1)[-1].removesuffix(" s")
         elif line.startswith("warning: ") and "as written" not in line:
-            said["warnings"].append(line.removeprefix("warning: "))  # type: ignore[attr-defined]
+            said["warnings"].append(line.removeprefix("warning: "))
     return said
 
 
@@ -157,87 +171,56 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
-def _on(cpus: set[int] | None) -> Callable[[], None] | None:
-    """A child's start, on ``cpus`` alone (``None``: on every CPU)."""
-    return None if cpus is None else functools.partial(os.sched_setaffinity, 0, cpus)
-
-
 # -- the jobs, and what they need running ------------------------------------------------------
 
 
-def _job(name: str, folder: Path, hosts: int) -> AbstractContextManager[Path]:
-    makers: dict[str, Callable[[str, Path, int], AbstractContextManager[Path]]] = {
+def _job(name: str, folder: Path, hosts: int, lab: str | None) -> AbstractContextManager[Path]:
+    makers: dict[str, Callable[[str, Path, int, str | None], AbstractContextManager[Path]]] = {
         "synthetic": _synthetic, "rtt": _rtt, "routers": _routers,
     }
-    return makers[name.split("-")[0]](name, folder, hosts)
-
-
-def _write(folder: Path, name: str, job: dict[str, object]) -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(json.dumps({"logging": {"enabled": False}, **job}, indent=1))
-    return path
+    return makers[name.split("-")[0]](name, folder, hosts, lab)
 
 
 @contextmanager
-def _synthetic(name: str, folder: Path, hosts: int) -> Iterator[Path]:
+def _synthetic(name: str, folder: Path, hosts: int, lab: str | None) -> Iterator[Path]:
     rtt, jitter = (0.05, 0.01) if name.endswith("-50") else (0.3, 0.1)
-    yield _write(folder, name, {
-        "inventory": {"plugin": "synthetic", "options": {"hosts": hosts}},
-        "runner": {"plugin": "asyncio", "options": {"num_workers": hosts}},
-        "task": {"name": "asim_rtt", "params": {"rtt": rtt, "jitter": jitter}},
-    })
+    yield write_job(folder / f"{name}.yaml", synthetic={"hosts": hosts}, runner="asyncio",
+                    options={"num_workers": hosts}, task="asim_rtt",
+                    params={"rtt": rtt, "jitter": jitter})
 
 
 @contextmanager
-def _rtt(name: str, folder: Path, hosts: int) -> Iterator[Path]:
+def _rtt(name: str, folder: Path, hosts: int, lab: str | None) -> Iterator[Path]:
     delay = 0.05 if name.endswith("-50") else 0.3
     base = free_port_range(RTT_PORTS)
-    inventory = folder / f"{name}-hosts.yaml"
-    inventory.write_text(json.dumps({
+    inventory = folder / f"{name}-inventory"
+    inventory.mkdir()
+    (inventory / "hosts.yaml").write_text(json.dumps({
         f"h{index:05d}": {"hostname": "127.0.0.1", "port": base + index % RTT_PORTS}
         for index in range(hosts)
     }))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench", "rtt-server", "--port", str(base), "--ports",
-         str(RTT_PORTS), "--delay", str(delay)],
-        stdout=subprocess.PIPE, text=True, preexec_fn=_on(PINNED.get("server")),
-    )
-    try:
-        ready = server.stdout.readline() if server.stdout else ""
-        if not ready.startswith("rtt server ready:"):
-            raise SystemExit(f"the RTT server did not start: {ready!r}")
-        yield _write(folder, name, {
-            "inventory": {"plugin": "SimpleInventory", "options": {
-                "host_file": str(inventory)}},
-            "runner": {"plugin": "asyncio", "options": {"num_workers": hosts,
-                                                       "task_timeout": 30}},
-            "task": {"name": "atcp_ping", "params": {"probe": "ping"}},
-        })
-    finally:
-        server.terminate()
-        server.wait(30)
+    with rtt_server(base, RTT_PORTS, delay, cpus=PINNED.get("server")):
+        yield write_job(folder / f"{name}.yaml", inventory=inventory, runner="asyncio",
+                        options={"num_workers": hosts, "task_timeout": 30}, task="atcp_ping",
+                        params={"probe": "ping"})
 
 
 @contextmanager
-def _routers(name: str, folder: Path, hosts: int) -> Iterator[Path]:
-    inventory = folder / "routers"
-    with RouterLab(ROUTERS, _lab_name(), inventory, hosts=ROUTERS * HOSTS_PER_ROUTER):
-        files = {"host_file": str(inventory / "hosts.yaml"),
-                 "group_file": str(inventory / "groups.yaml"),
-                 "defaults_file": str(inventory / "defaults.yaml")}
+def _routers(name: str, folder: Path, hosts: int, attach: str | None) -> Iterator[Path]:
+    with router_lab(ROUTERS, attach=attach, prefix="ba") as lab:
+        inventory = lab.write_inventory(folder / "routers", len(lab.ports) * HOSTS_PER_ROUTER)
+        path = folder / f"{name}.yaml"
         if name == "routers":
-            job = {"runner": {"plugin": "threadpool", "options": {"num_workers": 20}},
-                   "task": {"name": "send_command", "params": {"command": "show version"}}}
+            yield write_job(path, inventory=inventory, runner="threadpool",
+                            options={"num_workers": 20}, task="send_command",
+                            params={"command": "show version"})
         else:
-            job = {"runner": {"plugin": "asyncio", "options": {"num_workers": 100}},
-                   "steps": [{"name": "asend_command", "params": {"command": command}}
-                             for command in ("show version", "show ip route",
-                                             "show interface")]}
-        yield _write(folder, name, {
-            "inventory": {"plugin": "SimpleInventory", "options": files}, **job,
-        })
+            yield write_job(path, inventory=inventory, runner="asyncio",
+                            options={"num_workers": 100},
+                            steps=[{"name": "asend_command", "params": {"command": command}}
+                                   for command in ("show version", "show ip route",
+                                                   "show interface")])
 
 
 if __name__ == "__main__":
-    quiet_library_deprecations()
-    sys.exit(main())
+    harness.run_script(main, PARSER)

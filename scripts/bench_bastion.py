@@ -4,13 +4,15 @@ OpenSSH jump host, against the same run reaching them directly.
 
     python scripts/bench_bastion.py [--routers 5] [--hosts 200] [--repeat 3]
                                     [--runners threadpool asyncio processpool] [--quick]
+                                    [--lab NAME] [--record PATH]
 
 As root (``apt-get install -y frr openssh-server``). A router lab of its own
-(bench_routers.RouterLab: its inventory of ``--hosts`` hosts spread over the routers, with the
-routers' host keys), and a bastion: a second OpenSSH server on a free loopback port, for the
-lab's user, that forwards only to 127.0.0.1 (``AllowTcpForwarding local``, ``PermitOpen
-127.0.0.1:*``, no shell) with OpenSSH's own ``MaxSessions`` (10); its key added to the known
-hosts. Both stopped at the end, on an error and on Ctrl-C; every file in a temporary folder.
+(:mod:`harness.lab`; or the running lab ``--lab NAME``), an inventory of ``--hosts`` hosts
+spread over its routers, with the routers' host keys, and a bastion: a second OpenSSH server on
+a free loopback port, for the lab's user, that forwards only to 127.0.0.1 (``AllowTcpForwarding
+local``, ``PermitOpen 127.0.0.1:*``, no shell) with OpenSSH's own ``MaxSessions`` (10); its
+key added to the known hosts. Both stopped at the end, on an error and on Ctrl-C; every file in
+a temporary folder.
 
 Each runner's job (``show version``: ``send_command`` on threadpool, ``asend_command`` on the
 others, the runners' default options, no host-key option: ``strict``) runs through
@@ -19,7 +21,7 @@ inventory's defaults, alternating, ``--repeat`` times each. Measured: hosts ok (
 the median wall time of each, and their ratio (target <= 1.3x); the bastion's logins (its
 log's ``Accepted password`` lines: connections shared, 10 sessions each).
 
-``--quick``: 2 routers, 30 hosts, 1 repeat, asyncio only, for a test.
+``--quick``: 2 routers, 6 hosts, 1 repeat, asyncio only, for a test.
 
     python scripts/bench_bastion.py --down [--hosts 6] [--timeout 5] [--repeat 3] [--quick]
 
@@ -36,24 +38,25 @@ repeat, threadpool and asyncio, for a test.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import os
 import shutil
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from bench_routers import RouterLab, _lab_name, run_script
+from nornir.core import Nornir
 
+import harness
+from harness.fleets import close
+from harness.jobs import read_records, run_job, write_job
+from harness.lab import add_lab_option, router_lab
+from harness.processes import stop
 from nornir_bench.lab._system import password_logins_of
 from nornir_bench.lab.ports import free_port_range
 
@@ -87,12 +90,7 @@ def bastion(folder: Path, user: str, password: str) -> Iterator[tuple[int, str, 
         _wait_login(port, user, password, process)
         yield port, public, log
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        stop(process)
 
 
 def _wait_login(port: int, user: str, password: str, process: subprocess.Popen[bytes]) -> None:
@@ -118,32 +116,19 @@ def _wait_login(port: int, user: str, password: str, process: subprocess.Popen[b
 
 
 def job(folder: Path, inventory: Path, runner: str) -> Path:
-    path = folder / f"{inventory.name}-{runner}.yaml"
-    path.write_text(json.dumps({
-        "inventory": {"plugin": "SimpleInventory", "options": {
-            "host_file": str(inventory / "hosts.yaml"),
-            "group_file": str(inventory / "groups.yaml"),
-            "defaults_file": str(inventory / "defaults.yaml")}},
-        "runner": {"plugin": runner},
-        "task": {"name": TASKS[runner], "params": {"command": "show version"}},
-        "logging": {"enabled": False},
-    }))
-    return path
+    return write_job(folder / f"{inventory.name}-{runner}.yaml", inventory=inventory,
+                     runner=runner, task=TASKS[runner], params={"command": "show version"})
 
 
-def timed(path: Path, records: Path) -> tuple[float, int, int]:
-    began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "nornir_bench", "run", str(path), "-o",
-                           str(records)], capture_output=True, text=True, timeout=RUN_SECONDS)
-    seconds = time.perf_counter() - began
-    lines = [json.loads(line) for line in records.read_text().splitlines()] if (
-        records.exists()) else []
+def run_once(path: Path, records: Path) -> tuple[float, int, int]:
+    """``nornir-bench run`` of the job ``path``: its seconds, hosts ok and hosts in all."""
+    done = run_job("run", str(path), "-o", str(records), timeout=RUN_SECONDS)
+    lines = read_records(records)
     records.unlink(missing_ok=True)
     ok = sum(1 for r in lines if not r["failed"])
-    if ok < len(lines) or done.returncode not in (0, 1):
-        print(f"  ({path.name}: exit {done.returncode}; {done.stdout.strip()[-300:]})",
-              flush=True)
-    return seconds, ok, len(lines)
+    if ok < len(lines) or done.status not in (0, 1):
+        print(f"  ({path.name}: exit {done.status}; {done.output.strip()[-300:]})", flush=True)
+    return done.seconds, ok, len(lines)
 
 
 # Every runner, with the tasks of both drivers it runs (nornir's and the thread pool's run no
@@ -157,9 +142,9 @@ DOWN_TASKS = {
 }
 
 
-def behind(folder: Path, port: int, runner: str, hosts: int, timeout: float) -> Any:
+def behind(folder: Path, port: int, runner: str, hosts: int, timeout: float) -> Nornir:
     """A Nornir on ``hosts`` devices behind the bastion at ``port`` (never reached)."""
-    from nornir import InitNornir
+    from harness.fleets import simple
 
     (folder / "hosts.yaml").write_text(json.dumps({
         f"h{n}": {"hostname": "127.0.0.1", "port": 22, "platform": "cisco_ios"}
@@ -170,24 +155,17 @@ def behind(folder: Path, port: int, runner: str, hosts: int, timeout: float) -> 
         "data": {"host_key_checking": "off", "jump_host": {"host": "127.0.0.1", "port": port}},
         "connection_options": {"netmiko": {"extras": {"conn_timeout": timeout}}},
     }))
-    return InitNornir(
-        runner={"plugin": runner},
-        inventory={"plugin": "SimpleInventory", "options": {
-            "host_file": str(folder / "hosts.yaml"),
-            "defaults_file": str(folder / "defaults.yaml")}},
-        logging={"enabled": False},
-    )
+    return simple(folder, runner)
 
 
-def bench_down(args: argparse.Namespace) -> int:
-    from nornir_bench.core.library_warnings import quiet_library_deprecations
+def bench_down(bench: harness.Bench) -> int:
     from nornir_bench.lab.faulty_servers import silent_server
     from nornir_bench.tasks import BUILTIN_TASKS, sim_rtt
     from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
 
+    args = bench.args
     runners = ["threadpool", "asyncio"] if args.quick else list(DOWN_TASKS)
     logging.getLogger().addHandler(logging.NullHandler())  # each host's traceback: not here
-    quiet_library_deprecations()
     with tempfile.TemporaryDirectory(prefix="bench-bastion-down-") as work, \
             silent_server() as bastion_down:
         named = f"jump host 127.0.0.1:{bastion_down.port}: no SSH banner"
@@ -212,43 +190,49 @@ def bench_down(args: argparse.Namespace) -> int:
                             isinstance(multi[0].exception, JumpHostUnreachable)
                             and named in str(multi[0].exception) for multi in result.values()
                         ))
-                    ratio = statistics.median(times) / args.timeout
+                    median = harness.Spread.of(times).median
+                    ratio = median / args.timeout
                     connections = (bastion_down.accepted - before) / args.repeat
                     print(f"| {runner} | {task} | {', '.join(f'{ok}/{args.hosts}' for ok in oks)}"
-                          f" | {connections:g} | {statistics.median(times):.2f} | {ratio:.2f} "
+                          f" | {connections:g} | {median:.2f} | {ratio:.2f} "
                           f"({'met' if ratio <= 1.2 else 'MISSED'}) |", flush=True)
+                    bench.record({"times": times, "named": oks, "connections": connections},
+                                 part="down", runner=runner, task=task, hosts=args.hosts,
+                                 timeout=args.timeout)
             finally:
                 nr.close_connections()
-                getattr(nr.runner, "close", lambda: None)()
+                close(nr)
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--routers", type=int, default=5)
-    parser.add_argument("--hosts", type=int, default=None)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--runners", nargs="+", choices=list(TASKS), default=list(TASKS))
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--down", action="store_true")
-    parser.add_argument("--timeout", type=float, default=5.0)
-    args = parser.parse_args()
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--routers", type=harness.whole(), default=5)
+PARSER.add_argument("--hosts", type=harness.whole(), default=None)
+PARSER.add_argument("--repeat", type=harness.whole(), default=3)
+PARSER.add_argument("--runners", nargs="+", choices=list(TASKS), default=list(TASKS))
+PARSER.add_argument("--down", action="store_true")
+PARSER.add_argument("--timeout", type=harness.number(), default=5.0)
+add_lab_option(PARSER)
+
+
+def main(bench: harness.Bench) -> int:
+    args = bench.args
     if args.down:
         args.hosts = args.hosts or 6
         if args.quick:
             args.timeout, args.repeat = 1.0, 1
-        return bench_down(args)
+        return bench_down(bench)
     args.hosts = args.hosts or 200
     if args.quick:
-        args.routers, args.hosts, args.repeat, args.runners = 2, 30, 1, ["asyncio"]
+        args.routers, args.hosts, args.repeat, args.runners = 2, 6, 1, ["asyncio"]
     if os.geteuid() != 0 or shutil.which("/usr/sbin/sshd") is None:
         raise SystemExit("bench_bastion: needs root and OpenSSH's sshd "
                          "(apt-get install -y frr openssh-server)")
-    with tempfile.TemporaryDirectory(prefix="bench-bastion-") as work:
+    with tempfile.TemporaryDirectory(prefix="bench-bastion-") as work, \
+            router_lab(args.routers, attach=args.lab, prefix="bb") as lab:
         folder = Path(work)
-        direct = folder / "direct"
-        with RouterLab(args.routers, _lab_name(), direct, hosts=args.hosts) as lab, \
-                bastion(folder, lab.user, lab.password) as (port, key, log):
+        direct = lab.write_inventory(folder / "direct", args.hosts)
+        with bastion(folder, lab.user, lab.password) as (port, key, log):
             jumped = folder / "jumped"
             shutil.copytree(direct, jumped)
             known = jumped / "known_hosts"
@@ -258,29 +242,35 @@ def main() -> int:
             (jumped / "defaults.yaml").write_text(
                 defaults.replace("data:\n", f"data:\n  jump_host: {{host: 127.0.0.1, port: "
                                  f"{port}}}\n", 1))
-            print(f"\n### {args.hosts} hosts on {args.routers} routers, directly and through "
+            print(f"\n### {args.hosts} hosts on {len(lab.ports)} routers, directly and through "
                   f"one OpenSSH bastion (127.0.0.1:{port}, MaxSessions 10)\n")
             print("| runner | task | ok direct | ok through the bastion | direct: median s | "
                   "through: median s | ratio (target <= 1.3) | bastion logins |")
             print("|---|---|---|---|---|---|---|---|")
             for runner in args.runners:
-                times: dict[str, list[float]] = {"direct": [], "jumped": []}
                 oks: dict[str, list[str]] = {"direct": [], "jumped": []}
                 before = log.read_text(errors="replace").count("Accepted password")
-                for _ in range(args.repeat):
-                    for how, inventory in (("direct", direct), ("jumped", jumped)):
-                        seconds, ok, total = timed(job(folder, inventory, runner),
-                                                   folder / "out.jsonl")
-                        times[how].append(seconds)
-                        oks[how].append(f"{ok}/{total}")
+
+                def one(how: str, inventory: Path, runner: str = runner,
+                        oks: dict[str, list[str]] = oks) -> float:
+                    seconds, ok, total = run_once(job(folder, inventory, runner),
+                                               folder / "out.jsonl")
+                    oks[how].append(f"{ok}/{total}")
+                    return seconds
+
+                times = harness.alternate({"direct": lambda: one("direct", direct),
+                                           "jumped": lambda: one("jumped", jumped)}, args.repeat)
                 logins = log.read_text(errors="replace").count("Accepted password") - before
-                a, b = statistics.median(times["direct"]), statistics.median(times["jumped"])
+                a, b = (harness.Spread.of(times[how]).median for how in ("direct", "jumped"))
                 verdict = "met" if b / a <= 1.3 else "MISSED"
                 print(f"| {runner} | {TASKS[runner]} | {', '.join(oks['direct'])} | "
                       f"{', '.join(oks['jumped'])} | {a:.2f} | {b:.2f} | {b / a:.2f} "
                       f"({verdict}) | {logins / args.repeat:.0f} a run |", flush=True)
+                bench.record({**times, "oks": oks, "bastion_logins": logins}, runner=runner,
+                             hosts=args.hosts, routers=len(lab.ports))
     return 0
 
 
 if __name__ == "__main__":
-    run_script(main, "the lab, the bastion and every run this script started are stopped")
+    harness.run_script(main, PARSER, interrupted="the lab, the bastion and every run this "
+                       "script started are stopped")

@@ -4,10 +4,12 @@ rollout, a run SIGKILLed before confirming and recovered, and what checks and pa
 
     python scripts/bench_checks.py [--routers 10] [--hosts 1000] [--repeat 3] [--in-flight 200]
                                    [--parts broken-bgp sigkill overhead parse] [--quick]
+                                   [--lab NAME] [--record PATH]
 
 As root (``apt-get install -y frr openssh-server``). A lab of ``--routers`` FRR routers of its
-own (bench_routers.RouterLab: a name ``bc`` + six random characters, free loopback ports,
-stopped at the end, on an error and on Ctrl-C), one inventory host per router (r1 ...) and
+own (:mod:`harness.lab`: a name ``bc`` + six random characters, free loopback ports, stopped at
+the end, on an error and on Ctrl-C), or the running lab ``--lab NAME`` (its routers put back as
+they were), one inventory host per router (r1 ...) and
 ``--hosts`` hosts spread over them (h0001 ...). Every job runs through ``nornir-bench run`` in
 a process of its own, on the asyncio runner (scrapli) unless said; every file it writes (jobs,
 records, journals, backups, state) is in a temporary folder removed at the end.
@@ -35,18 +37,14 @@ ipv4 unicast summary json`` with ``parse: json`` against without (**parse**), th
 timed from outside, alternating, ``--repeat`` each, medians; the routers put back (root's
 vtysh) after each change.
 
-``--quick``: 3 routers, 30 hosts, 1 repeat, asyncio only, for a test (about 90 s).
+``--quick``: 3 routers, 6 hosts, 1 repeat, asyncio only, broken-bgp's settle 1 s and confirm
+window 4 s, for a test.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import random
-import string
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -54,16 +52,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_routers import (
-    RouterLab,
-    _nornir_bench_run,
-    _put_back,
-    _sessions_gone,
-    _stop_on_sigterm,
-    _vtysh,
-    run_script,
-)
-from faults_processes import Child, measured_commit
+import harness
+from harness.jobs import nornir_bench, read_records, run_job
+from harness.lab import Lab, add_lab_option, router_lab
+from harness.lab_jobs import LabJobs
+from harness.owned import Child
+from harness.tables import met
 
 PARTS = ("broken-bgp", "sigkill", "overhead", "parse")
 SUMMARY = "show bgp ipv4 unicast summary json"
@@ -71,10 +65,11 @@ ESTABLISHED = "length(peers.* | [?state=='Established'])"
 SHOW = "show running-config"
 WRONG_AS = 65099
 SETTLE, WITHIN = 2, 10  # broken-bgp: seconds before the check, and to confirm in
+QUICK_SETTLE, QUICK_WITHIN = 1, 4
 POLL = 0.1  # seconds between two reads of r2's sessions
 BACK_SECONDS = 60.0  # after the run, at most, for r2's session to come back
 PENDING_SECONDS = 120.0  # sigkill: for every router to be pending and changed
-RUN_SECONDS = 600.0  # one `nornir-bench run` or `recover` (_nornir_bench_run's bound)
+RUN_SECONDS = 600.0  # one `nornir-bench run` or `recover`
 TARGETS = {"back": 30.0, "checks": 1.6, "parse": 1.10}
 BREAK = """{% if host.name == broken %}router bgp {{ asn }}
  neighbor {{ peer }} remote-as {{ wrong_as }}
@@ -86,114 +81,84 @@ ip route 198.18.{{ 100 + n // 250 }}.{{ n % 250 }}/32 Null0
 """
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--routers", type=int, help="routers in the lab (default 10; quick 3)")
-    parser.add_argument("--hosts", type=int, help="overhead, parse: inventory hosts spread over "
-                        "the routers (default 1000; quick 30)")
-    parser.add_argument("--repeat", type=int, help="overhead, parse: runs of each variant "
-                        "(default 3; quick 1)")
-    parser.add_argument("--in-flight", type=int, default=200,
-                        help="overhead, parse: hosts in flight (num_workers; default 200)")
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
-                        help="the parts to run (default all)")
-    parser.add_argument("--parse-runners", nargs="+", choices=("asyncio", "threadpool"),
-                        help="parse: the runners (default both; quick asyncio)")
-    parser.add_argument("--quick", action="store_true", help="everything small, for a test")
-    args = parser.parse_args()
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--routers", type=harness.whole(),
+                    help="routers in the lab (default 10; quick 3)")
+PARSER.add_argument("--hosts", type=harness.whole(),
+                    help="overhead, parse: inventory hosts spread over "
+                    "the routers (default 1000; quick 6)")
+PARSER.add_argument("--repeat", type=harness.whole(), help="overhead, parse: runs of each variant "
+                    "(default 3; quick 1)")
+PARSER.add_argument("--in-flight", type=harness.whole(), default=200,
+                    help="overhead, parse: hosts in flight (num_workers; default 200)")
+PARSER.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                    help="the parts to run (default all)")
+PARSER.add_argument("--parse-runners", nargs="+", choices=("asyncio", "threadpool"),
+                    help="parse: the runners (default both; quick asyncio)")
+add_lab_option(PARSER)
+
+
+def main(bench: harness.Bench) -> int:
+    args = bench.args
     routers = args.routers or (3 if args.quick else 10)
-    hosts = args.hosts or (30 if args.quick else 1000)
+    hosts = args.hosts or (6 if args.quick else 1000)
     repeat = args.repeat or (1 if args.quick else 3)
     parse_runners = args.parse_runners or ["asyncio", *([] if args.quick else ["threadpool"])]
     if not 2 <= routers <= 100:
-        parser.error(f"--routers must be from 2 to 100 (r1 needs a neighbour), got {routers}")
+        PARSER.error(f"--routers must be from 2 to 100 (r1 needs a neighbour), got {routers}")
     for name, value in (("--hosts", hosts), ("--repeat", repeat), ("--in-flight", args.in_flight)):
         if value < 1:
-            parser.error(f"{name} must be at least 1, got {value}")
+            PARSER.error(f"{name} must be at least 1, got {value}")
     if os.geteuid() != 0:
-        parser.error("the router lab needs root")
-    _stop_on_sigterm()
-    print(f"bench_checks: parts {', '.join(args.parts)}; nornir_bench of commit "
-          f"{measured_commit()}; {datetime.now():%Y-%m-%d}; {os.cpu_count()} CPUs; load "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    name = "bc" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
-    fleet = bool({"overhead", "parse"} & set(args.parts))
-    with tempfile.TemporaryDirectory(prefix="bench-checks-") as folder:
+        PARSER.error("the router lab needs root")
+    bench.heading(f"parts {', '.join(args.parts)}; {datetime.now():%Y-%m-%d}")
+    with tempfile.TemporaryDirectory(prefix="bench-checks-") as folder, \
+            router_lab(routers, attach=args.lab, prefix="bc") as lab:
         work = Path(folder)
         os.environ["XDG_STATE_HOME"] = str(work / "state")  # the runs' default records folder
-        with RouterLab(routers, name, work / "fleet", hosts=hosts if fleet else None) as lab:
-            print(f"lab {lab.name}: {routers} routers on 127.0.0.1:{lab.base}-"
-                  f"{lab.base + routers - 1}, ready in {lab.ready_after:.1f} s\n", flush=True)
-            bench = Bench(lab, work)
-            print("| part | measure | measured | target |\n|---|---|---|---|", flush=True)
-            if "broken-bgp" in args.parts:
-                bench.broken_bgp()
-            if "sigkill" in args.parts:
-                bench.sigkill()
-            if "overhead" in args.parts:
-                bench.overhead(hosts, repeat, args.in_flight)
-            if "parse" in args.parts:
-                bench.parse(hosts, repeat, args.in_flight, parse_runners)
+        if len(lab.ports) < 2:
+            raise SystemExit(f"bench_checks: lab {lab.name} has one router: r1 needs a neighbour")
+        print(f"{lab.describe()}\n", flush=True)
+        if {"overhead", "parse"} & set(args.parts):
+            lab.write_inventory(work / "fleet", hosts)
+        checks = Checks(bench, lab, work)
+        print("| part | measure | measured | target |\n|---|---|---|---|", flush=True)
+        if "broken-bgp" in args.parts:
+            checks.broken_bgp()
+        if "sigkill" in args.parts:
+            checks.sigkill()
+        if "overhead" in args.parts:
+            checks.overhead(hosts, repeat, args.in_flight)
+        if "parse" in args.parts:
+            checks.parse(hosts, repeat, args.in_flight, parse_runners)
     return 0
 
 
-def _met(ok: bool, target: str) -> str:
-    return f"{target} ({'met' if ok else 'MISSED'})"
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-class Bench:
+class Checks:
     """The lab, its plan and its inventories, and the parts measured on them."""
 
-    def __init__(self, lab: RouterLab, work: Path) -> None:
-        from nornir_bench.lab import LabDevice, write_inventory
-        from nornir_bench.lab.topology import plan_lab
-
-        self.lab, self.work = lab, work
-        self.plan = plan_lab(lab.routers, port=lab.base, name=lab.name)
-        self.routers = [router.name for router in self.plan.routers]
-        write_inventory([LabDevice(r.name, "127.0.0.1", r.port, "cisco_ios", lab.user,
-                                   lab.password, lab.host_key) for r in self.plan.routers],
-                        work / "one-each")
+    def __init__(self, bench: harness.Bench, lab: Lab, work: Path) -> None:
+        self.bench, self.lab, self.work = bench, lab, work
+        self.plan = lab.plan
+        self.routers = lab.routers
+        self.jobs = LabJobs(lab, work)
+        self.settle, self.within = (QUICK_SETTLE, QUICK_WITHIN) if bench.quick else (SETTLE,
+                                                                                   WITHIN)
+        lab.write_inventory(work / "one-each")
 
     def row(self, part: str, measure: str, measured: str, target: str = "") -> None:
         print(f"| {part} | {measure} | {measured} | {target} |", flush=True)
+        self.bench.record({"measured": measured, "target": target}, part=part, measure=measure)
 
     def configs(self) -> dict[str, str]:
-        return {router: _vtysh(self.lab, router, SHOW) for router in self.routers}
+        return self.lab.configs()
 
     def job(self, name: str, inventory: str, task: str, params: dict[str, Any],
             **options: Any) -> Path:
-        """A job file in a folder of its own (its records, journal and backups beside it)."""
-        folder = self.work / name
-        folder.mkdir()
-        path = folder / "job.yaml"
-        runner = "threadpool" if task in ("send_command", "send_config") else "asyncio"
-        path.write_text(json.dumps({
-            "inventory": {"plugin": "SimpleInventory", "options": {
-                key: str(self.work / inventory / f"{name}.yaml") for key, name in (
-                    ("host_file", "hosts"), ("group_file", "groups"),
-                    ("defaults_file", "defaults"))}},
-            "runner": {"plugin": runner, "options": {"num_workers": 50, **options}},
-            "logging": {"enabled": False},
-            "task": {"name": task, "params": {"backup_dir": str(folder / "backups"), **params}
-                     if "config" in task else params},
-        }))
-        return path
+        return self.jobs.job(name, inventory, task, params, **options)
 
     def established(self, router: str) -> int:
-        text = _vtysh(self.lab, router, SUMMARY)
+        text = self.lab.vtysh(router, SUMMARY)
         try:
             peers = json.loads(text).get("peers", {})
         except ValueError:
@@ -213,7 +178,7 @@ class Bench:
                           "wrong_as": WRONG_AS},
             "checks": [{"name": f"{neighbour} sessions", "host": neighbour, "command": SUMMARY,
                         "path": ESTABLISHED, "expect": "no_fewer"}],
-            "settle": SETTLE, "confirm": {"within": WITHIN},
+            "settle": self.settle, "confirm": {"within": self.within},
         }, batches=[1, "10%", "100%"], max_fail_percentage=0)
         before = self.configs()
         samples: list[tuple[float, int]] = []
@@ -228,7 +193,7 @@ class Bench:
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         try:
-            took, _ = _nornir_bench_run(job, "-q", "-o", str(job.parent / "rollout.jsonl"))
+            took = run_job("run", str(job), "-q", "-o", str(job.parent / "rollout.jsonl")).seconds
             ends = time.monotonic() + BACK_SECONDS
             while time.monotonic() < ends and not (samples and samples[-1][1] == sessions):
                 time.sleep(POLL)
@@ -236,15 +201,15 @@ class Bench:
             stop.set()
             watcher.join(5)
         after = self.configs()
-        _put_back(self.lab, before)
-        records = {r["host"]: r for r in _rows(job.parent / "rollout.jsonl")}
-        journal = _rows(job.parent / "rollout.journal")
+        self.lab.put_back(before)
+        records = {r["host"]: r for r in read_records(job.parent / "rollout.jsonl")}
+        journal = read_records(job.parent / "rollout.journal")
         state = (records.get(first, {}).get("change") or {}).get("state")
         same = after[first] == before[first]
         self.row("broken-bgp", f"{first} reverted (run {took:.1f} s)",
                  f"change.state {state}; running config "
                  f"{'byte-identical' if same else 'DIFFERS'}",
-                 _met(same and state == "rolled back", "rolled back, identical"))
+                 met(same and state == "rolled back", "rolled back, identical"))
         pending = [e for e in journal[1:] if e["host"] == first and e["state"] == "pending"]
         broke = datetime.fromisoformat(pending[0]["at"]).timestamp() if pending else None
         down = next((t for t, n in samples if broke and t >= broke and n < sessions), None)
@@ -254,18 +219,18 @@ class Bench:
                                     else "the session never left Established" if down is None
                                     else f"not Established {BACK_SECONDS:g} s after the run")
             self.row("broken-bgp", f"break to {neighbour}'s session Established", said,
-                     _met(False, "<= 30 s"))
+                     met(False, "<= 30 s"))
         else:
             self.row("broken-bgp", f"break to {neighbour}'s session Established",
                      f"{back - broke:.1f} s (down seen {down - broke:.1f} s after the break; "
-                     f"confirm window {WITHIN} s, settle {SETTLE} s)",
-                     _met(back - broke <= TARGETS["back"], "<= 30 s"))
+                     f"confirm window {self.within} s, settle {self.settle} s)",
+                     met(back - broke <= TARGETS["back"], "<= 30 s"))
         later = [r for r in self.routers[1:] if after[r] != before[r]]
         aborted = sum(records.get(r, {}).get("exception") == "RunAborted"
                       for r in self.routers[1:])
         self.row("broken-bgp", "later routers touched",
                  f"{len(later)} of {len(self.routers) - 1} ({aborted} RunAborted)",
-                 _met(not later, "0"))
+                 met(not later, "0"))
 
     # -- sigkill ---------------------------------------------------------------------------
 
@@ -282,8 +247,7 @@ class Bench:
         folder, count = job.parent, len(self.routers)
         before = self.configs()
         journal = folder / "run.journal"
-        command = [sys.executable, "-m", "nornir_bench", "run", str(job), "-q", "-o",
-                   str(folder / "run.jsonl")]
+        command = nornir_bench("run", str(job), "-q", "-o", str(folder / "run.jsonl"))
 
         def all_pending() -> bool:  # in the journal before its lines are sent: then sent
             try:
@@ -291,7 +255,7 @@ class Bench:
                     return False
             except (OSError, ValueError):
                 return False
-            return all(f"ip route 203.0.113.{r[1:]}/32 Null0" in _vtysh(self.lab, r, SHOW)
+            return all(f"ip route 203.0.113.{r[1:]}/32 Null0" in self.lab.vtysh(r, SHOW)
                        for r in self.routers)
 
         try:
@@ -307,50 +271,26 @@ class Bench:
             if not killed:
                 self.row("sigkill", "run killed with every router pending",
                          f"NO: not all pending within {PENDING_SECONDS:g} s, or the run ended",
-                         _met(False, "all"))
+                         met(False, "all"))
                 return
-            _sessions_gone(self.lab)
-            took, said = self._recover(journal)
+            self.lab.sessions_gone()
+            recovered = run_job("recover", str(journal), timeout=RUN_SECONDS)
+            took, said = recovered.seconds, " ".join(recovered.output.split())
             after = self.configs()
         finally:
-            _put_back(self.lab, before)
+            self.lab.put_back(before)
         same = sum(after[r] == before[r] for r in self.routers)
         self.row("sigkill", f"SIGKILL {waited:.1f} s after start, all {count} pending; "
                  f"recover {took:.1f} s", f"{same}/{count} routers byte-identical to before",
-                 _met(same == count, f"{count}/{count}"))
+                 met(same == count, f"{count}/{count}"))
         last = read_journal(journal).hosts
         reverted = sum(last.get(r, {}).get("state") == "reverted" for r in self.routers)
-        rows = [r for r in _rows(folder / "run.jsonl") if r.get("task") == "recover"]
+        rows = [r for r in read_records(folder / "run.jsonl") if r.get("task") == "recover"]
         rolled = sum((r.get("change") or {}).get("state") == "rolled back" for r in rows)
         self.row("sigkill", "journal's last entry per host / recover records",
                  f"{reverted}/{count} reverted / {rolled}/{count} 'rolled back'"
                  + ("" if said.count("reverted to its backup") == count else f" ({said[:200]})"),
-                 _met(reverted == rolled == count, "all"))
-
-    def _recover(self, journal: Path) -> tuple[float, str]:
-        began = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "nornir_bench", "recover", str(journal)],
-                              capture_output=True, text=True, timeout=RUN_SECONDS, check=False)
-        return time.perf_counter() - began, " ".join((done.stdout + done.stderr).split())
-
-    # -- overhead and parse ----------------------------------------------------------------
-
-    def alternate(self, jobs: dict[str, Path], hosts: int, repeat: int,
-                  restore: dict[str, str] | None) -> dict[str, tuple[float, str]]:
-        """Each job run ``repeat`` times, in turn; each variant's median wall and its ok."""
-        walls: dict[str, list[float]] = {name: [] for name in jobs}
-        oks: dict[str, list[int]] = {name: [] for name in jobs}
-        for k in range(repeat):
-            for name in (list(jobs) if k % 2 == 0 else list(reversed(jobs))):
-                out = jobs[name].parent / f"run-{k}.jsonl"
-                took, _ = _nornir_bench_run(jobs[name], "-q", "-o", str(out))
-                walls[name].append(took)
-                oks[name].append(sum(not r["failed"] for r in _rows(out)))
-                _sessions_gone(self.lab)
-                if restore is not None:
-                    _put_back(self.lab, restore)
-        return {name: (_median(walls[name]), "/".join(map(str, oks[name])) + f" of {hosts}")
-                for name in jobs}
+                 met(reverted == rolled == count, "all"))
 
     def overhead(self, hosts: int, repeat: int, in_flight: int) -> None:
         (self.work / "host-route.j2").write_text(HOST_ROUTE)
@@ -362,15 +302,15 @@ class Bench:
                 for name, params in (("checks", {**change, **check}), ("plain", change))}
         before = self.configs()
         try:
-            got = self.alternate(jobs, hosts, repeat, before)
+            got = self.jobs.alternate(jobs, hosts, repeat, before)
         finally:
-            _put_back(self.lab, before)
-        ratio = got["checks"][0] / got["plain"][0]
+            self.lab.put_back(before)
+        ratio = got["checks"].median / got["plain"].median
         self.row("overhead", f"asend_config, {hosts} hosts, {in_flight} in flight, median of "
                  f"{repeat}: with a check / without",
-                 f"{got['checks'][0]:.1f} s ({got['checks'][1]} ok) / {got['plain'][0]:.1f} s "
-                 f"({got['plain'][1]} ok) = {ratio:.2f}", _met(ratio <= TARGETS["checks"],
-                                                              "<= 1.6"))
+                 f"{got['checks'].median:.1f} s ({got['checks'].ok_text()} ok) / "
+                 f"{got['plain'].median:.1f} s ({got['plain'].ok_text()} ok) = {ratio:.2f}",
+                 met(ratio <= TARGETS["checks"], "<= 1.6"))
 
     def parse(self, hosts: int, repeat: int, in_flight: int, runners: list[str]) -> None:
         for runner in runners:
@@ -378,14 +318,15 @@ class Bench:
             jobs = {name: self.job(f"parse-{runner}-{name}", "fleet", task, {
                 "command": SUMMARY, **extra}, num_workers=in_flight)
                 for name, extra in (("json", {"parse": "json"}), ("text", {}))}
-            got = self.alternate(jobs, hosts, repeat, None)
-            ratio = got["json"][0] / got["text"][0]
+            got = self.jobs.alternate(jobs, hosts, repeat)
+            ratio = got["json"].median / got["text"].median
             self.row("parse", f"{task} ({runner}), {hosts} hosts, {in_flight} in flight, "
                      f"median of {repeat}: parse json / text",
-                     f"{got['json'][0]:.1f} s ({got['json'][1]} ok) / {got['text'][0]:.1f} s "
-                     f"({got['text'][1]} ok) = {ratio:.2f}", _met(ratio <= TARGETS["parse"],
-                                                                  "<= 1.10"))
+                     f"{got['json'].median:.1f} s ({got['json'].ok_text()} ok) / "
+                     f"{got['text'].median:.1f} s ({got['text'].ok_text()} ok) = {ratio:.2f}",
+                     met(ratio <= TARGETS["parse"], "<= 1.10"))
 
 
 if __name__ == "__main__":
-    run_script(main, "the lab and every run this script started are stopped")
+    harness.run_script(main, PARSER, interrupted="the lab and every run this script started "
+                       "are stopped")

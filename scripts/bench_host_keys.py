@@ -2,7 +2,7 @@
 """SSH host keys checked before the password: impostors, accept-new at scale, and the cost.
 
     python scripts/bench_host_keys.py [--records 10000] [--processes 4] [--threads 8]
-                                      [--logins 40] [--repeat 3] [--quick]
+                                      [--logins 40] [--repeat 3] [--quick] [--record PATH]
 
 **impostors**: an SSH server on 127.0.0.1 (asyncssh) with a key of its own, which records every
 password offered to it, is logged in to by 3 hosts on every runner and driver (threadpool /
@@ -27,24 +27,26 @@ Everything it writes is in a temporary folder removed at the end; it talks to lo
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import multiprocessing
-import statistics
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nornir_bench.core.library_warnings import quiet_library_deprecations
+from nornir.core import Nornir
 
-quiet_library_deprecations()  # before asyncssh's import, which warns of cryptography's DSA
+import harness
+from harness.entry import quiet_warnings
+from harness.fleets import close, simple
+
+quiet_warnings()  # before asyncssh's import, which warns of cryptography's DSA
 import asyncssh  # noqa: E402
 
 PASSWORD = "bench-host-keys-password"
@@ -109,9 +111,7 @@ def impostor() -> Iterator[Impostor]:
         loop.close()
 
 
-def nornir_at(server: Impostor, folder: Path, runner: str, hosts: int, **data: Any) -> Any:
-    from nornir import InitNornir
-
+def nornir_at(server: Impostor, folder: Path, runner: str, hosts: int, **data: Any) -> Nornir:
     options: dict[str, Any] = {"num_workers": 10}
     if runner == "processpool":
         options["num_procs"] = 2
@@ -122,13 +122,7 @@ def nornir_at(server: Impostor, folder: Path, runner: str, hosts: int, **data: A
     (folder / "defaults.yaml").write_text(
         json.dumps({"username": "admin", "password": PASSWORD, "data": data})
     )
-    return InitNornir(
-        runner={"plugin": runner, "options": options},
-        inventory={"plugin": "SimpleInventory", "options": {
-            "host_file": str(folder / "hosts.yaml"),
-            "defaults_file": str(folder / "defaults.yaml")}},
-        logging={"enabled": False},
-    )
+    return simple(folder, runner, **options)
 
 
 def run(server: Impostor, folder: Path, runner: str, task: Callable[..., Any], hosts: int,
@@ -137,19 +131,20 @@ def run(server: Impostor, folder: Path, runner: str, task: Callable[..., Any], h
     try:
         result = nr.run(task=task, command="show clock")
     finally:
-        getattr(nr.runner, "close", lambda: None)()
+        close(nr)
     return {name: multi[0].exception for name, multi in result.items()}
 
 
-def impostors_part(folder: Path, quick: bool) -> None:
+def impostors_part(bench: harness.Bench, folder: Path, quick: bool) -> None:
     from nornir_bench.tasks import asend_command, send_command
 
     print("\n### Impostors: 3 hosts at an SSH server recording every password offered\n")
     print("| runner | task | host_key_checking | known hosts | passwords received "
           "(target 0) | hosts failed with |")
     print("|---|---|---|---|---|---|")
-    combinations = [("threadpool", send_command), ("asyncio", asend_command),
-                    ("processpool", send_command), ("processpool", asend_command)]
+    combinations: list[tuple[str, Callable[..., Any]]] = [
+        ("threadpool", send_command), ("asyncio", asend_command),
+        ("processpool", send_command), ("processpool", asend_command)]
     if not quick:
         combinations.append(("dask", asend_command))
     genuine = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
@@ -164,6 +159,9 @@ def impostors_part(folder: Path, quick: bool) -> None:
             kinds = sorted({type(exc).__name__ for exc in errors.values()})
             print(f"| {runner} | {task.__name__} | {checking} | {known} | "
                   f"{len(server.passwords)} | {', '.join(kinds)} |", flush=True)
+            bench.record({"passwords": len(server.passwords), "failed_with": kinds},
+                         part="impostors", runner=runner, task=task.__name__,
+                         host_key_checking=checking, known=known)
 
 
 def _record_part(args: tuple[str, list[str], int, int, int]) -> None:
@@ -187,7 +185,8 @@ def _record_part(args: tuple[str, list[str], int, int, int]) -> None:
         worker.join()
 
 
-def records_part(folder: Path, records: int, processes: int, threads: int) -> None:
+def records_part(bench: harness.Bench, folder: Path, records: int, processes: int,
+                 threads: int) -> None:
     print(f"\n### accept-new at scale: {records:,} new hosts recorded at once by {processes} "
           f"processes x {threads} threads\n")
     path = folder / "scale_known_hosts"
@@ -219,50 +218,55 @@ def records_part(folder: Path, records: int, processes: int, threads: int) -> No
     met = "met" if whole and not duplicates else "MISSED"
     print(f"| {len(lines):,} | {valid:,} | {len(set(names)):,} | {duplicates} | "
           f"{records:,} lines, 0 duplicates ({met}) | {seconds:.2f} s |", flush=True)
+    bench.record({"lines": len(lines), "valid": valid, "distinct": len(set(names)),
+                  "duplicates": duplicates, "seconds": seconds}, part="accept-new",
+                 records=records, processes=processes, threads=threads)
 
 
-def cost_part(folder: Path, logins: int, repeat: int) -> None:
+def cost_part(bench: harness.Bench, folder: Path, logins: int, repeat: int) -> None:
     from nornir_bench.tasks import asend_command, send_command
 
     print(f"\n### Cost: {logins} logins to the refused password, strict (key known) vs off\n")
     print("| driver | runner | off: median s | strict: median s | per login: ms |")
     print("|---|---|---|---|---|")
     for runner, task in (("threadpool", send_command), ("asyncio", asend_command)):
-        times: dict[str, list[float]] = {"off": [], "strict": []}
         with impostor() as server:
             path = folder / "cost_known_hosts"
             path.write_text(server.line())
-            for _ in range(repeat):
-                for checking in ("off", "strict"):
-                    began = time.perf_counter()
-                    run(server, folder, runner, task, logins, known_hosts=str(path),
-                        host_key_checking=checking)
-                    times[checking].append(time.perf_counter() - began)
-        off, strict = statistics.median(times["off"]), statistics.median(times["strict"])
+            times = harness.alternate(
+                {checking: partial(harness.timed, run, server, folder, runner, task, logins,
+                                   known_hosts=str(path), host_key_checking=checking)
+                 for checking in ("off", "strict")}, repeat)
+        off, strict = (harness.Spread.of(t for _, t in times[checking]).median
+                       for checking in ("off", "strict"))
         print(f"| {task.__name__} | {runner} | {off:.3f} | {strict:.3f} | "
               f"{(strict - off) / logins * 1000:+.2f} |", flush=True)
+        bench.record({"off": [t for _, t in times["off"]],
+                      "strict": [t for _, t in times["strict"]]}, part="cost", runner=runner,
+                     task=task.__name__, logins=logins)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--processes", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--logins", type=int, default=40)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args(argv)
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--records", type=harness.whole(), default=10_000)
+PARSER.add_argument("--processes", type=harness.whole(), default=4)
+PARSER.add_argument("--threads", type=harness.whole(), default=8)
+PARSER.add_argument("--logins", type=harness.whole(), default=40)
+PARSER.add_argument("--repeat", type=harness.whole(), default=3)
+
+
+def main(bench: harness.Bench) -> int:
+    args = bench.args
     # Every host here fails on purpose: nornir's traceback per host is not a figure.
     logging.getLogger("nornir").addHandler(logging.NullHandler())
     if args.quick:
         args.records, args.processes, args.threads, args.logins, args.repeat = 600, 2, 4, 10, 1
     with tempfile.TemporaryDirectory(prefix="nornir-bench-host-keys-") as work:
         folder = Path(work)
-        impostors_part(folder, args.quick)
-        records_part(folder, args.records, args.processes, args.threads)
-        cost_part(folder, args.logins, args.repeat)
+        impostors_part(bench, folder, args.quick)
+        records_part(bench, folder, args.records, args.processes, args.threads)
+        cost_part(bench, folder, args.logins, args.repeat)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run_script(main, PARSER)

@@ -3,98 +3,67 @@
 
     python scripts/bench_memory.py [--runs 50] [--hosts 10000] [--fail-rate 0.1]
                                    [--runners threaded,threadpool,asyncio,processpool]
+                                   [--quick] [--record PATH]
 
-Each runner gets a fresh process that builds one Nornir (``--hosts`` synthetic hosts) and runs
-``sim_rtt``/``asim_rtt`` with RTT 0 and ``--fail-rate`` failing hosts ``--runs`` times, keeping
-each run's result until the next one replaces it, as a script or a scheduler would. After
-every run it reads its resident memory (VmRSS), threads, open file descriptors and the
-objects the garbage collector tracks. Reported per runner: those after the first run and
-after the last, the growth per run and the range of RSS over the second half of the runs (the
-first runs warm caches and allocator arenas, and let garbage reach the level at which a full
-collection starts), and the median run time.
+Each runner gets a fresh process (:mod:`harness.children.memory_runs`) that builds one Nornir
+(``--hosts`` synthetic hosts) and runs ``sim_rtt``/``asim_rtt`` with RTT 0 and ``--fail-rate``
+failing hosts ``--runs`` times, keeping each run's result until the next one replaces it, as a
+script or a scheduler would. After every run it reads its resident memory (VmRSS), threads,
+open file descriptors and the objects the garbage collector tracks. Reported per runner: those
+after the first run and after the last, the growth per run and the range of RSS over the
+second half of the runs (the first runs warm caches and allocator arenas, and let garbage
+reach the level at which a full collection starts), and the median run time. ``--quick``: 2
+runs of 200 hosts, threadpool and asyncio.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import statistics
-import subprocess
-import sys
-from typing import Any
+import harness
+from harness.child import ChildFailed, run_child_lines
+from harness.stats import slope
 
-CHILD = r"""
-import gc, json, logging, os, sys, threading, time
-from nornir import InitNornir
-from nornir_bench.tasks import asim_rtt, sim_rtt
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--runs", type=harness.whole())
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--fail-rate", type=harness.number(), default=0.1)
+PARSER.add_argument("--runners")
 
-runner, hosts, runs, fail_rate = json.loads(sys.argv[1])
-logging.getLogger().addHandler(logging.NullHandler())  # no failure tracebacks on the terminal
-options = {"num_workers": 100} if runner != "serial" else {}
-nr = InitNornir(inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
-                runner={"plugin": runner, "options": options}, logging={"enabled": False})
-task = asim_rtt if getattr(nr.runner, "prefers_async_tasks", False) else sim_rtt
-
-def rss_mib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-
-result = None
-for i in range(runs):
-    start = time.perf_counter()
-    result = nr.run(task=task, rtt=0, fail_rate=fail_rate, seed=i, on_failed=True)
-    elapsed = time.perf_counter() - start
-    print(json.dumps({
-        "run": i + 1, "seconds": elapsed, "failed": len(result.failed_hosts),
-        "rss_mib": rss_mib(), "threads": threading.active_count(),
-        "fds": len(os.listdir("/proc/self/fd")), "objects": len(gc.get_objects()),
-    }), flush=True)
-"""
+CHILD_SECONDS = 3600.0
 
 
-def slope(ys: list[float]) -> float:
-    """Least-squares growth per run."""
-    xs = list(range(len(ys)))
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--hosts", type=int, default=10_000)
-    parser.add_argument("--fail-rate", type=float, default=0.1)
-    parser.add_argument("--runners", default="threaded,threadpool,asyncio,processpool")
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> None:
+    args, quick = bench.args, bench.quick
+    runs = args.runs or (2 if quick else 50)
+    hosts = args.hosts or (200 if quick else 10_000)
+    runners = args.runners or ("threadpool,asyncio" if quick else
+                               "threaded,threadpool,asyncio,processpool")
     print(
-        f"{args.runs} runs in one process, {args.hosts} hosts, {args.fail_rate:.0%} failing, "
+        f"{runs} runs in one process, {hosts} hosts, {args.fail_rate:.0%} failing, "
         "RTT 0; after the first run -> after the last; growth per run over the second half"
     )
-    for runner in args.runners.split(","):
-        spec = json.dumps([runner, args.hosts, args.runs, args.fail_rate])
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, spec], capture_output=True, text=True, timeout=3600
-        )
-        rows: list[dict[str, Any]] = [json.loads(line) for line in done.stdout.splitlines()]
-        if len(rows) != args.runs:
-            print(f"{runner:>11}: failed (exit {done.returncode}): {done.stderr[-400:]}")
+    for runner in runners.split(","):
+        spec = {"runner": runner, "hosts": hosts, "runs": runs, "fail_rate": args.fail_rate}
+        try:
+            rows = run_child_lines("harness.children.memory_runs", spec, timeout=CHILD_SECONDS)
+        except ChildFailed as exc:
+            print(f"{runner:>11}: failed: {exc}")
             continue
         first, last = rows[0], rows[-1]
         half = rows[len(rows) // 2 :]
+        rss = harness.Spread.of(r["rss_mib"] for r in half)
+        grows = slope([r["rss_mib"] for r in half])
         print(
             f"{runner:>11}: RSS {first['rss_mib']:.0f} -> {last['rss_mib']:.0f} MiB "
-            f"({slope([r['rss_mib'] for r in half]):+.2f} MiB/run, second half "
-            f"{min(r['rss_mib'] for r in half):.1f}-{max(r['rss_mib'] for r in half):.1f} MiB); "
+            f"({grows:+.2f} MiB/run, second half {rss.low:.1f}-{rss.high:.1f} MiB); "
             f"objects {first['objects']:,} -> {last['objects']:,} "
             f"({slope([r['objects'] for r in half]):+,.0f}/run); "
             f"threads {first['threads']} -> {last['threads']}, "
             f"fds {first['fds']} -> {last['fds']}; "
-            f"run {statistics.median(r['seconds'] for r in rows):.3f} s median"
+            f"run {harness.Spread.of(r['seconds'] for r in rows).median:.3f} s median"
         )
+        bench.record({"runs": rows, "rss_growth_mib_per_run": grows}, runner=runner,
+                     hosts=hosts, fail_rate=args.fail_rate)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run_script(main, PARSER)

@@ -5,6 +5,7 @@
                                   [--slow 2.0] [--fast 0.3] [--procs 2] [--only asyncio,dask]
                                   [--kill]
     python scripts/bench_mixed.py --killed-worker [--kill-at 2.5] [--repeat 2]
+    python scripts/bench_mixed.py --quick [--killed-worker] [--record PATH]
 
 Every ``--slow-every``-th host (dev0, dev10, ...) takes ``--slow`` seconds, the others
 ``--fast``; ``--in-flight`` hosts run at once in all (a process runner's ``--procs`` workers
@@ -23,18 +24,19 @@ interleaved), when its last host came back and how long the run went on after it
 after the kill the run heard that the worker had left, hosts back and failed; the killed run
 against one worker's (target <= 1.3). Every process started here is stopped at the end, on an
 error and on Ctrl-C.
+
+``--quick``: 200 hosts, 1 in 10 taking 0.5 s and the others 0.1 s, threadpool and asyncio;
+with ``--killed-worker``, the kill 0.5 s in, 1 repeat.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,17 +48,33 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from nornir.core import Nornir
 
+import harness
+from harness.fleets import close, synthetic
 from nornir_bench.core.hooks import NoOpProcessor
-from nornir_bench.core.plugins import init_nornir
 from nornir_bench.tasks import read_only
 
 RUNNERS = ("threadpool", "asyncio", "processpool", "dask")
 
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--in-flight", type=harness.whole(), default=100)
+PARSER.add_argument("--slow-every", type=harness.whole(), default=10)
+PARSER.add_argument("--slow", type=harness.number())
+PARSER.add_argument("--fast", type=harness.number())
+PARSER.add_argument("--procs", type=harness.whole(), default=2)
+PARSER.add_argument("--only")
+PARSER.add_argument("--kill", action="store_true")
+PARSER.add_argument("--killed-worker", action="store_true",
+                    help="dask on Dask's command-line processes, a worker SIGKILLed mid-run")
+PARSER.add_argument("--kill-at", type=harness.number())
+PARSER.add_argument("--repeat", type=harness.whole())
+
 
 def _seconds(task: Any) -> float:
     every, slow, fast = task.host["slow_every"], task.host["slow"], task.host["fast"]
-    return slow if int(task.host.name[3:]) % every == 0 else fast
+    return float(slow if int(task.host.name[3:]) % every == 0 else fast)
 
 
 def naps(task: Any) -> None:
@@ -67,20 +85,20 @@ async def anaps(task: Any) -> None:
     await asyncio.sleep(_seconds(task))
 
 
-def build(runner: str, args: argparse.Namespace) -> Any:
+def with_latencies(nr: Nornir, args: Any) -> Nornir:
+    """Each host told how long it takes (its data: the tasks read it)."""
+    for host in nr.inventory.hosts.values():
+        host.data.update(slow_every=args.slow_every, slow=args.slow, fast=args.fast)
+    return nr
+
+
+def build(runner: str, args: Any) -> Nornir:
     procs = {"num_procs": args.procs} if runner in ("processpool", "dask") else {}
     per_worker = args.in_flight // args.procs if procs else args.in_flight
     if runner == "dask":
         procs["crash_reruns"] = 1
-    nr = init_nornir(
-        inventory={"plugin": "synthetic", "options": {"hosts": args.hosts}},
-        runner={"plugin": runner, "options": {"num_workers": per_worker, **procs}},
-        logging={"enabled": False},
-        connections=(),
-    )
-    for host in nr.inventory.hosts.values():
-        host.data.update(slow_every=args.slow_every, slow=args.slow, fast=args.fast)
-    return nr
+    return with_latencies(
+        synthetic(runner, args.hosts, lean=True, num_workers=per_worker, **procs), args)
 
 
 def _kill_a_dask_worker_soon(nr: Any) -> threading.Thread:
@@ -98,7 +116,7 @@ def _kill_a_dask_worker_soon(nr: Any) -> threading.Thread:
     return thread
 
 
-def measure(runner: str, args: argparse.Namespace, kill: bool = False) -> tuple[float, int]:
+def measure(runner: str, args: Any, kill: bool = False) -> tuple[float, int]:
     nr = build(runner, args)
     try:
         task = naps if runner == "threadpool" else anaps
@@ -112,9 +130,7 @@ def measure(runner: str, args: argparse.Namespace, kill: bool = False) -> tuple[
             killer.join()
         return wall, len(result.failed_hosts)
     finally:
-        close = getattr(nr.runner, "close", None)
-        if close is not None:
-            close()
+        close(nr)
 
 
 # -- a Dask worker killed mid-run, on Dask's command-line processes ---------------------------
@@ -202,20 +218,11 @@ class HeardLeft(logging.Handler):
             self.at = time.perf_counter()
 
 
-def killed_worker_run(
-    args: argparse.Namespace, address: str, victim: int | None
-) -> dict[str, Any]:
+def killed_worker_run(args: Any, address: str, victim: int | None) -> dict[str, Any]:
     """One run at the scheduler ``address``; the Dask worker process ``victim`` SIGKILLed
     ``--kill-at`` seconds in, if one is given."""
-    nr = init_nornir(
-        inventory={"plugin": "synthetic", "options": {"hosts": args.hosts}},
-        runner={"plugin": "dask", "options": {
-            "num_workers": args.in_flight // 2, "address": address}},
-        logging={"enabled": False},
-        connections=(),
-    )
-    for host in nr.inventory.hosts.values():
-        host.data.update(slow_every=args.slow_every, slow=args.slow, fast=args.fast)
+    nr = with_latencies(synthetic("dask", args.hosts, lean=True,
+                                  num_workers=args.in_flight // 2, address=address), args)
     heard = HeardLeft()
     runner_log = logging.getLogger("nornir_bench.runners.dask")
     runner_log.addHandler(heard)
@@ -240,7 +247,7 @@ def killed_worker_run(
             killer.join()
     finally:
         runner_log.removeHandler(heard)
-        nr.runner.close()  # type: ignore[attr-defined]
+        close(nr)
     return {
         "wall": wall, "last": last.last - start, "present": len(result),
         "failed": len(result.failed_hosts),
@@ -248,7 +255,7 @@ def killed_worker_run(
     }
 
 
-def section_killed_worker(args: argparse.Namespace) -> None:
+def section_killed_worker(bench: harness.Bench, args: Any) -> None:
     """Each repeat: a cluster of one worker for its row; one of two workers for the two
     others, the kill last."""
     per_worker = args.in_flight // 2
@@ -266,43 +273,35 @@ def section_killed_worker(args: argparse.Namespace) -> None:
     print("| workers | run | last host back at | the run after it | the worker's death "
           "heard after | hosts back / failed | x one worker |")
     print("|---|---|---|---|---|---|---|")
-    one = statistics.median(r["wall"] for r in runs[alone])
+    one = harness.Spread.of(r["wall"] for r in runs[alone]).median
     for name, samples in runs.items():
-        walls = [r["wall"] for r in samples]
+        walls = harness.Spread.of(r["wall"] for r in samples)
         heard = [r["heard"] for r in samples if r["heard"] is not None]
-        print(f"| {name} | {spread(walls)} | {spread([r['last'] for r in samples])} | "
-              f"{spread([r['wall'] - r['last'] for r in samples])} | "
-              f"{(spread(heard, 'ms', 1000) if heard else 'never') if name == kill else '-'} | "
+        print(f"| {name} | {walls.unit_text('s', 2)} | "
+              f"{harness.Spread.of(r['last'] for r in samples).unit_text('s', 2)} | "
+              f"{harness.Spread.of(r['wall'] - r['last'] for r in samples).unit_text('s', 2)} | "
+              f"{heard_text(heard) if name == kill else '-'} | "
               f"{min(r['present'] for r in samples)} / {max(r['failed'] for r in samples)} | "
-              f"{statistics.median(walls) / one:.2f} |")
-    killed = statistics.median(r["wall"] for r in runs[kill])
+              f"{walls.median / one:.2f} |")
+        bench.record({"runs": samples}, section="killed-worker", workers=name,
+                     hosts=args.hosts, kill_at=args.kill_at)
+    killed = harness.Spread.of(r["wall"] for r in runs[kill]).median
     verdict = "met" if killed / one <= 1.3 else "MISSED"
     print(f"\nkilled / one worker: {killed / one:.2f} (target <= 1.3: {verdict})", flush=True)
 
 
-def spread(samples: list[float], unit: str = "s", scale: float = 1.0) -> str:
-    values = [sample * scale for sample in samples]
-    if len(values) == 1:
-        return f"{values[0]:.2f} {unit}"
-    return f"{statistics.median(values):.2f} {unit} ({min(values):.2f}-{max(values):.2f})"
+def heard_text(heard: list[float]) -> str:
+    return harness.Spread.of(heard, 1000).unit_text("ms", 2) if heard else "never"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=2000)
-    parser.add_argument("--in-flight", type=int, default=100)
-    parser.add_argument("--slow-every", type=int, default=10)
-    parser.add_argument("--slow", type=float, default=2.0)
-    parser.add_argument("--fast", type=float, default=0.3)
-    parser.add_argument("--procs", type=int, default=2)
-    parser.add_argument("--only", default=",".join(RUNNERS))
-    parser.add_argument("--kill", action="store_true")
-    parser.add_argument("--killed-worker", action="store_true",
-                        help="dask on Dask's command-line processes, a worker SIGKILLed mid-run")
-    parser.add_argument("--kill-at", type=float, default=2.5)
-    parser.add_argument("--repeat", type=int, default=2)
-    args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # processes started are stopped
+def main(bench: harness.Bench) -> None:
+    args, quick = bench.args, bench.quick
+    args.hosts = args.hosts or (200 if quick else 2000)
+    args.slow = args.slow or (0.5 if quick else 2.0)
+    args.fast = args.fast or (0.1 if quick else 0.3)
+    args.kill_at = args.kill_at or (0.5 if quick else 2.5)
+    args.repeat = args.repeat or (1 if quick else 2)
+    only = args.only or ("threadpool,asyncio" if quick else ",".join(RUNNERS))
     slow = len(range(0, args.hosts, args.slow_every))
     mean = (slow * args.slow + (args.hosts - slow) * args.fast) / args.hosts
     ideal = args.hosts * mean / args.in_flight
@@ -311,19 +310,18 @@ def main() -> None:
         f"{args.slow:g} s, the others {args.fast:g} s: ideal {ideal:.1f} s"
     )
     if args.killed_worker:
-        try:
-            section_killed_worker(args)
-        except KeyboardInterrupt:  # the runner's RunInterrupted too; every process stopped
-            sys.exit("bench_mixed: interrupted")
+        section_killed_worker(bench, args)
         return
-    cases = [(runner, False) for runner in args.only.split(",")]
+    cases = [(runner, False) for runner in only.split(",")]
     if args.kill:
         cases.append(("dask", True))
     for runner, kill in cases:
         wall, failed = measure(runner, args, kill)
         name = f"{runner} (a worker killed)" if kill else runner
         print(f"{name:28} {wall:6.1f} s  {wall / ideal:4.2f} x ideal  failed {failed}")
+        bench.record({"wall": wall, "ideal": ideal, "failed": failed}, runner=runner,
+                     killed=kill, hosts=args.hosts, in_flight=args.in_flight)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run_script(main, PARSER)

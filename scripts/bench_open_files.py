@@ -4,101 +4,52 @@ checkouts of the package.
 
     python scripts/bench_open_files.py [--tree PATH ...] [--hosts 2000]
                                        [--runners threadpool,asyncio,processpool,dask]
-                                       [--cases soft,hard]
+                                       [--cases soft,hard] [--delay 1] [--quick]
+                                       [--record PATH]
 
-Each line is a fresh interpreter importing the package from one checkout (``PYTHONPATH``), all
+Each line is a fresh interpreter importing the package from one checkout (``PYTHONPATH``;
+:mod:`harness.children.open_files_run`), all
 ``--hosts`` hosts in flight at once (threadpool and asyncio: that many workers; processpool
 and dask: 2 processes with half each), every host running the package's blocking
 ``tcp_ping`` with a probe line against a loopback server this script runs (hung devices and
 deadlines: ``bench_policies.py --sections hung``):
 
-- ``soft``: the server answers after 1 s; the process's soft ``RLIMIT_NOFILE`` is 256, its hard
+- ``soft``: the server answers after ``--delay`` (1 s); the process's soft ``RLIMIT_NOFILE`` is
+  256, its hard
   one as it was. Reported: hosts ok, hosts failed with "Too many open files", wall time.
 - ``hard``: the same under a hard limit of 256 too: hosts ok, and the warning saying how many
   hosts were in flight at once.
 
 A runner a checkout does not have (``dask`` before it existed) is reported as such.
+``--quick``: 300 hosts (past the limit of 256), threadpool and asyncio, a reply after 0.1 s.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import resource
 import signal
 import subprocess
-import sys
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import harness
+from harness.child import ROOT, child_command, child_env
+from nornir_bench.lab import RttServer
 
-from nornir_bench.lab import RttServer  # noqa: E402 - this checkout's, whichever is measured
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--tree", action="append", type=Path, help="a checkout (repeatable)")
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--runners")
+PARSER.add_argument("--cases", default="soft,hard")
+PARSER.add_argument("--delay", type=harness.number(),
+                    help="the server's reply, seconds (default 1)")
 
-CHILD = r"""
-import json, logging, os, resource, sys, time, warnings
-runner, case, port, hosts = json.loads(sys.argv[1])
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256 if case == "hard" else hard))
-logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
-logging.getLogger("nornir.core.task").setLevel(logging.CRITICAL)  # each failed host's traceback
-warnings.simplefilter("always")
-from importlib.metadata import entry_points
-from nornir import InitNornir
-from nornir.core.plugins.runners import RunnersPluginRegister
-from nornir_bench.tasks import tcp_ping
-
-# The installed entry points may name a runner the measured checkout does not have: register
-# those it has, and only those.
-for entry in entry_points(group="nornir.plugins.runners"):
-    try:
-        RunnersPluginRegister.register(entry.name, entry.load())
-    except Exception:
-        pass
-RunnersPluginRegister.auto_register = lambda: None
-
-half = max(1, hosts // 2)
-options = {
-    "threadpool": {"num_workers": hosts},
-    "asyncio": {"num_workers": hosts},
-    "processpool": {"num_workers": half, "num_procs": 2},
-    "dask": {"num_workers": half, "num_procs": 2},
-}[runner]
-try:
-    nr = InitNornir(
-        inventory={"plugin": "synthetic",
-                   "options": {"hosts": hosts, "hostname": "127.0.0.1", "port": port}},
-        runner={"plugin": runner, "options": options},
-        logging={"enabled": False},
-    )
-except Exception as exc:
-    print(json.dumps({"missing": f"{type(exc).__name__}: {exc}"}), flush=True)
-    os._exit(0)
-
-def noop(task):
-    return None
-
-nr.run(task=noop)  # the workers (or the cluster) start: not part of the measure
-started = time.perf_counter()
-result = nr.run(task=tcp_ping, timeout=30, probe="show clock")
-wall = time.perf_counter() - started
-errors = {}
-for multi in result.values():
-    if multi.failed:
-        text = str(multi[0].exception)
-        key = type(multi[0].exception).__name__
-        if "Too many open files" in text:
-            key = "Too many open files"
-        errors[key] = errors.get(key, 0) + 1
-print(json.dumps({
-    "wall": wall, "ok": sum(1 for m in result.values() if not m.failed), "errors": errors,
-}), flush=True)
-os._exit(0)
-"""
+CHILD_SECONDS = 900.0
 
 
 def serve(delay: float) -> int:
@@ -119,23 +70,18 @@ def serve(delay: float) -> int:
 
 
 def measure(tree: Path, runner: str, case: str, port: int, hosts: int) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    """One run in a fresh process (its stderr's warnings kept: they are a figure)."""
+    spec = {"runner": runner, "case": case, "port": port, "hosts": hosts}
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, json.dumps([runner, case, port, hosts])],
-        cwd=tree,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        child_command("harness.children.open_files_run", json.dumps(spec)), cwd=tree,
+        env=child_env(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its workers and cluster processes are stopped with it
     )
     try:
-        out, err = child.communicate(timeout=900)
+        out, err = child.communicate(timeout=CHILD_SECONDS)
     finally:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     lines = out.strip().splitlines()
     if not lines:
         return {"crashed": (err.strip().splitlines() or ["no output"])[-1]}
@@ -146,7 +92,7 @@ def measure(tree: Path, runner: str, case: str, port: int, hosts: int) -> dict[s
     return report
 
 
-def line(report: dict[str, Any], case: str, hosts: int) -> str:
+def line(report: dict[str, Any], hosts: int) -> str:
     if "missing" in report:
         return "no such runner"
     if "crashed" in report:
@@ -159,24 +105,23 @@ def line(report: dict[str, Any], case: str, hosts: int) -> str:
     return text
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tree", action="append", type=Path, help="a checkout (repeatable)")
-    parser.add_argument("--hosts", type=int, default=2000)
-    parser.add_argument("--runners", default="threadpool,asyncio,processpool,dask")
-    parser.add_argument("--cases", default="soft,hard")
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> None:
+    args, quick = bench.args, bench.quick
+    hosts = args.hosts or (300 if quick else 2000)
+    runners = args.runners or ("threadpool,asyncio" if quick else
+                               "threadpool,asyncio,processpool,dask")
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the servers hold every socket
-    port = serve(1.0)
+    port = serve(args.delay or (0.1 if quick else 1.0))
     for case in args.cases.split(","):
-        print(f"\n{case}: {args.hosts} hosts in flight")
-        for runner in args.runners.split(","):
+        print(f"\n{case}: {hosts} hosts in flight")
+        for runner in runners.split(","):
             for tree in trees:
-                report = measure(tree, runner, case, port, args.hosts)
-                print(f"  {runner:>11} {tree.name:>12}: {line(report, case, args.hosts)}")
+                report = measure(tree, runner, case, port, hosts)
+                print(f"  {runner:>11} {tree.name:>12}: {line(report, hosts)}")
+                bench.record(report, case=case, runner=runner, tree=str(tree), hosts=hosts)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run_script(main, PARSER)

@@ -2,7 +2,8 @@
 """The parent's cost per host on the process runners, part by part.
 
     python scripts/bench_parent.py [--hosts 10000] [--repeat 5] [--runners processpool,dask]
-                                   [--task noop|asim_rtt] [--profile PATH]
+                                   [--task noop|asim_rtt] [--profile PATH] [--quick]
+                                   [--record PATH]
 
 A run on ``--hosts`` synthetic hosts with workers kept from a first run (2 processes, every
 host in flight), the task ``anoop`` (a coroutine that returns at once) or ``asim_rtt`` at 0 s.
@@ -26,30 +27,32 @@ main thread's total, the process's total (``time.process_time``: every thread of
 and the wall. The timers add about a microsecond a host of their own; the untimed wall of
 the same runs is printed beside. ``--profile PATH`` also writes a ``cProfile`` of one more
 kept run (``python -m pstats PATH``). Only loopback is used; workers are closed at the end.
+``--quick``: 200 hosts, 1 repeat, processpool.
 """
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import pickle
-import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from nornir import InitNornir
-
+import harness
+from harness.fleets import anoop, close, synthetic
 from nornir_bench.runners._remote import book as book_module
 from nornir_bench.runners._remote import results as results_module
 from nornir_bench.tasks import asim_rtt
 
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeat", type=harness.whole())
+PARSER.add_argument("--runners", help="default processpool,dask (quick: processpool)")
+PARSER.add_argument("--task", choices=("noop", "asim_rtt"), default="noop")
+PARSER.add_argument("--profile", default=None)
+
 PARTS = ("send", "receive", "settle", "book", "rest")
-
-
-async def anoop(task: Any) -> None:
-    return None
 
 
 class Timers:
@@ -99,15 +102,6 @@ def instrument(timers: Timers) -> None:
     book.back = timers.timed("book", book.back)  # type: ignore[method-assign]
 
 
-def build(runner: str, hosts: int) -> Any:
-    options: dict[str, Any] = {"num_workers": hosts // 2, "num_procs": 2}
-    return InitNornir(
-        inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
-        runner={"plugin": runner, "options": options},
-        logging={"enabled": False},
-    )
-
-
 def one_run(nr: Any, task: Any, params: dict[str, Any], hosts: int) -> tuple[float, float, float]:
     """(wall, main thread CPU, process CPU) of one run, in seconds."""
     wall, thread, process = time.perf_counter(), time.thread_time(), time.process_time()
@@ -122,10 +116,10 @@ def one_run(nr: Any, task: Any, params: dict[str, Any], hosts: int) -> tuple[flo
     return out
 
 
-def measure(runner: str, args: argparse.Namespace, timers: Timers) -> dict[str, float]:
+def measure(runner: str, args: Any, timers: Timers) -> dict[str, float]:
     task: Any = anoop if args.task == "noop" else asim_rtt
     params: dict[str, Any] = {} if args.task == "noop" else {"rtt": 0.0}
-    nr = build(runner, args.hosts)
+    nr = synthetic(runner, args.hosts, num_workers=args.hosts // 2, num_procs=2)
     per_host = 1e6 / args.hosts
     samples: dict[str, list[float]] = defaultdict(list)
     try:
@@ -149,24 +143,21 @@ def measure(runner: str, args: argparse.Namespace, timers: Timers) -> dict[str, 
             profile.disable()
             profile.dump_stats(f"{args.profile}.{runner}")
     finally:
-        nr.runner.close()
-    return {key: statistics.median(values) for key, values in samples.items()}
+        close(nr)
+    return {key: harness.Spread.of(values).median for key, values in samples.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--runners", default="processpool,dask")
-    parser.add_argument("--task", choices=("noop", "asim_rtt"), default="noop")
-    parser.add_argument("--profile", default=None)
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> None:
+    args = bench.args
+    args.hosts = args.hosts or (200 if bench.quick else 10_000)
+    args.repeat = args.repeat or (1 if bench.quick else 5)
     if args.hosts < 2 or args.repeat < 1:
-        parser.error("--hosts must be at least 2 and --repeat at least 1")
-    runners = [name for name in args.runners.split(",") if name]
+        PARSER.error("--hosts must be at least 2 and --repeat at least 1")
+    chosen = args.runners or ("processpool" if bench.quick else "processpool,dask")
+    runners = [name for name in chosen.split(",") if name]
     unknown = set(runners) - {"processpool", "dask"}
     if unknown:
-        parser.error(f"--runners: {', '.join(sorted(unknown))}: one of processpool, dask")
+        PARSER.error(f"--runners: {', '.join(sorted(unknown))}: one of processpool, dask")
     timers = Timers()
     instrument(timers)
     figures = {runner: measure(runner, args, timers) for runner in runners}
@@ -179,7 +170,9 @@ def main() -> None:
     print("|---|" + "---:|" * len(runners))
     for key in keys:
         print(f"| {key} | " + " | ".join(f"{figures[r][key]:.1f}" for r in runners) + " |")
+    for runner in runners:
+        bench.record(figures[runner], runner=runner, hosts=args.hosts, task=args.task)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run_script(main, PARSER)

@@ -4,7 +4,7 @@
     python scripts/bench_policies.py [--hosts 10000] [--repeats 7] [--hung-hosts 2000]
                                      [--runners threadpool,asyncio,processpool,dask]
                                      [--sections overhead,rate,groups,hung] [--task-timeout 2]
-                                     [--own-timeout 600]
+                                     [--own-timeout 600] [--quick] [--record PATH]
 
 Four sections, each a table with the issue's target next to each figure:
 
@@ -34,33 +34,50 @@ Four sections, each a table with the issue's target next to each figure:
 
 processpool and dask are more runner names: ``num_workers`` is per process there (2 processes).
 The runners tune the garbage collector for the run themselves; this script leaves it alone.
-Only loopback is used; every run is bounded by its hosts and its deadlines.
+Only loopback is used; every run is bounded by its hosts and its deadlines. ``--quick``: 300
+hosts, 1 repeat, 20 hung hosts with a ``task_timeout`` of 0.3 s.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import os
 import socket
-import statistics
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from nornir import InitNornir
 from nornir.core import Nornir
 from nornir.core.inventory import Host
 from nornir.core.task import MultiResult, Task
 
+import harness
+from harness.fleets import anoop, noop, run_checked, synthetic
 from nornir_bench import TaskTimeout
 from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.lab import raise_open_file_limit
 from nornir_bench.tasks import asim_rtt, sim_rtt, tcp_ping
+
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeats", type=harness.whole())
+PARSER.add_argument("--hung-hosts", type=harness.whole())
+PARSER.add_argument("--task-timeout", type=harness.number(), help="hung section only (default 2)")
+PARSER.add_argument(
+    "--own-timeout", type=harness.number(), default=600.0,
+    help="hung section: tcp_ping's own timeout"
+)
+PARSER.add_argument("--runners", default="threadpool,asyncio,processpool")
+PARSER.add_argument("--sections", default="overhead,rate,groups,hung")
+PARSER.add_argument(
+    "--overhead-rtt", type=harness.number(), default=0.0,
+    help="overhead section: a task of this many seconds instead of the no-op",
+)
 
 AWAITING = ("asyncio", "processpool", "dask")  # runners that run ``async def`` tasks natively
 PROCS = 2  # processpool's processes: its num_workers below are per process
@@ -74,22 +91,10 @@ WORKERS = {
 }
 
 
-def noop(task: Task) -> None:
-    return None
-
-
-async def anoop(task: Task) -> None:
-    return None
-
-
 def build(runner: str, inventory: dict[str, Any], **options: Any) -> Nornir:
     if runner == "processpool":
         options["num_procs"] = PROCS
-    return InitNornir(
-        inventory={"plugin": "synthetic", "options": inventory},
-        runner={"plugin": runner, "options": options},
-        logging={"enabled": False},
-    )
+    return synthetic(runner, inventory["hosts"], inventory=inventory, **options)
 
 
 def pick(runner: str, blocking: Callable[..., Any], awaitable: Callable[..., Any]) -> Any:
@@ -130,7 +135,8 @@ class InFlightPerGroup(NoOpProcessor):
                 self.now[group.name] -= 1
 
 
-def overhead(runners: list[str], hosts: int, repeats: int, rtt: float = 0.0) -> None:
+def overhead(bench: harness.Bench, runners: list[str], hosts: int, repeats: int,
+             rtt: float = 0.0) -> None:
     """Section 1: median µs per host of the no-op task (``rtt`` > 0: ``sim_rtt`` for a task of
     that many seconds), without and with untriggered policies."""
     untriggered = {
@@ -160,21 +166,16 @@ def overhead(runners: list[str], hosts: int, repeats: int, rtt: float = 0.0) -> 
             name: build(runner, {"hosts": hosts, "groups": GROUPS}, num_workers=workers, **opts)
             for name, opts in configs.items()
         }
-        for nr in built.values():  # warm-up: first-run costs out of the figures
-            nr.run(task=task, **params)
-        samples: dict[str, list[float]] = {name: [] for name in configs}
-        for _ in range(repeats):  # interleaved, so that drift hits every configuration alike
-            for name, nr in built.items():
-                start = time.perf_counter()
-                result = nr.run(task=task, **params)
-                samples[name].append((time.perf_counter() - start) / hosts * 1e6)
-                assert len(result) == hosts and not result.failed, name
-        cells = {
-            name: f"{statistics.median(s):.2f} ({min(s):.2f}-{max(s):.2f})"
-            for name, s in samples.items()
-        }
-        base = statistics.median(samples["none"])
-        ratios = [statistics.median(samples[name]) / base for name in list(configs)[1:]]
+        # interleaved, so that drift hits every configuration alike; warm: first-run costs out
+        samples = {name: harness.Spread.of(seconds, 1e6 / hosts) for name, seconds in
+                   harness.alternate({name: partial(run_checked, nr, task, **params)
+                                      for name, nr in built.items()}, repeats,
+                                     warm=True).items()}
+        cells = {name: s.text(2) for name, s in samples.items()}
+        base = samples["none"].median
+        ratios = [samples[name].median / base for name in list(configs)[1:]]
+        bench.record({name: s.values for name, s in samples.items()}, section="overhead",
+                     runner=runner, workers=workers, hosts=hosts, rtt=rtt)
         target = 1.01 if rtt else 1.5  # the no-op: at most x1.5; a 50 ms task: at most +1 %
         print(f"| {runner} | {workers} | {cells['none']} | {cells['untriggered']} | "
               f"{ratios[0]:.3f} | {cells['+ task_timeout 60']} | {ratios[1]:.3f} | "
@@ -191,7 +192,7 @@ def most_in_window(times: list[float], window: float) -> int:
     return most
 
 
-def rate(runners: list[str], hosts: int) -> None:
+def rate(bench: harness.Bench, runners: list[str], hosts: int) -> None:
     """Section 2: the start rate over the run, and its worst 100 ms, against the limit."""
     per_second = 2000
     bucket = math.ceil(per_second / 20)  # max_start_burst's default
@@ -214,9 +215,11 @@ def rate(runners: list[str], hosts: int) -> None:
         excess = most_in_window(starts.times, 0.1) - share
         print(f"| {runner} | {workers} | {wall:.2f} | {measured:,.0f} | {off:+.1%} | {excess} | "
               f"{bucket} | {met(abs(off) <= 0.05)} / {met(excess <= bucket)} |")
+        bench.record({"wall": wall, "rate": measured, "excess_in_100ms": excess},
+                     section="rate", runner=runner, workers=workers, hosts=hosts)
 
 
-def groups(runners: list[str], hosts: int) -> None:
+def groups(bench: harness.Bench, runners: list[str], hosts: int) -> None:
     """Section 3: the most hosts ever in flight in one group, against the group limit."""
     limit = 5
     print(f"\n## 3. group_limits: {{group: {limit}}} on {hosts:,} hosts in {GROUPS} groups, "
@@ -239,6 +242,8 @@ def groups(runners: list[str], hosts: int) -> None:
         reached = sum(p >= limit for p in in_flight.peak.values())
         print(f"| {runner} | {workers} | {wall:.2f} | {peak} | {reached} of {len(in_flight.peak)} "
               f"| {limit} | {met(peak <= limit)} |")
+        bench.record({"wall": wall, "peak": peak, "reached": reached}, section="groups",
+                     runner=runner, workers=workers, hosts=hosts)
 
 
 def descendants() -> list[int]:
@@ -270,7 +275,8 @@ def leftovers(threads: int) -> str:
     return f"{threading.active_count() - threads} thr, {len(pids)} proc ({in_children} thr)"
 
 
-def hung(runners: list[str], hosts: int, task_timeout: float, own_timeout: float) -> None:
+def hung(bench: harness.Bench, runners: list[str], hosts: int, task_timeout: float,
+         own_timeout: float) -> None:
     """Section 4: hosts that never answer; the package's blocking ``tcp_ping`` with a long
     timeout of its own, under the runner's ``task_timeout``."""
     raise_open_file_limit()  # a socket per host in flight
@@ -322,37 +328,31 @@ def hung(runners: list[str], hosts: int, task_timeout: float, own_timeout: float
               f"{met(wall <= target and len(timeouts) == hosts)} | {len(timeouts):,} of "
               f"{hosts:,} ({abandoned:,}) | {after} | {later} | {leftovers(threads)} "
               f"({drained:.1f} s later) |")
+        bench.record({"startup": startup, "wall": wall, "timeouts": len(timeouts),
+                      "abandoned": abandoned, "left": after, "left_1s": later},
+                     section="hung", runner=runner, workers=workers, hosts=hosts,
+                     task_timeout=task_timeout)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--hung-hosts", type=int, default=2_000)
-    parser.add_argument("--task-timeout", type=float, default=2.0, help="hung section only")
-    parser.add_argument(
-        "--own-timeout", type=float, default=600.0, help="hung section: tcp_ping's own timeout"
-    )
-    parser.add_argument("--runners", default="threadpool,asyncio,processpool")
-    parser.add_argument("--sections", default="overhead,rate,groups,hung")
-    parser.add_argument(
-        "--overhead-rtt", type=float, default=0.0,
-        help="overhead section: a task of this many seconds instead of the no-op",
-    )
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> None:
+    args, quick = bench.args, bench.quick
+    hosts = args.hosts or (300 if quick else 10_000)
+    repeats = args.repeats or (1 if quick else 7)
+    hung_hosts = args.hung_hosts or (20 if quick else 2_000)
+    task_timeout = args.task_timeout or (0.3 if quick else 2.0)
     logging.disable(logging.CRITICAL)  # failed hosts are counted here, not logged
     runners = args.runners.split(",")
     sections = args.sections.split(",")
     print(f"CPUs: {os.cpu_count()}; runners: {', '.join(runners)}")
     if "overhead" in sections:
-        overhead(runners, args.hosts, args.repeats, args.overhead_rtt)
+        overhead(bench, runners, hosts, repeats, args.overhead_rtt)
     if "rate" in sections:
-        rate(runners, args.hosts)
+        rate(bench, runners, hosts)
     if "groups" in sections:
-        groups(runners, args.hosts)
+        groups(bench, runners, hosts)
     if "hung" in sections:
-        hung(runners, args.hung_hosts, args.task_timeout, args.own_timeout)
+        hung(bench, runners, hung_hosts, task_timeout, args.own_timeout)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run_script(main, PARSER)

@@ -2,7 +2,7 @@
 """The report and the comparison of two runs at scale: ``nornir-bench report`` and
 ``nornir-bench diff`` on records files of ``--hosts`` hosts (default 100,000).
 
-    python scripts/bench_report.py [--hosts 100000] [--keep DIR]
+    python scripts/bench_report.py [--hosts 100000] [--keep DIR] [--quick] [--record PATH]
 
 Two real runs make the records: ``nornir-bench run`` of a synthetic job (``sim_rtt``, 1 ms,
 2 % of hosts failing, ``retries: 1``, canary batches: 1 %, then the rest) on the asyncio
@@ -17,12 +17,11 @@ child's peak RSS from ``getrusage``):
 
 Targets (issue 28): report <= 10 s and <= 500 MB RSS, page <= 5 MB rendering in <= 2 s;
 diff <= 5 s. Nothing leaves 127.0.0.1; everything is written in a temporary folder (or
-``--keep DIR``).
+``--keep DIR``). ``--quick``: 200 hosts, the page rendered once.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -32,11 +31,18 @@ import textwrap
 import time
 from pathlib import Path
 
+import harness
+from harness.jobs import nornir_bench
+
 TARGETS = {"report_s": 10.0, "report_mb": 500.0, "page_mb": 5.0, "render_s": 2.0,
            "diff_s": 5.0}
 
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--keep", type=Path, help="write the files here and keep them")
 
-def timed(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+
+def measured(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """Seconds and the peak RSS (MiB, its own: ``wait4``) of ``args`` run to its end."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
@@ -50,25 +56,18 @@ def timed(args: list[str], cwd: Path) -> tuple[float, float, subprocess.Complete
     return took, usage.ru_maxrss / 1024, done
 
 
-def nornir_bench(*args: str) -> list[str]:
-    return [sys.executable, "-m", "nornir_bench", *args]
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=100_000)
-    parser.add_argument("--keep", type=Path, help="write the files here and keep them")
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> int:
+    args = bench.args
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        return bench(folder, args.hosts)
+        return measure(bench, folder, args.hosts or (200 if bench.quick else 100_000))
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def bench(folder: Path, hosts: int) -> int:
+def measure(bench: harness.Bench, folder: Path, hosts: int) -> int:
     (folder / "job.yaml").write_text(textwrap.dedent(f"""\
         inventory: {{plugin: synthetic, options: {{hosts: {hosts}}}}}
         runner: {{plugin: asyncio, options: {{num_workers: 1000, batches: ["1%", "100%"],
@@ -78,28 +77,28 @@ def bench(folder: Path, hosts: int) -> int:
         logging: {{enabled: false}}
         """))
     for name in ("run1.jsonl", "run2.jsonl"):
-        took, _, done = timed(nornir_bench("run", "job.yaml", "-o", name, "--quiet"), folder)
+        took, _, done = measured(nornir_bench("run", "job.yaml", "-o", name, "--quiet"), folder)
         if done.returncode not in (0, 1):
             print(done.stderr, file=sys.stderr)
             return 2
         size = (folder / name).stat().st_size / 1e6
         print(f"{name}: {hosts:,} hosts, {size:.1f} MB, run in {took:.1f} s")
     figures: dict[str, float] = {}
-    took, peak, done = timed(nornir_bench("diff", "run1.jsonl", "run2.jsonl", "--no-diffs"),
-                             folder)
+    took, peak, done = measured(nornir_bench("diff", "run1.jsonl", "run2.jsonl", "--no-diffs"),
+                                folder)
     figures["diff_s"] = took
     print(f"diff --no-diffs: {took:.2f} s, exit {done.returncode}, peak RSS {peak:.0f} MiB")
-    took, peak, done = timed(nornir_bench("diff", "run1.jsonl", "run2.jsonl"), folder)
+    took, peak, done = measured(nornir_bench("diff", "run1.jsonl", "run2.jsonl"), folder)
     figures["diff_s"] = max(figures["diff_s"], took)
     print(f"diff: {took:.2f} s, peak RSS {peak:.0f} MiB, {done.stdout.splitlines()[0]}")
-    took, peak, done = timed(nornir_bench("report", "run2.jsonl", "-o", "page.html"), folder)
+    took, peak, done = measured(nornir_bench("report", "run2.jsonl", "-o", "page.html"), folder)
     if done.returncode != 0:
         print(done.stderr, file=sys.stderr)
         return 2
     figures["report_s"], figures["report_mb"] = took, peak * 1.048576
     figures["page_mb"] = (folder / "page.html").stat().st_size / 1e6
     print(f"report: {took:.2f} s, peak RSS {peak:.0f} MiB, page {figures['page_mb']:.2f} MB")
-    took, peak, done = timed(
+    took, peak, done = measured(
         nornir_bench("report", "run2.jsonl", "--compare", "run1.jsonl", "-o", "both.html"),
         folder,
     )
@@ -111,9 +110,10 @@ def bench(folder: Path, hosts: int) -> int:
         print("render: chromium is not installed: not measured")
     else:
         (folder / "empty.html").write_text("<!DOCTYPE html><html><body></body></html>")
-        renders = {}
-        for page in ("empty.html", "page.html", "empty.html", "page.html"):
-            took, _, done = timed(
+        renders: dict[str, list[float]] = {}
+        pages = ("empty.html", "page.html") * (1 if bench.quick else 2)
+        for page in pages:
+            took, _, done = measured(
                 [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  f"--user-data-dir={folder / 'chromium'}", "--dump-dom",
                  (folder / page).as_uri()], folder)
@@ -129,8 +129,9 @@ def bench(folder: Path, hosts: int) -> int:
             verdict = "met" if figures[key] <= target else "MISSED"
             print(f"| {key} | {figures[key]:.2f} | <= {target:g} ({verdict}) |")
     print(f"\n{os.cpu_count()} cores")
+    bench.record(figures, hosts=hosts)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run_script(main, PARSER)

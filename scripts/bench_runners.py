@@ -2,7 +2,8 @@
 """Runner overhead and RTT benchmark: nornir-bench's runners side by side with nornir's own.
 
     python scripts/bench_runners.py [--hosts 10000] [--repeat 5] [--rtt 0.05] [--rtt-workers 1000]
-                                    [--runners serial,threaded,threadpool]
+                                    [--runners serial,threaded,threadpool] [--quick]
+                                    [--record PATH]
 
 Two measurements, each repeated, every runner in the same process and run, interleaved so that
 machine noise hits all of them alike; the run phase (``nr.run``) is timed with perf_counter:
@@ -13,45 +14,28 @@ machine noise hits all of them alike; the run phase (``nr.run``) is timed with p
    ceil(N/W)·RTT; also the floor of the machine's threads: W bare ``threading.Thread`` workers
    popping from a deque and sleeping, no nornir at all (how fast threads alone can go here).
 
-Prints medians with min-max; ``--json PATH`` also writes every sample.
+Prints medians with min-max; ``--record PATH`` also writes every sample. ``--quick``: 200
+hosts, 1 repeat, 10 ms on 50 workers.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from functools import partial
-from typing import Any
 
-from nornir import InitNornir
-from nornir.core import Nornir
-
+import harness
+from harness.fleets import noop, run_timed, synthetic
 from nornir_bench.tasks import sim_rtt
 
-
-def noop(task: Any) -> None:
-    return None
-
-
-def build(runner: str, workers: int, hosts: int) -> Nornir:
-    options = {} if runner == "serial" else {"num_workers": workers}
-    return InitNornir(
-        inventory={"plugin": "synthetic", "options": {"hosts": hosts}},
-        runner={"plugin": runner, "options": options},
-        logging={"enabled": False},
-    )
-
-
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--hosts", type=harness.whole())
+PARSER.add_argument("--repeat", type=harness.whole())
+PARSER.add_argument("--rtt", type=harness.number())
+PARSER.add_argument("--rtt-workers", type=harness.whole())
+PARSER.add_argument("--runners", default="serial,threaded,threadpool")
 
 
 def bare_threads(workers: int, hosts: int, rtt: float) -> float:
@@ -79,69 +63,52 @@ def bare_threads(workers: int, hosts: int, rtt: float) -> float:
     return time.perf_counter() - start
 
 
-def summary(samples: list[float]) -> str:
-    return f"{statistics.median(samples):.4f} s (min {min(samples):.4f}, max {max(samples):.4f})"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--rtt", type=float, default=0.05)
-    parser.add_argument("--rtt-workers", type=int, default=1000)
-    parser.add_argument("--runners", default="serial,threaded,threadpool")
-    parser.add_argument("--json", dest="json_path", default=None)
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> None:
+    args, quick = bench.args, bench.quick
+    n = args.hosts or (200 if quick else 10_000)
+    repeat = args.repeat or (1 if quick else 5)
+    rtt = args.rtt or (0.01 if quick else 0.05)
+    w = args.rtt_workers or (50 if quick else 1000)
     runners = args.runners.split(",")
-    n = args.hosts
-    samples: dict[str, list[float]] = {}
 
     # 1. per-host cost of a no-op task
+    noops: dict[int, dict[str, list[float]]] = {}
     for workers in (20, 1000):
-        built = {r: build(r, workers, n) for r in runners}
-        for r in runners:  # warm-up: first-run costs (imports, caches) out of the figures
-            built[r].run(task=noop)
-        for _ in range(args.repeat):
-            for r in runners:
-                key = f"noop/{r}/{workers}"
-                samples.setdefault(key, []).append(timed(partial(built[r].run, task=noop)))
-    print(f"## per-host cost, no-op task, {n} hosts, median of {args.repeat} (min-max), µs/host")
-    for workers in (20, 1000):
+        built = {r: synthetic(r, n) if r == "serial" else synthetic(r, n, num_workers=workers)
+                 for r in runners}
+        noops[workers] = harness.alternate(
+            {r: partial(run_timed, built[r], noop) for r in runners},
+            repeat, warm=True)  # warm: first-run costs (imports, caches) out of the figures
+    print(f"## per-host cost, no-op task, {n} hosts, median of {repeat} (min-max), µs/host")
+    for workers, samples in noops.items():
         line = [f"workers={workers}:"]
         for r in runners:
-            s = samples[f"noop/{r}/{workers}"]
-            line.append(
-                f"{r} {statistics.median(s) / n * 1e6:.1f} "
-                f"({min(s) / n * 1e6:.1f}-{max(s) / n * 1e6:.1f})"
-            )
+            per_host = harness.Spread.of(samples[r], 1e6 / n)
+            line.append(f"{r} {per_host.text(1)}")
+            bench.record({"us_per_host": per_host.values}, part="noop", runner=r,
+                         workers=workers, hosts=n)
         if "threaded" in runners and "threadpool" in runners:
-            ratio = statistics.median(samples[f"noop/threadpool/{workers}"]) / statistics.median(
-                samples[f"noop/threaded/{workers}"]
-            )
+            ratio = (harness.Spread.of(samples["threadpool"]).median
+                     / harness.Spread.of(samples["threaded"]).median)
             line.append(f"threadpool/threaded = {ratio:.2f}")
         print("  ".join(line))
 
     # 2. RTT run against the ideal and the bare-thread floor
-    w, rtt = args.rtt_workers, args.rtt
     ideal = math.ceil(n / w) * rtt
     rtt_runners = [r for r in runners if r != "serial"]
-    built = {r: build(r, w, n) for r in rtt_runners}
-    for _ in range(args.repeat):
-        samples.setdefault("rtt/bare-threads", []).append(bare_threads(w, n, rtt))
-        for r in rtt_runners:
-            samples.setdefault(f"rtt/{r}", []).append(
-                timed(partial(built[r].run, task=sim_rtt, rtt=rtt))
-            )
+    built = {r: synthetic(r, n, num_workers=w) for r in rtt_runners}
+    sides = {"bare-threads": partial(bare_threads, w, n, rtt)}
+    sides |= {r: partial(run_timed, built[r], sim_rtt, rtt=rtt) for r in rtt_runners}
+    walls = harness.alternate(sides, repeat)
     print(f"## sim_rtt {rtt * 1000:.0f} ms, {n} hosts, {w} workers; "
           f"ideal ceil(N/W)*RTT = {ideal:.3f} s")
-    for key in ["rtt/bare-threads"] + [f"rtt/{r}" for r in rtt_runners]:
-        s = samples[key]
-        print(f"{key[4:]:>14}: {summary(s)}  = {statistics.median(s) / ideal:.2f} x ideal")
-
-    if args.json_path:
-        with open(args.json_path, "w", encoding="utf-8") as f:
-            json.dump({"hosts": n, "samples": samples}, f, indent=1)
+    for name, seconds in walls.items():
+        s = harness.Spread.of(seconds)
+        print(f"{name:>14}: {s.median:.4f} s (min {s.low:.4f}, max {s.high:.4f})  "
+              f"= {s.median / ideal:.2f} x ideal")
+        bench.record({"wall": s.values, "ideal": ideal}, part="rtt", runner=name, workers=w,
+                     hosts=n, rtt=rtt)
 
 
 if __name__ == "__main__":
-    main()
+    harness.run_script(main, PARSER)

@@ -3,6 +3,7 @@
 a Dask worker, the scheduler and the client in a third; a third site has no worker.
 
     python scripts/bench_sites.py [--hosts 500] [--devices 5] [--orphans 20] [--quick]
+                                  [--record PATH]
 
 As root (``ip netns``). The network, every address inside namespaces made here:
 
@@ -20,17 +21,16 @@ the scheduler's address. Measured from its records: hosts ok per site (target al
 on a worker of their own site (each record names its worker, ``host:pid``; target all), and
 site ``c``'s hosts failed with ``no dask worker for site 'c'`` (target all, and no other).
 
-Everything is stopped at the end, on an error and on Ctrl-C; a guard process removes the
-namespaces and what runs in them if this script is killed. ``--quick``: 20 hosts a site, 4
+Everything is stopped at the end, on an error and on Ctrl-C; a guard process
+(:mod:`harness.children.netns_guard`) removes the namespaces and what runs in them if this
+script is killed. ``--quick``: 20 hosts a site, 4
 orphans, for a test.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,7 +38,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
+from typing import Any
+
+import harness
+from harness.child import child_command, child_env
+from harness.jobs import nornir_bench
+from harness.processes import stop
 
 SITES = {"a": 1, "b": 2}  # site -> its subnet's third byte: 10.91.N.10 its devices
 SCHEDULER_PORT = 8786
@@ -46,17 +53,11 @@ DEVICE_PORT = 7000
 READY_SECONDS = 60.0
 RUN_SECONDS = 600.0
 
-# Run apart from this script, fed by a pipe: once the pipe closes (this script ended, however),
-# the namespaces named are emptied and removed.
-_GUARD = """
-import subprocess, sys
-sys.stdin.read()
-for name in sys.argv[1:]:
-    pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout
-    for pid in pids.split():
-        subprocess.run(["kill", "-9", pid], capture_output=True)
-    subprocess.run(["ip", "netns", "del", name], capture_output=True)
-"""
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--hosts", type=harness.whole(), default=500, help="hosts a site (default 500)")
+PARSER.add_argument("--devices", type=harness.whole(), default=5, help="devices a site (default 5)")
+PARSER.add_argument("--orphans", type=harness.whole(), default=20,
+                    help="hosts of site c (default 20)")
 
 
 def ip(*args: str) -> None:
@@ -86,8 +87,8 @@ def network() -> Iterator[dict[str, str]]:
     remove_stale()
     names = {role: f"nbsite-{os.getpid()}-{role}" for role in ("c", *SITES)}
     guard = subprocess.Popen(
-        [sys.executable, "-c", _GUARD, *names.values()], stdin=subprocess.PIPE,
-        start_new_session=True,
+        child_command("harness.children.netns_guard", *names.values()), env=child_env(),
+        stdin=subprocess.PIPE, start_new_session=True,
     )
     try:
         for name in names.values():
@@ -112,19 +113,10 @@ def network() -> Iterator[dict[str, str]]:
 
 def started(stack: ExitStack, command: list[str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    stack.callback(stop, process)
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                   env=child_env(), start_new_session=True)
+    stack.callback(stop, process, 20.0)
     return process
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def wait_for(what: str, ready: Callable[[], bool]) -> None:
@@ -135,26 +127,22 @@ def wait_for(what: str, ready: Callable[[], bool]) -> None:
         time.sleep(0.1)
 
 
-def python_in(name: str, code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(in_namespace(name, sys.executable, "-c", code), capture_output=True,
-                          text=True, timeout=READY_SECONDS)
+def probe_in(name: str, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """:mod:`harness.children.site_probe` run inside the namespace ``name``."""
+    return subprocess.run(
+        in_namespace(name, *child_command("harness.children.site_probe", json.dumps(spec))),
+        capture_output=True, text=True, timeout=READY_SECONDS, env=child_env())
 
 
 def reaches(name: str, address: str, port: int) -> bool:
-    code = (f"import socket; socket.create_connection(({address!r}, {port}), 2).close()")
-    return python_in(name, code).returncode == 0
+    return probe_in(name, {"reach": [address, port]}).returncode == 0
 
 
-def workers_at(name: str) -> dict[str, set[str]]:
+def workers_at(name: str) -> dict[str, list[str]]:
     """The scheduler's workers (by address) and the sites each serves, asked from ``name``."""
-    code = (
-        "import json; from distributed import Client\n"
-        f"with Client('tcp://127.0.0.1:{SCHEDULER_PORT}', timeout=10) as c:\n"
-        "    w = c.scheduler_info(n_workers=-1)['workers']\n"
-        "    print(json.dumps({a: sorted(i.get('resources') or {}) for a, i in w.items()}))"
-    )
-    done = python_in(name, code)
-    return json.loads(done.stdout) if done.returncode == 0 else {}
+    done = probe_in(name, {"workers": f"tcp://127.0.0.1:{SCHEDULER_PORT}"})
+    found: dict[str, list[str]] = json.loads(done.stdout) if done.returncode == 0 else {}
+    return found
 
 
 def write_job(folder: Path, hosts: int, devices: int, orphans: int) -> Path:
@@ -180,19 +168,13 @@ def write_job(folder: Path, hosts: int, devices: int, orphans: int) -> Path:
     return job
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=500, help="hosts a site (default 500)")
-    parser.add_argument("--devices", type=int, default=5, help="devices a site (default 5)")
-    parser.add_argument("--orphans", type=int, default=20, help="hosts of site c (default 20)")
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> int:
+    args = bench.args
     if args.quick:
         args.hosts, args.orphans = 20, 4
     if os.geteuid() != 0:
         print("bench_sites: needs root (ip netns)", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="nornir-bench-sites-") as tmp, network() as names, \
             ExitStack() as stack:
         folder = Path(tmp)
@@ -205,7 +187,7 @@ def main() -> int:
         for site, third in SITES.items():
             base = 4 * (third - 1)
             started(stack, in_namespace(
-                names[site], sys.executable, "-m", "nornir_bench", "rtt-server", "--address",
+                names[site], *nornir_bench("rtt-server", "--address"),
                 f"10.91.{third}.10", "--any-address", "--port", str(DEVICE_PORT), "--ports",
                 str(args.devices), "--delay", "0.005",
             ), folder / f"devices-{site}.log")
@@ -219,8 +201,7 @@ def main() -> int:
         wait_for("the workers", lambda: len(workers_at(names["c"])) == len(SITES))
         for site, third in SITES.items():
             wait_for(f"site {site}'s devices",
-                     lambda third=third, site=site: reaches(names[site], f"10.91.{third}.10",
-                                                            DEVICE_PORT))
+                     partial(reaches, names[site], f"10.91.{third}.10", DEVICE_PORT))
         crossing = [f"{site} -> {other}" for site in SITES for other, third in SITES.items()
                     if other != site and reaches(names[site], f"10.91.{third}.10", DEVICE_PORT)]
         if crossing:
@@ -230,20 +211,20 @@ def main() -> int:
         records = folder / "records.jsonl"
         began = time.perf_counter()
         done = subprocess.run(
-            in_namespace(names["c"], sys.executable, "-m", "nornir_bench", "run", str(job),
-                         "--quiet", "--output", str(records)),
+            in_namespace(names["c"], *nornir_bench("run", str(job), "--quiet", "--output",
+                                                   str(records))),
             capture_output=True, text=True, timeout=RUN_SECONDS,
         )
         seconds = time.perf_counter() - began
         if not records.exists():
             print(done.stdout[-2000:] + done.stderr[-2000:], file=sys.stderr)
             return 1
-        report(records, pids, args, seconds, done.returncode)
+        report(bench, records, pids, args, seconds, done.returncode)
     return 0
 
 
-def report(records: Path, pids: dict[int, str], args: argparse.Namespace, seconds: float,
-           status: int) -> None:
+def report(bench: harness.Bench, records: Path, pids: dict[int, str], args: Any,
+           seconds: float, status: int) -> None:
     ok: Counter[str] = Counter()
     at_home: Counter[str] = Counter()
     orphaned = other = 0
@@ -270,7 +251,11 @@ def report(records: Path, pids: dict[int, str], args: argparse.Namespace, second
               f"{seconds:.2f} s, exit {status} |")
     print(f"| c | failed naming the site: {orphaned}/{args.orphans} | other failures: {other} "
           "| - |")
+    bench.record({"ok": dict(ok), "at_home": dict(at_home), "orphans_named": orphaned,
+                  "other_failures": other, "seconds": seconds, "status": status},
+                 hosts=args.hosts, devices=args.devices, orphans=args.orphans)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run_script(main, PARSER, interrupted="the namespaces and everything this script "
+                       "started are removed")

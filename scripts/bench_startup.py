@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Start-up cost: what importing nornir-bench and starting its commands costs, whole process.
 
-    python scripts/bench_startup.py [--repeat 9] [--base DIR]
+    python scripts/bench_startup.py [--repeat 9] [--base DIR] [--quick] [--record PATH]
 
 Measures, each in a fresh interpreter (this one, ``sys.executable``):
 
@@ -18,21 +18,26 @@ change: ``git worktree add /tmp/base REV``), interleaved run by run with this on
 noise hits both alike. Each tree is put first on ``PYTHONPATH``; ``PYTHONDONTWRITEBYTECODE`` is
 unset and every command runs once before timing, so byte code is compiled and cached as an
 installed package's would be. Prints min and median of ``--repeat`` runs as a Markdown table.
+``--quick``: 1 repeat, the script.py runs on 100 hosts.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]
+import harness
+from harness.child import ROOT as HERE
+
+PARSER = harness.parser(__doc__)
+PARSER.add_argument("--repeat", type=harness.whole(), help="runs per measure (default 9)")
+PARSER.add_argument("--base", type=Path, help="another checkout, measured side by side")
 
 # The console script's own code (``[project.scripts]``), without its launcher file.
 HELP = ["-c", "from nornir_bench.cli import entry; entry()", "--help"]
@@ -69,18 +74,21 @@ def import_time(statement: str) -> Callable[[Path], float]:
     return measure
 
 
-def measures() -> dict[str, Callable[[Path], float]]:
+def measures(quick: bool = False) -> dict[str, Callable[[Path], float]]:
+    """Each measure by its name; ``quick``: the script.py runs on 100 hosts."""
+    more = ["--hosts", "100"] if quick else []
+
     def script(*args: str) -> Callable[[Path], float]:
-        return lambda tree: wall([str(tree / "scripts" / "script.py"), *args], tree)
+        return lambda tree: wall([str(tree / "scripts" / "script.py"), *args, *more], tree)
 
     def script_imports(*args: str) -> Callable[[Path], float]:
-        argv = ["script.py", *args]
+        argv = ["script.py", *args, *more]
         return import_time(
             f"import runpy; sys.argv = {argv!r}; "
             "runpy.run_path('scripts/script.py', run_name='__main__')"
         )
 
-    return {
+    found = {
         "python -c pass (floor)": lambda tree: wall(["-c", "pass"], tree),
         "import nornir_bench (-X importtime)": import_time("import nornir_bench"),
         "script.py's imports (-X importtime)": import_time(
@@ -94,38 +102,39 @@ def measures() -> dict[str, Callable[[Path], float]]:
         "script.py 1000 0.05": script("1000", "0.05"),
         "script.py 10000 0.05 --runner asyncio": script("10000", "0.05", "--runner", "asyncio"),
     }
+    if not quick:
+        return found
+    return {name.replace(" 0.05", " 0.05 --hosts 100"): call for name, call in found.items()}
 
 
 def row(cells: list[str]) -> str:
     return f"| {' | '.join(cells)} |"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=9, help="runs per measure (default 9)")
-    parser.add_argument("--base", type=Path, help="another checkout, measured side by side")
-    args = parser.parse_args()
+def main(bench: harness.Bench) -> None:
+    args = bench.args
+    repeat = args.repeat or (1 if bench.quick else 9)
     trees = {"base": args.base.resolve(), "this": HERE} if args.base else {"this": HERE}
-    for tree in trees.values():  # compile and cache byte code; not timed
-        for measure in measures().values():
-            measure(tree)
-    samples: dict[tuple[str, str], list[float]] = {}
-    for _ in range(args.repeat):
-        for name, measure in measures().items():
-            for label, tree in trees.items():
-                samples.setdefault((name, label), []).append(measure(tree))
+    chosen = measures(bench.quick)
+    sides = {(name, label): partial(measure, tree) for name, measure in chosen.items()
+             for label, tree in trees.items()}
+    # a run of each first, not timed: byte code compiled and cached
+    samples = harness.alternate({f"{n}\0{label}": call for (n, label), call in sides.items()},
+                                repeat, warm=True)
 
-    print(f"## start-up, ms: min / median of {args.repeat} runs; {sys.executable}")
+    print(f"## start-up, ms: min / median of {repeat} runs; {sys.executable}")
     header = ["measure", *trees, *(["this / base (median)"] if args.base else [])]
     print(row(header))
     print(row(["---"] * len(header)))
-    for name in measures():
+    for name in chosen:
         cells = [name]
         for label in trees:
-            runs = samples[(name, label)]
-            cells.append(f"{min(runs) * 1000:.0f} / {statistics.median(runs) * 1000:.0f}")
+            runs = harness.Spread.of(samples[f"{name}\0{label}"], 1000)
+            cells.append(f"{runs.low:.0f} / {runs.median:.0f}")
+            bench.record({"ms": runs.values}, measure=name, tree=str(trees[label]))
         if args.base:
-            medians = [statistics.median(samples[(name, label)]) for label in ("this", "base")]
+            medians = [harness.Spread.of(samples[f"{name}\0{label}"]).median
+                       for label in ("this", "base")]
             cells.append(f"{medians[0] / medians[1]:.2f}")
         print(row(cells))
     for label, tree in trees.items():
@@ -133,4 +142,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    harness.run_script(main, PARSER)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A small mutation check: do the tests notice when a behaviour that matters breaks?
 
-    python scripts/mutate.py [--only NAME,...] [--list] [--no-baseline]
+    python scripts/mutate.py [--only NAME,...] [--list] [--no-baseline] [--quick] [--record PATH]
 
 Each mutant in :data:`MUTANTS` breaks one behaviour with one textual replacement in one file
 of a copy of the package and its tests, made in a temporary folder (the checkout is never
@@ -12,12 +12,12 @@ tests run on an unmutated copy, and must pass, or a "caught" would mean nothing.
 A mutation whose old text is not found exactly once stops the check before anything runs:
 the table is kept up with the code, not left to rot. Exit status: 0 every mutant caught,
 1 some survived, or a run went wrong (the baseline failed, a test named is gone), 2 a
-mutation that no longer applies, or bad usage.
+mutation that no longer applies, or bad usage. ``--quick`` is ``--list``: every mutation
+checked to apply, none run (a test runs it).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import signal
@@ -27,6 +27,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import harness
 
 ROOT = Path(__file__).resolve().parents[1]
 COPIED = ("nornir_bench", "tests", "pyproject.toml")  # pyproject.toml: pytest's settings
@@ -365,22 +367,24 @@ def check(mutant: Mutant | None, tests: list[str]) -> tuple[int, str, float]:
         return status, output, time.monotonic() - started
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="mutants to run, by name, comma-separated")
-    parser.add_argument(
-        "--list", action="store_true", help="list the mutants and their tests, and stop"
-    )
-    parser.add_argument(
-        "--no-baseline", action="store_true", help="skip running the tests unmutated first"
-    )
-    args = parser.parse_args()
+PARSER = harness.parser(__doc__, quick="as --list: every mutation checked to apply, none run")
+PARSER.add_argument("--only", help="mutants to run, by name, comma-separated")
+PARSER.add_argument(
+    "--list", action="store_true", help="list the mutants and their tests, and stop"
+)
+PARSER.add_argument(
+    "--no-baseline", action="store_true", help="skip running the tests unmutated first"
+)
+
+
+def main(bench: harness.Bench) -> int:
+    args = bench.args
     mutants = MUTANTS
     if args.only:
         names = args.only.split(",")
         unknown = sorted(set(names) - {m.name for m in MUTANTS})
         if unknown:
-            parser.error(f"no mutant named {', '.join(unknown)}")
+            PARSER.error(f"no mutant named {', '.join(unknown)}")
         mutants = [m for m in MUTANTS if m.name in names]
     try:  # every mutation applies to the checkout as it is, before any test runs
         for mutant in mutants:
@@ -388,7 +392,7 @@ def main() -> int:
     except MutationRotted as exc:
         print(f"mutate.py: {exc}", file=sys.stderr)
         return 2
-    if args.list:
+    if args.list or args.quick:
         for mutant in mutants:
             print(f"{mutant.name}: {mutant.behaviour} ({mutant.file})")
             print("".join(f"    {test}\n" for test in mutant.tests), end="")
@@ -416,6 +420,7 @@ def main() -> int:
             verdict = f"ERROR     {mutant.name}: pytest status {status}"
             broken.append(mutant.name)
         print(f"{verdict} ({seconds:.0f} s)", flush=True)
+        bench.record({"status": status, "seconds": seconds}, mutant=mutant.name)
     caught = len(mutants) - len(survived) - len(broken)
     summary = f"{caught} of {len(mutants)} mutants caught"
     if survived:
@@ -427,4 +432,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.run_script(main, PARSER, interrupted="every copy and test run this script started "
+                       "is stopped")

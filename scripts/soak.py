@@ -3,6 +3,7 @@
 
     python scripts/soak.py [--rounds 20] [--busy 2] [--runners threadpool,asyncio,...]
                            [--tests conformance,connections,stopping] [-k EXPR] [--timeout 1800]
+                           [--quick] [--record PATH]
 
 Each round is one pytest process (a process group of its own) on the chosen suites:
 conformance, connections kept across runs, stopping on Ctrl-C and SIGTERM; ``--busy`` processes
@@ -24,7 +25,8 @@ Prints a line per round, then ``rounds R, tests T, failures F, hangs H, leftover
 tests that failed or hung, with how often. Ctrl-C or SIGTERM kills the round in flight and the
 busy processes and sums up the rounds done. Exit status: 0 no failure, hang or leftover, 1
 some, 2 bad usage, 130 Ctrl-C, 143 SIGTERM. Linux only (``/proc``, ``prctl``); the rounds import
-this checkout's package.
+this checkout's package. ``--quick``: one round of the conformance suite's ``no_hosts`` tests on
+threadpool, no busy process (options given override it).
 """
 
 from __future__ import annotations
@@ -41,14 +43,16 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
-from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-ROOT = Path(__file__).resolve().parents[1]
+import harness
+from harness.child import ROOT, child_command, child_env
+from harness.records import Records
+
 SUITES = {
     "conformance": "tests/runners/test_conformance.py",
     "connections": "tests/runners/test_connections.py",
@@ -61,15 +65,6 @@ STOP_GRACE = 60.0  # a round past its timeout: seconds to end as by Ctrl-C, then
 LEFTOVER_GRACE = 10.0  # a process still ending as the round ends (its parent gone) is no leftover
 KILL_WAIT = 10.0  # a process sent SIGKILL is gone within this, unless stuck in the kernel
 PR_SET_CHILD_SUBREAPER = 36
-# Looks at its parent now and then, so that it ends even if this script is killed outright.
-BUSY_LOOP = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    sum(range(10**6))"
-
-
-class Parser(argparse.ArgumentParser):
-    """Errors in one line: what was wrong and what is allowed."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 class Terminated(Exception):
@@ -98,15 +93,6 @@ def names(text: str, allowed: tuple[str, ...], what: str) -> list[str]:
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(f"{what} must be among {','.join(allowed)}, got {text!r}")
     return list(dict.fromkeys(chosen))
-
-
-def whole(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        if not text.isdigit() or int(text) < low:
-            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}")
-        return int(text)
-
-    return parse
 
 
 def seconds(text: str) -> float:
@@ -333,17 +319,24 @@ class Soak:
 
 
 def parse_arguments() -> argparse.Namespace:
-    parser = Parser(prog="soak.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=whole(1), default=20)
-    parser.add_argument("--busy", type=whole(0), default=2, help="busy processes (CPU load)")
+    parser = harness.parser(__doc__)
+    parser.add_argument("--rounds", type=harness.whole(1))
+    parser.add_argument("--busy", type=harness.whole(0), help="busy processes (CPU load)")
     parser.add_argument("--runners", type=lambda t: names(t, (*RUNNERS, OTHER), "runners"),
-                        default=[*RUNNERS, OTHER], help="comma-separated; default all")
+                        help="comma-separated; default all")
     parser.add_argument("--tests", type=lambda t: names(t, tuple(SUITES), "tests"),
-                        default=list(SUITES), help="suites, comma-separated; default all")
+                        help="suites, comma-separated; default all")
     parser.add_argument("-k", dest="keyword", help="a pytest -k expression, narrowing further")
     parser.add_argument("--timeout", type=seconds, default=1800.0,
                         help="seconds a round may take before it counts as a hang")
-    return parser.parse_args()
+    args = parser.parse_args()
+    quick = args.quick
+    args.rounds = args.rounds or (1 if quick else 20)
+    args.busy = args.busy if args.busy is not None else (0 if quick else 2)
+    args.runners = args.runners or (["threadpool"] if quick else [*RUNNERS, OTHER])
+    args.tests = args.tests or (["conformance"] if quick else list(SUITES))
+    args.keyword = args.keyword or ("no_hosts" if quick else None)
+    return args
 
 
 def on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
@@ -357,6 +350,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.exit(f"soak.py: cannot become a subreaper: {os.strerror(ctypes.get_errno())}")
+    records = Records("soak", args.record)
     work = Path(tempfile.mkdtemp(prefix="soak-"))
     (work / "tmp").mkdir()
     soak, status, where = Soak(), 0, "before the first round"
@@ -367,13 +361,18 @@ def main() -> int:
         print(f"soak: rounds {args.rounds} x tests {len(ids)} ({', '.join(args.tests)}) on "
               f"{runners}; busy processes {args.busy}, cores {os.cpu_count()}; round timeout "
               f"{args.timeout:g} s", flush=True)
-        busy += [subprocess.Popen([sys.executable, "-c", BUSY_LOOP], start_new_session=True)
-                for _ in range(args.busy)]
+        busy += [subprocess.Popen(child_command("harness.children.busy"), env=child_env(),
+                                  start_new_session=True)
+                 for _ in range(args.busy)]
         spare = {process.pid for process in busy}
         for number in range(1, args.rounds + 1):
             where = f"during round {number}"
             result = run_round(number, ids, work, args.timeout, spare)
             soak.add(number, args.rounds, runners, result)
+            records.write({"passed": result.passed, "failed": len(result.failed),
+                           "hangs": len(result.hangs), "leftovers": len(result.leftovers),
+                           "seconds": result.seconds}, round=number, runners=runners,
+                          tests=args.tests, busy=args.busy)
             where = "between rounds"
     except UsageError as exc:
         print(f"soak.py: error: {exc}", file=sys.stderr)

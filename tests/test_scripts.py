@@ -1,205 +1,290 @@
-"""The measurement scripts of scripts/ still run, on a small fleet, and print their figures:
-docs/benchmarks.md tells users to re-run them, and a script reaching into a private name, or
-printing nothing useful, breaks silently otherwise."""
+"""The scripts of scripts/ still run, each once on the smallest input that exercises its code
+(``--quick``), and print their figures and records: docs/benchmarks.md tells users to re-run
+them, and a script reaching into a private name, or printing nothing useful, breaks silently
+otherwise. Only the shape of what they print is checked, never a figure: timings belong to the
+benchmarks, not to the tests. The router scripts run on the module's router lab (``--lab``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+from tests.routers import skip_without_router_lab
+from tests.waiting import HANG_GUARD
 
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+RECORD_KEYS = {"script", "at", "commit", "machine", "parameters", "figures"}
 
 N = r"[\d.,]+"  # a figure: these are benchmarks, only their shape is checked
+SIGNED = r"[+-][\d.,]+"
 SPREAD = rf"{N} \({N}-{N}\)"  # median (min-max)
+MET = r"\((met|MISSED)\)"
 
-# Each script's command on a small fleet, and the lines it must print (regexes, one line each).
-SCRIPT_RUNS = [
-    (
-        ["bench_bastion.py", "--down", "--quick"],
-        [
-            rf"\| threadpool \| send_command \| 6/6 \| 1 \| {N} \| {N} \((met|MISSED)\) \|",
-            rf"\| asyncio \| asend_command \| 6/6 \| 1 \| {N} \| {N} \((met|MISSED)\) \|",
-        ],
-    ),
-    (
-        ["bench_host_keys.py", "--quick"],
-        [
-            r"\| threadpool \| send_command \| strict \| none \| 0 \| HostKeyUnknown \|",
-            r"\| asyncio \| asend_command \| accept-new \| another key \| 0 \| HostKeyMismatch \|",
-            r"\| processpool \| send_command \| strict \| another key \| 0 \| HostKeyMismatch \|",
-            rf"\| 600 \| 600 \| 600 \| 0 \| 600 lines, 0 duplicates \(met\) \| {N} s \|",
-            rf"\| asend_command \| asyncio \| {N} \| {N} \| [+-]{N} \|",
-        ],
-    ),
-    (
-        ["bench_runners.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
-         "--rtt-workers", "50"],
-        [
-            r"## per-host cost, no-op task, 200 hosts, median of 1 \(min-max\), µs/host",
-            *(
-                rf"workers={w}:  serial {SPREAD}  threaded {SPREAD}  threadpool {SPREAD}  "
-                rf"threadpool/threaded = {N}"
-                for w in (20, 1000)
-            ),
-            r"## sim_rtt 10 ms, 200 hosts, 50 workers; ideal ceil\(N/W\)\*RTT = 0\.040 s",
-            *(
-                rf" *{runner}: {N} s \(min {N}, max {N}\)  = {N} x ideal"
-                for runner in ("bare-threads", "threaded", "threadpool")
-            ),
-        ],
-    ),
-    (
-        ["bench_advise.py", "--jobs", "synthetic-50", "--quick", "--sample", "30"],
-        [
-            r"## synthetic-50",
-            rf"\| 1 \| {N} \(advise {N} s\) \| \w+, {N} on 2,000 \| {SPREAD} \| {N} \| "
-            rf"[+-]{N} % \| (yes|no) \|",
-            rf"median off [+-]{N} %, worst {N} % \(target 10 %: (met|MISSED)\); inside the "
-            r"range [01] of 1 \(target 4 of 5\)",
-        ],
-    ),
-    (
-        ["bench_asyncio.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
-         "--loops", "asyncio"],
-        [
-            r"## 200 hosts, RTT 10 ms, median of 1 \(min-max\)",
-            rf" asyncio: floor {N} s \({N}-{N}\)  runner {N} s \({N}-{N}\)  runner/floor {N}",
-        ],
-    ),
-    (
-        ["bench_processpool.py", "--hosts", "200", "--repeat", "1", "--skip-cpu"],
-        [
-            r"## asim_rtt 50 ms on 200 hosts, all in flight",
-            rf" +asyncio, 200 workers: +{N} s \({N}-{N}\)",
-            rf" +processpool, 2 procs x 100: +{N} s \({N}-{N}\)",
-            rf" +processpool / asyncio: {N} \(target <= 1\.5\)",
-            r"## no-op task on 200 hosts: per-host cost",
-            rf" +threadpool, 20 workers: +{N} s \({N}-{N}\) = {N} µs/host",
-            rf" +processpool, 2 procs x 20: +{N} s \({N}-{N}\) = {N} µs/host",
-        ],
-    ),
-    (
-        ["bench_process.py", "--hosts", "200", "--repeat", "1", "--rtt", "0.01",
-         "--points", "threadpool:50,asyncio:200"],
-        [
-            r"## whole process, 200 hosts, RTT 10 ms, median of 1 \(min-max\); .*python.*",
-            *(
-                rf" *{runner} +{workers} workers: wall {N} s \({N}-{N}\), user {N} s, "
-                rf"sys {N} s, cpu {N} %"
-                for runner, workers in (("threadpool", 50), ("asyncio", 200))
-            ),
-        ],
-    ),
-    (
-        ["bench_memory.py", "--runs", "2", "--hosts", "200", "--runners", "threadpool,asyncio"],
-        [
-            r"2 runs in one process, 200 hosts, 10% failing, RTT 0; .*",
-            # the process stays flat: as many threads and open files after the last run
-            *(
-                rf" *{runner}: RSS {N} -> {N} MiB \(.*\); objects {N} -> {N} \(.*\); "
-                rf"threads (\d+) -> \1, fds (\d+) -> \2; run {N} s median"
-                for runner in ("threadpool", "asyncio")
-            ),
-        ],
-    ),
-    (
-        ["bench_crashes.py", "--hosts", "200", "--rate", "0.02", "--how", "exit", "--rtt", "0.01",
-         "--limit", "60"],
-        [
-            r"200 hosts, 2\.0% crash their worker at the start of their task, .*",
-            # every host in the result, and each of the 4 crashers failed
-            rf" *exit: ended, run {N} s \(process {N} s\); hosts present 200, finished 200; "
-            rf"failed: 4 of 4 crashers, \d+ of 196 innocent .*",
-        ],
-    ),
-    (
-        ["bench_mixed.py", "--killed-worker", "--hosts", "200", "--kill-at", "0.5",
-         "--repeat", "1"],
-        [
-            # every host back and ok on each row; the worker's death heard, whatever the timings
-            rf"\| 2 workers x 50 \| {N} s \| {N} s \| {N} s \| - \| 200 / 0 \| {N} \|",
-            rf"\| 1 worker x 50 \| {N} s \| {N} s \| {N} s \| - \| 200 / 0 \| 1\.00 \|",
-            rf"\| 2 workers x 50, one SIGKILLed 0\.5 s in \| {N} s \| {N} s \| {N} s \| "
-            rf"{N} ms \| 200 / 0 \| {N} \|",
-            rf"killed / one worker: {N} \(target <= 1\.3: (met|MISSED)\)",
-        ],
-    ),
-    (
-        ["bench_inventory.py", "--repeat", "1"],
-        [
-            rf"synthetic +10,000 hosts: +{N} ms \(min {N}, max {N}\)",
-            rf"SimpleInventory +1,000 hosts: +{N} ms \(min {N}, max {N}\)",
-            rf"synthetic 10k / SimpleInventory 1k = {N} \(target < 1\)",
-        ],
-    ),
-    (
-        ["bench_policies.py", "--hosts", "300", "--repeats", "1", "--hung-hosts", "20",
-         "--task-timeout", "0.3"],
-        [
-            r"## 1\. Untriggered policies: no-op task on 300 hosts in 100 groups, .*",
-            r"## 2\. max_starts_per_second: 2000 on 300 hosts, .*",
-            r"## 3\. group_limits: \{group: 5\} on 300 hosts in 100 groups, .*",
-            r"## 4\. 20 hosts on a loopback port that accepts and never answers, .*",
-            # limits that must hold, whatever the timings: no group above 5 hosts in flight,
-            # every hung host failed by its deadline and nothing left once the peer closed
-            *(
-                rf"\| {runner} \| \d+ \| {N} \| [0-5] \| \d+ of 100 \| 5 \| yes \|"
-                for runner in ("threadpool", "asyncio", "processpool")
-            ),
-            *(
-                rf"\| {runner} \| \d+ \| {N} \| {N} \| {N} \| .* \| 20 of 20 \(\d+\) \| .* \| "
-                r"0 thr, 0 proc \(0 thr\) \(.*\) \|"
-                for runner in ("threadpool", "asyncio", "processpool")
-            ),
-        ],
-    ),
-    (
-        ["bench_faults.py", "--dask-connections", "--ctrl-c", "--quick"],
-        [
-            r"bench_faults: parts dask-connections, ctrl-c; nornir_bench of commit .*",
-            # connections kept across the three runs: one login per host, whatever the timings
-            rf"dask-connections: runs 2, hangs 0, failures 0, logins per run 40 \(2 runs\), "
-            rf"wall median {N} s, max {N} s, processes left 0",
-            *(
-                rf"\| {runner} \| 130 \| {N} \| {N} \| \d+ \| \d+ \| 0 \| .* \| \d+ \|"
-                for runner in ("threadpool", "asyncio")
-            ),
-        ],
-    ),
-    (
-        ["soak.py", "--rounds", "1", "--busy", "1", "--runners", "threadpool", "--tests",
-         "conformance", "-k", "no_hosts"],
-        [
-            r"soak: rounds 1 x tests 1 \(conformance\) on threadpool; busy processes 1, "
-            r"cores \d+; round timeout 1800 s",
-            rf"round 1/1 threadpool: passed 1, failed 0, hangs 0, leftovers 0, {N} s",
-            r"rounds 1, tests 1, failures 0, hangs 0, leftovers 0",
-        ],
-    ),
+
+class Quick(NamedTuple):
+    """A script's quick run: its options beyond ``--quick``, what it needs (``routers``: the
+    module's router lab, by ``--lab``; ``labs``: to start router labs of its own, their start
+    and stop being what it measures; ``netns``: network namespaces of its own), the lines it
+    must print (regexes, one line each), and whether it writes records (``--record``)."""
+
+    id: str
+    args: list[str]
+    lines: list[str]
+    needs: str = ""
+    records: bool = True
+
+
+QUICK = [
+    Quick("bench_advise", ["bench_advise.py"], [
+        r"## synthetic-50",
+        rf"\| 1 \| {N} \(advise {N} s\) \| \w+, {N} on {N} \| {SPREAD} \| {N} \| "
+        rf"{SIGNED} % \| (yes|no) \|",
+        rf"median off {SIGNED} %, worst {N} % \(target 10 %: (met|MISSED)\); inside the range "
+        r"[01] of 1 \(target 4 of 5\)",
+    ]),
+    Quick("bench_asyncio", ["bench_asyncio.py", "--memory", "--loops", "asyncio"], [
+        r"## 200 hosts, RTT 10 ms, median of 1 \(min-max\)",
+        rf" asyncio: floor {N} s \({N}-{N}\)  runner {N} s \({N}-{N}\)  runner/floor {N}",
+        rf" +runner: peak RSS {N} MiB, run added {N} MiB = {N} bytes/host",
+    ]),
+    Quick("bench_bastion", ["bench_bastion.py"], [
+        rf"\| asyncio \| asend_command \| 6/6 \| 6/6 \| {N} \| {N} \| {N} {MET} "
+        r"\| 1 a run \|",  # one bastion connection shared by its sessions
+    ], needs="routers"),
+    Quick("bench_bastion-down", ["bench_bastion.py", "--down"], [
+        rf"\| threadpool \| send_command \| 6/6 \| 1 \| {N} \| {N} {MET} \|",
+        rf"\| asyncio \| asend_command \| 6/6 \| 1 \| {N} \| {N} {MET} \|",
+    ]),
+    Quick("bench_checks", ["bench_checks.py"], [
+        rf"\| broken-bgp \| r1 reverted \(run {N} s\) \| change.state rolled back; running "
+        r"config byte-identical \| rolled back, identical \(met\) \|",
+        rf"\| broken-bgp \| break to r2's session Established \| {N} s .* \| <= 30 s .* \|",
+        r"\| broken-bgp \| later routers touched \| 0 of 2 \(2 RunAborted\) \| 0 \(met\) \|",
+        rf"\| sigkill \| SIGKILL {N} s after start, all 3 pending; recover {N} s \| 3/3 "
+        r"routers byte-identical to before \| 3/3 \(met\) \|",
+        r"\| sigkill \| journal's last entry per host / recover records \| 3/3 reverted / "
+        r"3/3 'rolled back' \| all \(met\) \|",
+        rf"\| overhead \| .* \| {N} s \(6 of 6 ok\) / {N} s \(6 of 6 ok\) = {N} \| .* \|",
+        rf"\| parse \| asend_command .* \| {N} s \(6 of 6 ok\) / {N} s \(6 of 6 ok\) = "
+        rf"{N} \| .* \|",
+    ], needs="routers"),
+    Quick("bench_compliance", ["bench_compliance.py"], [
+        rf"\| asyncio \| {N} s \(6 of 6 ok; 6 drifted\) \| {N} s \(6 of 6 ok\) \| "
+        rf"{N} \| <= 1.2 {MET} \|",
+    ], needs="routers"),
+    Quick("bench_connections", ["bench_connections.py"], [
+        # connections kept across the steps: a login per device; a login per step otherwise
+        rf"\| asyncio \| asend_command \| kept \| 2 \| 2 \| {N} \|  \| {N} % \|",
+        rf"\| asyncio \| asend_command \| reconnect \| 2 \| 6 \| {N} \| {N} \| {N} % \|",
+        rf"\| processpool \| send_command \| kept \| 2 \| 2 \| {N} \|  \| in workers \|",
+        rf"\| processpool \| send_command \| reconnect \| 2 \| 6 \| {N} \| {N} \| in workers \|",
+        rf"\| processpool, kept workers \| {N} \| {N} \| {N} \| {N} \| {N} \| 2 \| 0 \|",
+        rf"\| processpool, keep_workers=False \| {N} \| {N} \| {N} \| {N} \| {N} \| 0 \| 0 \|",
+    ]),
+    Quick("bench_core", ["bench_core.py"], [
+        r"200 hosts, medians \(min-max\) of 1",
+        rf"\| processpool asim_rtt 50 ms, kept run \(s\) \| {SPREAD} \|",
+        rf"\| asyncio no-op, 1000 workers \(us/host\) \| {SPREAD} \|",
+    ]),
+    Quick("bench_crashes", ["bench_crashes.py"], [
+        r"200 hosts, 2\.0% crash their worker at the start of their task, .*",
+        # every host in the result, and each of the 4 crashers failed
+        rf" *exit: ended, run {N} s \(process {N} s\); hosts present 200, finished 200; "
+        rf"failed: 4 of 4 crashers, \d+ of 196 innocent .*",
+    ]),
+    Quick("bench_dask", ["bench_dask.py"], [
+        r"## noop: an async no-op task on 400 hosts, warm \(median of 1\)",
+        rf"\| dask, 1 x 20 \| {N} s \| {N} µs \|",
+    ]),
+    Quick("bench_devices", ["bench_devices.py"], [
+        rf"\| real: `atcp_ping\(probe=\"ping\"\)` \| 200 / 0 \| {N} \({N}–{N}\) \| .*",
+        rf"real / simulated: {N} \(target <= 4\); real / bare sockets: {N}",
+    ]),
+    Quick("bench_faults", ["bench_faults.py"], [
+        r"bench_faults: parts dask-connections, hung-change, ctrl-c; nornir_bench of commit .*",
+        # connections kept across the three runs: one login per host, whatever the timings
+        rf"dask-connections: runs 1, hangs 0, failures 0, logins per run 40 \(1 runs\), "
+        rf"wall median {N} s, max {N} s, processes left 0",
+        *(rf"\| {runner} \| {task} \| 1 \| \d+ \| {N} \| TaskTimeout \| interrupted during "
+          rf"change \| {SIGNED} {MET} \| {SIGNED} \| 3 of 3 \| yes \|"
+          for runner, task in (("threadpool", "send_config"), ("asyncio", "asend_config"))),
+        *(rf"\| {runner} \| 130 \| {N} \| {N} \| \d+ \| \d+ \| 0 \| .* \| \d+ \|"
+          for runner in ("threadpool", "asyncio")),
+    ], needs="routers"),
+    Quick("bench_host_keys", ["bench_host_keys.py"], [
+        r"\| threadpool \| send_command \| strict \| none \| 0 \| HostKeyUnknown \|",
+        r"\| asyncio \| asend_command \| accept-new \| another key \| 0 \| HostKeyMismatch \|",
+        r"\| processpool \| send_command \| strict \| another key \| 0 \| HostKeyMismatch \|",
+        rf"\| 600 \| 600 \| 600 \| 0 \| 600 lines, 0 duplicates \(met\) \| {N} s \|",
+        rf"\| asend_command \| asyncio \| {N} \| {N} \| {SIGNED} \|",
+    ]),
+    Quick("bench_inventory", ["bench_inventory.py", "--million"], [
+        rf"synthetic +1,000 hosts: +{N} ms \(min {N}, max {N}\)",
+        rf"SimpleInventory +100 hosts: +{N} ms \(min {N}, max {N}\)",
+        rf"synthetic 1k / SimpleInventory 0.1k = {N} \(target < 1\)",
+        rf"synthetic 10,000 hosts: load {N} s, peak RSS {N} MiB .*",
+    ]),
+    Quick("bench_memory", ["bench_memory.py"], [
+        r"2 runs in one process, 200 hosts, 10% failing, RTT 0; .*",
+        # the process stays flat: as many threads and open files after the last run
+        *(rf" *{runner}: RSS {N} -> {N} MiB \(.*\); objects {N} -> {N} \(.*\); "
+          rf"threads (\d+) -> \1, fds (\d+) -> \2; run {N} s median"
+          for runner in ("threadpool", "asyncio")),
+    ]),
+    Quick("bench_million", ["bench_million.py"], [
+        rf"\| floor \| {SPREAD} \| 1.00 \| {N} MiB \| {N} \| {N} \|",
+        rf"\| processpool \(\S+\) \| {SPREAD} \| {N} \| {N} MiB \| {N} \| {N} \|",
+    ]),
+    Quick("bench_mixed", ["bench_mixed.py", "--killed-worker"], [
+        # every host back and ok on each row; the worker's death heard, whatever the timings
+        rf"\| 2 workers x 50 \| {N} s \| {N} s \| {N} s \| - \| 200 / 0 \| {N} \|",
+        rf"\| 1 worker x 50 \| {N} s \| {N} s \| {N} s \| - \| 200 / 0 \| 1\.00 \|",
+        rf"\| 2 workers x 50, one SIGKILLed 0\.5 s in \| {N} s \| {N} s \| {N} s \| "
+        rf"{N} ms \| 200 / 0 \| {N} \|",
+        rf"killed / one worker: {N} \(target <= 1.3: (met|MISSED)\)",
+    ]),
+    Quick("bench_mixed-runners", ["bench_mixed.py"], [
+        rf"200 hosts, 100 in flight, 1 in 10 taking 0\.5 s, the others 0\.1 s: ideal {N} s",
+        *(rf"{runner} +{N} s +{N} x ideal  failed 0" for runner in ("threadpool", "asyncio")),
+    ]),
+    Quick("bench_open_files", ["bench_open_files.py"], [
+        r"hard: 300 hosts in flight",
+        rf" +asyncio +\S+: {N} s, 300/300 ok; said: .*in flight.*",
+    ]),
+    Quick("bench_parent", ["bench_parent.py"], [
+        r"200 hosts, task noop, kept workers \(2 processes\), µs a host, median of 1",
+        rf"\| settle \| {N} \|",
+    ]),
+    Quick("bench_policies", ["bench_policies.py"], [
+        r"## 1\. Untriggered policies: no-op task on 300 hosts in 100 groups, .*",
+        r"## 2\. max_starts_per_second: 2000 on 300 hosts, .*",
+        r"## 3\. group_limits: \{group: 5\} on 300 hosts in 100 groups, .*",
+        r"## 4\. 20 hosts on a loopback port that accepts and never answers, .*",
+        # limits that must hold, whatever the timings: no group above 5 hosts in flight,
+        # every hung host failed by its deadline and nothing left once the peer closed
+        *(rf"\| {runner} \| \d+ \| {N} \| [0-5] \| \d+ of 100 \| 5 \| yes \|"
+          for runner in ("threadpool", "asyncio", "processpool")),
+        *(rf"\| {runner} \| \d+ \| {N} \| {N} \| {N} \| .* \| 20 of 20 \(\d+\) \| .* \| "
+          r"0 thr, 0 proc \(0 thr\) \(.*\) \|"
+          for runner in ("threadpool", "asyncio", "processpool")),
+    ]),
+    Quick("bench_process", ["bench_process.py"], [
+        r"## whole process, 200 hosts, RTT 10 ms, median of 1 \(min-max\); .*python.*",
+        *(rf" *{runner} +{workers} workers: wall {N} s \({N}-{N}\), user {N} s, "
+          rf"sys {N} s, cpu {N} %" for runner, workers in (("threadpool", 50), ("asyncio", 200))),
+    ]),
+    Quick("bench_processpool", ["bench_processpool.py"], [
+        r"## CPU-bound: parse_interfaces \(TextFSM\) on 20 hosts, \d+ CPUs",
+        rf" +the ceiling, a plain CPU loop: {N} x \(\d+ processes / 1; {N}-{N}\)",
+        r"## asim_rtt 50 ms on 20 hosts, all in flight",
+        rf" +processpool / asyncio: {N} \(target <= 1\.5\)",
+        rf" +threadpool, 20 workers: +{N} s \({N}-{N}\) = {N} µs/host",
+    ]),
+    Quick("bench_report", ["bench_report.py"], [
+        rf"report: {N} s, peak RSS {N} MiB, page {N} MB",
+        rf"\| diff_s \| {N} \| <= 5 {MET} \|",
+    ]),
+    Quick("bench_routers", ["bench_routers.py"], [
+        r"bench_routers: parts logins, memory, fleet, changes, session-logs, dead-cli; .*",
+        *(rf"\| {client} \| 4 / 0 \| {N} \| .*" for client in ("netmiko", "scrapli")),
+        rf"\| total, session processes \| \d+ \| {N} \| {N} \|",
+        r"\| asyncio \(num_workers 200\) \| asend_command \| none \| 6 / 0 \| .*",
+        r"\| --check \| .* \| 3/3 diffs exactly the 2 lines; 3/3 running configurations "
+        r"byte-identical \| all \(met\) \|",
+        r"\| --rerun-failed \| .* \| ran r2, r3 \| r2 \.\. r3 only \(met\) \|",
+        rf"\| asyncio \| 6/6, {N} \| 6/6, 6, {N} \| {N} {MET} \|",
+        *(rf"\| {driver} \| \d/1 {MET} \| .*" for driver in ("netmiko \\(threadpool\\)",
+                                                               "scrapli \\(asyncio\\)")),
+    ], needs="routers"),
+    Quick("bench_routers-lab-times", ["bench_routers.py", "--lab-times"], [
+        rf"\| run 1 \| {N} \| {N} \| {N} \| {N} \| 0 \(none\).* \|",
+        rf"\| new lab stopped \(its own: {N} s\); left \| {N} \| 0 \(none\).* \|",
+    ], needs="labs"),
+    Quick("bench_runners", ["bench_runners.py"], [
+        r"## per-host cost, no-op task, 200 hosts, median of 1 \(min-max\), µs/host",
+        *(rf"workers={w}:  serial {SPREAD}  threaded {SPREAD}  threadpool {SPREAD}  "
+          rf"threadpool/threaded = {N}" for w in (20, 1000)),
+        r"## sim_rtt 10 ms, 200 hosts, 50 workers; ideal ceil\(N/W\)\*RTT = 0\.040 s",
+        *(rf" *{runner}: {N} s \(min {N}, max {N}\)  = {N} x ideal"
+          for runner in ("bare-threads", "threaded", "threadpool")),
+    ]),
+    # two sites, each a namespace with its devices and a Dask worker that cannot reach the
+    # other's: every host ok on a worker of its own site, site c's (no worker) failed naming it
+    Quick("bench_sites", ["bench_sites.py"], [
+        *(rf"\| {site} \| 20/20 \| 20/20 \| {N} s, exit 1 \|" for site in ("a", "b")),
+        r"\| c \| failed naming the site: 4/4 \| other failures: 0 \| - \|",
+    ], needs="netns"),
+    Quick("bench_startup", ["bench_startup.py"], [
+        r"## start-up, ms: min / median of 1 runs; .*",
+        rf"\| python -c pass \(floor\) \| {N} / {N} \|",
+        rf"\| script.py 1000 0.05 --hosts 100 \| {N} / {N} \|",
+    ]),
+    Quick("mutate", ["mutate.py"], [
+        r"masking: records are masked before they are JSON-encoded \(.*\)",
+    ], records=False),
+    Quick("soak", ["soak.py"], [
+        r"soak: rounds 1 x tests 1 \(conformance\) on threadpool; busy processes 0, "
+        r"cores \d+; round timeout 1800 s",
+        rf"round 1/1 threadpool: passed 1, failed 0, hangs 0, leftovers 0, {N} s",
+        r"rounds 1, tests 1, failures 0, hangs 0, leftovers 0",
+    ]),
 ]
 
 
-@pytest.mark.parametrize(
-    ("command", "lines"), SCRIPT_RUNS, ids=[command[0] for command, _ in SCRIPT_RUNS]
-)
-def test_a_benchmark_script_prints_its_figures(
-    command: list[str], lines: list[str], tmp_path: Path
+def test_every_script_has_its_quick_run() -> None:
+    """Each script of scripts/ is run here, but script.py (the package's own command, tested
+    with the command line) and the tools needing what CI has not (nornir_suite)."""
+    scripts = {path.name for path in SCRIPTS.glob("*.py")} - {"script.py"}
+    assert scripts == {quick.args[0] for quick in QUICK}
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("quick", QUICK, ids=[quick.id for quick in QUICK])
+def test_a_script_runs_quick_and_prints_its_figures(
+    quick: Quick, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / command[0]), *command[1:]],
-        cwd=tmp_path, capture_output=True, text=True, timeout=110,
-    )
+    records = tmp_path / "records.jsonl"
+    command = [sys.executable, str(SCRIPTS / quick.args[0]), *quick.args[1:], "--quick",
+               "--record", str(records)]
+    if quick.needs in ("routers", "labs"):
+        skip_without_router_lab()
+    if quick.needs == "routers":
+        command += ["--lab", request.getfixturevalue("frr_lab").name]
+    if quick.needs == "netns" and (os.geteuid() != 0 or shutil.which("ip") is None):
+        pytest.skip("network namespaces need root and iproute2")
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    for line in lines:
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    for line in quick.lines:
         assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
+    written = [json.loads(row) for row in records.read_text().splitlines()] if (
+        records.exists()) else []
+    assert bool(written) == quick.records, written
+    for row in written:
+        assert set(row) == RECORD_KEYS and row["script"] == Path(quick.args[0]).stem, row
+
+
+def test_a_child_program_past_its_time_is_stopped_as_by_ctrl_c_before_it_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child stopped as by Ctrl-C closes its sessions and puts back a change in flight (on a
+    lab the next test shares); killed outright, it could not."""
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    from harness.child import ChildFailed, run_child
+
+    said = tmp_path / "said"
+    with pytest.raises(ChildFailed, match=r"^tests\.stopped_child: not done within 3 s: stopped$"):
+        run_child("tests.stopped_child", {"path": str(said), "seconds": HANG_GUARD}, timeout=3,
+                  cwd=SCRIPTS.parent)
+    assert said.read_text() == "ready\ninterrupted\n"
 
 
 @pytest.mark.parametrize(
@@ -223,36 +308,30 @@ def test_the_soak_refuses_what_it_cannot_run_in_one_line(
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"soak.py: error: {error}\n")
 
 
-def test_the_connections_benchmark_counts_one_login_per_device_when_connections_are_kept(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("script", "options", "error"),
+    [
+        ("bench_core.py", ["--repeat", "0"], "argument --repeat: must be a whole number >= 1, "
+         "got '0'"),
+        ("bench_runners.py", ["--rtt", "-0.5"], "argument --rtt: must be a number >= 0, "
+         "got '-0.5'"),
+        ("bench_crashes.py", ["--rate", "much"], "argument --rate: must be a number >= 0, got "
+         "'much'"),
+        ("bench_routers.py", ["--lab", "nosuchlab"], "argument --lab: no router lab named "
+         "'nosuchlab' is running (nornir-bench lab --routers N --name nosuchlab starts one)"),
+    ],
+    ids=["count", "negative", "not-a-number", "no-lab"],
+)
+def test_a_script_refuses_a_count_or_number_out_of_range_in_one_line(
+    script: str, options: list[str], error: str, tmp_path: Path
 ) -> None:
+    """The harness's option types: the script does not run on a zero or a negative value, nor
+    wait for a lab that was never started."""
     done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_connections.py"), "--part", "both",
-         "--devices", "2", "--hosts", "200", "--repeat", "1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=170,
+        [sys.executable, str(SCRIPTS / script), "--quick", *options],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert done.stderr == ""
-    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| ")]
-    logins = {
-        (r[0].strip(), r[1].strip(), r[2].strip()): r[4].strip()
-        for r in rows
-        if len(r) == 8 and r[2].strip() in ("kept", "reconnect")
-    }
-    assert len(logins) == 8  # four runner and task pairs, two modes
-    for (runner, task, mode), count in logins.items():
-        assert count == ("2" if mode == "kept" else "6"), (runner, task, mode)
-    for (runner, _, mode), row in zip(logins, (r for r in rows if len(r) == 8 and r[2].strip()
-                                                in ("kept", "reconnect")), strict=True):
-        share = row[7].strip()  # the share of the run spent checking kept connections
-        assert share == "in workers" if runner == "processpool" else share.endswith(" %"), mode
-    workers = {
-        r[0].strip(): (r[6].strip(), r[7].strip())
-        for r in rows
-        if len(r) == 8 and r[2].strip() not in ("kept", "reconnect", "mode", "---")
-    }
-    assert workers["processpool, kept workers"] == ("2", "0")
-    assert workers["processpool, keep_workers=False"] == ("0", "0")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"{script}: error: {error}\n")
 
 
 MINIATURE_CONFTEST = """
@@ -342,117 +421,3 @@ def test_the_mutation_check_still_applies_to_the_code(tmp_path: Path) -> None:
         cwd=SCRIPTS.parent, capture_output=True, text=True, timeout=120,
     )
     assert collected.returncode == 0, collected.stdout[-2000:] + collected.stderr[-2000:]
-
-
-def test_the_router_benchmark_runs(tmp_path: Path) -> None:
-    from tests.routers import skip_without_router_lab
-
-    skip_without_router_lab()
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_routers.py"), "--quick", "--runners", "asyncio",
-         "--routers", "2", "--logins-count", "8", "--sessions", "4", "--hosts", "20"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=110,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-
-
-def test_the_checks_benchmark_reverts_what_it_breaks_on_a_router_lab(tmp_path: Path) -> None:
-    """bench_checks.py --quick: a lab of its own, a BGP break in a canary rollout, a SIGKILL
-    before confirm, and the overhead runs; what must hold whatever the timings."""
-    from tests.routers import skip_without_router_lab
-
-    skip_without_router_lab()
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_checks.py"), "--quick"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=200,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    for line in (
-        rf"\| broken-bgp \| r1 reverted \(run {N} s\) \| change.state rolled back; running "
-        r"config byte-identical \| rolled back, identical \(met\) \|",
-        rf"\| broken-bgp \| break to r2's session Established \| {N} s .* \| <= 30 s .* \|",
-        r"\| broken-bgp \| later routers touched \| 0 of 2 \(2 RunAborted\) \| 0 \(met\) \|",
-        rf"\| sigkill \| SIGKILL {N} s after start, all 3 pending; recover {N} s \| 3/3 "
-        r"routers byte-identical to before \| 3/3 \(met\) \|",
-        r"\| sigkill \| journal's last entry per host / recover records \| 3/3 reverted / "
-        r"3/3 'rolled back' \| all \(met\) \|",
-        rf"\| overhead \| .* \| {N} s \(30 of 30 ok\) / {N} s \(30 of 30 ok\) = {N} \| .* \|",
-        rf"\| parse \| asend_command .* \| {N} s \(30 of 30 ok\) / {N} s \(30 of 30 ok\) = "
-        rf"{N} \| .* \|",
-    ):
-        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
-
-
-def test_the_compliance_benchmark_checks_every_host_on_a_router_lab(tmp_path: Path) -> None:
-    """bench_compliance.py --quick: every host drifted and checked, against reading them."""
-    from tests.routers import skip_without_router_lab
-
-    skip_without_router_lab()
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_compliance.py"), "--quick"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=200,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    line = (rf"\| asyncio \| {N} s \(30 of 30 ok; 30 drifted\) \| {N} s \(30 of 30 ok\) \| "
-            rf"{N} \| <= 1.2 \((met|MISSED)\) \|")
-    assert re.search(f"^{line}$", done.stdout, re.M), done.stdout
-
-
-def test_the_faults_benchmark_runs_its_hung_change_on_a_router_lab(tmp_path: Path) -> None:
-    """bench_faults.py --hung-change: a router lab of its own, r1's vtysh stopped mid-change."""
-    from tests.routers import skip_without_router_lab
-
-    skip_without_router_lab()
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_faults.py"), "--hung-change", "--quick"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=110,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    for runner, task in (("threadpool", "send_config"), ("asyncio", "asend_config")):
-        line = (rf"\| {runner} \| {task} \| 1 \| \d+ \| {N} \| TaskTimeout \| interrupted "
-                rf"during change \| [+-]{N} \((met|MISSED)\) \| [+-]{N} \| 2 of 2 \| yes \|")
-        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
-
-
-def test_the_bastion_benchmark_reaches_every_host_through_openssh(tmp_path: Path) -> None:
-    """bench_bastion.py --quick: a router lab and a real OpenSSH jump host of its own; every
-    host ends ok both ways, and the bastion's connections are shared (3 logins for 30 hosts
-    at 10 sessions each: 3 at most)."""
-    from tests.routers import skip_without_router_lab
-
-    skip_without_router_lab()
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_bastion.py"), "--quick"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=200,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    assert re.search(
-        rf"^\| asyncio \| asend_command \| 30/30 \| 30/30 \| {N} \| {N} \| {N} \((met|MISSED)\) "
-        r"\| [123] a run \|$", done.stdout, re.M
-    ), done.stdout
-
-
-def test_the_sites_benchmark_runs_each_host_at_its_own_site(tmp_path: Path) -> None:
-    """bench_sites.py --quick: two sites, each a network namespace with its devices and a Dask
-    worker that cannot reach the other's, the scheduler and the client in a third: every host
-    ends ok on a worker of its own site, and site c's hosts (no worker) fail naming it. Its
-    namespaces are gone after it."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("network namespaces need root and iproute2")
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_sites.py"), "--quick"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=200,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-    for site in ("a", "b"):
-        line = rf"\| {site} \| 20/20 \| 20/20 \| {N} s, exit 1 \|"
-        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
-    assert "| c | failed naming the site: 4/4 | other failures: 0 | - |" in done.stdout
-    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert "nbsite-" not in listed

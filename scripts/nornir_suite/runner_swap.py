@@ -47,9 +47,16 @@ WARNINGS = {
 }
 """Start of a test's id -> a warning filter for those tests (every other warning is an error)."""
 
-RUNNER = os.environ.get(ENV)
-if RUNNER is None:
-    raise pytest.UsageError(f"runner_swap: set {ENV} to the runner to swap in, or {CONTROL}")
+
+
+def _runner_named() -> str:
+    name = os.environ.get(ENV)
+    if name is None:
+        raise pytest.UsageError(f"runner_swap: set {ENV} to the runner to swap in, or {CONTROL}")
+    return name
+
+
+RUNNER = _runner_named()
 
 
 def test_id(item: pytest.Item) -> str:
@@ -134,14 +141,14 @@ def _dask_address(workers: int) -> str:
     if workers not in _DASK:
         folder = Path(tempfile.mkdtemp(prefix="nornir-suite-dask-"))
         file = folder / "scheduler.json"
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         started = [subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-             "--port", "0", "--no-dashboard", "--scheduler-file", str(file)], **quiet)]
+             "--port", "0", "--no-dashboard", "--scheduler-file", str(file)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
         started.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
              str(file), "--nworkers", str(workers), "--nthreads", "1", "--host", "127.0.0.1",
-             "--no-dashboard"], **quiet))
+             "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         _DASK[workers] = ("", started)
         ends = time.monotonic() + 60
         while not file.exists() and time.monotonic() < ends:

@@ -1,13 +1,13 @@
 """The hung-change part of scripts/bench_faults.py: a deadline in the middle of a change on a
 hung device, on a router lab of its own (root).
 
-A lab of ``routers`` FRR routers (bench_routers.RouterLab: a process and a name of its own,
-stopped at the end, on an error and on Ctrl-C), one inventory host per router. Per runner and
-task: a job changing every router from a Jinja2 template (h1: ``lines`` static routes; the
-others 3, so that they end in time), ``task_timeout`` on the runner, each exchange's own
-``timeout`` 60 s, through ``nornir-bench run JOB -o records.jsonl`` in a process of its own.
-Once r1 holds 10 of h1's lines, r1's vtysh is stopped (SIGSTOP), and continued (SIGCONT) once
-the run ended or was killed.
+A lab of ``routers`` FRR routers (:mod:`harness.lab`: a name of its own, stopped at the end, on
+an error and on Ctrl-C; or the running lab ``--lab NAME``), one inventory host per router. Per
+runner and task: a job changing every router from a Jinja2 template (h1: ``lines`` static
+routes; the others 3, so that they end in time), ``task_timeout`` on the runner, each
+exchange's own ``timeout`` 60 s, through ``nornir-bench run JOB -o records.jsonl`` in a process
+of its own. Once r1 holds 10 of h1's lines, r1's vtysh is stopped (SIGSTOP), and continued
+(SIGCONT) once the run ended or was killed.
 
 From the records (``start``/``end``: seconds from the run's start, as the running process saw
 them): h1's time from its start to its end, its exception and ``change.state``; the run's end
@@ -18,19 +18,18 @@ back as they were before it (``restore_config``) and checked.
 
 from __future__ import annotations
 
-import json
 import os
-import random
 import signal
-import string
-import sys
 import time
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from faults_processes import Child
+import harness
+from harness.jobs import nornir_bench, read_records, write_job
+from harness.lab import Lab, router_lab
+from harness.owned import Child
 
 CASES = [("threadpool", "send_config"), ("asyncio", "asend_config"), ("asyncio", "send_config"),
          ("processpool", "asend_config"), ("processpool", "send_config"),
@@ -49,18 +48,16 @@ TEMPLATE = """\
 """
 
 
-def hung_change(work: Path, routers: int, lines: int, task_timeout: float,
-                runners: list[str]) -> None:
-    from bench_routers import RouterLab
-
+def hung_change(bench: harness.Bench, work: Path, routers: int, lines: int,
+                task_timeout: float, runners: list[str], attach: str | None) -> None:
     folder = work / "hung-change"
     folder.mkdir()
-    name = "bf" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
     print(f"\n## hung-change: {routers} routers, h1 changes {lines} static routes (the others "
           f"3), task_timeout {task_timeout:g} s, each exchange's timeout {EXCHANGE_TIMEOUT} s; "
           f"r1's vtysh stopped once r1 holds {CAUGHT_AT}", flush=True)
-    with RouterLab(routers, name, folder / "inventory", hosts=routers) as lab:
-        print(f"lab {lab.name}: ready in {lab.ready_after:.1f} s\n")
+    with router_lab(routers, attach=attach, prefix="bf") as lab:
+        lab.write_inventory(folder / "inventory", len(lab.ports))
+        print(f"{lab.describe()}\n")
         print("| runner | task | exit | r1 held when stopped | h1 start to end s | h1 exception "
               "| h1 change.state | run's end past h1's deadline s | exit past it s | records "
               "naming a state | routers put back |")
@@ -69,9 +66,11 @@ def hung_change(work: Path, routers: int, lines: int, task_timeout: float,
             if runner in runners:
                 row = _case(lab, folder, runner, task, lines, task_timeout)
                 print(f"| {runner} | {task} | {' | '.join(row)} |", flush=True)
+                bench.record({"row": row}, part="hung-change", runner=runner, task=task,
+                             lines=lines, task_timeout=task_timeout)
 
 
-def _case(lab: Any, folder: Path, runner: str, task: str, lines: int,
+def _case(lab: Lab, folder: Path, runner: str, task: str, lines: int,
           task_timeout: float) -> list[str]:
     case = folder / f"{runner}-{task}"
     case.mkdir()
@@ -80,25 +79,18 @@ def _case(lab: Any, folder: Path, runner: str, task: str, lines: int,
     options: dict[str, Any] = {"num_workers": 10, "task_timeout": task_timeout}
     if runner == "dask":
         options["num_procs"] = 1  # its embedded cluster: one worker process
-    (case / "job.yaml").write_text(json.dumps({
-        "inventory": {"plugin": "SimpleInventory", "options": {
-            f"{kind}_file": str(inventory / f"{kind}s.yaml") for kind in ("host", "group")
-        } | {"defaults_file": str(inventory / "defaults.yaml")}},
-        "runner": {"plugin": runner, "options": options},
-        "task": {"name": task, "params": {"template_file": "change.j2",
-                                          "backup_dir": str(case / "backups"),
-                                          "timeout": EXCHANGE_TIMEOUT}},
-    }))
-    routers = [f"r{k + 1}" for k in range(lab.routers)]
-    before = {router: _vtysh(lab, router, SHOW) for router in routers}
+    write_job(case / "job.yaml", inventory=inventory, runner=runner, options=options, task=task,
+              params={"template_file": "change.j2", "backup_dir": str(case / "backups"),
+                      "timeout": EXCHANGE_TIMEOUT}, logging=True)
+    before = lab.configs()
     records = case / "records.jsonl"
-    command = [sys.executable, "-m", "nornir_bench", "run", "job.yaml", "-q", "-o", str(records)]
+    command = nornir_bench("run", "job.yaml", "-q", "-o", str(records))
     stopped: list[int] = []
     try:
         with Child(command, case, "run") as child:
             held = _caught(lab, child, lines)
             if CAUGHT_AT <= held < lines:
-                stopped = _vtysh_pids(lab.name, "r1")
+                stopped = lab.session_clis("r1")
                 _signal(stopped, signal.SIGSTOP)
             status = child.wait(CASE_SECONDS)
             exited = time.time()
@@ -114,7 +106,7 @@ def _case(lab: Any, folder: Path, runner: str, task: str, lines: int,
 
 
 def _figures(records: Path, task_timeout: float, exited: float) -> list[str]:
-    rows = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+    rows = read_records(records)
     h1 = next((r for r in rows if int(r["host"][1:]) == 1), None)
     unnamed = [r for r in rows if not (r.get("change") or {}).get("state")]
     states = f"{len(rows) - len(unnamed)} of {len(rows)}" + "".join(
@@ -130,7 +122,7 @@ def _figures(records: Path, task_timeout: float, exited: float) -> list[str]:
             f"{exit_past:+.2f}", states]
 
 
-def _caught(lab: Any, child: Child, lines: int) -> int:
+def _caught(lab: Lab, child: Child, lines: int) -> int:
     """r1's count of h1's lines, once it holds CAUGHT_AT of them, all of them, or the run
     ended (or CATCH_SECONDS passed)."""
     ends = time.monotonic() + CATCH_SECONDS
@@ -143,32 +135,9 @@ def _caught(lab: Any, child: Child, lines: int) -> int:
     return held
 
 
-def _routes(lab: Any, router: str) -> int:
+def _routes(lab: Lab, router: str) -> int:
     prefix = f"ip route 198.18.{100 + int(router[1:])}."
-    return sum(line.startswith(prefix) for line in _vtysh(lab, router, SHOW).splitlines())
-
-
-def _vtysh(lab: Any, router: str, command: str) -> str:
-    from nornir_bench.lab.vtysh import vtysh
-
-    return vtysh(lab.name, router, command)
-
-
-def _vtysh_pids(name: str, router: str | None = None) -> list[int]:
-    """The vtysh processes of lab ``name`` (of one router, or all): ``-N nb-NAME-rK``."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        with suppress(OSError):
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
-            words = argv.rstrip("\0").split("\0")
-            pairs = zip(words, words[1:], strict=False)
-            namespaces = [after for flag, after in pairs if flag == "-N"]
-            if Path(words[0]).name == "vtysh" and any(
-                n == f"nb-{name}-{router}" if router else n.startswith(f"nb-{name}-")
-                for n in namespaces
-            ):
-                found.append(int(entry))
-    return found
+    return sum(line.startswith(prefix) for line in lab.vtysh(router, SHOW).splitlines())
 
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
@@ -177,11 +146,7 @@ def _signal(pids: list[int], sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
-def _put_back(lab: Any, before: dict[str, str]) -> bool:
+def _put_back(lab: Lab, before: dict[str, str]) -> bool:
     """Once the run's sessions ended, every router back to ``before``: whether each is."""
-    from nornir_bench.lab.vtysh import restore_config
-
-    ends = time.monotonic() + SESSIONS_SECONDS
-    while _vtysh_pids(lab.name) and time.monotonic() < ends:
-        time.sleep(0.1)
-    return all([restore_config(lab.name, router, text) for router, text in before.items()])
+    lab.sessions_gone(SESSIONS_SECONDS)
+    return lab.put_back(before)

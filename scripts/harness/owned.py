@@ -1,10 +1,12 @@
-"""The processes scripts/bench_faults.py starts, each owned until nothing of it is left.
+"""Processes owned until nothing of them is left: a command with everything it started, and
+busy processes loading the cores.
 
 A :class:`Child` is a command in a session of its own, its output in files, waited for within a
-bound; when its block ends (done, timed out, or this script interrupted) everything it started
+bound; when its block ends (done, timed out, or the script interrupted) everything it started
 is killed: its session, and the sessions of the Dask cluster it embedded (Dask's processes
 start sessions of their own, named by the cluster's folder ``nornir-bench-dask-PID-...``).
-Busy processes load the cores, and end by themselves if this script is killed outright.
+:class:`Busy` processes spin on the cores, and end by themselves if the script is killed
+outright (:mod:`harness.children.busy`).
 """
 
 from __future__ import annotations
@@ -13,17 +15,18 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
 from types import TracebackType
 
+from harness.child import child_command, child_env
+
+__all__ = ["Busy", "Child", "started_by"]
+
 KILL_WAIT = 10.0  # seconds for processes sent SIGKILL to be gone (unless stuck in the kernel)
 DASK_FOLDER = "nornir-bench-dask-"  # nornir_bench.runners.dask.cluster's, then the pid
-# Checks its parent now and then, so that it ends even if this script is killed outright.
-BUSY_LOOP = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    sum(range(10**6))"
 
 
 def _sessions() -> dict[int, tuple[int, str]]:
@@ -107,9 +110,11 @@ class Busy:
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Busy:
-        self.processes = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
-                                           stdin=subprocess.DEVNULL, start_new_session=True)
-                          for _ in range(self.count)]
+        self.processes = [
+            subprocess.Popen(child_command("harness.children.busy"), env=child_env(),
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+            for _ in range(self.count)
+        ]
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -120,26 +125,3 @@ class Busy:
         for process in self.processes:
             with suppress(subprocess.TimeoutExpired):
                 process.wait(KILL_WAIT)
-
-
-def measured_commit() -> str:
-    """The last commit changing the nornir_bench this interpreter imports (PYTHONPATH's
-    checkout): the code measured, whatever commits to scripts/ came after it."""
-    import nornir_bench
-
-    root = Path(nornir_bench.__file__).resolve().parents[1]
-    done = subprocess.run(["git", "log", "-1", "--format=%h", "--", "nornir_bench"], cwd=root,
-                          capture_output=True, text=True, timeout=30, check=False)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "nornir_bench"], cwd=root,
-                           capture_output=True, text=True, timeout=30, check=False)
-    commit = done.stdout.strip() or "unknown"
-    return commit + (" (+ uncommitted changes)" if dirty.stdout.strip() else "")
-
-
-def median_max(values: list[float]) -> str:
-    if not values:
-        return "n/a"
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    return f"median {median:.1f} s, max {ordered[-1]:.1f} s"

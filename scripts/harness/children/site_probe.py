@@ -1,0 +1,32 @@
+"""What a site sees from inside its network namespace (scripts/bench_sites.py), run there with
+``ip netns exec``. The spec: ``{"reach": [ADDRESS, PORT]}``: exit 0 if a TCP connection opens
+within 2 s, else 1; or ``{"workers": SCHEDULER}``: the Dask scheduler's workers (by address)
+and the resources each has, as a JSON line."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from typing import Any
+
+
+def probe(spec: dict[str, Any]) -> int:
+    if "reach" in spec:
+        address, port = spec["reach"]
+        try:
+            socket.create_connection((address, port), 2).close()
+        except OSError:
+            return 1
+        return 0
+    from distributed import Client
+
+    with Client(spec["workers"], timeout=10) as client:  # type: ignore[no-untyped-call]
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+        print(json.dumps({address: sorted(info.get("resources") or {})
+                          for address, info in workers.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(probe(json.loads(sys.argv[1])))
