@@ -2,14 +2,17 @@
 
 Fixtures (import them into a conftest or test module to use them):
 
-- ``fakenos_lab`` (session): 2 cisco_ios + 2 arista_eos FakeNOS devices on free ports, run by
-  ``python -m nornir_bench lab`` in a subprocess; yields a :class:`LabProcess`.
+- ``fakenos_lab`` (session: one per session and xdist worker, started by the first test that
+  asks for it): 2 cisco_ios + 2 arista_eos FakeNOS devices on free ports, served by a process
+  of their own (:func:`nornir_bench.lab.device_lab`: FakeNOS's threads stay out of the test's
+  process); yields a :class:`LabProcess`.
 - ``rtt_server`` (function): an :class:`~nornir_bench.lab.RttServer` (50 ms) on a free port,
   served by a thread of the test process; yields a :class:`ServerThread`.
 
-Helpers: :func:`free_ports`, :func:`free_port_range`, :func:`started`, :func:`stopped`,
-:func:`silent_port`, :func:`closed_port`, :func:`full_port`, :func:`lab_process` (a lab of
-chosen platforms), :func:`nornir_on`, :func:`rtt_server_thread`, :func:`counting_server`.
+Helpers: :func:`free_ports`, :func:`free_port_range`, :func:`started`, :func:`stopped` (a
+command in a subprocess, until its ready line), :func:`silent_port`, :func:`closed_port`,
+:func:`full_port`, :func:`lab_process` (a lab of chosen platforms, of a test's or module's
+own), :func:`nornir_on`, :func:`rtt_server_thread`, :func:`counting_server`.
 """
 
 from __future__ import annotations
@@ -31,10 +34,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from nornir import InitNornir
-from nornir.core import Nornir
 
-from nornir_bench.lab import LabDevice, RttServer, RttServerStats, write_inventory
+from nornir_bench.lab import DeviceLabProcess, RttServer, RttServerStats, device_lab, nornir_on
 from nornir_bench.lab.ports import free_port_range
 from tests.waiting import HANG_GUARD
 
@@ -217,30 +218,6 @@ def full_port() -> Iterator[int]:
         yield port
 
 
-def nornir_on(
-    inventory: Path,
-    runner: str = "threadpool",
-    *,
-    user_defined: dict[str, Any] | None = None,
-    **options: Any,
-) -> Nornir:
-    """A Nornir on the SimpleInventory in the directory ``inventory``, with the named runner
-    and its ``options``."""
-    return InitNornir(
-        user_defined=user_defined or {},
-        runner={"plugin": runner, "options": options},
-        inventory={
-            "plugin": "SimpleInventory",
-            "options": {
-                "host_file": str(inventory / "hosts.yaml"),
-                "group_file": str(inventory / "groups.yaml"),
-                "defaults_file": str(inventory / "defaults.yaml"),
-            },
-        },
-        logging={"enabled": False},
-    )
-
-
 @dataclass
 class Started:
     """A subprocess that printed its ready line; its stderr goes to a file (no pipe to fill)."""
@@ -322,43 +299,17 @@ def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-@dataclass
-class LabProcess:
-    """The FakeNOS lab running in a subprocess, and the inventory that reaches it."""
-
-    inventory: Path
-    devices: list[LabDevice]
-    handle: Started
-
-    def nornir(self, runner: str = "threadpool", **options: Any) -> Nornir:
-        return nornir_on(self.inventory, runner, **options)
-
-    def restart(self) -> None:
-        """Stop the lab and start it again on the same ports: every device restarted, each
-        session to it gone."""
-        stopped(self.handle)
-        self.handle = started([*LAB, "lab", str(self.inventory)], "lab ready:",
-                              self.inventory.parent)
+LabProcess = DeviceLabProcess
+"""A device lab served by a process of its own, as the fixtures yield it."""
 
 
 @contextmanager
 def lab_process(folder: Path, platforms: dict[str, str]) -> Iterator[LabProcess]:
-    """A lab in a subprocess: a device per name in ``platforms`` (name -> FakeNOS platform),
-    user / fakenos-lab, on free loopback ports; stopped (or reaped, if a test killed it) at
-    the end."""
-    ports = free_ports(len(platforms))
-    devices = [
-        LabDevice(name, "127.0.0.1", port, platform, "user", "fakenos-lab")
-        for (name, platform), port in zip(platforms.items(), ports, strict=True)
-    ]
-    inventory = folder / "inventory"
-    write_inventory(devices, inventory)
-    handle = started([*LAB, "lab", str(inventory)], "lab ready:", folder)
-    lab = LabProcess(inventory, devices, handle)
-    try:
+    """A lab of a test's (or module's) own in a process of its own: a device per name in
+    ``platforms`` (name -> FakeNOS platform), user / fakenos-lab, on free loopback ports, its
+    inventory in ``folder``/inventory; stopped (or reaped, if a test killed it) at the end."""
+    with device_lab(platforms, folder / "inventory") as lab:
         yield lab
-    finally:
-        stopped(lab.handle)
 
 
 @pytest.fixture(scope="session")

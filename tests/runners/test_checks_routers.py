@@ -4,7 +4,7 @@ a change FRR accepts and reads back that breaks a BGP session is caught by a che
 neighbour and rolled back; a canary rollout stops there; a run SIGKILLed before confirming
 leaves its changes to ``nornir-bench recover`` or the next run; parsed output.
 
-Each test leaves the routers as it found them (``restored``, tests/runners/test_config_routers.py).
+Each test leaves the routers as it found them (``frr_lab`` puts them back, tests/routers.py).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import (
     ConfigChangeFailed,
     asend_command,
@@ -28,19 +29,16 @@ from nornir_bench.tasks import (
     send_config,
 )
 from nornir_bench.tasks.journal import PENDING, REVERTED, read_journal
-from tests.routers import RouterLabProcess, lab_pids, wait_for
+from tests.routers import lab_pids, wait_for
 from tests.runners.test_config_routers import (
     lab_job,
     records,
-    restored,
     run_cli,
     run_cli_command,
     running,
 )
 from tests.runners.test_conformance import ASYNC, Runner
 from tests.runners.test_routers import closed, failures, runners
-
-__all__ = ["restored"]  # the fixture, used by name
 
 yaml = YAML(typ="safe")
 ESTABLISHED = "length(peers.* | [?state=='Established'])"
@@ -56,22 +54,22 @@ def changes(runner: Runner) -> list[tuple[str, tuple[Any]]]:
 EVERY = runners(cases=changes)
 
 
-def peer_of_r1(lab: RouterLabProcess) -> str:
+def peer_of_r1(lab: RunningRouterLab) -> str:
     """r1's address on its link to r2 as r2 peers with it, and r2's as r1 does."""
     (peer, address), = lab.plan.neighbours(0)
     return address
 
 
-def breaks_bgp(lab: RouterLabProcess) -> list[str]:
+def breaks_bgp(lab: RunningRouterLab) -> list[str]:
     """A mistyped AS for r1's neighbour r2: FRR takes it, reads it back, and drops the session."""
     return [f"router bgp {lab.asn('r1')}", f" neighbor {peer_of_r1(lab)} remote-as 65099"]
 
 
-def established(lab: RouterLabProcess, router: str) -> int:
+def established(lab: RunningRouterLab, router: str) -> int:
     return sum(state == "Established" for state in lab.bgp_peers(router).values())
 
 
-def run_on_h1(lab: RouterLabProcess, runner: Runner, task: Any, folder: Path,
+def run_on_h1(lab: RunningRouterLab, runner: Runner, task: Any, folder: Path,
               **params: Any) -> Any:
     sessions = set(lab_pids(lab.name, "vtysh"))
     whole = lab.nornir(runner.name, **runner.options)
@@ -85,7 +83,7 @@ def run_on_h1(lab: RouterLabProcess, runner: Runner, task: Any, folder: Path,
 
 @pytest.mark.parametrize(("runner", "task"), EVERY)
 def test_a_change_that_breaks_bgp_is_caught_on_the_neighbour_and_rolled_back(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     assert established(frr_lab, "r2") == 2
@@ -109,7 +107,7 @@ def test_a_change_that_breaks_bgp_is_caught_on_the_neighbour_and_rolled_back(
 
 @pytest.mark.parametrize(("runner", "task"), EVERY)
 def test_a_check_that_no_longer_holds_after_the_change_rolls_it_back_without_confirm(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     """On the router itself, read once after the change: a peer added where none may be."""
@@ -126,7 +124,7 @@ def test_a_check_that_no_longer_holds_after_the_change_rolls_it_back_without_con
 @pytest.mark.parametrize(("runner", "task"), runners(cases=changes, only=("threadpool",
                                                                           "asyncio")))
 def test_checks_that_hold_confirm_the_change_and_a_dry_run_reads_them_before_only(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     route = "203.0.113.77/32"
@@ -150,7 +148,7 @@ def test_checks_that_hold_confirm_the_change_and_a_dry_run_reads_them_before_onl
 
 @pytest.mark.parametrize(("runner", "task"), runners())
 def test_parsed_json_on_every_runner_keeps_the_text_as_raw(
-    frr_lab: RouterLabProcess, runner: Runner, task: Any
+    frr_lab: RunningRouterLab, runner: Runner, task: Any
 ) -> None:
     sessions = set(lab_pids(frr_lab.name, "vtysh"))
     nr = frr_lab.nornir(runner.name, **runner.options)
@@ -172,7 +170,7 @@ PASSWORD_TTP = "<group name=\"secrets\">\n neighbor {{ peer }} password {{ passw
 
 @pytest.mark.parametrize(("runner", "task"), runners(only=("threadpool", "asyncio")))
 def test_a_template_that_matches_nothing_fails_its_host_and_secrets_stay_masked(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     fsm = tmp_path / "version.textfsm"
@@ -200,7 +198,7 @@ def test_a_template_that_matches_nothing_fails_its_host_and_secrets_stay_masked(
     assert secret not in json.dumps(parsed["h1"][-1].result)
 
 
-def change_job(lab: RouterLabProcess, folder: Path, runner: str, *, lines: str, checks: str,
+def change_job(lab: RunningRouterLab, folder: Path, runner: str, *, lines: str, checks: str,
                confirm: float, options: str = "") -> Path:
     (folder / "change.j2").write_text(lines)
     return lab_job(lab, folder, runner, "    template_file: change.j2\n"
@@ -216,7 +214,7 @@ BREAK_ON_H1 = """{% if host.name == 'h1' %}router bgp {{ asn }}
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
 def test_a_canary_rollout_stops_at_the_router_whose_change_broke_bgp(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     """Each router's check is on its own neighbour, named in its host data (host_from)."""
     template = BREAK_ON_H1.replace("{{ asn }}", str(frr_lab.asn("r1"))).replace(
@@ -248,7 +246,7 @@ def test_a_canary_rollout_stops_at_the_router_whose_change_broke_bgp(
 NEVER = f"[{{name: never, command: {SUMMARY}, path: as, expect: {{equals: -1}}}}]"
 
 
-def killed_while_pending(lab: RouterLabProcess, folder: Path, runner: str) -> Path:
+def killed_while_pending(lab: RunningRouterLab, folder: Path, runner: str) -> Path:
     """A change on every router, its run SIGKILLed once all three are pending confirmation
     (their checks cannot hold); the journal it left."""
     job = change_job(lab, folder, runner, lines="ip route 203.0.113.{{ host.name[1:] }}/32 "
@@ -285,7 +283,7 @@ def killed_while_pending(lab: RouterLabProcess, folder: Path, runner: str) -> Pa
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
 def test_recover_reverts_every_change_a_sigkilled_run_left_pending_byte_for_byte(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     journal = killed_while_pending(frr_lab, tmp_path, runner)
     done = run_cli_command("recover", str(journal), cwd=tmp_path)
@@ -305,7 +303,7 @@ def test_recover_reverts_every_change_a_sigkilled_run_left_pending_byte_for_byte
 
 
 def test_the_next_run_on_the_records_folder_reverts_what_a_dead_run_left_pending(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     journal = killed_while_pending(frr_lab, tmp_path, "asyncio")
     assert read_journal(journal).hosts["h1"]["state"] == PENDING
@@ -329,7 +327,7 @@ def test_the_next_run_on_the_records_folder_reverts_what_a_dead_run_left_pending
 @pytest.mark.parametrize(("runner", "task"), runners(cases=changes, only=("threadpool",
                                                                           "asyncio")))
 def test_a_change_after_which_the_device_takes_no_new_login_is_reverted_within_its_window(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     """The session in use outlives what the change did to the device's access: the lab's SSH
