@@ -131,8 +131,6 @@ SLOW_MODULES = {
     "tests/bench/test_sweep.py",  # a benchmark process per point
     "tests/cli/test_advise_routers.py",  # a router lab
     "tests/cli/test_devices.py",  # a FakeNOS lab, jobs in processes
-    "tests/cli/test_run.py",  # the command in a process each
-    "tests/cli/test_run_steps.py",  # the command in a process each
     "tests/cli/test_script.py",  # script.py in processes, Ctrl-C to process groups
     "tests/core/test_gc.py",  # many runs, measured in processes
     "tests/core/test_open_files.py",  # processes under a lowered open-files limit
@@ -386,10 +384,34 @@ def no_leaked_processes() -> Iterator[None]:
     """Fails the test if it leaves processes running (a runner's workers, say).
 
     A processpool runner keeps its workers between runs, until it is closed or garbage-collected:
-    the collection here stops those of the runners the test no longer holds.
+    the collection here stops those of the runners the test no longer holds. The module's kept
+    runners (tests/kept_runners.py) keep theirs: their fork servers and the workers they hold
+    now, no other process, and ``kept_runners_closed`` checks they are gone with the module.
     """
+    from tests.kept_runners import KEPT
+
     before = descendant_pids()
     yield
-    if descendant_pids() - before:  # only then: a full collection costs tens of ms
+    if descendant_pids() - before - KEPT.pids():  # only then: a full collection costs tens of ms
         gc.collect()
-    assert descendant_pids() - before == set(), "worker processes left running"
+    assert descendant_pids() - before - KEPT.pids() == set(), "worker processes left running"
+
+
+@pytest.fixture(autouse=True)
+def kept_runners_hold_nothing_between_tests() -> Iterator[None]:
+    """No connection a test's hosts opened in a kept runner's workers reaches the next test."""
+    from tests.kept_runners import KEPT
+
+    yield
+    KEPT.between_tests()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kept_runners_closed() -> Iterator[None]:
+    """The module's kept processpool runners (tests/kept_runners.py) closed as it ends, and
+    every process they had gone: what ``no_leaked_processes`` let them keep, nothing kept."""
+    from tests.kept_runners import KEPT
+
+    yield
+    had = KEPT.close()
+    assert not had & descendant_pids(), "kept runners' processes left running"

@@ -1,6 +1,8 @@
 """A real Dask cluster for tests: a scheduler and worker processes started with Dask's own
 command-line tools on 127.0.0.1, reached by address (``tcp://``, or ``tls://`` with a temporary
 certificate). "Ready" is the scheduler accepting a client and the workers registered with it.
+Its processes are in a process group of their own with a guard (tests/dask_guard.py) that ends
+them when the process that started the cluster ends without stopping it (pytest killed).
 
 The tests share one (:func:`shared_address`, started by the first test that asks for it, stopped
 at the session's end by tests/conftest.py): the ``dask`` runner of the runner suites and of
@@ -10,9 +12,11 @@ start per test. Tests of the runner's own embedded cluster start theirs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +32,15 @@ from distributed.security import Security
 __all__ = ["DaskCluster", "SharedClusterOptions", "dask_cluster", "shared_address"]
 
 START_SECONDS = 60.0
+# A cluster the tests keep idles most of the session: Dask's sampling profiler (every 10 ms on
+# each worker) and its event-loop and system monitors (20 ms, 0.5 s) cost about 4 s of CPU a
+# minute for a scheduler and two workers, about 1 s without. They only observe; no test reads
+# them.
+IDLE_QUIETLY = {
+    "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
+    "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+}
 SITE_ENV = "NORNIR_BENCH_TEST_SITE"
 
 
@@ -68,8 +81,16 @@ class DaskCluster:
                 require_encryption=True,
             )
         path = [p or os.getcwd() for p in sys.path]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+        env = {**os.environ, **IDLE_QUIETLY, "PYTHONPATH": os.pathsep.join(path)}
         scheduler_file = self.folder / "scheduler.json"
+        # First, so that no process of the cluster is ever without it; a group of its own,
+        # which every process of the cluster joins: a terminal's Ctrl-C does not reach them.
+        self.guard = subprocess.Popen(
+            [sys.executable, "-m", "tests.dask_guard", str(os.getpid()), str(self.folder)],
+            env=env, cwd=self.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, **_in_group(0),
+        )
+        in_group = _in_group(self.guard.pid)
         self.scheduler = subprocess.Popen(
             [
                 sys.executable, "-m", "distributed.cli.dask_scheduler",
@@ -77,6 +98,7 @@ class DaskCluster:
                 "--no-dashboard", "--scheduler-file", str(scheduler_file), *tls_args,
             ],
             env=env, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            **in_group,
         )
         worker_env = {**env, "PYTHONPATH": os.pathsep.join([*worker_path, *path])}
         kinds = [(workers, [], worker_env)] if workers else []
@@ -94,7 +116,7 @@ class DaskCluster:
                     *(["--nanny"] if nanny else ["--no-nanny"]), *tls_args, *extra,
                 ],
                 env=process_env, cwd=self.folder,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **in_group,
             )
             for count, extra, process_env in kinds
         ]
@@ -126,6 +148,8 @@ class DaskCluster:
         return pids
 
     def stop(self) -> None:
+        """Stop the workers, the scheduler, then whatever is left of their group, the guard
+        with it."""
         for process in (*self.worker_processes, self.scheduler):
             if process.poll() is None:
                 process.terminate()
@@ -134,7 +158,17 @@ class DaskCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        if self.guard.poll() is None:  # the group's number is the guard's until it is reaped
+            os.killpg(self.guard.pid, signal.SIGKILL)
+        self.guard.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _in_group(group: int) -> dict[str, Any]:
+    """Popen's arguments starting a process in process group ``group`` (0: one of its own)."""
+    if sys.version_info >= (3, 11):
+        return {"process_group": group}
+    return {"preexec_fn": functools.partial(os.setpgid, 0, group)}
 
 
 @contextmanager
@@ -158,11 +192,11 @@ def shared_address() -> str:
 
 
 def shared_pids() -> set[int]:
-    """The shared cluster's own processes (its scheduler, its workers' parent), if started:
-    the session's, not a test's, whichever test started them."""
+    """The shared cluster's own processes (its guard, its scheduler, its workers' parent), if
+    started: the session's, not a test's, whichever test started them."""
     if _shared is None:
         return set()
-    return {_shared.scheduler.pid, *(p.pid for p in _shared.worker_processes)}
+    return {_shared.guard.pid, _shared.scheduler.pid, *(p.pid for p in _shared.worker_processes)}
 
 
 def stop_shared() -> None:
@@ -190,3 +224,17 @@ class SharedClusterOptions(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._all())
+
+
+def main() -> None:
+    """``python -m tests.dask_cluster``: a cluster of two workers owned by this process, as a
+    test session owns its shared one, until this process is killed; its folder said once it is
+    ready."""
+    cluster = DaskCluster(2)
+    print(json.dumps({"folder": str(cluster.folder)}), flush=True)
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -242,9 +242,13 @@ class ScrapliSession:
         if driver is None or ssh is None or ssh.is_closed() or not driver.isalive():
             return False
         # The channel: a device that ended the CLI (its process killed, an idle timeout) closes
-        # it and may keep the connection.
+        # it and may keep the connection. sshd tells the CLI's end (its exit status or signal)
+        # in a packet of its own, before the end of the stream: either means the CLI is gone.
         stdin, stdout = (getattr(driver.transport, name, None) for name in ("stdin", "stdout"))
         if (stdin is not None and stdin.is_closing()) or (stdout is not None and stdout.at_eof()):
+            return False
+        channel = getattr(stdout, "channel", None)
+        if channel is not None and channel.get_exit_status() is not None:
             return False
         sock = ssh.get_extra_info("socket")
         return sock is None or socket_open(sock)

@@ -1,5 +1,11 @@
-"""``nornir-bench run`` as a user runs it: a real subprocess, its exit status, output and
-records."""
+"""``nornir-bench run`` as a user runs it: its exit status, output and records.
+
+Run in the test's process (``nornir_bench_here``, tests/cli/in_process.py) where the
+behaviour is the command's, not its process's. In a process of its own (``nornir_bench``):
+Ctrl-C, the exit path of a run whose runner started processes (processpool, dask) or left
+calls running (abandoned at a deadline), a warning's line, a file-size limit, records on
+the process's own standard output, and a failed run's terminal with no traceback.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +18,13 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli.in_process import nornir_bench_here as in_process
 from tests.waiting import HANG_GUARD, wait_until
 
 SECRET = "Sw0rdf1sh-from-env"
@@ -85,11 +93,20 @@ def nornir_bench(*args: str, cwd: Path, timeout: float = 60) -> subprocess.Compl
     )
 
 
+def nornir_bench_here(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``nornir-bench ARGS`` in this process, as ``nornir_bench`` runs it in a process of its
+    own: the job's password in the environment, ``env`` added."""
+    return in_process(*args, cwd=cwd, env={"NB_TEST_SECRET": SECRET, **(env or {})})
+
+
 def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask", "threaded"])
+# processpool and dask: the command's process ends the processes its runner started
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool", "dask"])
 def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
     tmp_path: Path, runner: str
 ) -> None:
@@ -97,7 +114,8 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
         tmp_path, "task: {name: sim_rtt, params: {rtt: 0.01}}\n", runner=runner,
         options="num_workers: 4" + (", num_procs: 2" if runner == "dask" else ""),
     )
-    done = nornir_bench("run", str(job), "--output", "out.jsonl", cwd=tmp_path)
+    command = nornir_bench if runner in ("processpool", "dask") else nornir_bench_here
+    done = command("run", str(job), "--output", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert f"task sim_rtt on 12 hosts, runner {runner}" in done.stdout
     assert "hosts: 12, ok: 12, failed: 0" in done.stdout
@@ -146,6 +164,7 @@ def test_a_good_run_exits_0_with_a_summary_and_a_record_per_host(
         assert row["result"] == pytest.approx(0.01, abs=0.01)
 
 
+@pytest.mark.slow  # a process of its own
 def test_failed_hosts_exit_1_one_line_each_tracebacks_only_in_the_file(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 3}}\n")
     done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
@@ -168,7 +187,7 @@ def test_failed_hosts_exit_1_one_line_each_tracebacks_only_in_the_file(tmp_path:
 
 def test_a_failed_subtask_is_reported_by_its_own_exception(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: 'jobtasks:nested'}\n", hosts=2)
-    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1
     assert "  dev0: DeviceRefused: login refused for netops/********" in done.stdout
     assert {r["exception"] for r in records(tmp_path / "out.jsonl")} == {"DeviceRefused"}
@@ -183,7 +202,7 @@ def test_the_password_never_reaches_the_terminal_the_records_or_the_log(
         tmp_path, "task: {name: 'jobtasks:flaky', params: {fail_every: 2}}\n", runner=runner,
         options="num_workers: 4" + (", num_procs: 2" if runner == "dask" else ""),
     )
-    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1
     log = (tmp_path / "nornir.log").read_text()
     written = (tmp_path / "out.jsonl").read_text()
@@ -197,7 +216,7 @@ def test_the_default_output_file_is_named_after_the_job_in_the_state_folder(
     tmp_path: Path, records_state_folder: Path
 ) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
-    done = nornir_bench("run", str(job), cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), cwd=tmp_path)
     assert done.returncode == 0
     (written,) = records_state_folder.glob("job-*.jsonl")
     assert f"per-host records: {written}\n" in done.stdout
@@ -206,7 +225,7 @@ def test_the_default_output_file_is_named_after_the_job_in_the_state_folder(
     # made readable by the user alone, as the XDG specification asks of the state folder
     for folder in (records_state_folder, *records_state_folder.parents[:2]):
         assert folder.stat().st_mode & 0o777 == 0o700, folder
-    again = nornir_bench("run", str(job), cwd=tmp_path)  # the same second, maybe: its own file
+    again = nornir_bench_here("run", str(job), cwd=tmp_path)  # the same second, maybe: its own file
     assert again.returncode == 0
     assert len(list(records_state_folder.glob("job-*.jsonl"))) == 2
 
@@ -217,12 +236,8 @@ def test_without_an_absolute_xdg_state_home_records_go_to_the_home_state_folder(
 ) -> None:
     """As the XDG specification says: a relative path there is to be ignored."""
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
-    env = {**os.environ, "NB_TEST_SECRET": SECRET, "HOME": str(tmp_path / "home"),
-           "XDG_STATE_HOME": state}
-    done = subprocess.run(
-        [sys.executable, "-m", "nornir_bench", "run", str(job)],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
-    )
+    done = nornir_bench_here("run", str(job), cwd=tmp_path,
+                             env={"HOME": str(tmp_path / "home"), "XDG_STATE_HOME": state})
     assert done.returncode == 0, done.stderr
     (written,) = (tmp_path / "home" / ".local" / "state" / "nornir-bench" / "records").glob(
         "job-*.jsonl"
@@ -234,11 +249,8 @@ def test_without_an_absolute_xdg_state_home_records_go_to_the_home_state_folder(
 def test_a_state_folder_that_cannot_be_made_is_the_one_line_write_error(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
     (tmp_path / "state").write_text("a file, not a folder\n")
-    env = {**os.environ, "NB_TEST_SECRET": SECRET, "XDG_STATE_HOME": str(tmp_path / "state")}
-    done = subprocess.run(
-        [sys.executable, "-m", "nornir_bench", "run", str(job)],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
-    )
+    done = nornir_bench_here("run", str(job), cwd=tmp_path,
+                             env={"XDG_STATE_HOME": str(tmp_path / "state")})
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.splitlines()
     folder = tmp_path / "state" / "nornir-bench" / "records"
@@ -250,7 +262,7 @@ def test_an_output_inside_a_file_says_which_is_a_file(tmp_path: Path) -> None:
     """Once: ``[Errno 17] File exists: 'FILE'`` for ``-o FILE/out.jsonl``."""
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=2)
     (tmp_path / "FILE").write_text("a file\n")
-    done = nornir_bench("run", str(job), "-o", "FILE/out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "FILE/out.jsonl", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [
         "nornir-bench: error: cannot write the results to FILE/out.jsonl: FILE is a file, not a "
@@ -258,6 +270,7 @@ def test_an_output_inside_a_file_says_which_is_a_file(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # a process of its own
 def test_records_past_the_file_size_limit_name_the_file_and_the_limit(tmp_path: Path) -> None:
     """Once: ``cannot write the results: [Errno 27] File too large``, no path, no limit."""
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=50)
@@ -281,13 +294,13 @@ def test_the_jobs_output_path_is_used_unless_overridden(tmp_path: Path) -> None:
     job = job_file(
         tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\noutput: {path: res/r.jsonl}\n", hosts=3
     )
-    assert nornir_bench("run", str(job), cwd=tmp_path).returncode == 0
+    assert nornir_bench_here("run", str(job), cwd=tmp_path).returncode == 0
     assert len(records(tmp_path / "res" / "r.jsonl")) == 3
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
-    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.stderr == ""
 
 
@@ -317,6 +330,7 @@ def ctrl_c_after_the_first_record(
     return records(out_file), stdout, stderr
 
 
+@pytest.mark.slow  # a process of its own
 def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
     job = job_file(
         tmp_path,
@@ -345,12 +359,13 @@ def test_ctrl_c_keeps_the_hosts_that_finished(tmp_path: Path) -> None:
 )
 def test_bad_usage_exits_2_in_one_line(tmp_path: Path, args: list[str], says: str) -> None:
     """No usage dump: that is for no command at all (test_no_command_shows_the_commands)."""
-    done = nornir_bench(*args, cwd=tmp_path)
+    done = nornir_bench_here(*args, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
     assert line.startswith("nornir-bench") and ": error: " in line and says in line, line
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_capped_num_procs_is_one_warning_line(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: asim_rtt, params: {rtt: 0}}\n", runner="processpool")
     job.write_text(job.read_text().replace("{num_workers: 4}", "{num_procs: 1000000}"))
@@ -362,7 +377,7 @@ def test_a_capped_num_procs_is_one_warning_line(tmp_path: Path) -> None:
 
 def test_no_command_shows_the_commands(tmp_path: Path) -> None:
     """Once: only "error: the following arguments are required: COMMAND"."""
-    done = nornir_bench(cwd=tmp_path)
+    done = nornir_bench_here(cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("usage: nornir-bench [-h] COMMAND ...")
     for command in ("run", "lab", "wait-lab", "rtt-server", "sweep"):
@@ -372,7 +387,7 @@ def test_no_command_shows_the_commands(tmp_path: Path) -> None:
 
 def test_a_bad_job_exits_2_with_file_line_and_column(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\nrunner_options: {}\n")
-    done = nornir_bench("run", str(job), cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"nornir-bench: error: {job}:7:1: unknown key 'runner_options' in the job; allowed: "
@@ -384,15 +399,8 @@ def test_a_bad_job_exits_2_with_file_line_and_column(tmp_path: Path) -> None:
 
 def test_an_unset_secret_variable_exits_2_naming_it(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n")
-    env = {k: v for k, v in os.environ.items() if k != "NB_TEST_SECRET"}
-    done = subprocess.run(
-        [sys.executable, "-m", "nornir_bench", "run", str(job)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-        env=env,
-    )
+    assert "NB_TEST_SECRET" not in os.environ
+    done = in_process("run", str(job), cwd=tmp_path)
     assert done.returncode == 2
     assert "environment variable NB_TEST_SECRET is not set" in done.stderr
 
@@ -408,7 +416,7 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 
 def test_a_job_with_no_inventory_and_no_hosts_file_says_what_to_add(tmp_path: Path) -> None:
     (tmp_path / "noinv.yaml").write_text("task: {name: sim_rtt, params: {rtt: 0}}\n")
-    done = nornir_bench("run", "noinv.yaml", cwd=tmp_path)
+    done = nornir_bench_here("run", "noinv.yaml", cwd=tmp_path)
     assert one_error_line(done) == (
         "noinv.yaml:1:1: the job has no inventory section, and SimpleInventory (nornir's "
         "default) found no hosts.yaml next to the job; add inventory: {plugin: ..., options: "
@@ -453,7 +461,7 @@ def test_a_file_no_job_is_exits_2_at_once_in_one_line(
     """None of these may hang (the last one, unchecked, would sleep for ever on asyncio)."""
     job = job_file(tmp_path, text, runner="asyncio")
     job.write_bytes(job.read_text().encode(encoding))
-    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
     assert line.startswith(str(job)) and says in line, line
     assert not (tmp_path / "out.jsonl").exists()
 
@@ -461,7 +469,7 @@ def test_a_file_no_job_is_exits_2_at_once_in_one_line(
 def test_a_task_module_exiting_0_on_import_is_an_error_not_a_run(tmp_path: Path) -> None:
     (tmp_path / "nb_quits.py").write_text("raise SystemExit(0)\n\ndef run(task):\n    pass\n")
     job = job_file(tmp_path, "task: {name: 'nb_quits:run'}\n")
-    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
     assert line == (
         f"{job}:6:14: task nb_quits:run: module 'nb_quits' stopped the program while being "
         "imported (SystemExit 0); a task module must only define functions when imported"
@@ -481,7 +489,7 @@ def test_a_misspelt_send_command_parameter_exits_2_before_connecting(tmp_path: P
         job.write_text(
             "task:\n  name: send_command\n  params:\n    command: show clock\n    enabel: true\n"
         )
-        line = one_error_line(nornir_bench("run", "job.yaml", cwd=tmp_path))
+        line = one_error_line(nornir_bench_here("run", "job.yaml", cwd=tmp_path))
         device.setblocking(False)
         with pytest.raises(BlockingIOError):  # no connection waiting: nothing connected
             device.accept()
@@ -502,13 +510,14 @@ def test_an_alias_bomb_in_inventory_data_exits_2_instead_of_hanging(tmp_path: Pa
         "logging: {enabled: false}\n"
         "task: {name: asim_rtt, params: {rtt: 0}}\n"
     )
-    line = one_error_line(nornir_bench("run", "job.yaml", "-o", "out.jsonl", cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", "job.yaml", "-o", "out.jsonl", cwd=tmp_path))
     assert line == (
         "job.yaml: inventory: host r1 data expands to more than 100,000 values (each use of a "
         "YAML alias counts in full); at most 100,000 values per host, group or defaults"
     )
 
 
+@pytest.mark.slow  # a process of its own
 def test_records_can_go_to_standard_output(tmp_path: Path) -> None:
     """A pipe or a terminal cannot be truncated or locked: they are written as they are."""
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=3)
@@ -530,7 +539,7 @@ def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
         options="num_workers: 1, max_failures: 1"
         + (", num_procs: 1" if runner in ("processpool", "dask") else ""),
     )
-    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert "run aborted by max_failures: 2 hosts failed, more than 1" in done.stdout
     assert "not started: 10 hosts" in done.stdout
@@ -546,6 +555,7 @@ def test_a_run_aborted_by_a_failure_limit_exits_1_saying_which_limit(
     assert [r["exception"] for r in rows].count("RunAborted") == 10
 
 
+@pytest.mark.slow  # a process of its own
 def test_retried_and_timed_out_hosts_are_counted_in_the_summary(tmp_path: Path) -> None:
     (tmp_path / "jobtasks.py").write_text(TASKS)
     job = job_file(
@@ -617,7 +627,7 @@ def test_a_bad_run_policy_in_a_job_is_one_line_and_exit_2(
     tmp_path: Path, options: str, says: str
 ) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", options=options)
-    line = one_error_line(nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path))
     # at the runner's options (line 4, column 39), as for any value the runner refuses
     assert line == f"{job}:4:39: runner plugin threadpool: ValueError: threadpool runner: {says}"
     assert not (tmp_path / "out.jsonl").exists()
@@ -625,7 +635,7 @@ def test_a_bad_run_policy_in_a_job_is_one_line_and_exit_2(
 
 def test_a_misspelt_run_policy_is_one_line_listing_the_policies_too(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", options="retrys: 2")
-    line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", str(job), cwd=tmp_path))
     assert line == (
         f"{job}:4:40: runner plugin threadpool has no option 'retrys'; options: num_workers, "
         "task_timeout, retries, retry_delay, retry_backoff, retry_max_delay, retry_jitter, "
@@ -642,7 +652,7 @@ def test_a_bad_run_policy_is_refused_by_every_runner_before_the_run(
     job = job_file(
         tmp_path, "task: {name: asim_rtt, params: {rtt: 0}}\n", runner=runner, options="retries: -1"
     )
-    line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", str(job), cwd=tmp_path))
     assert line.endswith(f"{runner} runner: retries must be a whole number from 0 to 100, got -1")
 
 
@@ -651,7 +661,7 @@ def test_a_bad_run_policy_is_refused_by_every_runner_before_the_run(
 
 def test_check_with_a_task_that_cannot_dry_run_exits_2_in_one_line(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: 'jobtasks:flaky'}\n")
-    line = one_error_line(nornir_bench("run", "--check", str(job), cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", "--check", str(job), cwd=tmp_path))
     assert line == (
         f"{job}: --check: task jobtasks:flaky (step 1) cannot run "
         "as a dry run: it is neither read-only nor marked as honouring nornir's dry_run "
@@ -661,20 +671,20 @@ def test_check_with_a_task_that_cannot_dry_run_exits_2_in_one_line(tmp_path: Pat
 
 def test_check_runs_a_read_only_task_as_it_is(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n")
-    done = nornir_bench("run", "--check", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", "--check", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "a dry run (--check): nothing changed" in done.stdout
 
 
 def test_rerun_failed_runs_only_the_hosts_that_failed_or_never_started(tmp_path: Path) -> None:
     job = job_file(tmp_path, "task: {name: sim_rtt, params: {rtt: 0}}\n", hosts=4)
-    done = nornir_bench("run", str(job), "-o", "first.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "first.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = (tmp_path / "first.jsonl").read_text().splitlines()
     failed = json.loads(rows[1])
     failed["failed"] = True
     (tmp_path / "first.jsonl").write_text("\n".join([rows[0], json.dumps(failed)]) + "\n")
-    again = nornir_bench("run", str(job), "--rerun-failed", "first.jsonl", "-o", "again.jsonl",
+    again = nornir_bench_here("run", str(job), "--rerun-failed", "first.jsonl", "-o", "again.jsonl",
                          cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     ran = sorted(r["host"] for r in records(tmp_path / "again.jsonl"))
@@ -701,7 +711,7 @@ def test_rerun_failed_with_a_file_that_is_not_this_jobs_records_exits_2_in_one_l
     given = tmp_path / "old.jsonl"
     if records_text is not None:
         given.write_text(records_text)
-    line = one_error_line(nornir_bench("run", str(job), "--rerun-failed", str(given),
+    line = one_error_line(nornir_bench_here("run", str(job), "--rerun-failed", str(given),
                                        cwd=tmp_path))
     assert line == f"--rerun-failed {given}: {says.format(job=job)}"
 
@@ -722,7 +732,7 @@ def test_a_config_change_with_bad_lines_exits_2_before_any_device(
     tmp_path: Path, params: str, says: str
 ) -> None:
     job = job_file(tmp_path, f"task: {{name: send_config, params: {params}}}\n")
-    line = one_error_line(nornir_bench("run", str(job), cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", str(job), cwd=tmp_path))
     assert line.endswith(f": task send_config: {says.format(folder=tmp_path)}"), line
 
 
@@ -739,7 +749,7 @@ def test_records_carry_each_hosts_times_batch_worker_and_attempts(
         options="num_workers: 2, batches: [1, 2], retries: 1, retry_delay: 0.01, retry_jitter: 0,"
         " retry_on: [Exception]",
     )
-    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stderr  # dev0 and dev4 fail twice
     rows = records(tmp_path / "out.jsonl")
     assert len(rows) == 7 and len({r["run_start"] for r in rows}) == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nornir_bench.tasks.journal import PENDING, append_entry, start_journal
-from tests.cli.test_run import nornir_bench
+from tests.cli.test_run import nornir_bench_here
 from tests.devices import free_port_range
 
 
@@ -69,7 +69,7 @@ task:
 def test_a_mistake_in_checks_parsers_or_confirm_is_one_line_and_exit_2(
     tmp_path: Path, task: str, error: str
 ) -> None:
-    done = nornir_bench("run", str(job(tmp_path, task)), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job(tmp_path, task)), "-q", "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert error in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
@@ -87,7 +87,7 @@ def test_a_replace_a_host_cannot_take_stops_the_job_before_any_device_is_touched
     (tmp_path / "intended.j2").write_text(
         "{% if host.name == 'r1' %}ip route 203.0.113.1/32 Null0{% else %}"
         "route-map RM permit 10{% endif %}\n")
-    done = nornir_bench("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr == ("nornir-bench: error: scope 'ip route' matches no section of the "
                            "intended configuration of r2: a scope names the first words of "
@@ -96,7 +96,7 @@ def test_a_replace_a_host_cannot_take_stops_the_job_before_any_device_is_touched
     (tmp_path / "hosts.yaml").write_text(hosts.replace("r2: {", "r2: {data: {config_platform: "
                                                                  "fakeos}, "))
     (tmp_path / "intended.j2").write_text("ip route 203.0.113.1/32 Null0\n")
-    done = nornir_bench("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith("nornir-bench: error: r2: mode: replace has no configuration "
                                   "driver for platform 'fakeos': give the host's "
@@ -108,11 +108,11 @@ def test_a_replace_a_host_cannot_take_stops_the_job_before_any_device_is_touched
 def test_recover_refuses_a_file_that_is_not_a_journal(tmp_path: Path) -> None:
     garbage = tmp_path / "x.journal"
     garbage.write_bytes(b"\x00\x01not a journal")
-    done = nornir_bench("recover", str(garbage), cwd=tmp_path)
+    done = nornir_bench_here("recover", str(garbage), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"nornir-bench: error: {garbage}: not a nornir-bench journal")
     assert len(done.stderr.splitlines()) == 1
-    missing = nornir_bench("recover", str(tmp_path / "none.journal"), cwd=tmp_path)
+    missing = nornir_bench_here("recover", str(tmp_path / "none.journal"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such journal file" in missing.stderr
 
 
@@ -125,7 +125,7 @@ def test_recover_refuses_a_journal_moved_from_another_records_folder(tmp_path: P
     append_entry(journal, "r1", PENDING, backup=str(tmp_path / "r1.cfg"), task="send_config")
     moved = tmp_path / "b" / "run.journal"
     shutil.copy(journal, moved)
-    done = nornir_bench("recover", str(moved), cwd=tmp_path)
+    done = nornir_bench_here("recover", str(moved), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"a journal of the records folder {tmp_path / 'a'}, not of {tmp_path / 'b'}" \
         in done.stderr
@@ -135,7 +135,7 @@ def test_recover_refuses_a_journal_moved_from_another_records_folder(tmp_path: P
 def test_recover_with_nothing_pending_says_so(tmp_path: Path) -> None:
     journal = tmp_path / "run.journal"
     start_journal(journal, job=None, records=None)
-    done = nornir_bench("recover", str(journal), cwd=tmp_path)
+    done = nornir_bench_here("recover", str(journal), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == "recover: no change pending\n"
 
@@ -146,6 +146,6 @@ def test_recover_refuses_a_journal_others_could_have_written(tmp_path: Path) -> 
     start_journal(journal, job=str(job(tmp_path, CHANGE)), records=None)
     append_entry(journal, "r1", PENDING, backup=str(tmp_path / "r1.cfg"), task="send_config")
     journal.chmod(0o622)
-    done = nornir_bench("recover", str(journal), cwd=tmp_path)
+    done = nornir_bench_here("recover", str(journal), cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "a journal must be yours and writable by you alone" in done.stderr

@@ -1,6 +1,7 @@
 """``nornir-bench run JOB --limit/--runner/--workers/-e``: the job narrowed and tuned from the
 command line, each option checked as the job is (one line, exit 2), and the records and the
-first line saying what was changed. A real subprocess, synthetic hosts."""
+first line saying what was changed. Run in the test's process (tests/cli/in_process.py), synthetic
+hosts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_run import nornir_bench, records
+from tests.cli.test_run import nornir_bench_here, records
 
 TASKS = '''
 def workers(task):
@@ -40,7 +41,8 @@ def job(tmp_path: Path, steps: str = "", narrowed: str = "") -> Path:
 
 
 def ran(tmp_path: Path, *args: str) -> tuple[list[dict[str, Any]], str]:
-    done = nornir_bench("run", str(job(tmp_path)), "-q", "-o", "out.jsonl", *args, cwd=tmp_path)
+    done = nornir_bench_here("run", str(job(tmp_path)), "-q", "-o", "out.jsonl", *args,
+                             cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     return records(tmp_path / "out.jsonl"), done.stdout
 
@@ -67,10 +69,10 @@ def test_limit_runs_the_hosts_its_patterns_choose_as_ansibles_would(
 
 def test_limit_narrows_what_the_jobs_filter_leaves(tmp_path: Path) -> None:
     path = job(tmp_path, narrowed="filter: {groups: group0}\n")
-    done = nornir_bench("run", str(path), "-q", "-o", "out.jsonl", "-l", "dev*", cwd=tmp_path)
+    done = nornir_bench_here("run", str(path), "-q", "-o", "out.jsonl", "-l", "dev*", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert {r["host"] for r in records(tmp_path / "out.jsonl")} == {"dev0", "dev2", "dev4", "dev6"}
-    odd = nornir_bench("run", str(path), "-q", "-o", "out.jsonl", "-l", "dev1", cwd=tmp_path)
+    odd = nornir_bench_here("run", str(path), "-q", "-o", "out.jsonl", "-l", "dev1", cwd=tmp_path)
     assert odd.returncode == 2
     assert odd.stderr.startswith("nornir-bench: error: --limit 'dev1': 'dev1' matches none of "
                                  "the job's 4 hosts (dev0, dev2, dev4, dev6)")
@@ -116,7 +118,7 @@ def test_e_adds_variables_over_the_jobs_and_a_secret_among_them_is_masked(tmp_pa
 def test_each_mistake_is_one_line_and_exit_2(
     tmp_path: Path, args: list[str], error: str
 ) -> None:
-    done = nornir_bench("run", str(job(tmp_path)), "-o", "out.jsonl", *args, cwd=tmp_path)
+    done = nornir_bench_here("run", str(job(tmp_path)), "-o", "out.jsonl", *args, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(done.stderr.splitlines()) == 1 and error in done.stderr, done.stderr
     assert not (tmp_path / "out.jsonl").exists() and "Traceback" not in done.stderr
@@ -124,7 +126,7 @@ def test_each_mistake_is_one_line_and_exit_2(
 
 def test_e_for_a_job_whose_tasks_take_no_variables_is_refused(tmp_path: Path) -> None:
     path = job(tmp_path, steps="  - name: mytasks:workers\n")
-    done = nornir_bench("run", str(path), "-e", "a=1", cwd=tmp_path)
+    done = nornir_bench_here("run", str(path), "-e", "a=1", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == (
         "nornir-bench: error: -e a=...: no task of the job takes variables (mytasks:workers); "
@@ -134,10 +136,10 @@ def test_e_for_a_job_whose_tasks_take_no_variables_is_refused(tmp_path: Path) ->
 
 def test_an_async_task_on_a_runner_named_by_runner_that_cannot_await_it(tmp_path: Path) -> None:
     path = job(tmp_path, steps="  - {name: asim_rtt, params: {rtt: 0}}\n")
-    done = nornir_bench("run", str(path), "--runner", "asyncio", "-o", "o.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(path), "--runner", "asyncio", "-o", "o.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     path.write_text(path.read_text().replace("  - name: mytasks:workers\n", ""))
-    done = nornir_bench("run", str(path), "--runner", "threadpool", cwd=tmp_path)
+    done = nornir_bench_here("run", str(path), "--runner", "threadpool", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith(
         "nornir-bench: error: --runner threadpool: step 1: task asim_rtt is async (async def) and "
@@ -149,7 +151,8 @@ def test_a_step_the_limit_leaves_no_host_to_runs_on_none(tmp_path: Path) -> None
     """A step's filter is checked against the job's hosts, not the limited ones: ``--limit``
     leaving it none is no mistake in the job."""
     path = job(tmp_path, steps="  - {name: mytasks:workers, filter: {groups: group1}}\n")
-    done = nornir_bench("run", str(path), "-q", "-o", "o.jsonl", "-l", "group:group0", cwd=tmp_path)
+    done = nornir_bench_here("run", str(path), "-q", "-o", "o.jsonl", "-l", "group:group0",
+                             cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "step 2 mytasks:workers: hosts: 0, ok: 0, failed: 0" in done.stdout
     assert {r["step"] for r in records(tmp_path / "o.jsonl")} == {1}

@@ -1,5 +1,8 @@
-"""``nornir-bench run`` on jobs of several steps, and ``--show``: a real subprocess, its exit
-status, what it prints and the records it writes."""
+"""``nornir-bench run`` on jobs of several steps, and ``--show``: its exit status, what it
+prints and the records it writes.
+
+In the test's process (``nornir_bench_here``), but for Ctrl-C and --show's terminal with no
+traceback, each in a process of its own."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from tests.cli.test_run import (
     ctrl_c_after_the_first_record,
     job_file,
     nornir_bench,
+    nornir_bench_here,
     one_error_line,
     records,
 )
@@ -57,7 +61,7 @@ def test_a_job_of_steps_prints_a_line_per_step_and_where_each_host_failed(
           - {name: 'jobtasks:slow', params: {seconds: 0}, on_failed: true,
              filter: {hosts: [dev1, dev2, dev5]}}
         """)
-    done = nornir_bench("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"job {job}: 3 steps on 12 hosts, runner threadpool"
@@ -85,11 +89,12 @@ def test_each_bad_steps_input_exits_2_in_one_line(tmp_path: Path, body: str, say
     job = tmp_path / "job.yaml"
     job.write_text("inventory: {plugin: synthetic, options: {hosts: 12, groups: 2}}\n"
                    "logging: {enabled: false}\n" + body)
-    line = one_error_line(nornir_bench("run", "job.yaml", "-o", "out.jsonl", cwd=tmp_path))
+    line = one_error_line(nornir_bench_here("run", "job.yaml", "-o", "out.jsonl", cwd=tmp_path))
     assert line == says
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.slow  # a process of its own
 def test_ctrl_c_in_a_step_keeps_what_finished_and_runs_no_later_step(tmp_path: Path) -> None:
     job = job_file(
         tmp_path,
@@ -118,6 +123,7 @@ def test_ctrl_c_in_a_step_keeps_what_finished_and_runs_no_later_step(tmp_path: P
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow  # a process of its own
 def test_show_prints_each_hosts_result_masked_without_tracebacks(tmp_path: Path) -> None:
     job = show_job(tmp_path, """\
         steps:
@@ -163,7 +169,7 @@ def test_show_prints_each_hosts_result_masked_without_tracebacks(tmp_path: Path)
 
 def test_show_of_a_one_task_job_and_its_bound_per_host(tmp_path: Path) -> None:
     job = show_job(tmp_path, "task: {name: 'showtasks:show_run', params: {lines: 1000}}\n", hosts=1)
-    done = nornir_bench("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[1] == "dev0: ok"
@@ -180,7 +186,7 @@ def test_shows_cut_line_counts_only_what_it_cut(tmp_path: Path) -> None:
     ``1 more lines, 30,004 characters``, counting what was shown."""
     (tmp_path / "wide.py").write_text("def wide(task):\n    return 'x' * 30_000 + '\\nlast'\n")
     job = job_file(tmp_path, "task: {name: 'wide:wide'}\n", hosts=1)
-    done = nornir_bench("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[2] == "    " + "x" * 19_996
@@ -198,7 +204,7 @@ def test_show_of_a_secret_given_through_the_environment_is_masked(tmp_path: Path
     job = job_file(
         tmp_path, "task: {name: 'echo:echo', params: {password: '${NB_TEST_SECRET}'}}\n", hosts=2
     )
-    done = nornir_bench("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
+    done = nornir_bench_here("run", str(job), "--show", "-o", "out.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "    logged in with ********\n    ok\n" in done.stdout
     assert SECRET not in done.stdout + done.stderr + (tmp_path / "out.jsonl").read_text()

@@ -128,3 +128,48 @@ def test_a_hosts_results_pickle_with_their_name_and_their_own_attributes() -> No
     results.noted = 3  # type: ignore[attr-defined]
     copy = pickle.loads(dumps(results))
     assert (copy.name, list(copy), copy.noted) == ("task", ["done"], 3)
+
+
+def _device_errors() -> list[BaseException]:
+    """One of each error the package's device tasks fail a host with, as they build it."""
+    import asyncssh
+
+    from nornir_bench.core.exceptions import LoginRefused, NoSSHBanner, SessionClosed, TaskTimeout
+    from nornir_bench.tasks.audit import StateCheckFailed
+    from nornir_bench.tasks.config import ConfigChangeFailed
+    from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+    from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
+    from nornir_bench.tasks.output_parsers import OutputNotParsed
+    from nornir_bench.tasks.restore import RestoreFailed
+
+    seen, known = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
+    check = {"name": "sessions", "before": 2, "after": 1, "held": False}
+    return [
+        HostKeyMismatch("r1", "127.0.0.1:2201", seen, [known]),
+        HostKeyUnknown("r1", "jump host 127.0.0.1:2202", seen, ["/home/ops/.ssh/known_hosts"]),
+        JumpHostUnreachable("jump host 127.0.0.1:2203: connection refused", "127.0.0.1:2203"),
+        LoginRefused("127.0.0.1:2204", 3),
+        NoSSHBanner("127.0.0.1:2205", 1.0),
+        SessionClosed("127.0.0.1:2206"),
+        TaskTimeout("send_config", "r1", 3.0, change={"state": "interrupted during change",
+                                                    "backup": "/b/r1"}),
+        ConfigChangeFailed("line 3 of 5 refused", state="rolled back", backup="/b/r1",
+                           diff="", checks=[check]),
+        StateCheckFailed("check 'sessions' (same): was 2, now 1", checks=[check]),
+        OutputNotParsed("textfsm template v.textfsm matched nothing in the output of 'show x'"),
+        RestoreFailed("the backup could not be restored", backup="/b/r1", diff="+ip route x"),
+    ]
+
+
+def test_a_device_tasks_errors_come_back_from_a_worker_as_themselves() -> None:
+    """What a host of processpool or dask fails with in its worker reaches the parent as its
+    own type, message and attributes (else ``RemoteException`` stands in for it): the
+    runners' host-key, jump host, login and change cases ran there for this."""
+    from nornir_bench.core._pickling import round_trips
+
+    for error in _device_errors():
+        assert round_trips(error), type(error).__name__
+        for pickled in (dumps(error), cloud_dumps(error)):
+            copy = pickle.loads(pickled)
+            assert type(copy) is type(error)
+            assert (str(copy), vars(copy)) == (str(error), vars(error)), type(error).__name__

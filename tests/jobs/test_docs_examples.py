@@ -11,10 +11,11 @@ must be refused, in the one line the ``text`` block after it shows as the termin
 A command's status is 0 unless its comment says ``exit N``. A shell block that starts a lab
 in the background (``nornir-bench lab ... &``) runs whole, with the shipped files, in a network
 namespace of its own (the shipped lab's fixed ports are free there). The other blocks' commands
-run one after the other in a folder holding copies of tasks/ and inventory/, inventory/lab
-pointed at the session's FakeNOS lab, inventory/frr written for the module's router lab as
-``nornir-bench lab --routers 3 --write inventory/frr`` writes it; its routers are put back as
-they were after the block. The doc's own task module (``mytasks``) sits beside the jobs.
+run one after the other, by ``nornir-bench``'s main() in the test's process (a command that
+needs the shell, in a shell), in a folder holding copies of tasks/ and inventory/, inventory/lab
+pointed at the session's FakeNOS lab, inventory/frr written for the session's router lab as
+``nornir-bench lab --routers 3 --write inventory/frr`` writes it; ``frr_lab`` puts its routers
+back as they were after the block. The doc's own task module (``mytasks``) sits beside the jobs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from nornir_bench.lab import RunningRouterLab
 from nornir_bench.lab.devices import write_inventory, write_known_hosts
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import plan_lab
+from tests.cli.in_process import nornir_bench_here
 from tests.devices import LabProcess
 from tests.test_examples import IGNORED, ROOT, own_loopback
 
@@ -292,6 +294,21 @@ def shell(args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
                           env=shell_env(), check=False)
 
 
+SHELL_SYNTAX = re.compile(r"[|<>;&$`]")
+
+
+def run_command(text: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    """A command of the doc in ``folder``: split as the shell splits it and run by
+    ``nornir-bench``'s main() in this process (tests/cli/in_process.py); one that needs the
+    shell (a pipe, a redirection, a variable) by the shell."""
+    words = shlex.split(text, comments=True)
+    command = text.split("#", 1)[0]
+    if SHELL_SYNTAX.search(command):
+        return shell(["bash", "-c", text], folder)
+    given = words[1:] if words[0] == "nornir-bench" else words[3:]  # python3 -m nornir_bench
+    return nornir_bench_here(*given, cwd=folder)
+
+
 def run_starting_a_lab(block: Block, folder: Path) -> None:
     """The block as a script, in a namespace with only a loopback, from ``folder`` holding
     the shipped files; the labs it starts in the background are stopped when it ends."""
@@ -324,7 +341,7 @@ def test_a_shell_example_runs_as_written(
     routers = request.getfixturevalue("frr_lab") if "frr" in needs else None
     folder = workspace(tmp_path / "work", lab=lab, routers=routers)
     for command in commands:
-        done = shell(["bash", "-c", command.text], folder)
+        done = run_command(command.text, folder)
         assert done.returncode == command.status, (
             f"{DOC.name}:{command.line}: {command.text}\n{done.stdout}{done.stderr}"
         )

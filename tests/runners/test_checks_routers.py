@@ -1,8 +1,12 @@
-"""Changes checked against the network, on every runner and both drivers, against FRR behind
-OpenSSH (``frr_lab``: r1 - r2 - r3, eBGP on each link; hosts h1, h2, h3 on them), as root:
-a change FRR accepts and reads back that breaks a BGP session is caught by a check on the
-neighbour and rolled back; a canary rollout stops there; a run SIGKILLed before confirming
-leaves its changes to ``nornir-bench recover`` or the next run; parsed output.
+"""Changes checked against the network, on both drivers, against FRR behind OpenSSH
+(``frr_lab``: r1 - r2 - r3, eBGP on each link; hosts h1, h2, h3 on them), as root: a change
+FRR accepts and reads back that breaks a BGP session is caught by a check on the neighbour and
+rolled back; a canary rollout stops there; a run SIGKILLed before confirming leaves its
+changes to ``nornir-bench recover`` or the next run; parsed output.
+
+Checks, journals and parsing are the task's: each runs with the blocking driver on threadpool
+and the async one on asyncio (``DRIVERS``), as docs/testing.md's rule for the runner matrix
+says; what the runners do is the conformance and policy suites'.
 
 Each test leaves the routers as it found them (``frr_lab`` puts them back, tests/routers.py).
 """
@@ -38,20 +42,23 @@ from tests.runners.test_config_routers import (
     running,
 )
 from tests.runners.test_conformance import ASYNC, Runner
-from tests.runners.test_routers import closed, failures, runners
+from tests.runners.test_routers import closed, failures, own_kind, runners
 
 yaml = YAML(typ="safe")
 ESTABLISHED = "length(peers.* | [?state=='Established'])"
 SUMMARY = "show bgp ipv4 unicast summary json"
 
 
-def changes(runner: Runner) -> list[tuple[str, tuple[Any]]]:
-    """send_config on every runner; asend_config too on those that await async tasks."""
-    tasks: list[Any] = [send_config, *([asend_config] if ASYNC in runner.kinds else [])]
-    return [(task.__name__, (task,)) for task in tasks]
+def own_change(runner: Runner) -> list[tuple[str, tuple[Any]]]:
+    """The runner's own kind of change task: asend_config where it awaits async tasks, else
+    send_config."""
+    task: Any = asend_config if ASYNC in runner.kinds else send_config
+    return [(task.__name__, (task,))]
 
 
-EVERY = runners(cases=changes)
+DRIVERS = runners(cases=own_change, only=("threadpool", "asyncio"))
+# The same for the read-only tasks: send_command on threadpool, asend_command on asyncio.
+READERS = runners(cases=own_kind, only=("threadpool", "asyncio"))
 
 
 def peer_of_r1(lab: RunningRouterLab) -> str:
@@ -81,7 +88,7 @@ def run_on_h1(lab: RunningRouterLab, runner: Runner, task: Any, folder: Path,
         closed(whole, lab, sessions)
 
 
-@pytest.mark.parametrize(("runner", "task"), EVERY)
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_change_that_breaks_bgp_is_caught_on_the_neighbour_and_rolled_back(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
@@ -105,7 +112,7 @@ def test_a_change_that_breaks_bgp_is_caught_on_the_neighbour_and_rolled_back(
     assert journal.hosts["h1"]["state"] == REVERTED and not journal.pending()
 
 
-@pytest.mark.parametrize(("runner", "task"), EVERY)
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_check_that_no_longer_holds_after_the_change_rolls_it_back_without_confirm(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
@@ -121,8 +128,7 @@ def test_a_check_that_no_longer_holds_after_the_change_rolls_it_back_without_con
     assert running(frr_lab, "r1") == restored["r1"]
 
 
-@pytest.mark.parametrize(("runner", "task"), runners(cases=changes, only=("threadpool",
-                                                                          "asyncio")))
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_checks_that_hold_confirm_the_change_and_a_dry_run_reads_them_before_only(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
@@ -146,8 +152,8 @@ def test_checks_that_hold_confirm_the_change_and_a_dry_run_reads_them_before_onl
     assert f"ip route {route} Null0" in running(frr_lab, "r1")
 
 
-@pytest.mark.parametrize(("runner", "task"), runners())
-def test_parsed_json_on_every_runner_keeps_the_text_as_raw(
+@pytest.mark.parametrize(("runner", "task"), READERS)
+def test_parsed_json_keeps_the_text_as_raw(
     frr_lab: RunningRouterLab, runner: Runner, task: Any
 ) -> None:
     sessions = set(lab_pids(frr_lab.name, "vtysh"))
@@ -168,7 +174,7 @@ VERSION_FSM = "Value Required VERSION (\\S+)\n\nStart\n  ^Cisco IOS Software.*Ve
 PASSWORD_TTP = "<group name=\"secrets\">\n neighbor {{ peer }} password {{ password }}\n</group>\n"
 
 
-@pytest.mark.parametrize(("runner", "task"), runners(only=("threadpool", "asyncio")))
+@pytest.mark.parametrize(("runner", "task"), READERS)
 def test_a_template_that_matches_nothing_fails_its_host_and_secrets_stay_masked(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
@@ -212,7 +218,7 @@ BREAK_ON_H1 = """{% if host.name == 'h1' %}router bgp {{ asn }}
 {% endif %}"""
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_canary_rollout_stops_at_the_router_whose_change_broke_bgp(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
@@ -281,7 +287,7 @@ def killed_while_pending(lab: RunningRouterLab, folder: Path, runner: str) -> Pa
     return journal
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "processpool"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_recover_reverts_every_change_a_sigkilled_run_left_pending_byte_for_byte(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
@@ -324,8 +330,7 @@ def test_the_next_run_on_the_records_folder_reverts_what_a_dead_run_left_pending
     assert "StateCheckFailed" in done.stdout
 
 
-@pytest.mark.parametrize(("runner", "task"), runners(cases=changes, only=("threadpool",
-                                                                          "asyncio")))
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_change_after_which_the_device_takes_no_new_login_is_reverted_within_its_window(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,

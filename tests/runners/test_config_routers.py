@@ -1,6 +1,10 @@
-"""Changing real routers on every runner: ``send_config`` (netmiko) and ``asend_config``
-(scrapli) against FRR behind OpenSSH (``frr_lab``: r1 - r2 - r3, eBGP on each link; inventory
-hosts h1 on r1, h2 on r2, h3 on r3), as root.
+"""Changing real routers: ``send_config`` (netmiko) and ``asend_config`` (scrapli) against FRR
+behind OpenSSH (``frr_lab``: r1 - r2 - r3, eBGP on each link; inventory hosts h1 on r1, h2 on
+r2, h3 on r3), as root.
+
+A change's text, refusals, diffs and records are the task's: they run on one blocking runner
+and one async runner (``DRIVERS``). Ctrl-C and deadlines are the runner's: those tests run a
+job on each runner it can name (docs/testing.md, the runner matrix).
 
 Each test leaves the routers as it found them: ``frr_lab`` puts every router back after it
 (as root, through vtysh, not through the task under test) and checks that it did;
@@ -59,7 +63,8 @@ def kinds(runner: Runner) -> list[tuple[str, tuple[Any]]]:
     return [(task.__name__, (task,))]
 
 
-EVERY = each_runner(cases=kinds)
+# The blocking driver on threads, the async one on the event loop: the plan they share.
+DRIVERS = [p for p in each_runner(cases=kinds) if p.values[0].id in ("threadpool", "asyncio")]
 
 
 def change(host: str, lab: RunningRouterLab) -> list[str]:
@@ -112,7 +117,7 @@ def announced(lab: RunningRouterLab, router: str, route: str) -> bool:
     return route in said.get("routes", {})
 
 
-@pytest.mark.parametrize(("runner", "task"), EVERY)
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_dry_run_shows_the_diff_and_leaves_every_router_byte_identical(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
@@ -132,7 +137,7 @@ def test_a_dry_run_shows_the_diff_and_leaves_every_router_byte_identical(
     assert not list(tmp_path.iterdir())  # no backup: nothing was going to be sent
 
 
-@pytest.mark.parametrize(("runner", "task"), EVERY)
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_change_applied_reaches_the_neighbours_and_applied_again_changes_nothing(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
@@ -163,7 +168,7 @@ def refused_on_h2(host: str, lab: RunningRouterLab) -> list[str]:
     return [*lines[:2], "ip routx 198.51.100.0/24", *lines[2:]] if host == "h2" else lines
 
 
-@pytest.mark.parametrize(("runner", "task"), EVERY)
+@pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_refused_line_fails_its_host_naming_the_line_and_rolls_it_back(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
@@ -186,7 +191,7 @@ def test_a_refused_line_fails_its_host_naming_the_line_and_rolls_it_back(
 def test_without_rollback_a_refused_line_leaves_the_lines_before_it_and_says_so(
     frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
-    (runner,) = [p.values[0] for p in EVERY if p.values[0].id == "threadpool"][:1]
+    (runner,) = [p.values[0] for p in DRIVERS if p.values[0].id == "threadpool"][:1]
     result = run_change(frr_lab, runner, send_config, tmp_path, lines=refused_on_h2,
                         rollback=False)
     error = result["h2"][1].exception
@@ -207,7 +212,7 @@ def with_secret(host: str, lab: RunningRouterLab) -> list[str]:
 def test_a_secret_in_the_lines_is_masked_in_the_result_and_diff_but_kept_in_the_backup(
     frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
-    (runner,) = [p.values[0] for p in EVERY if p.values[0].id == "asyncio"][:1]
+    (runner,) = [p.values[0] for p in DRIVERS if p.values[0].id == "asyncio"][:1]
     result = run_change(frr_lab, runner, asend_config, tmp_path, lines=with_secret)
     assert not result.failed, failures(result)
     for host in frr_lab.hosts():
@@ -306,12 +311,12 @@ def records(path: Path) -> dict[str, dict[str, Any]]:
     return {r["host"]: r for r in map(json.loads, path.read_text().splitlines())}
 
 
-# The job runs in a process of its own: dask there starts a cluster of its own (10 s a run),
-# so it runs the --check and canary jobs only; its changes on the session's cluster are above.
+# The runners of the Ctrl-C jobs. A job runs in a process of its own: dask there starts a
+# cluster of its own (10 s a run); its Ctrl-C is tests/cli/test_script.py's.
 JOB_RUNNERS = ["threadpool", "asyncio", "processpool"]
 
 
-@pytest.mark.parametrize("runner", [*JOB_RUNNERS, "dask"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_check_shows_each_hosts_diff_and_changes_nothing(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
@@ -332,7 +337,7 @@ def test_check_shows_each_hosts_diff_and_changes_nothing(
     assert not (tmp_path / "backups").exists()
 
 
-@pytest.mark.parametrize("runner", ["threadpool", "asyncio", "dask"])
+@pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_not_end_ok(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
@@ -522,15 +527,17 @@ def test_a_secret_in_a_devices_configuration_is_masked_wherever_a_job_shows_or_k
 
 @pytest.mark.parametrize(
     ("runner", "task"),
+    # the workers of a runner whose hosts run elsewhere write them too, masked with the
+    # secrets the run sends them (runners/_remote/hosts.py, processpool's and dask's)
     [("threadpool", "send_command"), ("asyncio", "asend_command"),
-     ("processpool", "asend_command"), ("dask", "asend_command")],
+     ("processpool", "asend_command")],
 )
 def test_a_session_log_per_router_is_written_masked_and_named_in_its_record(
     frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, task: str,
     tmp_path: Path,
 ) -> None:
     """--session-logs: each router's CLI session, as its driver logged it (netmiko's
-    session_log, scrapli's channel_log; in the workers of processpool and dask too), masked
+    session_log, scrapli's channel_log; in processpool's workers too), masked
     (a BGP neighbour's password in the running configuration), readable by the user alone."""
     peer = next(iter(frr_lab.bgp_at_ready["r1"]))
     router = frr_lab.hosts()["h1"]
@@ -539,10 +546,9 @@ def test_a_session_log_per_router_is_written_masked_and_named_in_its_record(
                     "-c", f"neighbor {peer} password s3ss10n-s3cr3t"],
                    capture_output=True, timeout=30, check=True)
     job = change_job(frr_lab, tmp_path, runner, refuse=[])
-    procs = "num_procs: 1, " if runner == "dask" else ""
     show = tmp_path / "show.yaml"
     show.write_text(job.read_text().split("runner:")[0] + (
-        f"runner: {{plugin: {runner}, options: {{{procs}num_workers: 3}}}}\n"
+        f"runner: {{plugin: {runner}, options: {{num_workers: 3}}}}\n"
         f"task: {{name: {task}, params: {{command: show running-config}}}}\n"
     ))
     done = run_cli(show, "--session-logs", "-o", "out.jsonl")
@@ -718,9 +724,6 @@ def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_i
 
 
 # -- save, changed, a change half made (issue 43) ------------------------------------------
-
-# The blocking driver on threads, the async one on the event loop: the plan they share.
-DRIVERS = [p for p in EVERY if p.values[0].id in ("threadpool", "asyncio")]
 
 
 def configure(lab: RunningRouterLab, router: str, lines: list[str]) -> None:

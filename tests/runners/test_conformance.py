@@ -45,6 +45,7 @@ from tests.conftest import (
     make_nornir,
 )
 from tests.dask_cluster import SharedClusterOptions
+from tests.kept_runners import KEPT
 from tests.runners.queue_runner import QueueThreadsRunner
 from tests.waiting import HANG_GUARD, wait_until
 
@@ -97,6 +98,10 @@ class Runner:
     """Registered through an entry point, so that a process a test starts (a job, a script)
     loads it by name; the runner written in the tests is registered in this process only."""
     marks: Sequence[Any] = ()
+    kept: bool = False
+    """Its runners are kept between the module's tests, one per set of options
+    (tests/kept_runners.py): processpool's fork server and workers start once a module, as a
+    user's runner keeps them between runs."""
 
     def __post_init__(self) -> None:
         assert set(self.lacks) | set(self.bugs) <= BEHAVIOURS, set(self.lacks) - BEHAVIOURS
@@ -108,9 +113,19 @@ class Runner:
         """The kinds of task it runs."""
         return (SYNC,) if ASYNC_TASKS in self.lacks else (SYNC, ASYNC)
 
-    def nornir(self, hosts: int = 20, **options: Any) -> Nornir:
-        """A Nornir on ``hosts`` synthetic hosts with this runner."""
-        return make_nornir(self.name, hosts=hosts, **{**self.options, **options})
+    def nornir(self, hosts: int = 20, *, own: bool = False, **options: Any) -> Nornir:
+        """A Nornir on ``hosts`` synthetic hosts with this runner: the module's kept one of
+        these options where it is ``kept``, unless ``own`` (a test of the runner's start,
+        stop or signals)."""
+        nr = make_nornir(self.name, hosts=hosts, **{**self.options, **options})
+        return nr if own else self.kept_in(nr, **options)
+
+    def kept_in(self, nr: Nornir, **options: Any) -> Nornir:
+        """``nr``, built with this runner and ``options``, on the module's kept runner of
+        those options where this runner is ``kept``."""
+        if not self.kept:
+            return nr
+        return nr.with_runner(KEPT.runner({**self.options, **options}))
 
 
 THREADED = Runner(
@@ -188,6 +203,7 @@ RUNNERS = [
         "processpool",
         ProcessPoolRunner,
         options={"num_procs": 2},
+        kept=True,
         given={"num_workers": 9, "num_procs": 3, "task_timeout": 4},
         defaults={
             "num_workers": 100,
@@ -533,7 +549,7 @@ def test_runs_num_workers_hosts_at_once_and_never_more(runner: Runner, kind: str
 
 @pytest.mark.parametrize(("runner", "kind"), each_runner(cases=each_kind))
 def test_many_runs_leave_nothing_running(runner: Runner, kind: str) -> None:
-    nr = runner.nornir(hosts=50, num_workers=16)
+    nr = runner.nornir(hosts=50, num_workers=16, own=True)
     threads, processes = set(threading.enumerate()), descendant_pids()
     assert not nr.run(task=twin(kind, "hello")).failed
     # processpool keeps its workers for the next run, dask its client (its I/O loop thread)
@@ -589,7 +605,7 @@ def test_system_exit_from_a_task_propagates_once_the_run_has_stopped(
     """A task's ``SystemExit`` or ``KeyboardInterrupt`` (not an error: nornir's ``Task.start``
     does not catch it) leaves ``run()`` as it was raised, on every runner: not as a Ctrl-C's
     ``RunInterrupted``, not as a failed host."""
-    nr = runner.nornir(hosts=10, num_workers=3)
+    nr = runner.nornir(hosts=10, num_workers=3, own=True)
     with pytest.raises(exit) as info:
         nr.run(task=aexits_on_dev2 if kind == ASYNC else exits_on_dev2, exit=exit)
     assert type(info.value) is exit and info.value.args == (3,)
@@ -627,7 +643,9 @@ def interrupted_run(runner: Runner, kind: str, workers: int) -> tuple[RunInterru
     """A run on 100 napping hosts that dev10 stops with Ctrl-C; what it raised, and the hosts
     that started."""
     recorder = Recorder()
-    nr = runner.nornir(hosts=HOSTS_TO_STOP, num_workers=workers).with_processors([recorder])
+    nr = runner.nornir(hosts=HOSTS_TO_STOP, num_workers=workers, own=True).with_processors(
+        [recorder]
+    )
     # What Ctrl-C does: SIGINT to the process (the test's own, whichever process the task runs
     # in); its main thread takes it.
     press = partial(os.kill, os.getpid(), signal.SIGINT)
@@ -695,7 +713,7 @@ def test_a_second_ctrl_c_abandons_the_hosts_in_flight(
 
     release = tmp_path / "release"
     recorder = Recorder()
-    nr = runner.nornir(hosts=12, num_workers=2).with_processors([recorder])
+    nr = runner.nornir(hosts=12, num_workers=2, own=True).with_processors([recorder])
     heard = threading.Event()
 
     def press_twice() -> None:

@@ -288,6 +288,8 @@ def test_a_worker_killed_between_runs_takes_only_its_own_connections(tmp_path: P
 def test_a_dask_worker_killed_between_runs_takes_only_its_own_connections(
     tmp_path: Path,
 ) -> None:
+    from nornir_bench.runners.dask.cluster import described_workers
+
     with counting_server() as server, registered(PLUGIN, counting_plugin()):
         nr = nornir(inventory(tmp_path, server.port), "dask", num_procs=2, num_workers=4)
         try:
@@ -300,7 +302,7 @@ def test_a_dask_worker_killed_between_runs_takes_only_its_own_connections(
             os.kill(victim, signal.SIGKILL)
             _wait_gone(victim)
             wait_until(  # its nanny starts another
-                lambda: workers[victim] not in client.scheduler_info(n_workers=-1)["workers"],
+                lambda: workers[victim] not in described_workers(client),
                 "the scheduler seeing the worker go",
             )
             second = nr.run(task=opens)

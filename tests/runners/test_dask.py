@@ -239,6 +239,33 @@ def test_the_embedded_cluster_ends_with_the_interpreter(
 # -- schedulers reached by address ----------------------------------------------------------
 
 
+def test_each_run_asks_the_scheduler_for_its_workers_whatever_the_client_updates_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once, a run on the shared cluster failed under load with "the scheduler at ... has no
+    workers" (and the test that ran it left the client's IO loop thread at its teardown): the
+    runner asked the client to update its copy of the scheduler's description and then read
+    that copy, which the client's own periodic update (every 2 s, without the workers) could
+    replace in between. Here that periodic update comes right after each update asked for."""
+    from tests.dask_cluster import SharedClusterOptions
+
+    nr = make_nornir("dask", hosts=4, **SharedClusterOptions())
+    try:
+        assert not nr.run(task=tasksets.hello).failed
+        client = nr.runner._cluster.client
+        update = client._update_scheduler_info
+
+        async def then_the_periodic_one(n_workers: int = 0) -> None:
+            await update(n_workers=n_workers)
+            await update()  # as the client's periodic callback does: no workers described
+
+        monkeypatch.setattr(client, "_update_scheduler_info", then_the_periodic_one)
+        result = nr.run(task=tasksets.hello)
+        assert not result.failed, {host: m.exception for host, m in result.failed_hosts.items()}
+    finally:
+        nr.runner.close()
+
+
 def test_a_tcp_scheduler_started_with_dasks_command_line_is_reached_by_address() -> None:
     address = shared_address()
     assert address.startswith("tcp://127.0.0.1:")
@@ -543,6 +570,87 @@ def test_hosts_waiting_for_the_worker_keeping_their_connections_go_once_it_has_r
         assert not result.failed, result.failed_hosts
         assert {name for name, multi in result.items() if multi.result == "held"} == held
     finally:
+        nr.close_connections()
+        nr.runner.close()
+        ConnectionPluginRegister.available.pop("kept-in-worker", None)
+
+
+def _holds_its_thread(started: str, go: str) -> None:
+    """A Dask task of the test's own: it holds its worker's only thread until ``go`` exists."""
+    Path(started).touch()
+    ends = time.monotonic() + HANG_GUARD
+    while not Path(go).exists() and time.monotonic() < ends:
+        time.sleep(0.01)
+
+
+def _nothing(number: int) -> int:
+    return number
+
+
+def _says_where_held(task: Task) -> str:
+    return "held" if "kept-in-worker" in task.host.connections else "new"
+
+
+def _chunks_processing(dask_scheduler: Any) -> dict[str, str]:
+    """The run chunks the scheduler has processing: the worker of each, by key."""
+    from nornir_bench.runners.dask.reruns import PREFIX
+
+    return {str(task.key): task.processing_on.address for task in dask_scheduler.tasks.values()
+            if str(task.key).startswith(PREFIX) and task.processing_on is not None}
+
+
+def _work_stealing_now(dask_scheduler: Any) -> list[Any]:
+    """One round of Dask's work stealing (as the scheduler runs every 100 ms); what it did."""
+    dask_scheduler.extensions["stealing"].balance()
+    return [said for _, said in dask_scheduler.get_events("stealing")]
+
+
+def test_a_hosts_next_run_waits_for_the_busy_worker_keeping_its_connection(
+    tmp_path: Path,
+) -> None:
+    """Once, a host's next run could go to the other worker and log in again, leaving its
+    first session open (one login too many under load, in tests/jobs/test_steps.py and
+    tests/runners/test_routers.py): its chunk went to the worker keeping its connection, but
+    as a preference Dask's work stealing drops once that worker is busy and another idle.
+    Here the worker keeping dev0's connection has its only thread held by a task of the test,
+    with 50 more of the test's queued behind it (Dask counts half a second each), while dev0's
+    chunk waits there, and the scheduler runs a round of work stealing: as a preference, the
+    chunk would go to the idle worker (the test's tasks may not: they must run there)."""
+    from nornir.core.plugins.connections import ConnectionPluginRegister
+
+    from tests.dask_cluster import SharedClusterOptions
+
+    ConnectionPluginRegister.register("kept-in-worker", _KeptInWorker)
+    nr = make_nornir("dask", hosts=1, **SharedClusterOptions())
+    go = tmp_path / "go"
+    try:
+        assert not nr.run(task=_keeps_one).failed
+        holder = nr.runner._cluster.held.holders["dev0"]
+        with Client(shared_address(), timeout=30, set_as_default=False) as client:
+            holding = client.submit(_holds_its_thread, str(tmp_path / "holding"), str(go),
+                                    workers=[holder], pure=False)
+            wait_until((tmp_path / "holding").exists, "the test's task holding the thread")
+            queued = client.map(_nothing, range(50), workers=[holder], pure=False)
+            results: list[Any] = []
+            run = threading.Thread(target=lambda: results.append(nr.run(task=_says_where_held)))
+            run.start()
+            try:
+                wait_until(lambda: client.run_on_scheduler(_chunks_processing)
+                           or not run.is_alive(), "dev0's chunk sent")
+                chunks = client.run_on_scheduler(_chunks_processing)
+                stealing = client.run_on_scheduler(_work_stealing_now)
+            finally:
+                go.touch()
+                run.join(HANG_GUARD)
+                holding.result(HANG_GUARD)
+                client.gather(queued)
+        (result,) = results
+        assert result["dev0"].result == "held", (result["dev0"], stealing)
+        assert nr.runner._cluster.held.holders["dev0"] == holder
+        assert list(chunks.values()) == [holder], chunks
+        assert not [said for said in stealing if list(chunks)[0] in str(said)], stealing
+    finally:
+        go.touch()
         nr.close_connections()
         nr.runner.close()
         ConnectionPluginRegister.available.pop("kept-in-worker", None)

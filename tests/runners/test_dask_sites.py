@@ -19,6 +19,7 @@ import pytest
 from nornir.core.task import Task
 
 from nornir_bench import NoWorkerForSite, WorkerCrashed
+from nornir_bench.runners.dask.cluster import described_workers
 from nornir_bench.runners.dask.sites import SiteError
 from nornir_bench.tasks import read_only
 from tests.conftest import make_nornir
@@ -222,7 +223,7 @@ def test_a_sites_hosts_never_run_on_another_sites_worker_even_with_their_own_pau
     for n, host in enumerate(nr.inventory.hosts.values()):
         host.data["site"] = "ab"[n % 2]
     with sites_cluster.client() as client:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = described_workers(client)
         (worker_a,) = [w for w, info in workers.items() if "site:a" in info["resources"]]
 
         def resume(dask_worker: Any) -> None:

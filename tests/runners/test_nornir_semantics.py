@@ -175,7 +175,8 @@ def reference(inventory: Path) -> Nornir:
 
 
 def on(runner: Runner, inventory: Path) -> Nornir:
-    return nornir_on(inventory, runner.name, **runner.options)
+    """A Nornir on ``inventory`` with ``runner``: processpool's kept for the module."""
+    return runner.kept_in(nornir_on(inventory, runner.name, **runner.options))
 
 
 def run(nr: Nornir, kind: str, task: Callable[..., Any], **params: Any) -> AggregatedResult:

@@ -29,7 +29,7 @@ from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import asend_command, send_command
-from nornir_bench.tasks.scrapli_session import CONNECTION_NAME
+from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession
 from tests.routers import (
     cli_killed_mid_command,
     interrupted_when,
@@ -124,11 +124,13 @@ def end_sessions(lab: RunningRouterLab, how: str, nr: Any) -> None:
 
 def closes_unread(nr: Any) -> bool:
     """Whether every host of ``nr`` keeps a scrapli session in this process with bytes from
-    the device waiting unread on its socket."""
+    the device waiting unread on its socket (a session a worker process holds is not in this
+    process: its record here raises on ``connection``)."""
     for host in nr.inventory.hosts.values():
         session = host.connections.get(CONNECTION_NAME)
-        ssh = getattr(getattr(getattr(session, "connection", None), "transport", None),
-                      "session", None)
+        if not isinstance(session, ScrapliSession):
+            return False
+        ssh = getattr(getattr(session.connection, "transport", None), "session", None)
         sock = None if ssh is None else ssh.get_extra_info("socket")
         if sock is None or not bytes_waiting(sock):
             return False

@@ -1,5 +1,10 @@
-"""SSH host keys checked before the password, on every runner and driver: a real SSH server on
-loopback (asyncssh) that records every password offered to it stands for an impostor."""
+"""SSH host keys checked before the password, on both drivers: a real SSH server on loopback
+(asyncssh) that records every password offered to it stands for an impostor.
+
+The check is the task's: netmiko's on threadpool, scrapli's on asyncio (docs/testing.md, the
+runner matrix). Its errors come back from a worker process as themselves
+(tests/core/test_pickling.py); keys accepted in workers are said by the command
+(tests/cli/test_run_host_keys.py, processpool)."""
 
 from __future__ import annotations
 
@@ -20,7 +25,6 @@ from nornir.core import Nornir
 from nornir_bench.core.known_hosts import record
 from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
-from tests.dask_cluster import shared_address
 from tests.ssh_servers import ssh_server
 from tests.waiting import HANG_GUARD, wait_until
 
@@ -82,27 +86,14 @@ def nornir_at(
     )
 
 
-COMBINATIONS = [
-    ("threadpool", send_command),
-    ("asyncio", asend_command),
-    ("processpool", send_command),
-    ("processpool", asend_command),
-    ("dask", asend_command),
-]
-
-
-def runner_options(runner: str) -> dict[str, Any]:
-    if runner == "processpool":
-        return {"num_procs": 2}
-    if runner == "dask":
-        return {"address": shared_address()}
-    return {}
+# The blocking driver on threads, the async one on the event loop.
+COMBINATIONS = [("threadpool", send_command), ("asyncio", asend_command)]
 
 
 def run_against(
     server: Impostor, folder: Path, runner: str, task: Any, **data: Any
 ) -> dict[str, BaseException | None]:
-    nr = nornir_at(server, folder, runner, runner_options(runner), **data)
+    nr = nornir_at(server, folder, runner, {}, **data)
     try:
         result = nr.run(task=task, command="show clock")
     finally:
@@ -297,7 +288,7 @@ def test_two_processes_recording_a_new_key_at_the_same_moment_write_it_once(
     assert known.read_text() == f"[127.0.0.1]:2222 {line}\n"
 
 
-@pytest.mark.parametrize(("runner", "task"), COMBINATIONS[:2], ids=ids)
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
 def test_a_key_added_to_the_file_between_runs_is_known_to_the_next(
     runner: str, task: Any, known: Path, tmp_path: Path
 ) -> None:

@@ -4,18 +4,25 @@ that goes away mid-command."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import asyncssh
 import pytest
+from asyncssh.packet import UInt32
 from nornir.core.inventory import ConnectionOptions, Host
 from nornir.core.task import Task
 from scrapli.exceptions import ScrapliConnectionError
 
 from nornir_bench.core.attempts import attempts_of
+from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.tasks import asend_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession, session_of
 from tests.devices import LabProcess, closed_port, lab_process, nornir_on
+from tests.ssh_servers import ssh_server
 
 # Per platform: a privileged command and what its output says, and a second command.
 COMMANDS = {
@@ -107,7 +114,9 @@ def test_the_labs_ios_xr_prompt_is_not_ios_xrs_but_the_generic_driver_reads_it(
     inventory = more_platforms.inventory
     (tmp_path / "hosts.yaml").write_text((inventory / "hosts.yaml").read_text())
     (tmp_path / "groups.yaml").write_text(
-        (inventory / "groups.yaml").read_text().replace(
+        (inventory / "groups.yaml")
+        .read_text()
+        .replace(
             "cisco_xr:\n  platform: cisco_xr",
             "cisco_xr:\n  platform: cisco_xr\n"
             "  connection_options: {scrapli_async: {platform: generic}}",
@@ -294,10 +303,106 @@ def test_a_platform_or_option_scrapli_cannot_use_is_one_line(
     async def main() -> None:
         with closed_port() as port:  # never reached: refused before connecting
             options = {CONNECTION_NAME: ConnectionOptions(extras=extras)}
-            host = Host("r1", "127.0.0.1", port=port, platform=platform,
-                        connection_options=options)
+            host = Host("r1", "127.0.0.1", port=port, platform=platform, connection_options=options)
             await ScrapliSession().aopen(host, enable=platform == "generic")
 
     with pytest.raises(ValueError) as error:
         asyncio.run(main())
     assert says in str(error.value) and "\n" not in str(error.value)
+
+
+@dataclass
+class Shell:
+    """A device's CLI over a real SSH server on loopback: a prompt, each line answered."""
+
+    port: int
+    key: asyncssh.SSHKey
+    channels: list[asyncssh.SSHServerChannel[str]] = field(default_factory=list)
+
+
+@contextmanager
+def shell_server() -> Iterator[Shell]:
+    shell = Shell(0, asyncssh.generate_private_key("ssh-ed25519"))
+
+    class Session(asyncssh.SSHServerSession):  # type: ignore[type-arg]
+        def connection_made(self, chan: asyncssh.SSHServerChannel[str]) -> None:
+            self.chan = chan
+            shell.channels.append(chan)
+
+        def pty_requested(self, *args: object) -> bool:
+            return True
+
+        def shell_requested(self) -> bool:
+            return True
+
+        def session_started(self) -> None:
+            self.chan.write("r1#")
+
+        def data_received(self, data: str, datatype: object) -> None:
+            self.chan.write(data.replace("\n", "\r\n"))
+            if "\n" in data:
+                self.chan.write("\r\nr1#")
+
+    class Server(asyncssh.SSHServer):
+        def begin_auth(self, username: str) -> bool:
+            return True
+
+        def password_auth_supported(self) -> bool:
+            return True
+
+        def validate_password(self, username: str, password: str) -> bool:
+            return True
+
+        def session_requested(self) -> asyncssh.SSHServerSession:  # type: ignore[type-arg]
+            return Session()
+
+    with ssh_server(shell.key, Server) as shell.port:
+        yield shell
+
+
+def test_a_cli_that_ended_is_dead_before_its_channel_closes(
+    tmp_path: Path, idle_loop: asyncio.AbstractEventLoop
+) -> None:
+    """sshd tells the CLI's end (its exit status, or the signal that killed it) and closes
+    the channel in packets of their own: a kept session whose CLI ended is dead from the
+    first, not reused until the close comes."""
+    from nornir import InitNornir
+
+    from tests.waiting import wait_until
+
+    with shell_server() as shell:
+        known = tmp_path / "known_hosts"
+        known.write_text(
+            f"[127.0.0.1]:{shell.port} {shell.key.export_public_key().decode().strip()}\n"
+        )
+        (tmp_path / "hosts.yaml").write_text(
+            json.dumps(
+                {
+                    "r1": {
+                        "hostname": "127.0.0.1",
+                        "port": shell.port,
+                        "platform": "generic",
+                        "username": "admin",
+                        "password": "any",
+                        "data": {"known_hosts": str(known)},
+                    }
+                }
+            )
+        )
+        nr = InitNornir(
+            inventory={
+                "plugin": "SimpleInventory",
+                "options": {"host_file": str(tmp_path / "hosts.yaml")},
+            },
+            logging={"enabled": False},
+        )
+        session = idle_loop.run_until_complete(opened(nr.inventory.hosts["r1"]))
+        assert idle_loop.run_until_complete(session.still_open())
+        chan = shell.channels[0]
+        chan.get_connection()._loop.call_soon_threadsafe(  # the exit status, no close yet
+            chan._send_request, b"exit-status", UInt32(0)
+        )
+        sock = session.connection.transport.session.get_extra_info("socket")  # type: ignore
+        wait_until(lambda: bytes_waiting(sock), "the exit status reached this end")
+        assert not idle_loop.run_until_complete(session.still_open())
+        assert session.connection is None  # dropped: the caller logs in again

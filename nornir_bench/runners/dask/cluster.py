@@ -38,6 +38,7 @@ __all__ = [
     "DaskClusterError",
     "EmbeddedCluster",
     "connect",
+    "described_workers",
     "is_loopback",
     "scheme_and_host",
     "workers_and_threads",
@@ -301,10 +302,25 @@ def workers_and_threads(address: str, security: Security | None, timeout: float)
     """
     client = connect(address, security, timeout)
     try:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = described_workers(client)
     finally:
         client.close()
     return len(workers), sum(int(worker["nthreads"]) for worker in workers.values())
+
+
+def described_workers(client: Client) -> dict[str, Any]:
+    """The scheduler's description of each of its workers (``resources``, ``nthreads`` ...),
+    by address, asked of it now.
+
+    Not ``client.scheduler_info(n_workers=-1)``: it updates the client's copy and returns the
+    copy, which the client's periodic update (every 2 s, without the workers) may have
+    replaced in between: no workers at all, under load.
+    """
+    scheduler = client.scheduler
+    if scheduler is None:  # the client was closed
+        raise DaskClusterError("the Dask client is closed: no scheduler to ask for its workers")
+    identity: dict[str, Any] = client.sync(scheduler.identity, n_workers=-1)
+    return dict(identity["workers"])
 
 
 def _greet(address: str, security: Security | None, timeout: float) -> None:

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.runners._remote.connections import HeldInWorkers
 from nornir_bench.runners.dask.asking import RUN_ON_WORKERS_SECONDS, run_on_workers
-from nornir_bench.runners.dask.cluster import DaskClusterError, EmbeddedCluster, connect
+from nornir_bench.runners.dask.cluster import (
+    DaskClusterError,
+    EmbeddedCluster,
+    connect,
+    described_workers,
+)
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -133,7 +138,7 @@ class RunnerCluster:
         from nornir_bench.runners.dask.worker import versions
 
         assert self.client is not None
-        described = self.client.scheduler_info(n_workers=-1)["workers"]
+        described = described_workers(self.client)
         alive = set(described)
         self.held.release(set(self.held.holders.values()) - alive)
         new = sorted(alive - self.checked)

@@ -3,7 +3,8 @@ back, the hosts of a dead worker or a lost scheduler failed with why.
 
 The run goes to each worker once (a scattered payload); hosts go in chunks, one Dask task each,
 at most ``num_workers`` hosts in flight per Dask worker in all; a host whose connections a
-worker keeps goes back to that worker (a loose restriction: elsewhere if it is gone). As each
+worker keeps goes back to that worker (a chunk runs on the worker it was sent to, elsewhere
+only once that worker is gone: :mod:`~nornir_bench.runners.dask.reruns`). As each
 chunk finishes, its hosts are settled in this process (:class:`~nornir_bench.runners._remote.
 results.ResultSettler`): processor hooks fire, the progress bar moves, host data merges.
 """
@@ -107,8 +108,6 @@ class DaskChunks(RemoteScheduling[str]):
             keep_connections=True,
         )
         self.payloads = send_run(client, payload, workers, sited=sites is not None)
-        by_site = workers if sites is not None else None  # each worker's chunks' restrictions
-        self.may_run = {worker: where_it_may_run(worker, by_site) for worker in workers}
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
         # Chunks back (futures), and what the workers said of the run's hosts, or the
         # scheduler of its workers (RunEvent).
@@ -172,7 +171,7 @@ class DaskChunks(RemoteScheduling[str]):
             worker,
             key=chunk_key(self.run_id, self.options.crash_reruns),
             pure=False,
-            **self.may_run[worker],
+            **where_it_may_run(worker),
         )
         self.chunks[future.key] = _Chunk(chunk, future, worker)
         future.add_done_callback(self.done.put)

@@ -76,13 +76,11 @@ def _is_name(site: object) -> bool:
     )
 
 
-def where_it_may_run(
-    worker: str, serves: Mapping[str, frozenset[str]] | None
-) -> dict[str, Any]:
-    """Dask's restrictions for a chunk sent to ``worker``: there, or elsewhere if it is gone;
-    with sites (``serves``: the sites of each worker), only on a worker of the same sites (one
-    of another site may not reach the hosts' devices, nor hold the run)."""
-    if serves is None:
-        return {"workers": [worker], "allow_other_workers": True}
-    others = [w for w, its in serves.items() if w != worker and its == serves[worker]]
-    return {"workers": [worker, *others], "allow_other_workers": False}
+def where_it_may_run(worker: str) -> dict[str, Any]:
+    """Dask's restrictions for a chunk sent to ``worker``: there alone. A preference (Dask's
+    ``allow_other_workers``) is dropped by Dask's work stealing once the worker is busy and
+    another idle: the chunk's hosts would log in again there, leaving their sessions open on
+    the first, and one of another site may not reach their devices. Once ``worker`` is gone,
+    the scheduler plugin of :mod:`~nornir_bench.runners.dask.reruns` lets the chunk run on
+    another worker serving the same sites."""
+    return {"workers": [worker], "allow_other_workers": False}
