@@ -22,9 +22,8 @@ The command's own tests (its output, its signals, a lab killed) run ``nornir-ben
 :class:`RouterLabProcess`. Helpers: :func:`skip_without_router_lab` (the one reason a test of
 the lab is skipped), :func:`new_lab_name`, :func:`lab_leftovers` (what a lab left on the
 machine), :func:`lab_pids` and :func:`guard_pid` (its processes), :func:`kill_lab` (SIGKILL),
-:func:`wait_for` (a condition, a bounded number of times), :func:`daemon_stopped` and
-:func:`waiting_on_a_daemon` (a command held in flight on a router), :func:`file_opened` (the
-moment another process read a file).
+:func:`wait_for` (a condition, a bounded number of times). A router stopped, killed or
+interrupted mid-command: tests/router_faults.py.
 
 Every lab a test starts is named by :func:`new_lab_name`: the session's end check
 (tests/conftest.py) looks for what those names left, and for nothing of labs other sessions on
@@ -33,14 +32,10 @@ the same machine may be running.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import select
 import signal
-import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,12 +64,8 @@ __all__ = [
     "RouterLabProcess",
     "SessionLabs",
     "bastion_lab_fixture",
-    "cli_killed_mid_command",
-    "daemon_stopped",
-    "file_opened",
     "frr_lab",
     "guard_pid",
-    "interrupted_when",
     "kill_lab",
     "lab_leftovers",
     "lab_pids",
@@ -82,7 +73,6 @@ __all__ = [
     "restored",
     "router_lab_process",
     "router_lab_unavailable",
-    "send_signal_to",
     "session_lab_leftovers",
     "session_lab_pids",
     "session_labs",
@@ -90,14 +80,12 @@ __all__ = [
     "start_router_lab",
     "throttling_lab_fixture",
     "wait_for",
-    "waiting_on_a_daemon",
 ]
 
 NEEDS_ROUTER_LAB = "needs root and apt-get install -y frr openssh-server"
 LAB_READY_TIMEOUT = 60.0  # seconds for `lab ready:` (FRR, sshd, logins and BGP on 2 busy cores)
 THROTTLING_HOSTS = 30
 _GUARD = "nornir_bench.lab._guard"
-_IN_OPEN = 0x20  # inotify's "a file was opened"
 # The names this session gave its labs, for the end-of-session check: other sessions on the
 # machine may be running labs of their own, which are not this session's to judge.
 _SESSION_LABS: set[str] = set()
@@ -373,96 +361,6 @@ def session_lab_leftovers() -> list[str]:
     return [f"{name}: {thing}" for name in sorted(_SESSION_LABS) for thing in lab_leftovers(name)]
 
 
-def interrupted_when(
-    args: Sequence[str], folder: Path, ready: Callable[[], bool], *, pause: float = 0.1,
-    timeout: float = 120, again: Callable[[], bool] | None = None,
-) -> tuple[int, str, str]:
-    """``args`` in a process (and session) of its own in ``folder``, sent SIGINT once
-    ``ready()`` holds while it runs (checked every ``pause`` s); with ``again``, a second
-    SIGINT once the command has said it is stopping (the first press taken: two signals at
-    once are one press) and ``again()`` holds. Its exit status, standard output and error. It
-    is killed if it outlives the test."""
-    process = subprocess.Popen(args, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
-    said: tuple[list[str], list[str]] = ([], [])
-    readers = [threading.Thread(target=lambda lines=lines, pipe=pipe: lines.extend(pipe),
-                                daemon=True)
-               for lines, pipe in zip(said, (process.stdout, process.stderr), strict=True)]
-    for reader in readers:
-        reader.start()
-
-    def running_until(condition: Callable[[], bool]) -> None:
-        waiting = wait_for(lambda: process.poll() is None and not condition(), pause=pause)
-        assert not waiting and process.poll() is None, said
-
-    try:
-        running_until(ready)
-        process.send_signal(signal.SIGINT)
-        if again is not None:
-            running_until(lambda: any(x.startswith("stopping:") for x in said[1]) and again())
-            process.send_signal(signal.SIGINT)
-        process.wait(timeout)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for reader in readers:
-            reader.join(timeout)
-        for pipe in (process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
-    return process.returncode, "".join(said[0]), "".join(said[1])
-
-
-def send_signal_to(pids: Sequence[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            continue
-
-
-@contextmanager
-def daemon_stopped(lab: RunningRouterLab, router: str, daemon: str) -> Iterator[None]:
-    """``router``'s FRR ``daemon`` (``staticd`` ...) stopped inside (SIGSTOP), continued after:
-    a vtysh command that needs it waits for its answer, as a CLI busy with a line does."""
-    pids = lab_pids(lab.name, daemon, router)
-    assert pids, f"no {daemon} on {router}"
-    send_signal_to(pids, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        send_signal_to(pids, signal.SIGCONT)
-
-
-def waiting_on_a_daemon(pid: int) -> bool:
-    """Whether vtysh ``pid`` is blocked reading a daemon's answer (a Unix socket), not waiting
-    for its terminal: the command it runs is in flight."""
-    try:
-        return Path(f"/proc/{pid}/wchan").read_text() == "unix_stream_read_generic"
-    except OSError:
-        return False
-
-
-def cli_killed_mid_command(
-    lab: RunningRouterLab, router: str, process: subprocess.Popen[str],
-    before: Callable[[], None] = lambda: None,
-) -> tuple[str, str]:
-    """``router``'s vtysh killed (SIGKILL) while a command of ``process`` waits on its
-    staticd (stopped meanwhile; ``before`` runs once it is): the process's output and error
-    once it ends, the test failed at the hang guard if it does not."""
-    with daemon_stopped(lab, router, "staticd"):
-        before()
-        assert not wait_for(lambda: not any(
-            waiting_on_a_daemon(pid) for pid in lab_pids(lab.name, "vtysh", router)
-        ), pause=0.05)
-        send_signal_to(lab_pids(lab.name, "vtysh", router), signal.SIGKILL)
-        try:
-            return process.communicate(timeout=HANG_GUARD)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"hang guard: the run went on {HANG_GUARD:g} s after {router}'s CLI died")
-
-
 def guard_pid(name: str) -> int:
     """The guard process of lab ``name``."""
     (pid,) = [p for p, argv in _processes() if _is_guard(argv, name)]
@@ -472,26 +370,6 @@ def guard_pid(name: str) -> int:
 def _is_guard(argv: list[str], name: str) -> bool:
     """Whether ``argv`` is the guard of lab ``name`` (``-m nornir_bench.lab._guard NAME ...``)."""
     return _GUARD in argv[:-1] and argv[argv.index(_GUARD) + 1] == name
-
-
-@contextmanager
-def file_opened(path: Path) -> Iterator[Callable[[], None]]:
-    """Inside, a function that returns once some process has opened ``path`` since the block
-    began (Linux's inotify): the moment another process read a file, an event, not a time."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    watch = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-    assert watch >= 0, os.strerror(ctypes.get_errno())
-    try:
-        added = libc.inotify_add_watch(watch, os.fsencode(path), _IN_OPEN)
-        assert added >= 0, f"{path}: {os.strerror(ctypes.get_errno())}"
-
-        def opened() -> None:
-            ready, _, _ = select.select([watch], [], [], HANG_GUARD)
-            assert ready, f"nothing opened {path}"
-
-        yield opened
-    finally:
-        os.close(watch)
 
 
 def kill_lab(lab: RouterLabProcess) -> None:

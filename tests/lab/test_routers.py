@@ -30,17 +30,16 @@ from nornir_bench.lab.router_command import router_hosts
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import MAX_ROUTERS, TOPOLOGIES, plan_lab
 from tests.devices import LAB, ROOT, free_port_range, started, stopped
+from tests.router_faults import file_opened, send_signal_to
 from tests.routers import (
     LAB_READY_TIMEOUT,
     STATE_FOLDER,
-    file_opened,
     guard_pid,
     kill_lab,
     lab_leftovers,
     lab_pids,
     new_lab_name,
     router_lab_process,
-    send_signal_to,
     skip_without_router_lab,
     start_router_lab,
     wait_for,

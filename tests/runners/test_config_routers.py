@@ -36,13 +36,8 @@ from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same
 from nornir_bench.tasks.dialects import FRRDriver
 from tests.report.test_page import CHROMIUM, in_browser
-from tests.routers import (
-    cli_killed_mid_command,
-    interrupted_when,
-    lab_pids,
-    send_signal_to,
-    wait_for,
-)
+from tests.router_faults import cli_killed_mid_command, interrupted_when, send_signal_to
+from tests.routers import lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, Runner, each_runner
 from tests.runners.test_routers import closed, failures
 

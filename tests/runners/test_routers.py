@@ -30,13 +30,8 @@ from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession
-from tests.routers import (
-    cli_killed_mid_command,
-    interrupted_when,
-    lab_pids,
-    send_signal_to,
-    wait_for,
-)
+from tests.router_faults import cli_killed_mid_command, interrupted_when, send_signal_to
+from tests.routers import lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, POLICIES, STALE, Runner, each_runner
 from tests.tasks.test_scrapli_session import opened
 
