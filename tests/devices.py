@@ -2,10 +2,11 @@
 
 Fixtures (import them into a conftest or test module to use them):
 
-- ``fakenos_lab`` (session: one per session and xdist worker, started by the first test that
-  asks for it): 2 cisco_ios + 2 arista_eos FakeNOS devices on free ports, served by a process
-  of their own (:func:`nornir_bench.lab.device_lab`: FakeNOS's threads stay out of the test's
-  process); yields a :class:`LabProcess`.
+- ``fakenos_lab``: the session's lab (``fakenos_session_lab``: one per session and xdist
+  worker, started by the first test that asks for it): 2 cisco_ios + 2 arista_eos FakeNOS
+  devices on free ports, served by a process of their own (:func:`nornir_bench.lab.device_lab`:
+  FakeNOS's threads stay out of the test's process); yields a :class:`LabProcess`. A test
+  after which its process no longer runs fails, and it is started again (:func:`device_lab_back`).
 - ``rtt_server`` (function): an :class:`~nornir_bench.lab.RttServer` (50 ms) on a free port,
   served by a thread of the test process; yields a :class:`ServerThread`.
 
@@ -50,7 +51,9 @@ __all__ = [
     "Started",
     "closed_port",
     "counting_server",
+    "device_lab_back",
     "fakenos_lab",
+    "fakenos_session_lab",
     "free_port_range",
     "free_ports",
     "full_port",
@@ -299,8 +302,7 @@ def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-LabProcess = DeviceLabProcess
-"""A device lab served by a process of its own, as the fixtures yield it."""
+LabProcess = DeviceLabProcess  # a device lab in a process of its own, as the fixtures yield it
 
 
 @contextmanager
@@ -313,11 +315,31 @@ def lab_process(folder: Path, platforms: dict[str, str]) -> Iterator[LabProcess]
 
 
 @pytest.fixture(scope="session")
-def fakenos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
-    """Two cisco_ios and two arista_eos devices (user / fakenos-lab) on free loopback ports."""
+def fakenos_session_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
+    """The session's FakeNOS lab (``fakenos_lab`` gives it to each test)."""
     platforms = {"rtr1": "cisco_ios", "sw1": "arista_eos", "rtr2": "cisco_ios", "sw2": "arista_eos"}
     with lab_process(tmp_path_factory.mktemp("fakenos-lab"), platforms) as lab:
         yield lab
+
+
+@pytest.fixture
+def fakenos_lab(fakenos_session_lab: LabProcess) -> Iterator[LabProcess]:
+    """The session's two cisco_ios and two arista_eos devices (user / fakenos-lab) on free
+    loopback ports, serving again after the test (:func:`device_lab_back`)."""
+    yield fakenos_session_lab
+    device_lab_back(fakenos_session_lab)
+
+
+def device_lab_back(lab: LabProcess) -> None:
+    """A device lab's baseline is its process serving (FakeNOS keeps no configuration): one
+    whose process ended is started again on the same ports, and the test failed, saying so."""
+    process = lab.process
+    if process is None or process.poll() is None:
+        return
+    lab.stop()
+    lab.start()
+    pytest.fail(f"the FakeNOS lab's process ended during this test (exit status "
+                f"{process.returncode}), so it was started again")
 
 
 @dataclass

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -89,7 +90,7 @@ _GUARD = "nornir_bench.lab._guard"
 # The names this session gave its labs, for the end-of-session check: other sessions on the
 # machine may be running labs of their own, which are not this session's to judge.
 _SESSION_LABS: set[str] = set()
-# The session's labs running now (their processes are the session's, not a test's).
+# The session's labs running now, by name (their processes are the session's, not a test's).
 _RUNNING: dict[str, RunningRouterLab] = {}
 
 
@@ -152,7 +153,7 @@ class SessionLabs:
                 self._failed[kind] = f"the session's {kind} lab did not start: {exc}"
                 pytest.fail(self._failed[kind])
             self._labs[kind] = (lab, stack)
-            _RUNNING[kind] = lab
+            _RUNNING[lab.name] = lab
         return self._labs[kind][0]
 
     def restore(self, kind: str) -> None:
@@ -161,16 +162,18 @@ class SessionLabs:
         lab, stack = self._labs[kind]
         try:
             lab.restore()
-        except LabNotRestored as exc:
-            del self._labs[kind], _RUNNING[kind]
-            stack.close()
-            pytest.fail(f"the {kind} lab could not be put back after this test, so it was "
-                        f"replaced: {exc}")
+        except (LabNotRestored, OSError, subprocess.SubprocessError) as exc:
+            del self._labs[kind], _RUNNING[lab.name]
+            try:
+                stack.close()
+            finally:
+                pytest.fail(f"the {kind} lab could not be put back after this test, so it "
+                            f"was replaced: {exc}")
 
     def close(self) -> None:
         labs, self._labs = self._labs, {}
-        _RUNNING.clear()
-        for _, stack in labs.values():
+        for lab, stack in labs.values():
+            _RUNNING.pop(lab.name, None)
             stack.close()
 
 

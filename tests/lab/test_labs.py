@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import socket
 import subprocess
 import threading
 from multiprocessing.queues import Queue
@@ -20,7 +21,15 @@ import pytest
 
 from nornir_bench.lab import LabNotRestored, RunningRouterLab, device_lab, router_lab
 from nornir_bench.lab._system import FRR_ETC
-from tests.routers import lab_leftovers, lab_pids, new_lab_name, skip_without_router_lab, wait_for
+from tests.devices import device_lab_back, lab_process
+from tests.routers import (
+    SessionLabs,
+    lab_leftovers,
+    lab_pids,
+    new_lab_name,
+    skip_without_router_lab,
+    wait_for,
+)
 from tests.waiting import HANG_GUARD
 
 ROUTE = "ip route 203.0.113.99/32 Null0"
@@ -80,6 +89,47 @@ def test_a_lab_that_cannot_be_put_back_says_what_and_ctrl_c_still_removes_it() -
         assert str(raised.value) == f"r1: its staticd (process {staticd}) is gone"
         raise KeyboardInterrupt
     assert not lab_leftovers(name)
+
+
+def test_a_session_lab_that_cannot_be_put_back_fails_the_test_and_is_replaced(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """What the session's lab fixtures do after a test that killed a daemon: the test fails
+    naming it, and the lab is removed so that the next test asking gets a new one. (A session
+    of labs of its own: a daemon of its lab is killed.)"""
+    labs = SessionLabs(tmp_path_factory)
+    try:
+        lab = labs.lab("throttling")
+        (staticd,) = lab_pids(lab.name, "staticd", "r1")
+        os.kill(staticd, signal.SIGKILL)
+        assert not wait_for(lambda: alive(staticd))
+        with pytest.raises(pytest.fail.Exception) as failed:
+            labs.restore("throttling")
+        assert str(failed.value) == (
+            "the throttling lab could not be put back after this test, so it was replaced: "
+            f"r1: its staticd (process {staticd}) is gone")
+        assert not lab_leftovers(lab.name)
+        assert labs.lab("throttling").name != lab.name
+    finally:
+        labs.close()
+
+
+def test_a_device_lab_whose_process_ended_is_started_again_and_the_test_failed(
+    tmp_path: Path,
+) -> None:
+    """What ``fakenos_lab`` does after a test that killed its process. (A lab of its own: it
+    is killed.)"""
+    with lab_process(tmp_path, {"r1": "cisco_ios"}) as lab:
+        first = lab.pid
+        lab.kill()
+        with pytest.raises(pytest.fail.Exception, match=(
+            r"^the FakeNOS lab's process ended during this test \(exit status -9\), so it was "
+            r"started again$"
+        )):
+            device_lab_back(lab)
+        assert lab.pid != first and lab.process is not None and lab.process.poll() is None
+        socket.create_connection(("127.0.0.1", lab.devices[0].port), HANG_GUARD).close()
+        device_lab_back(lab)  # serving: nothing to do, nothing said
 
 
 def own_router_lab(name: str, said: Queue[int]) -> None:
