@@ -23,8 +23,9 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 from nornir_bench.core.library_warnings import filterwarnings_lines
 from tests.waiting import HANG_GUARD
 
-# Real device peers on loopback (FakeNOS lab, RTT server), shared by every test folder: one lab
-# per session; real FRR routers (as root), one lab per module that uses them.
+# Real device peers on loopback (FakeNOS lab, RTT server) and real FRR routers (as root), shared
+# by every test folder: one lab of each kind per session (per xdist worker), made when a test
+# first asks for it.
 pytest_plugins = ["tests.devices", "tests.routers"]
 
 
@@ -135,6 +136,7 @@ SLOW_MODULES = {
     "tests/core/test_open_files.py",  # processes under a lowered open-files limit
     "tests/core/test_stopping.py",  # signals to commands
     "tests/lab/test_emulator.py",  # FakeNOS labs
+    "tests/lab/test_labs.py",  # labs of its own, their owners killed
     "tests/lab/test_routers.py",  # router labs
     "tests/report/test_page.py",  # a headless browser
     "tests/runners/test_config_routers.py",  # router labs
@@ -153,7 +155,10 @@ SLOW_MODULES = {
 # the asyncio runner on uvloop, which doubles its cases (tests/runners/test_conformance.py ids).
 SLOW_RUNNERS = {"processpool", "dask", "asyncio-uvloop"}
 # Fixtures that start labs or clusters.
-SLOW_FIXTURES = {"fakenos_lab", "frr_lab", "corpus_lab", "sites_cluster"}
+SLOW_FIXTURES = {
+    "fakenos_lab", "frr_lab", "throttling_lab", "bastion_lab", "session_labs", "corpus_lab",
+    "sites_cluster",
+}
 
 
 def _runs_on_a_slow_runner(item: pytest.Item) -> bool:
@@ -348,8 +353,10 @@ def descendant_pids() -> set[int]:
                 continue
             parents[int(entry)] = int(fields[1])
     from tests.dask_cluster import shared_pids
+    from tests.routers import session_lab_pids
 
-    session_wide = shared_pids()  # the shared Dask cluster's, and their children
+    # the shared Dask cluster's and the session's router labs', and their children
+    session_wide = shared_pids() | session_lab_pids()
     found, frontier = set(), {os.getpid()}
     while frontier:
         frontier = {p for p, parent in parents.items() if parent in frontier} - found

@@ -2,14 +2,18 @@
 
 Fixtures (import them into a conftest or test module to use them):
 
-- ``fakenos_lab`` (session): 2 cisco_ios + 2 arista_eos FakeNOS devices on free ports, run by
-  ``python -m nornir_bench lab`` in a subprocess; yields a :class:`LabProcess`.
+- ``fakenos_lab``: the session's lab (``fakenos_session_lab``: one per session and xdist
+  worker, started by the first test that asks for it): 2 cisco_ios + 2 arista_eos FakeNOS
+  devices on free ports, served by a process of their own (:func:`nornir_bench.lab.device_lab`:
+  FakeNOS's threads stay out of the test's process); yields a :class:`LabProcess`. A test
+  after which its process no longer runs fails, and it is started again (:func:`device_lab_back`).
 - ``rtt_server`` (function): an :class:`~nornir_bench.lab.RttServer` (50 ms) on a free port,
   served by a thread of the test process; yields a :class:`ServerThread`.
 
-Helpers: :func:`free_ports`, :func:`free_port_range`, :func:`started`, :func:`stopped`,
-:func:`silent_port`, :func:`closed_port`, :func:`full_port`, :func:`lab_process` (a lab of
-chosen platforms), :func:`nornir_on`, :func:`rtt_server_thread`, :func:`counting_server`.
+Helpers: :func:`free_ports`, :func:`free_port_range`, :func:`started`, :func:`stopped` (a
+command in a subprocess, until its ready line), :func:`silent_port`, :func:`closed_port`,
+:func:`full_port`, :func:`lab_process` (a lab of chosen platforms, of a test's or module's
+own), :func:`nornir_on`, :func:`rtt_server_thread`, :func:`counting_server`.
 """
 
 from __future__ import annotations
@@ -31,10 +35,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from nornir import InitNornir
-from nornir.core import Nornir
 
-from nornir_bench.lab import LabDevice, RttServer, RttServerStats, write_inventory
+from nornir_bench.lab import DeviceLabProcess, RttServer, RttServerStats, device_lab, nornir_on
 from nornir_bench.lab.ports import free_port_range
 from tests.waiting import HANG_GUARD
 
@@ -49,7 +51,9 @@ __all__ = [
     "Started",
     "closed_port",
     "counting_server",
+    "device_lab_back",
     "fakenos_lab",
+    "fakenos_session_lab",
     "free_port_range",
     "free_ports",
     "full_port",
@@ -217,30 +221,6 @@ def full_port() -> Iterator[int]:
         yield port
 
 
-def nornir_on(
-    inventory: Path,
-    runner: str = "threadpool",
-    *,
-    user_defined: dict[str, Any] | None = None,
-    **options: Any,
-) -> Nornir:
-    """A Nornir on the SimpleInventory in the directory ``inventory``, with the named runner
-    and its ``options``."""
-    return InitNornir(
-        user_defined=user_defined or {},
-        runner={"plugin": runner, "options": options},
-        inventory={
-            "plugin": "SimpleInventory",
-            "options": {
-                "host_file": str(inventory / "hosts.yaml"),
-                "group_file": str(inventory / "groups.yaml"),
-                "defaults_file": str(inventory / "defaults.yaml"),
-            },
-        },
-        logging={"enabled": False},
-    )
-
-
 @dataclass
 class Started:
     """A subprocess that printed its ready line; its stderr goes to a file (no pipe to fill)."""
@@ -322,51 +302,44 @@ def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
-@dataclass
-class LabProcess:
-    """The FakeNOS lab running in a subprocess, and the inventory that reaches it."""
-
-    inventory: Path
-    devices: list[LabDevice]
-    handle: Started
-
-    def nornir(self, runner: str = "threadpool", **options: Any) -> Nornir:
-        return nornir_on(self.inventory, runner, **options)
-
-    def restart(self) -> None:
-        """Stop the lab and start it again on the same ports: every device restarted, each
-        session to it gone."""
-        stopped(self.handle)
-        self.handle = started([*LAB, "lab", str(self.inventory)], "lab ready:",
-                              self.inventory.parent)
+LabProcess = DeviceLabProcess  # a device lab in a process of its own, as the fixtures yield it
 
 
 @contextmanager
 def lab_process(folder: Path, platforms: dict[str, str]) -> Iterator[LabProcess]:
-    """A lab in a subprocess: a device per name in ``platforms`` (name -> FakeNOS platform),
-    user / fakenos-lab, on free loopback ports; stopped (or reaped, if a test killed it) at
-    the end."""
-    ports = free_ports(len(platforms))
-    devices = [
-        LabDevice(name, "127.0.0.1", port, platform, "user", "fakenos-lab")
-        for (name, platform), port in zip(platforms.items(), ports, strict=True)
-    ]
-    inventory = folder / "inventory"
-    write_inventory(devices, inventory)
-    handle = started([*LAB, "lab", str(inventory)], "lab ready:", folder)
-    lab = LabProcess(inventory, devices, handle)
-    try:
+    """A lab of a test's (or module's) own in a process of its own: a device per name in
+    ``platforms`` (name -> FakeNOS platform), user / fakenos-lab, on free loopback ports, its
+    inventory in ``folder``/inventory; stopped (or reaped, if a test killed it) at the end."""
+    with device_lab(platforms, folder / "inventory") as lab:
         yield lab
-    finally:
-        stopped(lab.handle)
 
 
 @pytest.fixture(scope="session")
-def fakenos_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
-    """Two cisco_ios and two arista_eos devices (user / fakenos-lab) on free loopback ports."""
+def fakenos_session_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
+    """The session's FakeNOS lab (``fakenos_lab`` gives it to each test)."""
     platforms = {"rtr1": "cisco_ios", "sw1": "arista_eos", "rtr2": "cisco_ios", "sw2": "arista_eos"}
     with lab_process(tmp_path_factory.mktemp("fakenos-lab"), platforms) as lab:
         yield lab
+
+
+@pytest.fixture
+def fakenos_lab(fakenos_session_lab: LabProcess) -> Iterator[LabProcess]:
+    """The session's two cisco_ios and two arista_eos devices (user / fakenos-lab) on free
+    loopback ports, serving again after the test (:func:`device_lab_back`)."""
+    yield fakenos_session_lab
+    device_lab_back(fakenos_session_lab)
+
+
+def device_lab_back(lab: LabProcess) -> None:
+    """A device lab's baseline is its process serving (FakeNOS keeps no configuration): one
+    whose process ended is started again on the same ports, and the test failed, saying so."""
+    process = lab.process
+    if process is None or process.poll() is None:
+        return
+    lab.stop()
+    lab.start()
+    pytest.fail(f"the FakeNOS lab's process ended during this test (exit status "
+                f"{process.returncode}), so it was started again")
 
 
 @dataclass

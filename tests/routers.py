@@ -1,19 +1,29 @@
-"""Real FRR routers for tests: ``nornir-bench lab --routers N`` in a subprocess, as root.
+"""Real FRR routers for tests, as root: fixtures over the package's router labs
+(:mod:`nornir_bench.lab`), and helpers to drive and watch them.
 
-Fixtures (registered for every test folder by tests/conftest.py):
+Fixtures (registered for every test folder by tests/conftest.py), each a lab of the session's,
+one per session (per xdist worker), made in the test's process by the first test that asks
+for it (its guard process removes it if that process is killed) and removed at the session's
+end; each yields a :class:`~nornir_bench.lab.RunningRouterLab`, put back to its baseline after
+every test (:meth:`~nornir_bench.lab.RunningRouterLab.restore`: configurations, saved files,
+stopped daemons, BGP). A test after which it cannot be put back fails at its teardown, naming
+why, and the next test gets a new lab.
 
-- ``frr_lab`` (module): 3 FRR routers in a chain (r1 - r2 - r3, eBGP on each link) on free
-  consecutive loopback ports, a lab name of its own per module, and an inventory written with
-  ``--hosts 3`` (h1 on r1, h2 on r2, h3 on r3: each login costs CPU, and 2 cores are shared by
-  the whole suite); yields a :class:`RouterLabProcess`, stopped with SIGINT at the end of the
-  module and checked to leave nothing.
+- ``frr_lab``: 3 FRR routers in a chain (r1 - r2 - r3, eBGP on each link), an inventory host on
+  each (h1 on r1, h2 on r2, h3 on r3: each login costs CPU, and 2 cores are shared);
+  ``restored``: their running configurations before the test;
+- ``throttling_lab``: one router whose OpenSSH lets one login at a time through to
+  authentication (``MaxStartups 1``), 30 inventory hosts on its port
+  (:meth:`~nornir_bench.lab.RunningRouterLab.with_inventory` gives fewer);
+- ``bastion_lab``: 2 routers reached only through a bastion on 127.0.0.1 (``--bastion``).
 
-Helpers: :func:`skip_without_router_lab` (the one reason a test of the lab is skipped),
-:func:`new_lab_name`, :func:`router_lab_process` / :func:`start_router_lab` (a lab of chosen
-size), :func:`lab_leftovers` (what a lab left on the machine), :func:`lab_pids` and
-:func:`guard_pid` (its processes), :func:`kill_lab` (SIGKILL), :func:`wait_for` (a condition,
-a bounded number of times), :func:`daemon_stopped` and :func:`waiting_on_a_daemon` (a command
-held in flight on a router), :func:`file_opened` (the moment another process read a file).
+The command's own tests (its output, its signals, a lab killed) run ``nornir-bench lab
+--routers`` in a subprocess: :func:`start_router_lab` / :func:`router_lab_process`, a
+:class:`RouterLabProcess`. Helpers: :func:`skip_without_router_lab` (the one reason a test of
+the lab is skipped), :func:`new_lab_name`, :func:`lab_leftovers` (what a lab left on the
+machine), :func:`lab_pids` and :func:`guard_pid` (its processes), :func:`kill_lab` (SIGKILL),
+:func:`wait_for` (a condition, a bounded number of times). A router stopped, killed or
+interrupted mid-command: tests/router_faults.py.
 
 Every lab a test starts is named by :func:`new_lab_name`: the session's end check
 (tests/conftest.py) looks for what those names left, and for nothing of labs other sessions on
@@ -22,66 +32,66 @@ the same machine may be running.
 
 from __future__ import annotations
 
-import ctypes
-import json
 import os
-import random
-import select
 import signal
-import string
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from nornir.core import Nornir
-from ruamel.yaml import YAML
 
-from nornir_bench.lab import LabDevice
-from nornir_bench.lab.routers import host_key_of
-from nornir_bench.lab.topology import LabPlan, plan_lab
-from nornir_bench.lab.vtysh import vtysh
-from tests.devices import LAB, Started, free_port_range, nornir_on, started, stopped
+from nornir_bench.lab import (
+    LabError,
+    LabNotRestored,
+    RunningRouterLab,
+    bastion_lab,
+    lab_pids,
+    router_lab,
+    throttling_lab,
+)
+from nornir_bench.lab import new_lab_name as package_lab_name
+from nornir_bench.lab._system import STATE_FOLDER
+from tests.devices import LAB, Started, free_port_range, started, stopped
 from tests.waiting import HANG_GUARD
 
 __all__ = [
     "LAB_READY_TIMEOUT",
     "NEEDS_ROUTER_LAB",
     "STATE_FOLDER",
+    "THROTTLING_HOSTS",
     "RouterLabProcess",
-    "cli_killed_mid_command",
-    "daemon_stopped",
-    "file_opened",
+    "SessionLabs",
+    "bastion_lab_fixture",
     "frr_lab",
     "guard_pid",
-    "interrupted_when",
     "kill_lab",
     "lab_leftovers",
     "lab_pids",
     "new_lab_name",
+    "restored",
     "router_lab_process",
     "router_lab_unavailable",
-    "send_signal_to",
     "session_lab_leftovers",
+    "session_lab_pids",
+    "session_labs",
     "skip_without_router_lab",
     "start_router_lab",
+    "throttling_lab_fixture",
     "wait_for",
-    "waiting_on_a_daemon",
 ]
 
 NEEDS_ROUTER_LAB = "needs root and apt-get install -y frr openssh-server"
 LAB_READY_TIMEOUT = 60.0  # seconds for `lab ready:` (FRR, sshd, logins and BGP on 2 busy cores)
-STATE_FOLDER = Path("/run/nornir-bench/labs")
+THROTTLING_HOSTS = 30
 _GUARD = "nornir_bench.lab._guard"
-_IN_OPEN = 0x20  # inotify's "a file was opened"
 # The names this session gave its labs, for the end-of-session check: other sessions on the
 # machine may be running labs of their own, which are not this session's to judge.
 _SESSION_LABS: set[str] = set()
+# The session's labs running now, by name (their processes are the session's, not a test's).
+_RUNNING: dict[str, RunningRouterLab] = {}
 
 
 def router_lab_unavailable() -> str | None:
@@ -103,72 +113,130 @@ def skip_without_router_lab() -> None:
 
 def new_lab_name() -> str:
     """A lab name no other test uses: ``t`` and 6 lowercase letters or digits."""
-    name = "t" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
+    name = package_lab_name("t")
     _SESSION_LABS.add(name)
     return name
 
 
-@dataclass
-class RouterLabProcess:
-    """A router lab run by ``nornir-bench lab --routers`` in a subprocess."""
+# -- the session's labs ----------------------------------------------------------------------
 
-    name: str
-    plan: LabPlan
-    inventory: Path
-    """The folder of the inventory it wrote (hosts.yaml, groups.yaml, defaults.yaml)."""
+# How each kind of the session's labs is made, in a folder of its own (its inventory there).
+_KINDS: dict[str, Callable[[Path], AbstractContextManager[RunningRouterLab]]] = {
+    "frr": lambda folder: router_lab(3, name=new_lab_name(), write=folder, hosts=3,
+                                     timeout=LAB_READY_TIMEOUT),
+    "throttling": lambda folder: throttling_lab(THROTTLING_HOSTS, name=new_lab_name(),
+                                                write=folder, timeout=LAB_READY_TIMEOUT),
+    "bastion": lambda folder: bastion_lab(2, name=new_lab_name(), write=folder,
+                                          timeout=LAB_READY_TIMEOUT),
+}
+
+
+class SessionLabs:
+    """The session's router labs, one of each kind, made when first asked for."""
+
+    def __init__(self, folders: pytest.TempPathFactory) -> None:
+        self._folders = folders
+        self._labs: dict[str, tuple[RunningRouterLab, ExitStack]] = {}
+        self._failed: dict[str, str] = {}
+
+    def lab(self, kind: str) -> RunningRouterLab:
+        """The session's lab of ``kind`` (``frr``, ``throttling``, ``bastion``), made now if
+        it is not yet; a lab that could not be made fails every test asking for it at once."""
+        skip_without_router_lab()
+        if kind in self._failed:
+            pytest.fail(self._failed[kind])
+        if kind not in self._labs:
+            stack = ExitStack()
+            try:
+                lab = stack.enter_context(_KINDS[kind](self._folders.mktemp(f"{kind}-lab")))
+            except LabError as exc:
+                self._failed[kind] = f"the session's {kind} lab did not start: {exc}"
+                pytest.fail(self._failed[kind])
+            self._labs[kind] = (lab, stack)
+            _RUNNING[lab.name] = lab
+        return self._labs[kind][0]
+
+    def restore(self, kind: str) -> None:
+        """Put the session's lab of ``kind`` back to its baseline; one that cannot be is
+        removed (the next test asking gets a new one) and fails the test, saying why."""
+        lab, stack = self._labs[kind]
+        try:
+            lab.restore()
+        except (LabNotRestored, OSError, subprocess.SubprocessError) as exc:
+            del self._labs[kind], _RUNNING[lab.name]
+            try:
+                stack.close()
+            finally:
+                pytest.fail(f"the {kind} lab could not be put back after this test, so it "
+                            f"was replaced: {exc}")
+
+    def close(self) -> None:
+        labs, self._labs = self._labs, {}
+        for lab, stack in labs.values():
+            _RUNNING.pop(lab.name, None)
+            stack.close()
+
+
+def session_lab_pids() -> set[int]:
+    """The processes of the session's labs running now that are this process's children: each
+    one's SSH server and guard (their sessions are the SSH server's children)."""
+    if not _RUNNING:
+        return set()
+    names = {lab.name for lab in _RUNNING.values()}
+    pids = {lab.sshd_pid for lab in _RUNNING.values() if lab.sshd_pid is not None}
+    return pids | {pid for pid, argv in _processes() for name in names if _is_guard(argv, name)}
+
+
+@pytest.fixture(scope="session")
+def session_labs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionLabs]:
+    """The session's router labs (:class:`SessionLabs`), removed at its end."""
+    labs = SessionLabs(tmp_path_factory)
+    try:
+        yield labs
+    finally:
+        labs.close()
+
+
+def _session_lab(labs: SessionLabs, kind: str) -> Iterator[RunningRouterLab]:
+    yield labs.lab(kind)
+    labs.restore(kind)
+
+
+@pytest.fixture
+def frr_lab(session_labs: SessionLabs) -> Iterator[RunningRouterLab]:
+    """The session's 3 FRR routers in a chain, an inventory host on each, put back after the
+    test."""
+    yield from _session_lab(session_labs, "frr")
+
+
+@pytest.fixture
+def restored(frr_lab: RunningRouterLab) -> dict[str, str]:
+    """Every router's running configuration before the test, by router (``frr_lab`` puts
+    them back after it, and checks)."""
+    return frr_lab.configs()
+
+
+@pytest.fixture(name="throttling_lab")
+def throttling_lab_fixture(session_labs: SessionLabs) -> Iterator[RunningRouterLab]:
+    """The session's router that lets one login at a time through to authentication, 30
+    inventory hosts on its port, put back after the test."""
+    yield from _session_lab(session_labs, "throttling")
+
+
+@pytest.fixture(name="bastion_lab")
+def bastion_lab_fixture(session_labs: SessionLabs) -> Iterator[RunningRouterLab]:
+    """The session's 2 routers behind a bastion, a host each, put back after the test."""
+    yield from _session_lab(session_labs, "bastion")
+
+
+# -- the command in a subprocess -------------------------------------------------------------
+
+
+class RouterLabProcess(RunningRouterLab):
+    """A router lab run by ``nornir-bench lab --routers`` in a subprocess: the command's own
+    tests (its output, its signals, its process killed)."""
+
     handle: Started
-    bgp_at_ready: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Each router's BGP peers and their state, as FRR said them right after ``lab ready:``."""
-
-    @property
-    def password(self) -> str:
-        """The lab user's generated password, as the inventory has it."""
-        defaults = YAML(typ="safe").load(self.inventory / "defaults.yaml")
-        return str(defaults["password"])
-
-    @property
-    def user(self) -> str:
-        return self.plan.user
-
-    def devices(self) -> list[LabDevice]:
-        """A device per router (r1, r2 ...), reached as the inventory reaches it."""
-        return [
-            LabDevice(r.name, "127.0.0.1", r.port, "cisco_ios", self.user, self.password,
-                      host_key_of(self.state()["workdir"]))
-            for r in self.plan.routers
-        ]
-
-    def hosts(self) -> dict[str, str]:
-        """Each inventory host's router (by the port it reaches)."""
-        routers = {r.port: r.name for r in self.plan.routers}
-        hosts = YAML(typ="safe").load(self.inventory / "hosts.yaml")
-        return {name: routers[host["port"]] for name, host in hosts.items()}
-
-    def asn(self, router: str) -> int:
-        (found,) = [r.asn for r in self.plan.routers if r.name == router]
-        return found
-
-    def nornir(self, runner: str = "threadpool", **options: Any) -> Nornir:
-        return nornir_on(self.inventory, runner, **options)
-
-    def state(self) -> dict[str, Any]:
-        """Its state file, as the lab wrote it."""
-        state: dict[str, Any] = json.loads((STATE_FOLDER / f"{self.name}.json").read_text())
-        return state
-
-    def logins(self) -> int:
-        """The logins its SSH server accepted so far (its log's ``Accepted password`` lines)."""
-        log = Path(self.state()["workdir"]) / "sshd.log"
-        return log.read_text(errors="replace").count("Accepted password for ")
-
-    def vtysh(self, router: str, command: str) -> str:
-        """``command`` on ``router``'s FRR as root (not through SSH): what it printed."""
-        return vtysh(self.name, router, command)
-
-    def bgp_peers(self, router: str) -> dict[str, str]:
-        """``router``'s BGP peers (address -> state), as its FRR says them."""
-        said = json.loads(self.vtysh(router, "show bgp ipv4 unicast summary json") or "{}")
-        return {address: peer["state"] for address, peer in said.get("peers", {}).items()}
 
     def output(self) -> str:
         """Everything it printed so far, stdout and stderr."""
@@ -201,11 +269,13 @@ def start_router_lab(
     if bastion:
         args.append("--bastion")
     handle = started(args, ready, folder, timeout=LAB_READY_TIMEOUT)
-    state = json.loads((STATE_FOLDER / f"{name}.json").read_text())
-    plan = plan_lab(routers, port=port, name=name, bastion_port=state.get("bastion_port"))
-    lab = RouterLabProcess(name, plan, inventory, handle)
-    if ready == "lab ready:":
-        lab.bgp_at_ready = {r.name: lab.bgp_peers(r.name) for r in lab.plan.routers}
+    try:
+        lab = RouterLabProcess.attach(name, inventory, baseline=False)
+    except BaseException:
+        stopped(handle, signal.SIGKILL)
+        raise
+    assert isinstance(lab, RouterLabProcess)
+    lab.handle = handle
     return lab
 
 
@@ -226,14 +296,6 @@ def router_lab_process(
     assert password not in lab.output()
     left = wait_for(lambda: lab_leftovers(lab.name))
     assert not left, f"lab {lab.name} left: {left}"
-
-
-@pytest.fixture(scope="module")
-def frr_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterLabProcess]:
-    """3 FRR routers in a chain, an inventory host on each, for the tests of one module."""
-    skip_without_router_lab()
-    with router_lab_process(tmp_path_factory.mktemp("frr-lab"), 3, hosts=3) as lab:
-        yield lab
 
 
 def wait_for(check: Callable[[], Any], pause: float = 0.1) -> Any:
@@ -259,21 +321,6 @@ def _processes() -> Iterator[tuple[int, list[str]]]:
         if stat.rsplit(")", 1)[1].split()[0] == "Z" or not argv:
             continue
         yield int(entry), argv.rstrip("\0").split("\0")
-
-
-def lab_pids(name: str, program: str, router: str | None = None) -> list[int]:
-    """The processes of lab ``name`` running ``program`` (``zebra``, ``vtysh`` ...), of one
-    router or all: those started with ``-N nb-NAME-rK``."""
-    namespace = f"nb-{name}-{router}" if router else f"nb-{name}-"
-    return [
-        pid
-        for pid, argv in _processes()
-        if Path(argv[0]).name == program
-        and any(
-            a.startswith(namespace) for a, before in zip(argv[1:], argv[:-1], strict=True)
-            if before == "-N"
-        )
-    ]
 
 
 def lab_leftovers(name: str) -> list[str]:
@@ -317,96 +364,6 @@ def session_lab_leftovers() -> list[str]:
     return [f"{name}: {thing}" for name in sorted(_SESSION_LABS) for thing in lab_leftovers(name)]
 
 
-def interrupted_when(
-    args: Sequence[str], folder: Path, ready: Callable[[], bool], *, pause: float = 0.1,
-    timeout: float = 120, again: Callable[[], bool] | None = None,
-) -> tuple[int, str, str]:
-    """``args`` in a process (and session) of its own in ``folder``, sent SIGINT once
-    ``ready()`` holds while it runs (checked every ``pause`` s); with ``again``, a second
-    SIGINT once the command has said it is stopping (the first press taken: two signals at
-    once are one press) and ``again()`` holds. Its exit status, standard output and error. It
-    is killed if it outlives the test."""
-    process = subprocess.Popen(args, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
-    said: tuple[list[str], list[str]] = ([], [])
-    readers = [threading.Thread(target=lambda lines=lines, pipe=pipe: lines.extend(pipe),
-                                daemon=True)
-               for lines, pipe in zip(said, (process.stdout, process.stderr), strict=True)]
-    for reader in readers:
-        reader.start()
-
-    def running_until(condition: Callable[[], bool]) -> None:
-        waiting = wait_for(lambda: process.poll() is None and not condition(), pause=pause)
-        assert not waiting and process.poll() is None, said
-
-    try:
-        running_until(ready)
-        process.send_signal(signal.SIGINT)
-        if again is not None:
-            running_until(lambda: any(x.startswith("stopping:") for x in said[1]) and again())
-            process.send_signal(signal.SIGINT)
-        process.wait(timeout)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for reader in readers:
-            reader.join(timeout)
-        for pipe in (process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
-    return process.returncode, "".join(said[0]), "".join(said[1])
-
-
-def send_signal_to(pids: Sequence[int], sig: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            continue
-
-
-@contextmanager
-def daemon_stopped(lab: RouterLabProcess, router: str, daemon: str) -> Iterator[None]:
-    """``router``'s FRR ``daemon`` (``staticd`` ...) stopped inside (SIGSTOP), continued after:
-    a vtysh command that needs it waits for its answer, as a CLI busy with a line does."""
-    pids = lab_pids(lab.name, daemon, router)
-    assert pids, f"no {daemon} on {router}"
-    send_signal_to(pids, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        send_signal_to(pids, signal.SIGCONT)
-
-
-def waiting_on_a_daemon(pid: int) -> bool:
-    """Whether vtysh ``pid`` is blocked reading a daemon's answer (a Unix socket), not waiting
-    for its terminal: the command it runs is in flight."""
-    try:
-        return Path(f"/proc/{pid}/wchan").read_text() == "unix_stream_read_generic"
-    except OSError:
-        return False
-
-
-def cli_killed_mid_command(
-    lab: RouterLabProcess, router: str, process: subprocess.Popen[str],
-    before: Callable[[], None] = lambda: None,
-) -> tuple[str, str]:
-    """``router``'s vtysh killed (SIGKILL) while a command of ``process`` waits on its
-    staticd (stopped meanwhile; ``before`` runs once it is): the process's output and error
-    once it ends, the test failed at the hang guard if it does not."""
-    with daemon_stopped(lab, router, "staticd"):
-        before()
-        assert not wait_for(lambda: not any(
-            waiting_on_a_daemon(pid) for pid in lab_pids(lab.name, "vtysh", router)
-        ), pause=0.05)
-        send_signal_to(lab_pids(lab.name, "vtysh", router), signal.SIGKILL)
-        try:
-            return process.communicate(timeout=HANG_GUARD)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"hang guard: the run went on {HANG_GUARD:g} s after {router}'s CLI died")
-
-
 def guard_pid(name: str) -> int:
     """The guard process of lab ``name``."""
     (pid,) = [p for p, argv in _processes() if _is_guard(argv, name)]
@@ -416,26 +373,6 @@ def guard_pid(name: str) -> int:
 def _is_guard(argv: list[str], name: str) -> bool:
     """Whether ``argv`` is the guard of lab ``name`` (``-m nornir_bench.lab._guard NAME ...``)."""
     return _GUARD in argv[:-1] and argv[argv.index(_GUARD) + 1] == name
-
-
-@contextmanager
-def file_opened(path: Path) -> Iterator[Callable[[], None]]:
-    """Inside, a function that returns once some process has opened ``path`` since the block
-    began (Linux's inotify): the moment another process read a file, an event, not a time."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    watch = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-    assert watch >= 0, os.strerror(ctypes.get_errno())
-    try:
-        added = libc.inotify_add_watch(watch, os.fsencode(path), _IN_OPEN)
-        assert added >= 0, f"{path}: {os.strerror(ctypes.get_errno())}"
-
-        def opened() -> None:
-            ready, _, _ = select.select([watch], [], [], HANG_GUARD)
-            assert ready, f"nothing opened {path}"
-
-        yield opened
-    finally:
-        os.close(watch)
 
 
 def kill_lab(lab: RouterLabProcess) -> None:

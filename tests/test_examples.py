@@ -120,6 +120,7 @@ def test_the_lab_jobs_run_against_the_lab_as_shipped(tmp_path: Path) -> None:
         assert text.count(f"port: {shipped}\n") == 1
         text = text.replace(f"port: {shipped}\n", f"port: {free}\n")
     hosts.write_text(text)
+    # A lab of its own: the shipped inventory's, started by the command as the README says.
     lab = started([*LAB, "lab", "inventory/lab"], "lab ready:", tmp_path, cwd=tmp_path)
     try:
         for name, hosts, expect in [

@@ -1,9 +1,17 @@
-"""A local device lab: emulated SSH devices (FakeNOS) and the emulated-RTT TCP server.
+"""A local device lab: emulated SSH devices (FakeNOS), real routers (FRR behind OpenSSH) and
+the emulated-RTT TCP server, each started and stopped from Python as from the command line.
 
+- :mod:`~nornir_bench.lab.labs`: :func:`router_lab`, :func:`throttling_lab` and
+  :func:`bastion_lab`, router labs as context managers, each yielding a
+  :class:`RunningRouterLab` (:mod:`~nornir_bench.lab.running`): its inventory, a Nornir on
+  it, its routers driven as root, its logins counted, its baseline put back
+  (:meth:`RunningRouterLab.restore`); :meth:`RunningRouterLab.attach` drives a lab another
+  process runs;
+- :mod:`~nornir_bench.lab.device_process`: :func:`device_lab`, FakeNOS devices served by a
+  process of their own; :mod:`~nornir_bench.lab.emulator`: :class:`DeviceLab`, the same in
+  this process, and :func:`run_lab`, ``nornir-bench lab``;
 - :mod:`~nornir_bench.lab.devices`: which devices to emulate, from a nornir SimpleInventory or
   generated, and the inventory that reaches them;
-- :mod:`~nornir_bench.lab.emulator`: :class:`DeviceLab` starts and stops them, :func:`run_lab`
-  is ``nornir-bench lab``;
 - :mod:`~nornir_bench.lab.ready`: :func:`wait_for_lab`, ``nornir-bench wait-lab``, for a lab
   started in the background;
 - :mod:`~nornir_bench.lab.rtt_server`: :class:`RttServer`, thousands of connections answered
@@ -17,6 +25,8 @@ starts, so the RTT server and the inventory helpers work without it.
 """
 
 from nornir_bench.lab._errors import LabError
+from nornir_bench.lab.baseline import LabNotRestored
+from nornir_bench.lab.device_process import DeviceLabProcess, device_lab
 from nornir_bench.lab.devices import (
     DEFAULT_BASE_PORT,
     DEFAULT_PLATFORMS,
@@ -29,27 +39,44 @@ from nornir_bench.lab.devices import (
     write_known_hosts,
 )
 from nornir_bench.lab.emulator import DeviceLab, lab_devices, run_lab
+from nornir_bench.lab.inventories import nornir_on
+from nornir_bench.lab.labs import bastion_lab, new_lab_name, router_lab, throttling_lab
 from nornir_bench.lab.ready import LabNotReady, wait_for_lab
+from nornir_bench.lab.router_ready import RouterNotReady
+from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.rtt_command import raise_open_file_limit, run_rtt_server
 from nornir_bench.lab.rtt_server import RttServer, RttServerStats
+from nornir_bench.lab.running import RunningRouterLab, lab_pids
 
 __all__ = [
     "DEFAULT_BASE_PORT",
     "DEFAULT_PLATFORMS",
     "DeviceLab",
+    "DeviceLabProcess",
     "LabDevice",
     "LabError",
     "LabNotReady",
+    "LabNotRestored",
+    "RouterLab",
+    "RouterNotReady",
     "RttServer",
     "RttServerStats",
+    "RunningRouterLab",
+    "bastion_lab",
+    "device_lab",
     "fakenos_platforms",
     "generate_lab_devices",
     "lab_devices",
+    "lab_pids",
     "load_lab_devices",
+    "new_lab_name",
+    "nornir_on",
     "raise_open_file_limit",
     "render_inventory",
+    "router_lab",
     "run_lab",
     "run_rtt_server",
+    "throttling_lab",
     "wait_for_lab",
     "write_inventory",
     "write_known_hosts",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Collection
 from pathlib import Path
 
 from nornir_bench.lab._errors import LabError
@@ -22,12 +23,19 @@ from nornir_bench.lab.topology import LabPlan
 __all__ = ["refuse_held_ports", "remove_stale", "user_exists"]
 
 
-def remove_stale(plan: LabPlan) -> None:
+def remove_stale(plan: LabPlan, running_here: Collection[str] = ()) -> None:
     """A lab of the same name whose process is gone is removed; one still running is an error.
-    Namespaces of the name that no state records (a start killed early) go too."""
+    Namespaces of the name that no state records (a start killed early) go too.
+
+    Args:
+        plan: the lab about to be made.
+        running_here: the labs this process runs: one of its own recorded under the name
+            and not among them is what an earlier lab of this process left.
+    """
     state = read_state(plan.name)
     if state is not None:
-        if state.owner != os.getpid() and owner_alive(state):
+        mine = state.owner == os.getpid()
+        if plan.name in running_here if mine else owner_alive(state):
             raise LabError(
                 f"a router lab named {plan.name!r} is running (process {state.owner}): stop it, "
                 "or give this one another --name"

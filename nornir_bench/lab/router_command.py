@@ -3,7 +3,6 @@ SIGINT or SIGTERM, and removed."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import sys
@@ -13,24 +12,12 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from nornir_bench.lab._errors import LabError
-from nornir_bench.lab.devices import LabDevice, write_inventory
+from nornir_bench.lab.inventories import router_hosts
 from nornir_bench.lab.ports import free_port_range
 from nornir_bench.lab.routers import DEFAULT_ROUTER_PORT, RouterLab, check_max_startups
 from nornir_bench.lab.topology import DEFAULT_LAB_NAME, plan_lab
 
 __all__ = ["router_hosts", "run_router_lab"]
-
-
-def router_hosts(devices: list[LabDevice], count: int) -> list[LabDevice]:
-    """``count`` inventory hosts spread over the routers' ports in turn (``h001`` on r1,
-    ``h002`` on r2 ...): many hosts behind one SSH server, as in a fleet behind one jump
-    host, or a benchmark of logins."""
-    width = len(str(count))
-    return [
-        dataclasses.replace(d, name=f"h{k + 1:0{width}d}")
-        for k in range(count)
-        for d in [devices[k % len(devices)]]
-    ]
 
 
 def run_router_lab(
@@ -49,7 +36,9 @@ def run_router_lab(
     """``nornir-bench lab --routers N``: make the lab, print a line per router and then
     ``lab ready:`` once it is, and remove it all at SIGINT or SIGTERM (or an error). With
     ``bastion``, the routers are reached only through a bastion on 127.0.0.1
-    (:mod:`~nornir_bench.lab.bastion`), which the inventory names."""
+    (:mod:`~nornir_bench.lab.bastion`), which the inventory names. The lab of
+    :func:`~nornir_bench.lab.labs.router_lab`, with the command's defaults (name ``frr``,
+    ports from 2201) and its lines."""
     plan = plan_lab(
         routers, topology=topology, port=DEFAULT_ROUTER_PORT if port is None else port,
         name=DEFAULT_LAB_NAME if name is None else name,
@@ -75,13 +64,7 @@ def run_router_lab(
                 say(f"{router.name:<4} 127.0.0.1:{router.port:<5}  AS {router.asn}  "
                     f"netns {router.namespace}  peers {peers or '-'}")
             if write is not None:
-                devices = lab.devices()
-                jump = None if lab.bastion is None else lab.bastion.jump_host(lab.password)
-                files = write_inventory(
-                    devices if hosts is None else router_hosts(devices, hosts), write, jump,
-                    "" if lab.bastion is None else lab.bastion.known_hosts_line(),
-                    config_platform="frr",
-                )
+                files = lab.running().write_inventory(write, hosts)
                 say(f"inventory written: {', '.join(os.fspath(f) for f in files)}")
             lab.wait_ready(timeout)
             say(f"lab ready: {len(plan.routers)} FRR routers ({plan.topology}) accept logins, "

@@ -48,26 +48,20 @@ from nornir_bench.lab.bastion import Bastion
 from nornir_bench.lab.devices import LabDevice
 from nornir_bench.lab.ports import listening_ports
 from nornir_bench.lab.router_ready import LOGIN_TIMEOUT, wait_for_router_lab
+from nornir_bench.lab.running import PLATFORM, RunningRouterLab, host_key_of
 from nornir_bench.lab.topology import LabPlan
 
 __all__ = ["DEFAULT_ROUTER_PORT", "PLATFORM", "RouterLab", "check_max_startups", "host_key_of"]
 
 DEFAULT_ROUTER_PORT = 2201
-PLATFORM = "cisco_ios"
-"""The inventory's platform: netmiko's ``cisco_ios`` and scrapli's IOS-XE driver both drive
-vtysh's Cisco-like CLI."""
 
 _FRR_BIN = Path("/usr/lib/frr")
+# The labs this process made and has not stopped: another of the name made here is refused,
+# as one of another process is (their state files name this process either way).
+_RUNNING_HERE: set[str] = set()
 
 
 _MAX_STARTUPS = re.compile(r"(?P<start>[0-9]{1,6})(?::(?P<rate>[0-9]{1,3}):(?P<full>[0-9]{1,6}))?")
-
-
-def host_key_of(workdir: str) -> str:
-    """The SSH host key of the lab whose work folder is ``workdir`` (its state file's
-    ``workdir``), as OpenSSH writes a public key: its routers' known-hosts entry."""
-    public = Path(workdir) / "ssh_host_ed25519_key.pub"
-    return " ".join(public.read_text(encoding="utf-8").split()[:2])
 
 
 class RouterLab:
@@ -95,12 +89,21 @@ class RouterLab:
         return self.plan.user
 
     def devices(self) -> list[LabDevice]:
-        """A device per router, as an inventory reaches it."""
-        key = "" if self.state is None else host_key_of(self.state.workdir)
-        return [
-            LabDevice(r.name, "127.0.0.1", r.port, PLATFORM, self.user, self.password, key)
-            for r in self.plan.routers
-        ]
+        """A device per router, as an inventory reaches it (before :meth:`start`, without
+        the routers' host key, which does not exist yet)."""
+        if self.state is not None:
+            return self.running().devices()
+        return [LabDevice(r.name, "127.0.0.1", r.port, PLATFORM, self.user, self.password)
+                for r in self.plan.routers]
+
+    def running(self, inventory: str | os.PathLike[str] | None = None) -> RunningRouterLab:
+        """The lab as tests and benchmarks drive it, once started (``inventory``: the folder
+        of an inventory written for it)."""
+        if self.state is None:
+            raise LabError(f"router lab {self.plan.name!r} is not started")
+        return RunningRouterLab(self.plan, self.password, self.state.workdir,
+                                sshd_pid=self.state.sshd_pid, owner=self.state.owner,
+                                inventory=inventory)
 
     def __enter__(self) -> RouterLab:
         self.start()
@@ -118,9 +121,10 @@ class RouterLab:
         """
         check_router_lab_needs()
         with labs_locked():  # taking turns with a killed lab's guard: it never removes this one
-            remove_stale(self.plan)
+            remove_stale(self.plan, _RUNNING_HERE)
             refuse_held_ports(self.plan)
             self.made = True
+            _RUNNING_HERE.add(self.plan.name)
             workdir = tempfile.mkdtemp(prefix=f"nornir-bench-lab-{self.plan.name}-")
             self.state = LabState(
                 name=self.plan.name,
@@ -165,6 +169,7 @@ class RouterLab:
                 _reap(process)
         self._sshd = self._guard = None
         self.state = None
+        _RUNNING_HERE.discard(self.plan.name)
 
     def _make_user(self) -> None:
         assert self.state is not None

@@ -4,25 +4,14 @@ line: where the backups go, and ``-e`` reaching the template, as root."""
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.lab.vtysh import restore_config
-from tests.routers import RouterLabProcess
 from tests.runners.test_config_routers import change_job, records, run_cli_command, running
 
 
-@pytest.fixture
-def restored(frr_lab: RouterLabProcess) -> Iterator[dict[str, str]]:
-    """Every router's running configuration before the test (by router), put back after."""
-    before = {r.name: running(frr_lab, r.name) for r in frr_lab.plan.routers}
-    yield before
-    put_back(frr_lab, before)
-
-
-def put_back(lab: RouterLabProcess, before: dict[str, str]) -> None:
+def put_back(lab: RunningRouterLab, before: dict[str, str]) -> None:
     for router, text in before.items():
         assert restore_config(lab.name, router, text), router
 
@@ -32,7 +21,7 @@ def private(folder: Path) -> bool:
 
 
 def test_backups_go_to_the_jobs_backup_dir_or_next_to_the_records_readable_by_you_alone(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     """``backup_dir: mybackups`` is the job's folder's, run from anywhere; with none, the
     backups go to ``backups/`` beside the records ``-o`` names; each folder made is private."""
@@ -60,7 +49,7 @@ def test_backups_go_to_the_jobs_backup_dir_or_next_to_the_records_readable_by_yo
 
 
 def test_e_sets_a_templates_variable_over_the_jobs(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     """The job's template refuses no host (``refuse: []``); ``-e refuse=h2`` makes h2's lines
     hold one FRR refuses: h2 fails, rolled back, the others change."""

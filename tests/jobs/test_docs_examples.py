@@ -13,9 +13,9 @@ in the background (``nornir-bench lab ... &``) runs whole, with the shipped file
 namespace of its own (the shipped lab's fixed ports are free there). The other blocks' commands
 run one after the other, by ``nornir-bench``'s main() in the test's process (a command that
 needs the shell, in a shell), in a folder holding copies of tasks/ and inventory/, inventory/lab
-pointed at the session's FakeNOS lab, inventory/frr written for the module's router lab as
-``nornir-bench lab --routers 3 --write inventory/frr`` writes it; its routers are put back as
-they were after the block. The doc's own task module (``mytasks``) sits beside the jobs.
+pointed at the session's FakeNOS lab, inventory/frr written for the session's router lab as
+``nornir-bench lab --routers 3 --write inventory/frr`` writes it; ``frr_lab`` puts its routers
+back as they were after the block. The doc's own task module (``mytasks``) sits beside the jobs.
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +34,12 @@ import pytest
 from ruamel.yaml import YAML
 
 from nornir_bench.jobs.load import JobError, load_job
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.lab.devices import write_inventory, write_known_hosts
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import plan_lab
-from nornir_bench.lab.vtysh import restore_config
 from tests.cli.in_process import nornir_bench_here
 from tests.devices import LabProcess
-from tests.routers import RouterLabProcess
 from tests.test_examples import IGNORED, ROOT, own_loopback
 
 DOC = ROOT / "docs" / "jobs.md"
@@ -187,7 +184,7 @@ def test_the_blocks_are_read_as_the_doc_writes_them(tmp_path: Path) -> None:
 
 
 def workspace(
-    folder: Path, *, lab: LabProcess | None = None, routers: RouterLabProcess | None = None
+    folder: Path, *, lab: LabProcess | None = None, routers: RunningRouterLab | None = None
 ) -> Path:
     """``folder`` holding copies of tasks/ and inventory/ and the doc's ``mytasks``; the lab's
     hosts at ``lab``'s ports, inventory/frr that of ``routers`` (else of a lab planned, not
@@ -291,20 +288,6 @@ def shell_env() -> dict[str, str]:
     return {**os.environ, "PATH": path}
 
 
-@contextmanager
-def put_back(routers: RouterLabProcess | None) -> Iterator[None]:
-    """Inside, anything may change the routers; after, each is as it was (checked)."""
-    if routers is None:
-        yield
-        return
-    before = {r.name: routers.vtysh(r.name, "show running-config") for r in routers.plan.routers}
-    try:
-        yield
-    finally:
-        for router, text in before.items():
-            assert restore_config(routers.name, router, text), router
-
-
 def shell(args: list[str], folder: Path) -> subprocess.CompletedProcess[str]:
     """``args`` run in ``folder`` with the examples' environment, their output captured."""
     return subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=300,
@@ -347,18 +330,18 @@ def test_a_shell_example_runs_as_written(
     block: Block, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     commands = shell_lines(block)
-    if any(STARTS_A_LAB.match(c.text) for c in commands):
+    if any(STARTS_A_LAB.match(c.text) for c in commands):  # a lab of its own: the doc's text
         run_starting_a_lab(block, tmp_path)
         return
     unknown = [c.text for c in commands if not COMMAND.match(c.text)]
     assert not unknown, f"{where(block)}: not a nornir-bench command: {unknown}"
     needs = labs_named(commands)
     lab = request.getfixturevalue("fakenos_lab") if "lab" in needs else None
+    # frr_lab puts the routers back after the test, whatever the commands changed.
     routers = request.getfixturevalue("frr_lab") if "frr" in needs else None
     folder = workspace(tmp_path / "work", lab=lab, routers=routers)
-    with put_back(routers):
-        for command in commands:
-            done = run_command(command.text, folder)
-            assert done.returncode == command.status, (
-                f"{DOC.name}:{command.line}: {command.text}\n{done.stdout}{done.stderr}"
-            )
+    for command in commands:
+        done = run_command(command.text, folder)
+        assert done.returncode == command.status, (
+            f"{DOC.name}:{command.line}: {command.text}\n{done.stdout}{done.stderr}"
+        )

@@ -1,4 +1,7 @@
-"""The device lab: FakeNOS devices started and stopped in-process, and ``run_lab`` as a command."""
+"""The device lab: FakeNOS devices started and stopped in-process, and ``run_lab`` as a command.
+
+Its labs are its own: their start, their ports and their stop are what it tests.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """``nornir-bench lab --routers``: the plan (pure), and real FRR routers behind OpenSSH (root).
 
-The tests that only use the lab share one per module (``frr_lab``: r1 - r2 - r3); those that
-start, kill or refuse a lab start their own, of one router where one is enough.
+The tests that only use a lab share the session's (``frr_lab``: r1 - r2 - r3; ``bastion_lab``);
+those of the command (its output, its signals), and those that kill or refuse a lab, start
+their own, of one router where one is enough.
 """
 
 from __future__ import annotations
@@ -22,24 +23,23 @@ import pytest
 from netmiko import BaseConnection, ConnectHandler
 from ruamel.yaml import YAML
 
-from nornir_bench.lab import LabDevice, LabError
+from nornir_bench.lab import LabDevice, LabError, RunningRouterLab
 from nornir_bench.lab._system import FRR_DAEMONS, read_state, teardown
+from nornir_bench.lab.devices import INVENTORY_FILES
 from nornir_bench.lab.router_command import router_hosts
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import MAX_ROUTERS, TOPOLOGIES, plan_lab
 from tests.devices import LAB, ROOT, free_port_range, started, stopped
+from tests.router_faults import file_opened, send_signal_to
 from tests.routers import (
     LAB_READY_TIMEOUT,
     STATE_FOLDER,
-    RouterLabProcess,
-    file_opened,
     guard_pid,
     kill_lab,
     lab_leftovers,
     lab_pids,
     new_lab_name,
     router_lab_process,
-    send_signal_to,
     skip_without_router_lab,
     start_router_lab,
     wait_for,
@@ -262,7 +262,7 @@ def test_wait_lab_for_no_such_lab_exits_1_in_one_line() -> None:
 
 
 @contextmanager
-def netmiko_session(lab: RouterLabProcess, router: str) -> Iterator[BaseConnection]:
+def netmiko_session(lab: RunningRouterLab, router: str) -> Iterator[BaseConnection]:
     """A netmiko session (cisco_ios) to ``router``, as the inventory reaches it."""
     (device,) = [d for d in lab.devices() if d.name == router]
     with ConnectHandler(
@@ -273,16 +273,16 @@ def netmiko_session(lab: RouterLabProcess, router: str) -> Iterator[BaseConnecti
 
 
 @pytest.fixture
-def r1(frr_lab: RouterLabProcess) -> Iterator[BaseConnection]:
+def r1(frr_lab: RunningRouterLab) -> Iterator[BaseConnection]:
     with netmiko_session(frr_lab, "r1") as connection:
         yield connection
 
 
 def test_lab_ready_comes_once_every_bgp_session_is_established(
-    frr_lab: RouterLabProcess,
+    frr_lab: RunningRouterLab,
 ) -> None:
-    """What each router's FRR said right after the lab printed ``lab ready:``: every link's
-    session up, none missing (r2 peers with r1 and r3, the ends of the chain with r2)."""
+    """What each router's FRR said right after the lab was ready: every link's session up,
+    none missing (r2 peers with r1 and r3, the ends of the chain with r2)."""
     expected = {
         router.name: {address: "Established" for _, address in frr_lab.plan.neighbours(index)}
         for index, router in enumerate(frr_lab.plan.routers)
@@ -291,7 +291,7 @@ def test_lab_ready_comes_once_every_bgp_session_is_established(
     assert frr_lab.bgp_at_ready == expected
 
 
-def test_a_login_lands_in_that_routers_cli(frr_lab: RouterLabProcess) -> None:
+def test_a_login_lands_in_that_routers_cli(frr_lab: RunningRouterLab) -> None:
     with netmiko_session(frr_lab, "r2") as connection:
         assert connection.find_prompt() == "r2#"
         summary = str(connection.send_command("show ip bgp summary"))
@@ -300,12 +300,12 @@ def test_a_login_lands_in_that_routers_cli(frr_lab: RouterLabProcess) -> None:
     assert len(peers) == 2 and peers <= set(summary.split())  # its neighbours: r1 and r3
 
 
-def bgp_entry(lab: RouterLabProcess, router: str) -> str:
+def bgp_entry(lab: RunningRouterLab, router: str) -> str:
     return lab.vtysh(router, f"show ip bgp {ROUTE}")
 
 
 def test_a_static_route_on_r1_reaches_r3_through_r2(
-    frr_lab: RouterLabProcess, r1: BaseConnection
+    frr_lab: RunningRouterLab, r1: BaseConnection
 ) -> None:
     path_through_r2 = re.compile(r"^\s+65002 65001$", re.M)  # r3 learns it from r2, r2 from r1
     assert "% Network not in table" in bgp_entry(frr_lab, "r3")
@@ -322,14 +322,14 @@ def test_a_static_route_on_r1_reaches_r3_through_r2(
     assert "ip route" not in frr_lab.vtysh("r1", "show running-config")
 
 
-def test_an_unknown_command_is_refused(frr_lab: RouterLabProcess, r1: BaseConnection) -> None:
+def test_an_unknown_command_is_refused(frr_lab: RunningRouterLab, r1: BaseConnection) -> None:
     said = r1.send_config_set(["ip routx 1.1.1.1"])
     assert "% Unknown command: ip routx 1.1.1.1" in said
     assert r1.send_command("ip routx 1.1.1.1") == "% Unknown command: ip routx 1.1.1.1"
     assert "routx" not in frr_lab.vtysh("r1", "show running-config")
 
 
-def test_the_inventory_reaches_each_router_as_the_labs_user(frr_lab: RouterLabProcess) -> None:
+def test_the_inventory_reaches_each_router_as_the_labs_user(frr_lab: RunningRouterLab) -> None:
     """``--hosts 3``: h1, h2, h3, one on each router's port, platform cisco_ios."""
     yaml = YAML(typ="safe")
     hosts = yaml.load(frr_lab.inventory / "hosts.yaml")
@@ -352,18 +352,17 @@ def test_the_inventory_reaches_each_router_as_the_labs_user(frr_lab: RouterLabPr
     ]
 
 
-def test_wait_lab_finds_the_running_lab(frr_lab: RouterLabProcess) -> None:
+def test_wait_lab_finds_the_running_lab(frr_lab: RunningRouterLab) -> None:
     done = nornir_bench("wait-lab", "--routers", "3", "--name", frr_lab.name, "--timeout", "30")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "lab ready: 3 FRR routers accept logins, BGP established\n"
     assert frr_lab.password not in done.stdout + done.stderr
 
 
-def test_the_password_is_written_to_the_inventory_only(frr_lab: RouterLabProcess) -> None:
+def test_the_password_is_written_to_the_inventory_only(frr_lab: RunningRouterLab) -> None:
+    """(The command never prints it: router_lab_process checks each lab it runs.)"""
     password = frr_lab.password
     assert len(password) >= 16
-    assert "lab ready:" in frr_lab.output()
-    assert password not in frr_lab.output()
     state = frr_lab.state()
     assert state["password"] == password  # for wait-lab: in a file only root can read
     assert stat.S_IMODE((STATE_FOLDER / f"{frr_lab.name}.json").stat().st_mode) == 0o600
@@ -383,13 +382,13 @@ def test_the_password_is_written_to_the_inventory_only(frr_lab: RouterLabProcess
 
 
 def test_a_second_lab_of_a_running_ones_name_is_refused_naming_it(
-    frr_lab: RouterLabProcess,
+    frr_lab: RunningRouterLab,
 ) -> None:
     """From the command line and from Python; the running lab is left as it was."""
     state = frr_lab.state()
     bgpd = lab_pids(frr_lab.name, "bgpd")
     says = (f"a router lab named {frr_lab.name!r} is running (process "
-            f"{frr_lab.handle.process.pid}): stop it, or give this one another --name")
+            f"{frr_lab.owner}): stop it, or give this one another --name")
     done = nornir_bench("lab", "--routers", "1", "--name", frr_lab.name, "--port",
                         str(free_port_range(1)))
     assert done.returncode == 2, done.stderr
@@ -403,14 +402,14 @@ def test_a_second_lab_of_a_running_ones_name_is_refused_naming_it(
 
 
 def test_a_lab_on_ports_another_lab_holds_is_refused_at_once_naming_that_lab(
-    frr_lab: RouterLabProcess,
+    frr_lab: RunningRouterLab,
 ) -> None:
     """From the command line and from Python, before anything is made; the running lab is left
     as it was."""
     port = frr_lab.plan.routers[1].port  # r2's, and r3's next: the new lab's r1 and r2
     name = new_lab_name()
     says = (f"port {port} (router r1) is held by router lab {frr_lab.name!r} (process "
-            f"{frr_lab.handle.process.pid}): stop it, or give this lab free ports (--port)")
+            f"{frr_lab.owner}): stop it, or give this lab free ports (--port)")
     done = nornir_bench("lab", "--routers", "2", "--name", name, "--port", str(port),
                         timeout=2 * LAB_READY_TIMEOUT)
     assert done.returncode == 2, done.stderr
@@ -443,6 +442,24 @@ def test_a_lab_on_a_port_another_process_listens_on_is_refused_naming_it() -> No
 # -- labs of their own -----------------------------------------------------------------------
 
 
+def test_the_command_says_its_routers_writes_the_inventory_and_ctrl_c_removes_it(
+    tmp_path: Path,
+) -> None:
+    """``nornir-bench lab --routers`` itself (the command's own lines and SIGINT: a lab of its
+    own): a line per router, the inventory's files, ``lab ready:``; at Ctrl-C exit 0, ``lab
+    stopped``, nothing left, the password never printed (router_lab_process checks)."""
+    skip_without_router_lab()
+    with router_lab_process(tmp_path, 2, hosts=3) as lab:
+        said = lab.handle.stdout
+        first, second = lab.plan.routers
+        assert said[0].split()[:2] == ["r1", f"127.0.0.1:{first.port}"]
+        assert said[1].split()[:2] == ["r2", f"127.0.0.1:{second.port}"]
+        assert said[2] == "inventory written: " + ", ".join(
+            str(lab.inventory / name) for name in (*INVENTORY_FILES, "known_hosts"))
+        assert said[3].startswith("lab ready: 2 FRR routers (chain) accept logins, BGP established")
+        assert lab.hosts() == {"h1": "r1", "h2": "r2", "h3": "r1"}
+
+
 def alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie is dead: only its parent has not reaped it)."""
     try:
@@ -455,13 +472,15 @@ def alive(pid: int) -> bool:
 @pytest.mark.parametrize("bastion", [False, True], ids=["direct", "bastion"])
 def test_a_lab_killed_with_sigkill_is_removed_by_its_guard(tmp_path: Path, bastion: bool) -> None:
     """With a bastion, killed while a login holds a bastion connection: its sshd, in the
-    management namespace, goes with the rest."""
+    management namespace, goes with the rest. (The command's lab, of its own: it is killed.)"""
     skip_without_router_lab()
     lab = start_router_lab(tmp_path, 1, bastion=bastion)
     held = None
     try:
         workdir = Path(lab.state()["workdir"])
         if bastion:
+            port = lab.plan.bastion_port
+            assert f"bastion 127.0.0.1:{port}: the only way in" in lab.output()
             held = socket.create_connection(("127.0.0.1", lab.plan.bastion_port or 0), 10)
             assert held.recv(64).startswith(b"SSH-2.0-OpenSSH")  # its sshd -i is serving
         made = lab_leftovers(lab.name)
@@ -633,39 +652,37 @@ sys.exit(lab.wait())
 """
 
 
-def test_a_lab_with_a_bastion_is_reached_through_it_only(tmp_path: Path) -> None:
+def test_a_lab_with_a_bastion_is_reached_through_it_only(bastion_lab: RunningRouterLab) -> None:
     """``--bastion``: the routers' SSH server listens inside the lab's management namespace;
     the inventory names the bastion (OpenSSH on 127.0.0.1) as every host's jump host, with its
     key and the routers' known; jobs reach every router through it on both drivers, and
-    nothing reaches the routers' ports from here. Everything is removed at the end, the
-    bastion's servers included."""
+    nothing reaches the routers' ports from here. (The session's lab: its end removes it,
+    checked as every lab's; the command's bastion line and its kill: the SIGKILL test.)"""
     from nornir_bench.tasks import asend_command, send_command
 
-    skip_without_router_lab()
-    with router_lab_process(tmp_path, 2, bastion=True) as lab:
-        bastion = lab.plan.bastion_port
-        assert bastion is not None and lab.state()["bastion_port"] == bastion
-        assert f"bastion 127.0.0.1:{bastion}: the only way in" in lab.output()
-        defaults = YAML(typ="safe").load(lab.inventory / "defaults.yaml")
-        assert defaults["data"]["jump_host"] == {
-            "host": "127.0.0.1", "port": bastion, "username": lab.user,
-            "password": lab.password,
-        }
-        known = (lab.inventory / "known_hosts").read_text().splitlines()
-        assert [line.split()[0] for line in known] == [
-            f"[127.0.0.1]:{port}" for port in (bastion, *(r.port for r in lab.plan.routers))
-        ]
+    lab = bastion_lab
+    bastion = lab.plan.bastion_port
+    assert bastion is not None and lab.state()["bastion_port"] == bastion
+    assert lab.inventory is not None
+    defaults = YAML(typ="safe").load(lab.inventory / "defaults.yaml")
+    assert defaults["data"]["jump_host"] == {
+        "host": "127.0.0.1", "port": bastion, "username": lab.user, "password": lab.password,
+    }
+    known = (lab.inventory / "known_hosts").read_text().splitlines()
+    assert [line.split()[0] for line in known] == [
+        f"[127.0.0.1]:{port}" for port in (bastion, *(r.port for r in lab.plan.routers))
+    ]
+    for router in lab.plan.routers:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", router.port), 5).close()
+    for runner, task in (("threadpool", send_command), ("asyncio", asend_command)):
+        nr = lab.nornir(runner)
+        try:
+            result = nr.run(task=task, command="show version")
+        finally:
+            nr.close_connections()
+        assert not result.failed, {h: m[0].exception for h, m in result.items()}
         for router in lab.plan.routers:
-            with pytest.raises(ConnectionRefusedError):
-                socket.create_connection(("127.0.0.1", router.port), 5).close()
-        for runner, task in (("threadpool", send_command), ("asyncio", asend_command)):
-            nr = lab.nornir(runner)
-            try:
-                result = nr.run(task=task, command="show version")
-            finally:
-                nr.close_connections()
-            assert not result.failed, {h: m[0].exception for h, m in result.items()}
-            for router in lab.plan.routers:
-                assert f"({router.name})" in result[router.name][0].result
-        done = nornir_bench("wait-lab", "--routers", "2", "--name", lab.name, "--timeout", "30")
-        assert done.returncode == 0, done.stderr
+            assert f"({router.name})" in result[router.name][0].result
+    done = nornir_bench("wait-lab", "--routers", "2", "--name", lab.name, "--timeout", "30")
+    assert done.returncode == 0, done.stderr

@@ -8,7 +8,7 @@ Checks, journals and parsing are the task's: each runs with the blocking driver 
 and the async one on asyncio (``DRIVERS``), as docs/testing.md's rule for the runner matrix
 says; what the runners do is the conformance and policy suites'.
 
-Each test leaves the routers as it found them (``restored``, tests/runners/test_config_routers.py).
+Each test leaves the routers as it found them (``frr_lab`` puts them back, tests/routers.py).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import (
     ConfigChangeFailed,
     asend_command,
@@ -32,19 +33,16 @@ from nornir_bench.tasks import (
     send_config,
 )
 from nornir_bench.tasks.journal import PENDING, REVERTED, read_journal
-from tests.routers import RouterLabProcess, lab_pids, wait_for
+from tests.routers import lab_pids, wait_for
 from tests.runners.test_config_routers import (
     lab_job,
     records,
-    restored,
     run_cli,
     run_cli_command,
     running,
 )
 from tests.runners.test_conformance import ASYNC, Runner
 from tests.runners.test_routers import closed, failures, own_kind, runners
-
-__all__ = ["restored"]  # the fixture, used by name
 
 yaml = YAML(typ="safe")
 ESTABLISHED = "length(peers.* | [?state=='Established'])"
@@ -63,22 +61,22 @@ DRIVERS = runners(cases=own_change, only=("threadpool", "asyncio"))
 READERS = runners(cases=own_kind, only=("threadpool", "asyncio"))
 
 
-def peer_of_r1(lab: RouterLabProcess) -> str:
+def peer_of_r1(lab: RunningRouterLab) -> str:
     """r1's address on its link to r2 as r2 peers with it, and r2's as r1 does."""
     (peer, address), = lab.plan.neighbours(0)
     return address
 
 
-def breaks_bgp(lab: RouterLabProcess) -> list[str]:
+def breaks_bgp(lab: RunningRouterLab) -> list[str]:
     """A mistyped AS for r1's neighbour r2: FRR takes it, reads it back, and drops the session."""
     return [f"router bgp {lab.asn('r1')}", f" neighbor {peer_of_r1(lab)} remote-as 65099"]
 
 
-def established(lab: RouterLabProcess, router: str) -> int:
+def established(lab: RunningRouterLab, router: str) -> int:
     return sum(state == "Established" for state in lab.bgp_peers(router).values())
 
 
-def run_on_h1(lab: RouterLabProcess, runner: Runner, task: Any, folder: Path,
+def run_on_h1(lab: RunningRouterLab, runner: Runner, task: Any, folder: Path,
               **params: Any) -> Any:
     sessions = set(lab_pids(lab.name, "vtysh"))
     whole = lab.nornir(runner.name, **runner.options)
@@ -92,7 +90,7 @@ def run_on_h1(lab: RouterLabProcess, runner: Runner, task: Any, folder: Path,
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_change_that_breaks_bgp_is_caught_on_the_neighbour_and_rolled_back(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     assert established(frr_lab, "r2") == 2
@@ -116,7 +114,7 @@ def test_a_change_that_breaks_bgp_is_caught_on_the_neighbour_and_rolled_back(
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_check_that_no_longer_holds_after_the_change_rolls_it_back_without_confirm(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     """On the router itself, read once after the change: a peer added where none may be."""
@@ -132,7 +130,7 @@ def test_a_check_that_no_longer_holds_after_the_change_rolls_it_back_without_con
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_checks_that_hold_confirm_the_change_and_a_dry_run_reads_them_before_only(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     route = "203.0.113.77/32"
@@ -156,7 +154,7 @@ def test_checks_that_hold_confirm_the_change_and_a_dry_run_reads_them_before_onl
 
 @pytest.mark.parametrize(("runner", "task"), READERS)
 def test_parsed_json_keeps_the_text_as_raw(
-    frr_lab: RouterLabProcess, runner: Runner, task: Any
+    frr_lab: RunningRouterLab, runner: Runner, task: Any
 ) -> None:
     sessions = set(lab_pids(frr_lab.name, "vtysh"))
     nr = frr_lab.nornir(runner.name, **runner.options)
@@ -178,7 +176,7 @@ PASSWORD_TTP = "<group name=\"secrets\">\n neighbor {{ peer }} password {{ passw
 
 @pytest.mark.parametrize(("runner", "task"), READERS)
 def test_a_template_that_matches_nothing_fails_its_host_and_secrets_stay_masked(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     fsm = tmp_path / "version.textfsm"
@@ -206,7 +204,7 @@ def test_a_template_that_matches_nothing_fails_its_host_and_secrets_stay_masked(
     assert secret not in json.dumps(parsed["h1"][-1].result)
 
 
-def change_job(lab: RouterLabProcess, folder: Path, runner: str, *, lines: str, checks: str,
+def change_job(lab: RunningRouterLab, folder: Path, runner: str, *, lines: str, checks: str,
                confirm: float, options: str = "") -> Path:
     (folder / "change.j2").write_text(lines)
     return lab_job(lab, folder, runner, "    template_file: change.j2\n"
@@ -222,7 +220,7 @@ BREAK_ON_H1 = """{% if host.name == 'h1' %}router bgp {{ asn }}
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_canary_rollout_stops_at_the_router_whose_change_broke_bgp(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     """Each router's check is on its own neighbour, named in its host data (host_from)."""
     template = BREAK_ON_H1.replace("{{ asn }}", str(frr_lab.asn("r1"))).replace(
@@ -254,7 +252,7 @@ def test_a_canary_rollout_stops_at_the_router_whose_change_broke_bgp(
 NEVER = f"[{{name: never, command: {SUMMARY}, path: as, expect: {{equals: -1}}}}]"
 
 
-def killed_while_pending(lab: RouterLabProcess, folder: Path, runner: str) -> Path:
+def killed_while_pending(lab: RunningRouterLab, folder: Path, runner: str) -> Path:
     """A change on every router, its run SIGKILLed once all three are pending confirmation
     (their checks cannot hold); the journal it left."""
     job = change_job(lab, folder, runner, lines="ip route 203.0.113.{{ host.name[1:] }}/32 "
@@ -291,7 +289,7 @@ def killed_while_pending(lab: RouterLabProcess, folder: Path, runner: str) -> Pa
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_recover_reverts_every_change_a_sigkilled_run_left_pending_byte_for_byte(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     journal = killed_while_pending(frr_lab, tmp_path, runner)
     done = run_cli_command("recover", str(journal), cwd=tmp_path)
@@ -311,7 +309,7 @@ def test_recover_reverts_every_change_a_sigkilled_run_left_pending_byte_for_byte
 
 
 def test_the_next_run_on_the_records_folder_reverts_what_a_dead_run_left_pending(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     journal = killed_while_pending(frr_lab, tmp_path, "asyncio")
     assert read_journal(journal).hosts["h1"]["state"] == PENDING
@@ -334,7 +332,7 @@ def test_the_next_run_on_the_records_folder_reverts_what_a_dead_run_left_pending
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_change_after_which_the_device_takes_no_new_login_is_reverted_within_its_window(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     """The session in use outlives what the change did to the device's access: the lab's SSH

@@ -6,9 +6,9 @@ A change's text, refusals, diffs and records are the task's: they run on one blo
 and one async runner (``DRIVERS``). Ctrl-C and deadlines are the runner's: those tests run a
 job on each runner it can name (docs/testing.md, the runner matrix).
 
-Each test leaves the routers as it found them: ``restored`` reads every router's running
-configuration (as root, through vtysh, not through the task under test) before the test and
-puts it back after, checking that it did.
+Each test leaves the routers as it found them: ``frr_lab`` puts every router back after it
+(as root, through vtysh, not through the task under test) and checks that it did;
+``restored`` is each router's running configuration before the test.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from nornir.core.task import AggregatedResult
 
 from nornir_bench import arun_subtask
 from nornir_bench.bench.summary import summarize
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.lab._system import FRR_ETC
 from nornir_bench.lab.vtysh import restore_config
 from nornir_bench.processors.records import host_record
@@ -35,14 +36,8 @@ from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from nornir_bench.tasks.config_text import parse_config, same
 from nornir_bench.tasks.dialects import FRRDriver
 from tests.report.test_page import CHROMIUM, in_browser
-from tests.routers import (
-    RouterLabProcess,
-    cli_killed_mid_command,
-    interrupted_when,
-    lab_pids,
-    send_signal_to,
-    wait_for,
-)
+from tests.router_faults import cli_killed_mid_command, interrupted_when, send_signal_to
+from tests.routers import lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, Runner, each_runner
 from tests.runners.test_routers import closed, failures
 
@@ -67,7 +62,7 @@ def kinds(runner: Runner) -> list[tuple[str, tuple[Any]]]:
 DRIVERS = [p for p in each_runner(cases=kinds) if p.values[0].id in ("threadpool", "asyncio")]
 
 
-def change(host: str, lab: RouterLabProcess) -> list[str]:
+def change(host: str, lab: RunningRouterLab) -> list[str]:
     """A static route and a BGP network statement for ``host``'s router."""
     router = lab.hosts()[host]
     route = ROUTE.format(router[1:])
@@ -79,21 +74,12 @@ def change(host: str, lab: RouterLabProcess) -> list[str]:
     ]
 
 
-def running(lab: RouterLabProcess, router: str) -> str:
+def running(lab: RunningRouterLab, router: str) -> str:
     """``router``'s running configuration as FRR prints it (root, not through SSH)."""
     return lab.vtysh(router, "show running-config")
 
 
-@pytest.fixture
-def restored(frr_lab: RouterLabProcess) -> Iterator[dict[str, str]]:
-    """Every router's running configuration before the test (by router), put back after."""
-    before = {r.name: running(frr_lab, r.name) for r in frr_lab.plan.routers}
-    yield before
-    for router, text in before.items():
-        assert restore_config(frr_lab.name, router, text), router
-
-
-def run_change(lab: RouterLabProcess, runner: Runner, task: Any, folder: Path,
+def run_change(lab: RunningRouterLab, runner: Runner, task: Any, folder: Path,
                lines: Any = change, **params: Any) -> AggregatedResult:
     """``task`` with each host's lines (``lines(host, lab)``) on every host, as a subtask
     (``result[host][1]``), the connections closed after."""
@@ -120,7 +106,7 @@ async def aper_host(
     return await arun_subtask(task, config_task, lines=by_host[task.host.name], **params)
 
 
-def announced(lab: RouterLabProcess, router: str, route: str) -> bool:
+def announced(lab: RunningRouterLab, router: str, route: str) -> bool:
     """Whether ``router``'s BGP table has ``route``."""
     said = json.loads(lab.vtysh(router, "show ip bgp json") or "{}")
     return route in said.get("routes", {})
@@ -128,7 +114,7 @@ def announced(lab: RouterLabProcess, router: str, route: str) -> bool:
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_dry_run_shows_the_diff_and_leaves_every_router_byte_identical(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     result = run_change(frr_lab, runner, task, tmp_path, dry_run=True)
@@ -148,7 +134,7 @@ def test_a_dry_run_shows_the_diff_and_leaves_every_router_byte_identical(
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_change_applied_reaches_the_neighbours_and_applied_again_changes_nothing(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     result = run_change(frr_lab, runner, task, tmp_path)
@@ -171,7 +157,7 @@ def test_a_change_applied_reaches_the_neighbours_and_applied_again_changes_nothi
         assert multi[1].change == {"state": "no change", "backup": None}
 
 
-def refused_on_h2(host: str, lab: RouterLabProcess) -> list[str]:
+def refused_on_h2(host: str, lab: RunningRouterLab) -> list[str]:
     """h2's change has a line its FRR does not know, third of five; the others are fine."""
     lines = change(host, lab)
     return [*lines[:2], "ip routx 198.51.100.0/24", *lines[2:]] if host == "h2" else lines
@@ -179,7 +165,7 @@ def refused_on_h2(host: str, lab: RouterLabProcess) -> list[str]:
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_refused_line_fails_its_host_naming_the_line_and_rolls_it_back(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     result = run_change(frr_lab, runner, task, tmp_path, lines=refused_on_h2)
@@ -198,7 +184,7 @@ def test_a_refused_line_fails_its_host_naming_the_line_and_rolls_it_back(
 
 
 def test_without_rollback_a_refused_line_leaves_the_lines_before_it_and_says_so(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     (runner,) = [p.values[0] for p in DRIVERS if p.values[0].id == "threadpool"][:1]
     result = run_change(frr_lab, runner, send_config, tmp_path, lines=refused_on_h2,
@@ -212,14 +198,14 @@ def test_without_rollback_a_refused_line_leaves_the_lines_before_it_and_says_so(
     assert "+ip route 203.0.113.2/32 Null0" in error.diff
 
 
-def with_secret(host: str, lab: RouterLabProcess) -> list[str]:
+def with_secret(host: str, lab: RunningRouterLab) -> list[str]:
     router = lab.hosts()[host]
     peer = next(address for address in lab.bgp_at_ready[router])
     return [f"router bgp {lab.asn(router)}", f" neighbor {peer} password s3cr3t-{host}"]
 
 
 def test_a_secret_in_the_lines_is_masked_in_the_result_and_diff_but_kept_in_the_backup(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     (runner,) = [p.values[0] for p in DRIVERS if p.values[0].id == "asyncio"][:1]
     result = run_change(frr_lab, runner, asend_config, tmp_path, lines=with_secret)
@@ -236,7 +222,7 @@ def test_a_secret_in_the_lines_is_masked_in_the_result_and_diff_but_kept_in_the_
 
 
 def test_a_template_is_rendered_per_host_and_an_undefined_name_fails_before_the_device(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     template = tmp_path / "route.j2"
     template.write_text(
@@ -269,7 +255,7 @@ router bgp {{ 65000 + host.name[1:] | int }}
 """
 
 
-def lab_job(lab: RouterLabProcess, folder: Path, runner: str, params: str, *,
+def lab_job(lab: RunningRouterLab, folder: Path, runner: str, params: str, *,
             options: str = "", task: str | None = None) -> Path:
     """A job on the lab's inventory, ``params`` the YAML lines of its task's parameters;
     ``task``: the runner's own kind of change task unless given."""
@@ -290,7 +276,7 @@ def lab_job(lab: RouterLabProcess, folder: Path, runner: str, params: str, *,
     return job
 
 
-def change_job(lab: RouterLabProcess, folder: Path, runner: str, refuse: list[str],
+def change_job(lab: RunningRouterLab, folder: Path, runner: str, refuse: list[str],
                options: str = "", task: str | None = None) -> Path:
     """A job changing every router from a template; ``refuse``: hosts given a line FRR does
     not know."""
@@ -327,7 +313,7 @@ JOB_RUNNERS = ["threadpool", "asyncio", "processpool"]
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_check_shows_each_hosts_diff_and_changes_nothing(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     job = change_job(frr_lab, tmp_path, runner, refuse=[])
     done = run_cli(job, "--check", "--show", "-o", "out.jsonl")
@@ -348,7 +334,7 @@ def test_check_shows_each_hosts_diff_and_changes_nothing(
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_not_end_ok(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     """Batches of one host (h1, then h2, then h3), no failure allowed: h2 refuses a line and
     is rolled back, h3 never starts; fixed, --rerun-failed runs h2 and h3 only."""
@@ -384,7 +370,7 @@ def test_a_canary_rollout_stops_at_the_refused_router_and_reruns_only_what_did_n
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_template_error_fails_its_host_before_any_device_of_the_rollout_is_touched(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     """h3's lines name an undefined variable. Every host's lines are made before the step
     touches a device: in a canary rollout allowing no failure, no router is touched (h1 and
@@ -421,7 +407,7 @@ MANY = """\
 """
 
 
-def change_routes(lab: RouterLabProcess, router: str) -> int:
+def change_routes(lab: RunningRouterLab, router: str) -> int:
     """How many of the 150 routes of the MANY change ``router`` holds."""
     prefix = f"ip route 198.18.{100 + int(router[1:])}."
     return sum(line.startswith(prefix) for line in running(lab, router).splitlines())
@@ -431,7 +417,7 @@ def change_routes(lab: RouterLabProcess, router: str) -> int:
     ("runner", "task"), [*((r, None) for r in JOB_RUNNERS), ("asyncio", "send_config")]
 )
 def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str | None,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, task: str | None,
     tmp_path: Path,
 ) -> None:
     """Ctrl-C once a router holds part of a 150-line change (the async runners cancel their
@@ -460,7 +446,7 @@ def test_ctrl_c_in_the_middle_of_the_lines_lets_each_change_end_whole(
 
 @pytest.mark.parametrize("runner", JOB_RUNNERS)
 def test_a_second_ctrl_c_abandons_the_changes_in_flight_and_their_records_say_so(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     """Ctrl-C once r1 holds part of a 150-line change and its staticd is stopped (SIGSTOP: its
     next line waits on it, as a busy router's would), and again once the run said it is
@@ -504,7 +490,7 @@ def test_a_second_ctrl_c_abandons_the_changes_in_flight_and_their_records_say_so
 
 
 def test_a_secret_in_a_devices_configuration_is_masked_wherever_a_job_shows_or_keeps_it(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     """Set by a change, then read back by a job's ``show running-config``: masked on the
     terminal, in the records and the log; the backup of the change keeps the configuration
@@ -542,7 +528,7 @@ def test_a_secret_in_a_devices_configuration_is_masked_wherever_a_job_shows_or_k
      ("processpool", "asend_command")],
 )
 def test_a_session_log_per_router_is_written_masked_and_named_in_its_record(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, task: str,
     tmp_path: Path,
 ) -> None:
     """--session-logs: each router's CLI session, as its driver logged it (netmiko's
@@ -577,7 +563,7 @@ def test_a_session_log_per_router_is_written_masked_and_named_in_its_record(
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backup_is(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, tmp_path: Path,
 ) -> None:
     """r1's CLI is killed once it holds part of a 150-line change: h1 fails saying so, with
     its backup, instead of the library's bare error; the other routers change whole."""
@@ -620,7 +606,7 @@ def test_a_session_lost_mid_change_says_the_state_is_unknown_and_where_the_backu
      ("asyncio", "ScrapliConnectionError: ")],
 )
 def test_a_cli_killed_while_a_line_is_in_flight_fails_its_host_at_once_as_interrupted(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, ended: str,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, ended: str,
     tmp_path: Path,
 ) -> None:
     """Once r1 holds part of a 150-line change, its staticd is stopped, so the line in flight
@@ -667,7 +653,7 @@ LONG_ON_H1 = """\
 
 
 def hung_midway(
-    frr_lab: RouterLabProcess, tmp_path: Path, runner: str, task: str, template: str,
+    frr_lab: RunningRouterLab, tmp_path: Path, runner: str, task: str, template: str,
 ) -> tuple[Path, str, str]:
     """The change job on ``template`` (each exchange may take 600 s, a host 3 s), r1's CLI
     stopped (SIGSTOP) once it holds part of h1's change and let go once the command ended
@@ -706,7 +692,7 @@ def hung_midway(
      ("processpool", "send_config"), ("dask", "asend_config")],
 )
 def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_it_got(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, task: str,
     tmp_path: Path,
 ) -> None:
     """r1's CLI stops (SIGSTOP) once it holds part of h1's change; each exchange may take 600
@@ -735,7 +721,7 @@ def test_a_deadline_ends_a_change_on_a_hung_device_and_its_record_says_how_far_i
 # -- save, changed, a change half made (issue 43) ------------------------------------------
 
 
-def configure(lab: RouterLabProcess, router: str, lines: list[str]) -> None:
+def configure(lab: RunningRouterLab, router: str, lines: list[str]) -> None:
     """``lines`` in ``router``'s configuration mode, as root through vtysh (not the task)."""
     args = ["vtysh", "-N", f"nb-{lab.name}-{router}", "-c", "configure terminal"]
     for line in lines:
@@ -743,12 +729,12 @@ def configure(lab: RouterLabProcess, router: str, lines: list[str]) -> None:
     subprocess.run(args, capture_output=True, timeout=60, check=True)
 
 
-def saved_file(lab: RouterLabProcess, router: str) -> Path:
+def saved_file(lab: RunningRouterLab, router: str) -> Path:
     return FRR_ETC / f"nb-{lab.name}-{router}" / "frr.conf"
 
 
 @pytest.fixture
-def saved(frr_lab: RouterLabProcess) -> Iterator[None]:
+def saved(frr_lab: RunningRouterLab) -> Iterator[None]:
     """Every router's saved configuration (frr.conf: text, owner, mode) put back after."""
     files = {r.name: saved_file(frr_lab, r.name) for r in frr_lab.plan.routers}
     kept = {router: (path.read_bytes(), path.stat()) for router, path in files.items()}
@@ -764,7 +750,7 @@ def saved(frr_lab: RouterLabProcess) -> Iterator[None]:
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_save_writes_the_change_to_each_routers_file_and_a_refused_save_fails_its_host(
-    frr_lab: RouterLabProcess, restored: dict[str, str], saved: None, runner: Runner,
+    frr_lab: RunningRouterLab, restored: dict[str, str], saved: None, runner: Runner,
     task: Any, tmp_path: Path,
 ) -> None:
     """``save: true`` on every router, r2's folder not writable (as the lab's were once): FRR
@@ -798,7 +784,7 @@ def test_save_writes_the_change_to_each_routers_file_and_a_refused_save_fails_it
     assert "ip route 203.0.113.2/32 Null0" in saved_file(frr_lab, "r2").read_text()
 
 
-def refused_last(host: str, lab: RouterLabProcess) -> list[str]:
+def refused_last(host: str, lab: RunningRouterLab) -> list[str]:
     """h2's change has a line its FRR does not know, last of five; the others are fine."""
     lines = change(host, lab)
     return [*lines, "ip routx 198.51.100.0/24"] if host == "h2" else lines
@@ -806,7 +792,7 @@ def refused_last(host: str, lab: RouterLabProcess) -> list[str]:
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_failed_change_says_changed_when_it_left_its_router_changed_and_only_then(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     """Line 5 of 5 refused: without rollback, 4 lines stay on r2, and its result, record and
@@ -828,7 +814,7 @@ def test_a_failed_change_says_changed_when_it_left_its_router_changed_and_only_t
 HALF = [f"198.18.{k}.0/32" for k in range(200, 210)]
 
 
-def half_made(host: str, lab: RouterLabProcess) -> list[str]:
+def half_made(host: str, lab: RunningRouterLab) -> list[str]:
     """Ten routes removed, a BGP neighbour described: on r2, half of it made already."""
     router = lab.hosts()[host]
     peer = next(iter(lab.bgp_at_ready[router]))
@@ -838,7 +824,7 @@ def half_made(host: str, lab: RouterLabProcess) -> list[str]:
 
 @pytest.mark.parametrize(("runner", "task"), DRIVERS)
 def test_a_change_half_made_is_completed_by_sending_only_what_it_still_changes(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: Runner, task: Any,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: Runner, task: Any,
     tmp_path: Path,
 ) -> None:
     """Every router holds ten routes; r2 lost its first five already, as a change stopped in
@@ -864,7 +850,7 @@ REMOVE_ON_H1 = LONG_ON_H1.replace("%}ip route", "%}no ip route")
 @pytest.mark.parametrize(("runner", "task"),
                          [("threadpool", "send_config"), ("asyncio", "asend_config")])
 def test_rerun_failed_completes_a_removal_a_deadline_stopped_in_the_middle(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str, task: str,
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str, task: str,
     tmp_path: Path,
 ) -> None:
     """Each router holds the routes of LONG_ON_H1; a change removes them. r1's CLI stops

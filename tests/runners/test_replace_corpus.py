@@ -22,13 +22,13 @@ from nornir.core.task import Result, Task
 from ruamel.yaml import YAML
 
 from nornir_bench import arun_subtask
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.lab.vtysh import restore_config as put_router_back
 from nornir_bench.tasks import asend_config, send_config
 from nornir_bench.tasks.config_text import in_scope, parse_config, replaced, same
 from nornir_bench.tasks.dialects import FRRDriver
 from nornir_bench.tasks.restore import arestore_config, restore_config
 from tests.routers import (
-    RouterLabProcess,
     lab_pids,
     router_lab_process,
     skip_without_router_lab,
@@ -63,7 +63,9 @@ def test_the_corpus_is_large_and_covers_each_kind_of_section() -> None:
 
 
 @pytest.fixture(scope="module")
-def corpus_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterLabProcess]:
+def corpus_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningRouterLab]:
+    """12 routers of the module's own: a round changes that many at once, and the session's
+    lab has 3."""
     skip_without_router_lab()
     with router_lab_process(tmp_path_factory.mktemp("corpus-lab"), ROUTERS) as lab:
         yield lab
@@ -73,7 +75,7 @@ def frr(text: str) -> Any:
     return parse_config(text, FRRDriver())
 
 
-def set_to(lab: RouterLabProcess, router: str, case: Case) -> None:
+def set_to(lab: RunningRouterLab, router: str, case: Case) -> None:
     """``router``'s scope made ``case.start`` (as root, through vtysh), checked."""
     now = frr(lab.vtysh(router, SHOW))
     wanted = "\n".join(replaced(now, frr(case.start), case.scope).lines())
@@ -95,7 +97,7 @@ async def achange(task: Task, by_host: dict[str, Case], backup_dir: str) -> Resu
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("cases", ROUNDS, ids=[f"round{k + 1}" for k in range(len(ROUNDS))])
 def test_a_replace_makes_the_intended_configuration_and_its_rollback_the_backup(
-    corpus_lab: RouterLabProcess, cases: list[Case], tmp_path: Path,
+    corpus_lab: RunningRouterLab, cases: list[Case], tmp_path: Path,
 ) -> None:
     routers = [r.name for r in corpus_lab.plan.routers][:len(cases)]
     by_host = dict(zip(routers, cases, strict=True))

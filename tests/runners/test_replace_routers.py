@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from nornir_bench.lab import RunningRouterLab
 from tests.report.test_page import CHROMIUM, in_browser
-from tests.routers import RouterLabProcess
 from tests.runners.test_config_routers import (
     lab_job,
     records,
-    restored,  # noqa: F401 - the fixture, by its name
     run_cli,
     run_cli_command,
     running,
@@ -28,14 +27,14 @@ ip route 203.0.113.{{ host.name[1:] }}/32 Null0
 """
 
 
-def add_route(lab: RouterLabProcess, router: str, route: str) -> None:
+def add_route(lab: RunningRouterLab, router: str, route: str) -> None:
     subprocess.run(["vtysh", "-N", f"nb-{lab.name}-{router}", "-c", "configure terminal",
                     "-c", route], check=True, capture_output=True, timeout=30)
 
 
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_a_fleets_drift_is_found_reported_and_brought_back(
-    frr_lab: RouterLabProcess, restored: dict[str, str], runner: str,  # noqa: F811
+    frr_lab: RunningRouterLab, restored: dict[str, str], runner: str,
     tmp_path: Path,
 ) -> None:
     (tmp_path / "intended.j2").write_text(INTENDED)
@@ -79,7 +78,7 @@ def test_a_fleets_drift_is_found_reported_and_brought_back(
 
 
 def test_a_replace_with_a_line_the_router_refuses_names_it_and_rolls_back(
-    frr_lab: RouterLabProcess, restored: dict[str, str], tmp_path: Path,  # noqa: F811
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
 ) -> None:
     from nornir_bench.tasks import ConfigChangeFailed, send_config
 

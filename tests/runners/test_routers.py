@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +27,11 @@ from nornir_bench import LoginRefused, TaskTimeout
 from nornir_bench.bench.summary import summarize
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.liveness import bytes_waiting
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import asend_command, send_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession
-from tests.routers import (
-    RouterLabProcess,
-    cli_killed_mid_command,
-    interrupted_when,
-    lab_pids,
-    router_lab_process,
-    send_signal_to,
-    skip_without_router_lab,
-    wait_for,
-)
+from tests.router_faults import cli_killed_mid_command, interrupted_when, send_signal_to
+from tests.routers import lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, POLICIES, STALE, Runner, each_runner
 from tests.tasks.test_scrapli_session import opened
 
@@ -62,7 +55,7 @@ def failures(result: AggregatedResult) -> dict[str, str]:
     return {host: repr(multi.exception) for host, multi in result.failed_hosts.items()}
 
 
-def assert_each_host_answered(lab: RouterLabProcess, result: AggregatedResult) -> None:
+def assert_each_host_answered(lab: RunningRouterLab, result: AggregatedResult) -> None:
     """Every inventory host ran the command on its own router (the AS number says which)."""
     assert not result.failed, failures(result)
     hosts = lab.hosts()
@@ -71,7 +64,7 @@ def assert_each_host_answered(lab: RouterLabProcess, result: AggregatedResult) -
         assert f"local AS number {lab.asn(hosts[host])}" in multi.result, (host, multi.result)
 
 
-def closed(nr: Any, lab: RouterLabProcess, sessions_before: set[int]) -> None:
+def closed(nr: Any, lab: RunningRouterLab, sessions_before: set[int]) -> None:
     """Close the run's connections, failed hosts' too (nornir's default skips those), and the
     runner; check that every session it opened on the lab has ended."""
     nr.close_connections(on_failed=True)
@@ -82,7 +75,7 @@ def closed(nr: Any, lab: RouterLabProcess, sessions_before: set[int]) -> None:
 
 @pytest.mark.parametrize(("runner", "task"), runners())
 def test_a_command_on_every_host_one_login_each_over_three_runs(
-    frr_lab: RouterLabProcess, runner: Runner, task: Any
+    frr_lab: RunningRouterLab, runner: Runner, task: Any
 ) -> None:
     """The sessions live from one run to the next until ``close_connections``, as nornir keeps
     them: the SSH server logs one login a host, not one a run."""
@@ -101,7 +94,7 @@ CLI_KILLED = "cli-killed"
 CONNECTION_DROPPED = "connection-dropped"
 
 
-def end_sessions(lab: RouterLabProcess, how: str, nr: Any) -> None:
+def end_sessions(lab: RunningRouterLab, how: str, nr: Any) -> None:
     """End every session of the lab's user from the device's side, and wait until it has.
 
     ``cli-killed``: the CLI is killed (as ``pkill -KILL -u USER vtysh``), as when a device
@@ -139,7 +132,7 @@ def closes_unread(nr: Any) -> bool:
     return True
 
 
-def session_titles(lab: RouterLabProcess, part: str = "") -> dict[int, str]:
+def session_titles(lab: RunningRouterLab, part: str = "") -> dict[int, str]:
     """The SSH server's processes serving the lab user's sessions (``sshd: USER [priv]``,
     ``sshd: USER@pts/0`` ...), by process id; those whose title goes on with ``part``."""
     found = {}
@@ -170,7 +163,7 @@ def stale_cases(runner: Runner) -> list[tuple[str, tuple[Any, str]]]:
 
 @pytest.mark.parametrize(("runner", "task", "how"), runners(STALE, cases=stale_cases))
 def test_sessions_the_device_ended_between_runs_are_opened_again(
-    frr_lab: RouterLabProcess, runner: Runner, task: Any, how: str
+    frr_lab: RunningRouterLab, runner: Runner, task: Any, how: str
 ) -> None:
     """The kept sessions are dead when the next run starts: each host logs in again, instead
     of failing on its dead session."""
@@ -195,7 +188,7 @@ def own_kind(runner: Runner) -> list[tuple[str, tuple[Any]]]:
     ("runner", "task"), runners(POLICIES, cases=own_kind, only=("threadpool", "asyncio"))
 )
 def test_a_router_that_stops_answering_mid_session_fails_its_hosts_by_the_task_timeout(
-    frr_lab: RouterLabProcess, runner: Runner, task: Any
+    frr_lab: RunningRouterLab, runner: Runner, task: Any
 ) -> None:
     """r2's CLI stops (SIGSTOP) with the sessions open: its hosts fail with TaskTimeout at
     ``task_timeout``, the others answer as usual."""
@@ -270,7 +263,7 @@ async def aread_when_told(task, timeout):
 '''
 
 
-def lab_job(lab: RouterLabProcess, folder: Path, body: str, runner: str = "threadpool") -> Path:
+def lab_job(lab: RunningRouterLab, folder: Path, body: str, runner: str = "threadpool") -> Path:
     (folder / "labtasks.py").write_text(LAB_TASKS)
     inventory = lab.inventory
     job = folder / "job.yaml"
@@ -293,7 +286,7 @@ def nornir_bench_run(job: Path, *args: str) -> list[str]:
 
 
 def test_a_job_on_the_routers_never_shows_the_password(
-    frr_lab: RouterLabProcess, tmp_path: Path
+    frr_lab: RunningRouterLab, tmp_path: Path
 ) -> None:
     """Not on the terminal, in the records or in the log (netmiko's and paramiko's debug lines
     included), though one step makes every router say it back."""
@@ -326,7 +319,7 @@ def test_a_job_on_the_routers_never_shows_the_password(
 
 
 def test_ctrl_c_keeps_the_host_that_finished_and_ends_the_sessions(
-    frr_lab: RouterLabProcess, tmp_path: Path
+    frr_lab: RunningRouterLab, tmp_path: Path
 ) -> None:
     """Ctrl-C twice with h1 done and the other hosts waiting, each on its open session (the
     first press lets the hosts in flight go on, the second abandons them): exit 130, h1's
@@ -353,7 +346,7 @@ def test_ctrl_c_keeps_the_host_that_finished_and_ends_the_sessions(
 
 
 def test_a_scrapli_session_whose_cli_ended_while_its_loop_was_idle_is_seen_dead_on_next_use(
-    frr_lab: RouterLabProcess,
+    frr_lab: RunningRouterLab,
 ) -> None:
     """The router closes the channel and keeps the connection; the close waits unread, so the
     check without the loop (``alive``, asked before a host's task starts) cannot see it: the
@@ -384,7 +377,7 @@ def test_a_scrapli_session_whose_cli_ended_while_its_loop_was_idle_is_seen_dead_
     ids=["send_command", "asend_command"],
 )
 def test_a_cli_killed_under_a_command_fails_its_host_at_once_saying_the_session_closed(
-    frr_lab: RouterLabProcess, runner: str, task: str, ended: str, tmp_path: Path
+    frr_lab: RunningRouterLab, runner: str, task: str, ended: str, tmp_path: Path
 ) -> None:
     """Once logged in, r1's staticd is stopped, so ``show running-config`` waits for it on r1
     (the session's vtysh blocked on the daemon, the driver reading for the prompt), and r1's
@@ -421,20 +414,17 @@ def test_a_cli_killed_under_a_command_fails_its_host_at_once_saying_the_session_
 THROTTLED_HOSTS = 12
 
 
-@pytest.fixture(scope="module")
-def throttling_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RouterLabProcess]:
-    """One FRR router whose OpenSSH lets one login at a time through to authentication
+@pytest.fixture(name="throttling_lab")
+def twelve_throttled_hosts(throttling_lab: RunningRouterLab, tmp_path: Path) -> RunningRouterLab:
+    """The session's router whose OpenSSH lets one login at a time through to authentication
     (``MaxStartups 1``: it drops the other connections before authentication, as a loaded
-    device does past ``10:30:100``), with 12 inventory hosts on its port."""
-    skip_without_router_lab()
-    folder = tmp_path_factory.mktemp("throttling-lab")
-    with router_lab_process(folder, 1, hosts=THROTTLED_HOSTS, max_startups="1") as lab:
-        yield lab
+    device does past ``10:30:100``), through an inventory of 12 hosts on its port."""
+    return throttling_lab.with_inventory(tmp_path / "inventory", hosts=THROTTLED_HOSTS)
 
 
 @pytest.mark.parametrize(("runner", "task"), runners(POLICIES, cases=own_kind))
 def test_logins_the_ssh_server_drops_are_paced_and_tried_again_with_no_options_set(
-    throttling_lab: RouterLabProcess, runner: Runner, task: Any
+    throttling_lab: RunningRouterLab, runner: Runner, task: Any
 ) -> None:
     sessions = set(lab_pids(throttling_lab.name, "vtysh"))
     logins = throttling_lab.logins()
@@ -452,7 +442,7 @@ def test_logins_the_ssh_server_drops_are_paced_and_tried_again_with_no_options_s
 
 
 def test_with_login_retries_0_a_dropped_login_fails_its_host_as_the_library_said(
-    throttling_lab: RouterLabProcess,
+    throttling_lab: RunningRouterLab,
 ) -> None:
     """Turned off, as before it existed: no pacing, no second try, the library's own error
     (asyncssh's ``Connection lost``); the hosts that got in keep their results."""

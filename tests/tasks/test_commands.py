@@ -299,6 +299,7 @@ def test_devices_restarted_between_steps_get_new_sessions_in_the_next_steps(
 ) -> None:
     """Once, every step after the devices restarted failed on every host (OSError: Socket is
     closed with netmiko, ConnectionLost with asyncssh), though the devices were up again."""
+    # A lab of the test's own: it restarts the devices.
     with lab_process(tmp_path, {"r1": "cisco_ios", "r2": "arista_eos"}) as lab:
         procs = {"num_procs": 1} if runner in ("processpool", "dask") else {}
         nr = lab.nornir(runner, **procs)

@@ -8,7 +8,6 @@ is put back to its configuration after each test (as root, through vtysh) and ch
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.task import Task
 
 from nornir_bench import arun_subtask
-from nornir_bench.lab.vtysh import restore_config
+from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
-from tests.routers import RouterLabProcess, lab_pids
+from tests.routers import lab_pids
 from tests.runners.test_routers import closed, failures
 from tests.tasks.test_refusals import ACCEPTED, REFUSED, said
 
@@ -38,11 +37,9 @@ def change_of(row: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture
-def r3_restored(frr_lab: RouterLabProcess) -> Iterator[str]:
-    """r3's running configuration before the test, put back after."""
-    before = frr_lab.vtysh(ROUTER, "show running-config")
-    yield before
-    assert restore_config(frr_lab.name, ROUTER, before)
+def r3_restored(frr_lab: RunningRouterLab) -> str:
+    """r3's running configuration before the test (``frr_lab`` puts it back after)."""
+    return frr_lab.configs()[ROUTER]
 
 
 def change_each(task: Task, config_task: Any, changes: list[list[str]], folder: str) -> list[Any]:
@@ -70,7 +67,7 @@ async def achange_each(
     return ended
 
 
-def run_changes(lab: RouterLabProcess, runner: str, config_task: Any,
+def run_changes(lab: RunningRouterLab, runner: str, config_task: Any,
                 changes: list[list[str]], folder: Path) -> list[Any]:
     """``changes`` one after the other on h3 (one session), the connections closed after."""
     sessions = set(lab_pids(lab.name, "vtysh"))
@@ -87,7 +84,7 @@ def run_changes(lab: RouterLabProcess, runner: str, config_task: Any,
 
 @pytest.mark.parametrize(("runner", "config_task"), DRIVERS)
 def test_each_refusal_of_the_table_names_its_own_line_in_frrs_words_and_is_rolled_back(
-    frr_lab: RouterLabProcess, r3_restored: str, runner: str, config_task: Any,
+    frr_lab: RunningRouterLab, r3_restored: str, runner: str, config_task: Any,
     tmp_path: Path,
 ) -> None:
     """The table's refused lines, each in a change of three lines or more; then its lines FRR
@@ -109,7 +106,7 @@ def test_each_refusal_of_the_table_names_its_own_line_in_frrs_words_and_is_rolle
 
 @pytest.mark.parametrize(("runner", "config_task"), DRIVERS)
 def test_a_refusal_without_a_percent_names_its_line_not_the_next_one(
-    frr_lab: RouterLabProcess, r3_restored: str, runner: str, config_task: Any,
+    frr_lab: RunningRouterLab, r3_restored: str, runner: str, config_task: Any,
     tmp_path: Path,
 ) -> None:
     """The issue's case, on r3 (AS 65003): FRR answers line 2 without ``%``; the line named

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.tasks import asend_command
 from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession, session_of
-from tests.devices import LAB, LabProcess, closed_port, lab_process, nornir_on, started, stopped
+from tests.devices import LabProcess, closed_port, lab_process, nornir_on
 from tests.ssh_servers import ssh_server
 
 # Per platform: a privileged command and what its output says, and a second command.
@@ -36,7 +35,8 @@ COMMANDS = {
 
 @pytest.fixture(scope="module")
 def more_platforms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabProcess]:
-    """The lab platforms fakenos_lab has not: NX-OS, Junos, and IOS-XR."""
+    """The lab platforms fakenos_lab has not: NX-OS, Junos, and IOS-XR (a lab of the
+    module's own: the tests of the session's lab run on each of its devices)."""
     platforms = {"nx1": "cisco_nxos", "mx1": "juniper_junos", "xr1": "cisco_xr"}
     with lab_process(tmp_path_factory.mktemp("more-platforms"), platforms) as lab:
         yield lab
@@ -220,7 +220,7 @@ def test_alive_sees_a_device_that_went_away_while_the_loop_was_idle(
     session = idle_loop.run_until_complete(opened(lab_host(own_lab)))
     assert session.alive()
     assert session.alive()  # asking twice takes nothing from the connection
-    stopped(own_lab.handle, signal.SIGKILL)  # the device's process dies; the loop is idle
+    own_lab.kill()  # the device's process dies; the loop is idle
     assert not session.alive()
     idle_loop.run_until_complete(session.aclose())
     assert not session.alive() and not ScrapliSession().alive()
@@ -242,9 +242,7 @@ def test_alive_answers_without_writing_to_the_device(fakenos_lab: LabProcess) ->
     assert asyncio.run(main()).startswith("*")  # IOS's clock line, nothing before it
 
 
-def test_a_device_that_restarted_between_runs_gets_a_new_session(
-    own_lab: LabProcess, tmp_path: Path
-) -> None:
+def test_a_device_that_restarted_between_runs_gets_a_new_session(own_lab: LabProcess) -> None:
     """The core asks alive() before the host's task gets its kept session: the dead one is
     dropped and the task logs in again, instead of failing on it."""
     nr = own_lab.nornir("asyncio")
@@ -252,17 +250,14 @@ def test_a_device_that_restarted_between_runs_gets_a_new_session(
     try:
         assert not nr.run(task=asend_command, command="show clock").failed
         before = host.connections[CONNECTION_NAME]
-        stopped(own_lab.handle, signal.SIGKILL)
-        again = started([*LAB, "lab", str(own_lab.inventory)], "lab ready:", tmp_path)
-        try:
-            result = nr.run(task=asend_command, command="show clock")
-            assert not result.failed, result.failed_hosts
-            assert host.connections[CONNECTION_NAME] is not before
-            assert before.connection is None  # closed when dropped
-        finally:
-            nr.close_connections()
-            stopped(again)
+        own_lab.kill()
+        own_lab.start()  # on the same port
+        result = nr.run(task=asend_command, command="show clock")
+        assert not result.failed, result.failed_hosts
+        assert host.connections[CONNECTION_NAME] is not before
+        assert before.connection is None  # closed when dropped
     finally:
+        nr.close_connections()
         getattr(nr.runner, "close", lambda: None)()
 
 
@@ -270,9 +265,10 @@ async def drop_mid_command(task: Task, lab: LabProcess) -> str:
     """A command, then a long one during which the device's process is killed (once)."""
     await asend_command(task, "show clock")
     long_command = asyncio.ensure_future(asend_command(task, "show clock " + "x" * 300))
-    if lab.handle.process.poll() is None:
+    process = lab.process
+    if process is not None and process.poll() is None:
         await asyncio.sleep(0.2)  # the device echoes a byte per 10 ms: 3 s for this command
-        lab.handle.process.kill()
+        process.kill()
     return str((await long_command).result)
 
 

@@ -1,0 +1,267 @@
+"""A router lab that runs, as tests and benchmarks drive it: :class:`RunningRouterLab`.
+
+What it offers is the same whoever runs the lab: this process
+(:func:`~nornir_bench.lab.labs.router_lab`), or another one, attached by the lab's name
+(:meth:`RunningRouterLab.attach`: ``nornir-bench lab --routers N --name NAME``, a test
+session's lab). Its login, the inventory written for it (any number of hosts spread over the
+routers), a Nornir on that inventory, its routers driven as root through vtysh, its BGP
+peers, the logins its SSH server accepted, the processes of its routers, and its baseline
+(:mod:`~nornir_bench.lab.baseline`): the state it was ready in, to put it back to after a test
+or a benchmark changed it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nornir_bench.lab._errors import LabError
+from nornir_bench.lab._system import owner_alive, read_state
+from nornir_bench.lab.baseline import Baseline
+from nornir_bench.lab.bastion import Bastion
+from nornir_bench.lab.devices import LabDevice, write_inventory
+from nornir_bench.lab.inventories import nornir_on, router_hosts
+from nornir_bench.lab.router_ready import wait_for_router_lab
+from nornir_bench.lab.topology import LabPlan, plan_lab
+from nornir_bench.lab.vtysh import vtysh
+
+if TYPE_CHECKING:
+    from nornir.core import Nornir
+
+__all__ = ["PLATFORM", "RunningRouterLab", "host_key_of", "lab_pids"]
+
+PLATFORM = "cisco_ios"
+"""The inventory's platform: netmiko's ``cisco_ios`` and scrapli's IOS-XE driver both drive
+vtysh's Cisco-like CLI."""
+
+_SHOW_BGP = "show bgp ipv4 unicast summary json"
+
+
+def host_key_of(workdir: str | os.PathLike[str]) -> str:
+    """The SSH host key of the lab whose work folder is ``workdir`` (its state file's
+    ``workdir``), as OpenSSH writes a public key: its routers' known-hosts entry."""
+    public = Path(workdir) / "ssh_host_ed25519_key.pub"
+    return " ".join(public.read_text(encoding="utf-8").split()[:2])
+
+
+class RunningRouterLab:
+    """A router lab that runs (see the module).
+
+    Args:
+        plan: its routers and links.
+        password: its login user's password.
+        workdir: its work folder (keys, configuration and logs of its SSH servers).
+        sshd_pid: its SSH server's process id.
+        owner: the process that made it (which removes it).
+        inventory: the folder of an inventory written for it, if any.
+    """
+
+    def __init__(self, plan: LabPlan, password: str, workdir: str | os.PathLike[str], *,
+                 sshd_pid: int | None, owner: int,
+                 inventory: str | os.PathLike[str] | None = None) -> None:
+        self.plan = plan
+        self.password = password
+        self.workdir = Path(workdir)
+        self.sshd_pid = sshd_pid
+        self.owner = owner
+        self.inventory = None if inventory is None else Path(inventory)
+        """The folder of the inventory written for it (``hosts.yaml``, ``groups.yaml``,
+        ``defaults.yaml``, ``known_hosts``), if any."""
+        self.baseline: Baseline | None = None
+        """What :meth:`restore` puts it back to: taken by :meth:`wait_ready` (or
+        :meth:`take_baseline`)."""
+
+    @classmethod
+    def attach(cls, name: str, inventory: str | os.PathLike[str] | None = None, *,
+               baseline: bool = True) -> RunningRouterLab:
+        """The lab named ``name`` that another process runs (it must be ready); with
+        ``baseline``, its state now is what :meth:`restore` puts it back to.
+
+        Raises:
+            LabError: no lab of that name runs.
+        """
+        state = read_state(name)
+        if state is None or state.sshd_pid is None or not owner_alive(state):
+            raise LabError(f"no router lab named {name!r} is running")
+        plan = plan_lab(len(state.ports), topology=state.topology,
+                        port=min(state.ports.values()), name=name,
+                        bastion_port=state.bastion_port)
+        lab = cls(plan, state.password, state.workdir, sshd_pid=state.sshd_pid,
+                  owner=state.owner, inventory=inventory)
+        if baseline:
+            lab.take_baseline()
+        return lab
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    @property
+    def user(self) -> str:
+        """Its login user (``nbl-NAME``)."""
+        return self.plan.user
+
+    @property
+    def host_key(self) -> str:
+        """Its routers' SSH host key (``ssh-ed25519 AAAA...``)."""
+        return host_key_of(self.workdir)
+
+    def routers(self) -> list[str]:
+        """Its routers' names (``r1``, ``r2`` ...)."""
+        return [router.name for router in self.plan.routers]
+
+    def devices(self) -> list[LabDevice]:
+        """A device per router, as an inventory reaches it."""
+        key = self.host_key
+        return [
+            LabDevice(r.name, "127.0.0.1", r.port, PLATFORM, self.user, self.password, key)
+            for r in self.plan.routers
+        ]
+
+    def write_inventory(self, folder: str | os.PathLike[str],
+                        hosts: int | None = None) -> list[Path]:
+        """A nornir SimpleInventory for it in ``folder``: a host per router (``r1`` ...), or
+        ``hosts`` hosts spread over the routers in turn (``h1`` on r1, ``h2`` on r2 ...);
+        through its bastion if it has one. The files written.
+
+        Raises:
+            LabError: the folder cannot be written.
+        """
+        devices = self.devices()
+        jump, known = None, ""
+        if self.plan.management is not None and self.plan.bastion_port is not None:
+            bastion = Bastion(self.plan.management, self.plan.bastion_port, self.user,
+                              os.fspath(self.workdir))
+            jump, known = bastion.jump_host(self.password), bastion.known_hosts_line()
+        return write_inventory(devices if hosts is None else router_hosts(devices, hosts),
+                               folder, jump, known, config_platform="frr")
+
+    def with_inventory(self, folder: str | os.PathLike[str],
+                       hosts: int | None = None) -> RunningRouterLab:
+        """The same lab (its baseline shared) with an inventory of its own in ``folder``
+        (:meth:`write_inventory`)."""
+        self.write_inventory(folder, hosts)
+        view = copy.copy(self)
+        view.inventory = Path(folder)
+        return view
+
+    def hosts(self) -> dict[str, str]:
+        """Each host of its inventory, and the router it reaches (by port)."""
+        from ruamel.yaml import YAML
+
+        if self.inventory is None:
+            return {name: name for name in self.routers()}
+        routers = {r.port: r.name for r in self.plan.routers}
+        hosts = YAML(typ="safe").load(self.inventory / "hosts.yaml")
+        return {name: routers[host["port"]] for name, host in hosts.items()}
+
+    def asn(self, router: str) -> int:
+        """``router``'s AS number."""
+        (found,) = [r.asn for r in self.plan.routers if r.name == router]
+        return found
+
+    def nornir(self, runner: str = "threadpool", **options: Any) -> Nornir:
+        """A Nornir on its inventory with the runner ``runner`` and its ``options``.
+
+        Raises:
+            LabError: no inventory was written for it.
+        """
+        if self.inventory is None:
+            raise LabError(f"router lab {self.name!r} has no inventory: write one first")
+        return nornir_on(self.inventory, runner, **options)
+
+    def vtysh(self, router: str, command: str) -> str:
+        """``command`` on ``router``'s FRR as root (not through SSH): what it printed."""
+        return vtysh(self.name, router, command)
+
+    def configs(self) -> dict[str, str]:
+        """Each router's running configuration, by router."""
+        if self.baseline is not None:
+            return self.baseline.configs()
+        return {router: self.vtysh(router, "show running-config") for router in self.routers()}
+
+    def bgp_peers(self, router: str) -> dict[str, str]:
+        """``router``'s BGP peers (address -> state), as its FRR says them."""
+        said = json.loads(self.vtysh(router, _SHOW_BGP) or "{}")
+        return {address: peer["state"] for address, peer in said.get("peers", {}).items()}
+
+    def logins(self) -> int:
+        """The logins its SSH server accepted so far (its log's ``Accepted password`` lines)."""
+        log = self.workdir / "sshd.log"
+        return log.read_text(errors="replace").count("Accepted password for ")
+
+    def pids(self, program: str, router: str | None = None) -> list[int]:
+        """Its processes running ``program`` (``bgpd``, ``vtysh`` ...), of one router or all."""
+        return lab_pids(self.name, program, router)
+
+    def state(self) -> dict[str, Any]:
+        """Its state file (what it made, its owner, its SSH server), as a dict."""
+        state = read_state(self.name)
+        if state is None:
+            raise LabError(f"router lab {self.name!r} has no state file: it is not running")
+        return asdict(state)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Return once every router accepts a login and all its BGP sessions are up; its
+        baseline is then taken.
+
+        Raises:
+            RouterNotReady: naming what was still not ready at ``timeout``.
+        """
+        wait_for_router_lab(self.plan, self.password, timeout)
+        self.take_baseline()
+
+    def take_baseline(self) -> None:
+        """Its state now is what :meth:`restore` puts it back to."""
+        if self.baseline is not None:
+            self.baseline.close()
+        self.baseline = Baseline(self.name, self.plan, self.sshd_pid)
+
+    @property
+    def bgp_at_ready(self) -> dict[str, dict[str, str]]:
+        """Each router's BGP peers and their state, as its FRR said them at the baseline
+        (right after the lab was ready)."""
+        if self.baseline is None:
+            return {}
+        return {name: dict(router.said) for name, router in self.baseline.routers.items()}
+
+    def restore(self) -> None:
+        """Put it back to its baseline (:meth:`~nornir_bench.lab.baseline.Baseline.restore`).
+
+        Raises:
+            LabNotRestored: what could not be put back.
+        """
+        if self.baseline is None:
+            raise LabError(f"router lab {self.name!r} has no baseline: take one first")
+        self.baseline.restore()
+
+    def close(self) -> None:
+        """Let go of its baseline's watch (the lab itself is its owner's to stop)."""
+        if self.baseline is not None:
+            self.baseline.close()
+
+
+def lab_pids(name: str, program: str, router: str | None = None) -> list[int]:
+    """The processes of lab ``name`` running ``program`` (``zebra``, ``vtysh`` ...), of one
+    router or all: those started with ``-N nb-NAME-rK``."""
+    prefix = f"nb-{name}-"
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text(errors="replace")
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        words = argv.rstrip("\0").split("\0")
+        if stat.rsplit(")", 1)[1].split()[0] == "Z" or Path(words[0]).name != program:
+            continue
+        if any(a == f"{prefix}{router}" if router else a.startswith(prefix)
+               for a, before in zip(words[1:], words[:-1], strict=True) if before == "-N"):
+            found.append(int(entry))
+    return found
