@@ -54,6 +54,7 @@ from nornir_bench.lab import (
 )
 from nornir_bench.lab import new_lab_name as package_lab_name
 from nornir_bench.lab._system import STATE_FOLDER
+from nornir_bench.lab.running import live_processes
 from tests.devices import LAB, Started, free_port_range, started, stopped
 from tests.waiting import HANG_GUARD
 
@@ -184,7 +185,7 @@ def session_lab_pids() -> set[int]:
         return set()
     names = {lab.name for lab in _RUNNING.values()}
     pids = {lab.sshd_pid for lab in _RUNNING.values() if lab.sshd_pid is not None}
-    return pids | {pid for pid, argv in _processes() for name in names if _is_guard(argv, name)}
+    return pids | {pid for pid, argv in live_processes() for name in names if _is_guard(argv, name)}
 
 
 @pytest.fixture(scope="session")
@@ -307,22 +308,6 @@ def wait_for(check: Callable[[], Any], pause: float = 0.1) -> Any:
     return found
 
 
-def _processes() -> Iterator[tuple[int, list[str]]]:
-    """Every live process (zombies left out: they are dead, waiting for their parent) and
-    its command line."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text(errors="replace")
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[0] == "Z" or not argv:
-            continue
-        yield int(entry), argv.rstrip("\0").split("\0")
-
-
 def lab_leftovers(name: str) -> list[str]:
     """What lab ``name`` left on this machine: namespaces, FRR and vtysh processes, its SSH
     server and sessions, its guard, its user and group (and memberships), FRR's folders, its
@@ -333,7 +318,7 @@ def lab_leftovers(name: str) -> list[str]:
         left += [f"namespace {n}" for n in os.listdir("/run/netns") if n.startswith(prefix)]
     except FileNotFoundError:
         pass
-    for pid, argv in _processes():
+    for pid, argv in live_processes():
         line = " ".join(argv)
         if (
             (f"-N {prefix}" in line and ("/usr/lib/frr/" in line or "vtysh" in argv[0]))
@@ -366,7 +351,7 @@ def session_lab_leftovers() -> list[str]:
 
 def guard_pid(name: str) -> int:
     """The guard process of lab ``name``."""
-    (pid,) = [p for p, argv in _processes() if _is_guard(argv, name)]
+    (pid,) = [p for p, argv in live_processes() if _is_guard(argv, name)]
     return pid
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ from nornir_bench.lab.vtysh import vtysh
 if TYPE_CHECKING:
     from nornir.core import Nornir
 
-__all__ = ["PLATFORM", "RunningRouterLab", "host_key_of", "lab_pids"]
+__all__ = ["PLATFORM", "RunningRouterLab", "host_key_of", "lab_pids", "live_processes"]
 
 PLATFORM = "cisco_ios"
 """The inventory's platform: netmiko's ``cisco_ios`` and scrapli's IOS-XE driver both drive
@@ -249,7 +250,18 @@ def lab_pids(name: str, program: str, router: str | None = None) -> list[int]:
     """The processes of lab ``name`` running ``program`` (``zebra``, ``vtysh`` ...), of one
     router or all: those started with ``-N nb-NAME-rK``."""
     prefix = f"nb-{name}-"
-    found = []
+    return [
+        pid
+        for pid, words in live_processes()
+        if Path(words[0]).name == program
+        and any(a == f"{prefix}{router}" if router else a.startswith(prefix)
+                for a, before in zip(words[1:], words[:-1], strict=True) if before == "-N")
+    ]
+
+
+def live_processes() -> Iterator[tuple[int, list[str]]]:
+    """Every live process (zombies left out: they are dead, waiting for their parent) and
+    the words of its command line."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -258,10 +270,6 @@ def lab_pids(name: str, program: str, router: str | None = None) -> list[int]:
             argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        words = argv.rstrip("\0").split("\0")
-        if stat.rsplit(")", 1)[1].split()[0] == "Z" or Path(words[0]).name != program:
+        if stat.rsplit(")", 1)[1].split()[0] == "Z" or not argv:
             continue
-        if any(a == f"{prefix}{router}" if router else a.startswith(prefix)
-               for a, before in zip(words[1:], words[:-1], strict=True) if before == "-N"):
-            found.append(int(entry))
-    return found
+        yield int(entry), argv.rstrip("\0").split("\0")
