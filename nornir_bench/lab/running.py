@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from nornir.core import Nornir
 
 __all__ = ["PLATFORM", "RunningRouterLab", "host_key_of", "lab_pids", "live_processes"]
+
+_ACCEPTED = re.compile(r"\bAccepted \S+ for ")  # OpenSSH logs each login it took so
 
 PLATFORM = "cisco_ios"
 """The inventory's platform: netmiko's ``cisco_ios`` and scrapli's IOS-XE driver both drive
@@ -191,9 +194,10 @@ class RunningRouterLab:
         return {address: peer["state"] for address, peer in said.get("peers", {}).items()}
 
     def logins(self) -> int:
-        """The logins its SSH server accepted so far (its log's ``Accepted password`` lines)."""
+        """The logins its SSH server accepted so far: its log's ``Accepted METHOD for USER``
+        lines (the lab's servers take passwords only)."""
         log = self.workdir / "sshd.log"
-        return log.read_text(errors="replace").count("Accepted password for ")
+        return len(_ACCEPTED.findall(log.read_text(errors="replace")))
 
     def pids(self, program: str, router: str | None = None) -> list[int]:
         """Its processes running ``program`` (``bgpd``, ``vtysh`` ...), of one router or all."""
