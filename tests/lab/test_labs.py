@@ -65,6 +65,9 @@ def test_restore_puts_back_a_running_and_saved_configuration_and_a_stopped_daemo
     (staticd,) = lab_pids(frr_lab.name, "staticd", "r3")
     os.kill(staticd, signal.SIGSTOP)
     try:
+        # The signal is delivered after kill() returns: a restore that looked first would see
+        # it running, and its vtysh would wait on it stopped.
+        assert not wait_for(lambda: state_of(staticd) not in "Tt")
         frr_lab.restore()
         continued = state_of(staticd) not in "Tt"
     finally:

@@ -103,7 +103,7 @@ def test_a_run_after_the_embedded_workers_died_gets_a_new_cluster() -> None:
         assert not nr.run(task=asim_rtt, rtt=0).failed
         (workers,) = [  # the runner's, not the shared cluster of the runner tests
             process for process in psutil.Process().children()
-            if "dask_worker" in (command := " ".join(process.cmdline()))
+            if "dask_worker" in (command := _command(process))
             and "nornir-bench-dask-" in command
         ]
         workers.kill()
