@@ -24,7 +24,8 @@ from functools import partial
 
 import harness
 from harness.child import run_child
-from harness.children.asyncio_floor import build, floor, runner_run
+from harness.children.asyncio_floor import build, runner_run
+from harness.timing import loop_floor
 
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--hosts", type=harness.whole())
@@ -51,9 +52,9 @@ def main(bench: harness.Bench) -> None:
                                                   spec, timeout=CHILD_SECONDS)
         else:
             nr = build(name, hosts)
-            floor(name, min(hosts, 1000), 0.001)  # warm-up
+            loop_floor(name, min(hosts, 1000), 0.001)  # warm-up
             runner_run(nr, 0.001)
-            sides[f"{name}/floor"] = partial(lambda n: {"wall": floor(n, hosts, rtt)}, name)
+            sides[f"{name}/floor"] = partial(lambda n: {"wall": loop_floor(n, hosts, rtt)}, name)
             sides[f"{name}/runner"] = partial(lambda nr: {"wall": runner_run(nr, rtt)}, nr)
     runs = harness.alternate(sides, repeat)
 

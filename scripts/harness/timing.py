@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import ParamSpec, TypeVar
 
-__all__ = ["Stopwatch", "cpu_seconds", "timed"]
+__all__ = ["Stopwatch", "cpu_seconds", "loop_floor", "timed"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -75,3 +76,22 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` so far, from /proc (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loop_floor(loop_name: str, hosts: int, rtt: float) -> float:
+    """Seconds for ``hosts`` bare ``asyncio.sleep(rtt)`` gathered on a new event loop of the
+    kind ``loop_name`` (``asyncio``, ``uvloop``, ``auto``), created, run and closed: the floor
+    an asyncio runner's run is measured against."""
+    from nornir_bench.core.loops import new_event_loop
+
+    start = time.perf_counter()
+    loop = new_event_loop(loop_name)
+    try:
+
+        async def main() -> None:
+            await asyncio.gather(*(asyncio.sleep(rtt) for _ in range(hosts)))
+
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    return time.perf_counter() - start

@@ -5,32 +5,15 @@ inventory, after it and at the end (KiB)."""
 
 from __future__ import annotations
 
-import asyncio
 import resource
-import time
 from typing import Any
 
 from nornir.core import Nornir
 
 from harness.child import child_main
 from harness.fleets import run_checked, synthetic
-from nornir_bench.core.loops import new_event_loop
+from harness.timing import loop_floor
 from nornir_bench.tasks import asim_rtt
-
-
-def floor(loop_name: str, hosts: int, rtt: float) -> float:
-    """N bare coroutines on a new loop of the kind ``loop_name``, created, run and closed."""
-    start = time.perf_counter()
-    loop = new_event_loop(loop_name)
-    try:
-
-        async def main() -> None:
-            await asyncio.gather(*(asyncio.sleep(rtt) for _ in range(hosts)))
-
-        loop.run_until_complete(main())
-    finally:
-        loop.close()
-    return time.perf_counter() - start
 
 
 def build(loop_name: str, hosts: int) -> Nornir:
@@ -47,7 +30,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     nr = build(spec["loop"], spec["hosts"]) if spec["kind"] == "runner" else None
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wall = (runner_run(nr, spec["rtt"]) if nr is not None
-            else floor(spec["loop"], spec["hosts"], spec["rtt"]))
+            else loop_floor(spec["loop"], spec["hosts"], spec["rtt"]))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"wall": wall, "rss_base_kib": base, "rss_loaded_kib": loaded, "rss_peak_kib": peak}
 

@@ -5,14 +5,13 @@ and its largest child's peak (KiB)."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 import resource
-import time
 from typing import Any
 
 from harness.child import child_main
 from harness.fleets import run_checked, synthetic
+from harness.timing import loop_floor
 from nornir_bench.tasks import asim_rtt
 
 
@@ -24,35 +23,12 @@ def rss_kib() -> int:
     return 0
 
 
-def new_loop(name: str) -> asyncio.AbstractEventLoop:
-    if name == "uvloop":
-        import uvloop
-
-        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-        return loop
-    return asyncio.new_event_loop()
-
-
-def floor(hosts: int, rtt: float, loop_name: str) -> float:
-    """N bare ``asyncio.sleep(rtt)`` gathered on a new loop, created, run and closed."""
-    start = time.perf_counter()
-    loop = new_loop(loop_name)
-    try:
-        async def main() -> None:
-            await asyncio.gather(*(asyncio.sleep(rtt) for _ in range(hosts)))
-
-        loop.run_until_complete(main())
-    finally:
-        loop.close()
-    return time.perf_counter() - start
-
-
 def measure(spec: dict[str, Any]) -> dict[str, float]:
     kind, hosts, rtt, loop_name = spec["kind"], spec["hosts"], spec["rtt"], spec["loop"]
     base = rss_kib()
     if kind == "floor":
         loaded = base
-        wall = floor(hosts, rtt, loop_name)
+        wall = loop_floor(loop_name, hosts, rtt)
     else:
         options: dict[str, Any] = {"num_workers": hosts, "loop": loop_name}
         if kind != "asyncio":
