@@ -21,8 +21,10 @@ def probe(spec: dict[str, Any]) -> int:
         return 0
     from distributed import Client
 
+    from nornir_bench.runners.dask.cluster import described_workers
+
     with Client(spec["workers"], timeout=10) as client:  # type: ignore[no-untyped-call]
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = described_workers(client)
         print(json.dumps({address: sorted(info.get("resources") or {})
                           for address, info in workers.items()}))
     return 0
