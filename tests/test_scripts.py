@@ -264,7 +264,7 @@ def test_a_script_runs_quick_and_prints_its_figures(
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     for line in quick.lines:
-        assert re.search(f"^{line}$", done.stdout, re.M), (line, done.stdout)
+        assert re.search(f"^{line}$", done.stdout, re.M), f"no line matches {line}\n{done.stdout}"
     written = [json.loads(row) for row in records.read_text().splitlines()] if (
         records.exists()) else []
     assert bool(written) == quick.records, written
