@@ -18,8 +18,8 @@ guard (tests/waiting.py), or a round still running at ``--timeout`` (stopped as 
 process group killed a minute later); other failures and errors are *failures*. *Leftovers*:
 the round's processes alive after it (this script is their subreaper: they become its
 children, killed once counted), ``nornir-bench-*`` entries new in the rounds' ``TMPDIR`` (the
-soak's own folder), network namespaces new since the soak started (machine-wide: another
-router lab on the machine counts too).
+soak's own folder), network namespaces new since the soak started, but for those of a router
+lab whose owner still runs once the round's processes are killed (another session's lab).
 
 Prints a line per round, then ``rounds R, tests T, failures F, hangs H, leftovers L`` and the
 tests that failed or hung, with how often. Ctrl-C or SIGTERM kills the round in flight and the
@@ -52,6 +52,7 @@ from typing import NoReturn
 import harness
 from harness.child import ROOT, child_command, child_env
 from harness.records import Records
+from nornir_bench.lab import live_lab_namespaces
 
 SUITES = {
     "conformance": "tests/runners/test_conformance.py",
@@ -292,9 +293,11 @@ class Soak:
     netns_seen: set[str] = field(default_factory=namespaces)
 
     def add(self, number: int, of: int, runners: str, result: Round) -> None:
-        new = namespaces() - self.netns_seen  # each namespace counted once, by its round
-        self.netns_seen |= new
-        result.leftovers += [f"network namespace {name} (machine-wide)" for name in sorted(new)]
+        now = namespaces()
+        others = now & live_lab_namespaces()  # a lab another session runs, not this round's
+        new = now - self.netns_seen - others  # each namespace counted once, by its round
+        self.netns_seen |= new | others
+        result.leftovers += [f"network namespace {name}" for name in sorted(new)]
         self.rounds.append(result)
         print(f"round {number}/{of} {runners}: passed {result.passed}, failed "
               f"{len(result.failed)}, hangs {len(result.hangs)}, leftovers "

@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import pytest
 
+from nornir_bench.lab import new_lab_name
+from nornir_bench.lab._system import LabState, process_started
 from tests.routers import skip_without_router_lab
 from tests.waiting import HANG_GUARD
 
@@ -285,6 +287,35 @@ def test_a_child_program_past_its_time_is_stopped_as_by_ctrl_c_before_it_is_kill
         run_child("tests.stopped_child", {"path": str(said), "seconds": HANG_GUARD}, timeout=3,
                   cwd=SCRIPTS.parent)
     assert said.read_text() == "ready\ninterrupted\n"
+
+
+def test_the_soak_counts_no_namespace_of_a_lab_another_session_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A router lab another session starts during a round (its owner alive once the round's
+    processes are killed) is no leftover of the round; a namespace no live lab owns is."""
+    skip_without_router_lab()
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    from soak import Round, Soak
+
+    soak = Soak()
+    name = new_lab_name()
+    live, left = f"nb-{name}-r1", f"nb-{name}x-r1"
+    state = LabState(name, os.getpid(), [live], "nobody", "", "", {},
+                     owner_started=process_started(os.getpid()))
+    try:
+        state.save()
+        for namespace in (live, left):
+            subprocess.run(["ip", "netns", "add", namespace], check=True, timeout=HANG_GUARD)
+        result = Round()
+        soak.add(1, 1, "threadpool", result)
+        assert result.leftovers == [f"network namespace {left}"]
+        assert "left: network namespace" in capsys.readouterr().out
+    finally:
+        state.path.unlink(missing_ok=True)
+        for namespace in (live, left):
+            subprocess.run(["ip", "netns", "del", namespace], capture_output=True,
+                           timeout=HANG_GUARD)
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ from nornir_bench.lab.router_ready import RouterNotReady
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.rtt_command import raise_open_file_limit, run_rtt_server
 from nornir_bench.lab.rtt_server import RttServer, RttServerStats
-from nornir_bench.lab.running import RunningRouterLab, lab_pids
+from nornir_bench.lab.running import RunningRouterLab, lab_pids, live_lab_namespaces
 
 __all__ = [
     "DEFAULT_BASE_PORT",
@@ -68,6 +68,7 @@ __all__ = [
     "generate_lab_devices",
     "lab_devices",
     "lab_pids",
+    "live_lab_namespaces",
     "load_lab_devices",
     "new_lab_name",
     "nornir_on",

@@ -25,7 +25,8 @@ __all__ = ["refuse_held_ports", "remove_stale", "user_exists"]
 
 def remove_stale(plan: LabPlan, running_here: Collection[str] = ()) -> None:
     """A lab of the same name whose process is gone is removed; one still running is an error.
-    Namespaces of the name that no state records (a start killed early) go too.
+    Namespaces of the name that no state records (a start killed early) go too, and so does
+    every other lab whose owner and guard were both killed (no one else would remove it).
 
     Args:
         plan: the lab about to be made.
@@ -41,6 +42,9 @@ def remove_stale(plan: LabPlan, running_here: Collection[str] = ()) -> None:
                 "or give this one another --name"
             )
         teardown(state)
+    for other in lab_states():
+        if other.name != plan.name and other.owner != os.getpid() and not owner_alive(other):
+            teardown(other)
     stale = namespaces_named(f"nb-{plan.name}-")
     if stale:
         teardown(LabState(plan.name, 0, stale, plan.user, "", "", {}, user_made=False))
@@ -78,8 +82,6 @@ def _program(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text(errors="replace").strip()
     except OSError:
         return "gone"
-
-
 
 
 def user_exists(user: str) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.lab._errors import LabError
-from nornir_bench.lab._system import owner_alive, read_state
+from nornir_bench.lab._system import lab_states, owner_alive, read_state
 from nornir_bench.lab.baseline import Baseline
 from nornir_bench.lab.bastion import Bastion
 from nornir_bench.lab.devices import LabDevice, write_inventory
@@ -34,7 +34,14 @@ from nornir_bench.lab.vtysh import vtysh
 if TYPE_CHECKING:
     from nornir.core import Nornir
 
-__all__ = ["PLATFORM", "RunningRouterLab", "host_key_of", "lab_pids", "live_processes"]
+__all__ = [
+    "PLATFORM",
+    "RunningRouterLab",
+    "host_key_of",
+    "lab_pids",
+    "live_lab_namespaces",
+    "live_processes",
+]
 
 _ACCEPTED = re.compile(r"\bAccepted \S+ for ")  # OpenSSH logs each login it took so
 
@@ -277,3 +284,9 @@ def live_processes() -> Iterator[tuple[int, list[str]]]:
         if stat.rsplit(")", 1)[1].split()[0] == "Z" or not argv:
             continue
         yield int(entry), argv.rstrip("\0").split("\0")
+
+
+def live_lab_namespaces() -> set[str]:
+    """The network namespaces of every router lab whose owner still runs (none for a user
+    who cannot read the labs' states): another session's lab, not anyone's leftover."""
+    return {name for state in lab_states() if owner_alive(state) for name in state.namespaces}

@@ -495,14 +495,17 @@ def test_a_lab_killed_with_sigkill_is_removed_by_its_guard(tmp_path: Path, basti
     assert not workdir.exists()
 
 
-def test_the_next_start_of_a_name_removes_what_a_killed_lab_and_its_guard_left(
-    tmp_path: Path,
+@pytest.mark.parametrize("same_name", [True, False], ids=["same-name", "another-name"])
+def test_the_next_start_of_a_lab_removes_what_a_killed_lab_and_its_guard_left(
+    tmp_path: Path, same_name: bool,
 ) -> None:
     """The next start is the Python API's (``RouterLab`` as a context manager), on the same
-    port: the killed lab's SSH server must be gone before the new one listens."""
+    port: the killed lab's SSH server must be gone before the new one listens, whether the
+    new lab has its name or another (nobody else would ever remove it)."""
     skip_without_router_lab()
     first = start_router_lab(tmp_path, 1)
     name, port = first.name, first.plan.routers[0].port
+    successor = name if same_name else new_lab_name()
     try:
         state = first.state()
         old = [pid for daemon in FRR_DAEMONS for pid in lab_pids(name, daemon)]
@@ -515,13 +518,15 @@ def test_the_next_start_of_a_name_removes_what_a_killed_lab_and_its_guard_left(
         # Nobody removes it now: the lab and its guard are both gone.
         assert all(alive(pid) for pid in old)
         assert f"namespace nb-{name}-r1" in lab_leftovers(name)
-        with RouterLab(plan_lab(1, port=port, name=name)) as lab:
+        with RouterLab(plan_lab(1, port=port, name=successor)) as lab:
             assert not [pid for pid in old if alive(pid)]
             assert not Path(state["workdir"]).exists()
+            if not same_name:
+                assert lab_leftovers(name) == []
             lab.wait_ready(30)
             (device,) = lab.devices()
             assert (device.name, device.port, device.username, device.platform) == (
-                "r1", port, f"nbl-{name}", "cisco_ios"
+                "r1", port, f"nbl-{successor}", "cisco_ios"
             )
             assert device.password != first.password
             with ConnectHandler(
@@ -529,12 +534,13 @@ def test_the_next_start_of_a_name_removes_what_a_killed_lab_and_its_guard_left(
                 username=device.username, password=device.password,
             ) as connection:
                 assert connection.find_prompt() == "r1#"
-            assert len(lab_pids(name, "bgpd")) == 1
-        assert lab_leftovers(name) == []
+            assert len(lab_pids(successor, "bgpd")) == 1
+        assert lab_leftovers(name) == lab_leftovers(successor) == []
     finally:
-        stale = read_state(name)  # the test failed half-way: what it made goes all the same
-        if stale is not None and not alive(stale.owner):
-            teardown(stale)
+        for left in {name, successor}:  # the test failed half-way: what it made goes all the same
+            stale = read_state(left)
+            if stale is not None and not alive(stale.owner):
+                teardown(stale)
 
 
 def test_wait_lab_waits_for_the_live_lab_not_for_the_state_a_killed_one_left(
