@@ -180,7 +180,7 @@ MUTANTS = [
     Mutant(
         "verify-held",
         "a change verifies what the device holds, read back, not what it took without a word",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "left = config_diff(now, merged(now, given))",
         'left = ""',
         (
@@ -191,7 +191,7 @@ MUTANTS = [
     Mutant(
         "refusal-at-line-start",
         "a configuration line is refused by a reply line that begins with '% ', and only that",
-        "nornir_bench/tasks/refusals.py",
+        "nornir_bench/tasks/dialects/refusals.py",
         'PERCENT = RefusalRule(re.compile(r"% "))',
         'PERCENT = RefusalRule(re.compile(r".*% "))',
         ("tests/tasks/test_refusals.py::test_a_dialect_with_no_rule_keeps_the_percent_rule",),
@@ -199,7 +199,7 @@ MUTANTS = [
     Mutant(
         "frr-refusal-any-output",
         "FRR refuses a configuration line by printing anything but a note, '%' or not",
-        "nornir_bench/tasks/refusals.py",
+        "nornir_bench/tasks/dialects/refusals.py",
         "FRR = RefusalRule(\n    None,\n",
         'FRR = RefusalRule(\n    re.compile(r"% "),\n',
         (
@@ -212,7 +212,7 @@ MUTANTS = [
     Mutant(
         "journal-pending-first",
         "a confirmed change is pending in its journal before its first line is sent",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "    around.pending(saved)\n"
         "    try:\n"
         "        problem, printed, now = yield from _apply(lines, before, given, target, how)\n",
@@ -225,7 +225,7 @@ MUTANTS = [
     Mutant(
         "journal-fsync-entry",
         "each journal entry is fsync'd as it is written",
-        "nornir_bench/tasks/journal.py",
+        "nornir_bench/tasks/changes/journal.py",
         "        os.fsync(descriptor)\n",
         "",
         (JOURNAL_FSYNC,),
@@ -233,7 +233,7 @@ MUTANTS = [
     Mutant(
         "journal-fsync-folder",
         "the journal's folder is fsync'd once the journal is created",
-        "nornir_bench/tasks/journal.py",
+        "nornir_bench/tasks/changes/journal.py",
         "        os.fsync(folder)\n",
         "        pass\n",
         (JOURNAL_FSYNC,),
@@ -241,7 +241,7 @@ MUTANTS = [
     Mutant(
         "check-one-line-drift",
         "a replace's --check with one line of drift reads drifted",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "return DRIFTED if diff else COMPLIANT",
         'return DRIFTED if diff.count("\\n") > 2 else COMPLIANT',  # the diff's 2 header lines
         (f"{CHANGE_FLOW}::test_a_replace_check_with_one_line_of_drift_reads_drifted_and_sends_"
@@ -250,7 +250,7 @@ MUTANTS = [
     Mutant(
         "send-only-missing",
         "a line already on the device is not sent again",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "sent = remediation(before, target)",
         'sent = remediation(parse_config("", how.driver), target)',
         (f"{CHANGE_FLOW}::test_a_line_already_on_the_device_is_not_sent_again",),

@@ -194,8 +194,8 @@ def records_state_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
 @pytest.fixture(scope="session", autouse=True)
 def home_of_its_own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The session's ``$HOME`` is a folder of its own: SSH logins read ``~/.ssh/known_hosts``
-    (tasks/host_keys.py), and ``accept-new`` writes there, which a test must never do to the
-    real one. Processes the tests start inherit it."""
+    (tasks/sessions/host_keys.py), and ``accept-new`` writes there, which a test must never do
+    to the real one. Processes the tests start inherit it."""
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))

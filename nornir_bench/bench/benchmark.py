@@ -25,7 +25,7 @@ from nornir_bench.runners.registry import (
     takes_option,
     takes_workers,
 )
-from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
+from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
     from nornir.core.task import AggregatedResult

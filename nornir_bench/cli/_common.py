@@ -20,7 +20,7 @@ from typing import NoReturn, TextIO, TypeVar
 
 from nornir_bench.core.library_warnings import quiet_library_deprecations
 from nornir_bench.core.stopping import sigterm_as_ctrl_c
-from nornir_bench.tasks.simulated import MAX_RTT
+from nornir_bench.tasks.synthetic.simulated import MAX_RTT
 
 EXIT_OK = 0
 EXIT_FAILED_HOSTS = 1

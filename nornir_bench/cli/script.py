@@ -30,7 +30,7 @@ from nornir_bench.cli._common import (
 )
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.runners.registry import available_runners
-from nornir_bench.tasks.simulated import MAX_RTT
+from nornir_bench.tasks.synthetic.simulated import MAX_RTT
 
 __all__ = ["script_entry", "script_main"]
 

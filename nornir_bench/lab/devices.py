@@ -199,7 +199,7 @@ def render_inventory(
     host key, so that their keys are checked (``host_key_checking: strict``, the default).
     ``jump_host``: the defaults' bastion (data ``jump_host``), ``jump_known`` its key's line.
     ``config_platform``: the devices' configuration dialect (``frr``), when their platform
-    is only how to log in (``tasks.dialects``).
+    is only how to log in (``tasks.dialects.dialects``).
     """
     if not devices:
         raise LabError("an inventory needs at least one device")

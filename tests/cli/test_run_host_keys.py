@@ -142,7 +142,7 @@ def test_a_jump_host_named_is_the_inventory_hosts_address_and_not_its_own(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "hoptasks.py").write_text(
-        "from nornir_bench.tasks.jump_hosts import jump_host_of\n"
+        "from nornir_bench.tasks.sessions.jump_hosts import jump_host_of\n"
         "def hop(task):\n"
         "    jump = jump_host_of(task.host)\n"
         "    return None if jump is None else [jump.hostname, jump.port, jump.username]\n"

@@ -25,9 +25,9 @@ from nornir_bench import arun_subtask
 from nornir_bench.lab import RunningRouterLab
 from nornir_bench.lab.vtysh import restore_config as put_router_back
 from nornir_bench.tasks import asend_config, send_config
-from nornir_bench.tasks.config_text import in_scope, parse_config, replaced, same
-from nornir_bench.tasks.dialects import FRRDriver
-from nornir_bench.tasks.restore import arestore_config, restore_config
+from nornir_bench.tasks.changes.restore import arestore_config, restore_config
+from nornir_bench.tasks.dialects.config_text import in_scope, parse_config, replaced, same
+from nornir_bench.tasks.dialects.dialects import FRRDriver
 from tests.routers import (
     lab_pids,
     router_lab_process,

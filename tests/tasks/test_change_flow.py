@@ -20,13 +20,13 @@ from nornir_bench.core.changes import (
     NOT_TOUCHED,
     ROLLED_BACK,
 )
-from nornir_bench.tasks._change import Change, ChangeOptions, ConfigChangeFailed
-from nornir_bench.tasks._change_flow import change_flow
-from nornir_bench.tasks._plan import Command, Login, Plan, Read, Save, Send
-from nornir_bench.tasks.backups import ChangeProgress
-from nornir_bench.tasks.dialects import driver_for
-from nornir_bench.tasks.journal import CONFIRMED, PENDING, read_journal
-from nornir_bench.tasks.state_checks import checks_from, checks_text
+from nornir_bench.tasks.changes._change import Change, ChangeOptions, ConfigChangeFailed
+from nornir_bench.tasks.changes._change_flow import change_flow
+from nornir_bench.tasks.changes.backups import ChangeProgress
+from nornir_bench.tasks.changes.journal import CONFIRMED, PENDING, read_journal
+from nornir_bench.tasks.checks.state_checks import checks_from, checks_text
+from nornir_bench.tasks.dialects.dialects import driver_for
+from nornir_bench.tasks.sessions._plan import Command, Login, Plan, Read, Save, Send
 
 RUNNING = ["hostname r1", "ip route 10.0.0.0/24 Null0"]
 HELD = "ip route 10.1.1.0/24 Null0"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nornir_bench.tasks.config_text import (
+from nornir_bench.tasks.dialects.config_text import (
     change_lines,
     config_diff,
     ignoring,
@@ -22,7 +22,7 @@ from nornir_bench.tasks.config_text import (
     same,
     save_refusal,
 )
-from nornir_bench.tasks.dialects import FRRDriver, driver_for
+from nornir_bench.tasks.dialects.dialects import FRRDriver, driver_for
 
 RUNNING = """\
 Building configuration...
@@ -230,7 +230,7 @@ def test_bad_change_lines_say_which_and_why(lines: list[object], says: str) -> N
 def test_a_template_is_sandboxed_and_bounded(tmp_path: Path) -> None:
     from nornir.core.inventory import Host
 
-    from nornir_bench.tasks.config_input import MAX_CONFIG_BYTES, config_lines
+    from nornir_bench.tasks.changes.config_input import MAX_CONFIG_BYTES, config_lines
 
     host = Host("r1", data={"asn": 65001})
     (tmp_path / "ok.j2").write_text("router bgp {{ host.data.asn }}\n")
@@ -252,7 +252,7 @@ def test_a_template_is_sandboxed_and_bounded(tmp_path: Path) -> None:
 def test_a_template_is_compiled_once_and_again_when_its_file_changes(tmp_path: Path) -> None:
     from nornir.core.inventory import Host
 
-    from nornir_bench.tasks.config_input import _environment, config_lines
+    from nornir_bench.tasks.changes.config_input import _environment, config_lines
 
     template = tmp_path / "route.j2"
     template.write_text("ip route 203.0.113.{{ host.data.k }}/32 Null0\n")
@@ -268,7 +268,7 @@ def test_a_template_is_compiled_once_and_again_when_its_file_changes(tmp_path: P
 
 def test_a_secret_with_quotes_and_backslashes_is_masked_in_the_remediation_and_diff() -> None:
     from nornir_bench.core.secrets import mask_config_secrets
-    from nornir_bench.tasks._change_flow import _masked
+    from nornir_bench.tasks.changes._change_flow import _masked
 
     secret = "s3\"c\\r'et"
     running = frr("router bgp 65001\n neighbor 192.0.2.1 remote-as 65002\n")

@@ -24,7 +24,7 @@ from nornir.core import Nornir
 
 from nornir_bench.core.known_hosts import record
 from nornir_bench.tasks import asend_command, send_command
-from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+from nornir_bench.tasks.sessions.host_keys import HostKeyMismatch, HostKeyUnknown
 from tests.ssh_servers import ssh_server
 from tests.waiting import HANG_GUARD, wait_until
 

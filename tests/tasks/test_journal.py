@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nornir_bench.tasks.journal import (
+from nornir_bench.tasks.changes.journal import (
     CONFIRMED,
     PENDING,
     REVERTED,

@@ -26,8 +26,8 @@ from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.exceptions import LoginRefused, NoSSHBanner
 from nornir_bench.lab.faulty_servers import closing_server, silent_server
 from nornir_bench.tasks import asend_command, send_command
-from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
-from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
+from nornir_bench.tasks.sessions.host_keys import HostKeyMismatch, HostKeyUnknown
+from nornir_bench.tasks.sessions.jump_hosts import JumpHostUnreachable
 from tests.devices import closed_port, nornir_on
 from tests.runners.test_conformance import ASYNC, RUNNERS, SYNC, Runner, each_kind, each_runner
 from tests.ssh_servers import ssh_server
@@ -299,9 +299,9 @@ def test_a_channel_closed_twice_after_its_bastion_connection_closed_says_nothing
     """paramiko closes a device's socket as its transport ends, and its owner closes it again:
     by then the bastion's connection, idle, is closed. The second close once raised EOFError,
     which replaced the host's own outcome."""
-    from nornir_bench.tasks.bastion_connections import channel_through
-    from nornir_bench.tasks.host_keys import Trust
-    from nornir_bench.tasks.jump_hosts import jump_from
+    from nornir_bench.tasks.sessions.bastion_connections import channel_through
+    from nornir_bench.tasks.sessions.host_keys import Trust
+    from nornir_bench.tasks.sessions.jump_hosts import jump_from
 
     with bastion() as jump, impostor() as device:
         known = tmp_path / "known_hosts"
@@ -370,8 +370,8 @@ def test_a_login_that_waited_for_a_refused_bastion_login_is_tried_again_too() ->
     fail with it at once (JumpHostUnreachable), and are tried again as it is: they failed
     for good, though nothing was wrong but the moment."""
     from nornir_bench.core.policies.logins import refused_before_login
-    from nornir_bench.tasks.bastion_connections import _again
-    from nornir_bench.tasks.jump_hosts import JumpHost, JumpHostUnreachable
+    from nornir_bench.tasks.sessions.bastion_connections import _again
+    from nornir_bench.tasks.sessions.jump_hosts import JumpHost, JumpHostUnreachable
     from tests.core.test_logins import closing_port
 
     async def login(port: int) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nornir_bench.tasks import OutputNotParsed, parse_output, show_interfaces_output
-from nornir_bench.tasks.output_parsers import check_parser
+from nornir_bench.tasks.checks.output_parsers import check_parser
 
 FRR_SUMMARY = json.dumps({"as": 65001, "peers": {"198.18.0.2": {"state": "Established"}}})
 PEERS_TTP = """<group name="peers">

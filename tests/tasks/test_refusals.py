@@ -1,5 +1,5 @@
-"""Each dialect's refusal rule (tasks/refusals.py) on what devices answer: FRR's real answers
-(tests/tasks/frr_refusals.yaml, captured on the lab's FRR 8.4), the other platforms'
+"""Each dialect's refusal rule (tasks/dialects/refusals.py) on what devices answer: FRR's real
+answers (tests/tasks/frr_refusals.yaml, captured on the lab's FRR 8.4), the other platforms'
 documented wordings, and FakeNOS's IOS and EOS answers to a command they do not know."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from nornir_bench.tasks import send_command
-from nornir_bench.tasks.refusals import FRR, PERCENT, answer_in, refusal, rule_for
+from nornir_bench.tasks.dialects.refusals import FRR, PERCENT, answer_in, refusal, rule_for
 from tests.devices import LabProcess
 
 TABLE: dict[str, list[dict[str, Any]]] = YAML(typ="safe").load(
@@ -101,7 +101,7 @@ def test_netmikos_reply_without_the_echo_and_the_prompt_is_the_devices_answer(
     assert answer_in(reply, line, prompt) == answer
 
 
-# The documented wordings (sources in tasks/refusals.py), the answer as a driver reads it.
+# The documented wordings (sources in tasks/dialects/refusals.py), the answer as a driver reads it.
 REFUSALS = [
     # vtysh's own (vtysh/vtysh.c, vtysh_execute_func), besides the table's
     ("frr", "% Command incomplete: ip route", "% Command incomplete: ip route"),

@@ -20,7 +20,7 @@ from scrapli.exceptions import ScrapliConnectionError
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.tasks import asend_command
-from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession, session_of
+from nornir_bench.tasks.sessions.scrapli_session import CONNECTION_NAME, ScrapliSession, session_of
 from tests.devices import LabProcess, closed_port, lab_process, nornir_on
 from tests.ssh_servers import ssh_server
 

@@ -120,7 +120,7 @@ def test_the_tasks_open_the_connection_only_where_netmiko_would_open_a_plain_one
 ) -> None:
     from nornir.core.inventory import Host
 
-    from nornir_bench.tasks._ssh_banner import own_socket_for
+    from nornir_bench.tasks.sessions._ssh_banner import own_socket_for
 
     path = None
     if config is not None:

@@ -3,8 +3,9 @@
 A plan is a generator of requests (:data:`Request`): it yields what it needs from the device,
 gets the answer sent back (or the error thrown in, where it stands), and returns what it did.
 :func:`drive` runs a plan on nornir-netmiko's connection (blocking), :func:`adrive` on
-scrapli's async session; the change (:mod:`~nornir_bench.tasks.config`), the checks around it
-and an audit (:mod:`~nornir_bench.tasks.state_checks`) are plans, so both drivers behave alike.
+scrapli's async session; the change (:mod:`~nornir_bench.tasks.changes.config`), the checks
+around it and an audit (:mod:`~nornir_bench.tasks.checks.state_checks`) are plans, so both
+drivers behave alike.
 
 A command for another host (a check on a neighbour) goes through a session of its own to that
 host, opened on first use and closed when the plan ends: the host's own sessions may be busy
@@ -128,7 +129,7 @@ def _advance(plan: Plan[T], answer: Any, error: Exception | None) -> tuple[bool,
 
 def drive(task: Task, plan: Plan[T], timeout: float) -> T:
     """``plan`` on the host's netmiko connection (opened if need be); what it returns."""
-    from nornir_bench.tasks._netmiko_channel import netmiko_connection
+    from nornir_bench.tasks.sessions._netmiko_channel import netmiko_connection
 
     others: dict[str, Host] = {}
     connection = netmiko_connection(task)
@@ -184,7 +185,7 @@ def _netmiko_login(task: Task, host: Host, timeout: float) -> Any:
     """``host``'s netmiko connection, logged in if need be within ``timeout`` (and the task's
     deadline) for each of the login's waits: a device that takes no new login is told in
     seconds, not netmiko's minute."""
-    from nornir_bench.tasks._netmiko_channel import open_netmiko
+    from nornir_bench.tasks.sessions._netmiko_channel import open_netmiko
 
     if "netmiko" not in host.connections:
         extras = dict(host.get_connection_parameters("netmiko").extras or {})
@@ -200,8 +201,8 @@ def _netmiko_send(
 ) -> tuple[int, str] | None:
     """``lines`` in configuration mode, one at a time, up to the first refused (by the
     host's dialect's rule); each exchange within the host's deadline, and none after it."""
-    from nornir_bench.tasks.dialects import dialect_of
-    from nornir_bench.tasks.refusals import answer_in, refusal
+    from nornir_bench.tasks.dialects.dialects import dialect_of
+    from nornir_bench.tasks.dialects.refusals import answer_in, refusal
 
     dialect = dialect_of(task.host)
     connection.config_mode()
@@ -230,7 +231,7 @@ def _netmiko_send(
 async def adrive(task: Task, plan: Plan[T], timeout: float) -> T:
     """``plan`` on the host's scrapli session (opened if need be, held while the plan runs);
     what it returns."""
-    from nornir_bench.tasks.scrapli_session import ScrapliSession, session_of
+    from nornir_bench.tasks.sessions.scrapli_session import ScrapliSession, session_of
 
     session = session_of(task.host)
     others: dict[str, ScrapliSession] = {}
@@ -259,7 +260,7 @@ async def _scrapli_answer(
     if isinstance(request, Read):
         return await session.send_command(SHOW_RUNNING, timeout=timeout)
     if isinstance(request, Send):
-        from nornir_bench.tasks.dialects import dialect_of
+        from nornir_bench.tasks.dialects.dialects import dialect_of
 
         return await session.send_config_lines(
             request.lines, dialect=dialect_of(task.host), timeout=timeout
@@ -269,7 +270,7 @@ async def _scrapli_answer(
     if isinstance(request, Wait):
         await asyncio.sleep(request.seconds)
         return None
-    from nornir_bench.tasks.scrapli_session import ScrapliSession
+    from nornir_bench.tasks.sessions.scrapli_session import ScrapliSession
 
     if isinstance(request, Login):
         fresh = ScrapliSession()

@@ -10,7 +10,7 @@ A check is a mapping, as a job file gives it::
   step runs on), or on the host named by the changed host's data key ``host_from`` (each
   router's own neighbour: ``host_from: bgp_neighbour``);
 - ``parse``: ``json`` (the default), ``textfsm`` or ``ttp``, with ``template_file`` for the
-  last two (:mod:`nornir_bench.tasks.output_parsers`);
+  last two (:mod:`nornir_bench.tasks.checks.output_parsers`);
 - ``path``: the value to take, a JMESPath expression (the language of Ansible's
   ``json_query``); without it, the whole parsed output;
 - ``expect``: what must hold: ``same`` (equal to before the change), ``no_fewer`` (a number,
@@ -21,8 +21,8 @@ Around a change every check is read before and after; after, each must hold. ``s
 ``no_fewer`` compare with before; ``present``, ``absent`` and ``equals`` hold or not by
 themselves (a route announced by the change is absent before it). A step of checks alone (an
 audit: :func:`check_state`, :func:`acheck_state`) reads them once, and takes only the last
-three (:mod:`nornir_bench.tasks.audit`). Reading them is a plan (:func:`read_checks`) that
-either driver runs (:mod:`nornir_bench.tasks._plan`).
+three (:mod:`nornir_bench.tasks.checks.audit`). Reading them is a plan (:func:`read_checks`) that
+either driver runs (:mod:`nornir_bench.tasks.sessions._plan`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.read_only import READ_ONLY_COMMANDS, reads_only_commands
-from nornir_bench.tasks._plan import Command, PastDeadline, Plan
-from nornir_bench.tasks.output_parsers import check_parser, parse_output
+from nornir_bench.tasks.checks.output_parsers import check_parser, parse_output
+from nornir_bench.tasks.sessions._plan import Command, PastDeadline, Plan
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host

@@ -7,10 +7,11 @@ address and credentials as it loads). Each login to such a device goes through a
 SSH connection to the bastion, shared: one connection carries up to ``max_sessions`` devices'
 sessions at once (OpenSSH's ``MaxSessions`` default is 10), and more connections are opened
 as more devices are in flight. The bastion's host key is checked as the device's is, before its
-password (tasks/host_keys.py), and so is every device's key, through the tunnel.
+password (tasks/sessions/host_keys.py), and so is every device's key, through the tunnel.
 
-This module reads the inventory's ``jump_host``; :mod:`nornir_bench.tasks.bastion_connections`
-holds the connections to bastions that the logins share.
+This module reads the inventory's ``jump_host``;
+:mod:`nornir_bench.tasks.sessions.bastion_connections` holds the connections to bastions that
+the logins share.
 """
 
 from __future__ import annotations

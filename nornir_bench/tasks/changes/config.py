@@ -1,14 +1,14 @@
 """Change a device's configuration safely: ``send_config`` (netmiko, blocking) and
 ``asend_config`` (scrapli, async).
 
-Both take the same steps, one plan (:func:`~nornir_bench.tasks._change_flow.change_flow`)
+Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._change_flow.change_flow`)
 that a blocking and an async driver run against the device:
 
 1. **The lines**: ``lines`` (a list), ``config_file``, or ``template_file`` (Jinja2, rendered
    for each host with ``host`` and ``variables``; an undefined variable fails the host before
    its device is touched). In a job file, a ``..._file`` is found from the job's folder
-   (:mod:`~nornir_bench.tasks.config_input`).
-2. **What they aim at** (:mod:`~nornir_bench.tasks.config_text`, hier_config in the host's
+   (:mod:`~nornir_bench.tasks.changes.config_input`).
+2. **What they aim at** (:mod:`~nornir_bench.tasks.dialects.config_text`, hier_config in the host's
    dialect): ``mode: merge`` (the default), the running configuration with the lines applied
    as the device would; ``mode: replace``, the lines as the whole intended configuration, or
    the sections ``scope`` names. Lines ``ignore`` matches are left out. A unified diff.
@@ -24,7 +24,7 @@ that a blocking and an async driver run against the device:
 6. **Apply**: the remediation (what the change still has to do: a change half made before,
    by a run stopped in the middle, is completed), one line at a time in configuration mode,
    stopping at the first the device refuses, by the host's dialect's rule
-   (:mod:`~nornir_bench.tasks.refusals`: for FRR any output but a note, ``BGP is already
+   (:mod:`~nornir_bench.tasks.dialects.refusals`: for FRR any output but a note, ``BGP is already
    running; AS is 65003`` too; for IOS a reply line starting ``% ``).
 7. **Verify**: read back, a merge must leave the lines nothing to do; a replace must find the
    intended configuration within its scope.
@@ -51,21 +51,31 @@ from nornir.core.task import Result
 from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.task_traits import with_traits
-from nornir_bench.tasks._change import Change, ChangeOptions, ConfigChangeFailed, check_around
-from nornir_bench.tasks._change_flow import change_flow
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks._plan import Plan, adrive, drive
-from nornir_bench.tasks.backups import ChangeProgress, abandoned_failure, backup_writer, noting
-from nornir_bench.tasks.config_input import (
+from nornir_bench.tasks.changes._change import (
+    Change,
+    ChangeOptions,
+    ConfigChangeFailed,
+    check_around,
+)
+from nornir_bench.tasks.changes._change_flow import change_flow
+from nornir_bench.tasks.changes.backups import (
+    ChangeProgress,
+    abandoned_failure,
+    backup_writer,
+    noting,
+)
+from nornir_bench.tasks.changes.config_input import (
     check_config_params,
     check_mode,
     check_scope,
     config_lines,
     prepare_config,
 )
-from nornir_bench.tasks.dialects import dialect_of, driver_for
-from nornir_bench.tasks.state_checks import checks_from, resolved
+from nornir_bench.tasks.checks.state_checks import checks_from, resolved
+from nornir_bench.tasks.dialects.dialects import dialect_of, driver_for
+from nornir_bench.tasks.sessions._plan import Plan, adrive, drive
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -176,11 +186,11 @@ def send_config(
         save: ``write memory`` after a verified change.
         backup_dir: the folder of the backups (default: the records folder's ``backups/``).
         checks: state checks read before and after the change
-            (:mod:`~nornir_bench.tasks.state_checks`); one that fails after it rolls it back.
+            (:mod:`~nornir_bench.tasks.checks.state_checks`); one that fails after it rolls it back.
         settle: seconds to wait after the change before reading the checks.
         confirm: ``{within: SECONDS}``: the change is pending, in ``journal_file``, until a
             new login and its checks succeed within the window; else it is reverted.
-        journal_file: the journal of pending changes (:mod:`~nornir_bench.tasks.journal`).
+        journal_file: the journal of pending changes (:mod:`~nornir_bench.tasks.changes.journal`).
         timeout: seconds for each exchange with the device.
 
     Returns:

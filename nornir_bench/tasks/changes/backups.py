@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from nornir_bench.core.changes import INTERRUPTED, NOT_TOUCHED, note_change
 from nornir_bench.core.exceptions import HostAbandoned
 from nornir_bench.core.files import make_private_folder, records_folder
-from nornir_bench.tasks._change import Change, ConfigChangeFailed
+from nornir_bench.tasks.changes._change import Change, ConfigChangeFailed
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import Task
 
-    from nornir_bench.tasks._plan import Plan
+    from nornir_bench.tasks.sessions._plan import Plan
 
 __all__ = ["ChangeProgress", "abandoned_failure", "backup_writer", "noting"]
 

@@ -1,10 +1,10 @@
 """A configuration change as one plan: read, diff, back up, send, verify, roll back, save.
 
 :func:`change_flow` is the whole of a change's conversation with its device, written once as a
-plan (:mod:`~nornir_bench.tasks._plan`) that ``send_config`` (netmiko) and ``asend_config``
-(scrapli) both drive; :mod:`~nornir_bench.tasks.config` checks the parameters, makes the lines
-and describes the steps. Verifying reads the configuration back: a line the device took but
-does not hold fails the change as surely as one it refused.
+plan (:mod:`~nornir_bench.tasks.sessions._plan`) that ``send_config`` (netmiko) and
+``asend_config`` (scrapli) both drive; :mod:`~nornir_bench.tasks.changes.config` checks the
+parameters, makes the lines and describes the steps. Verifying reads the configuration back:
+a line the device took but does not hold fails the change as surely as one it refused.
 """
 
 from __future__ import annotations
@@ -24,10 +24,16 @@ from nornir_bench.core.changes import (
     WOULD_CHANGE,
 )
 from nornir_bench.core.secrets import mask_config_secrets
-from nornir_bench.tasks._change import AroundChange, Change, ChangeOptions, ConfigChangeFailed
-from nornir_bench.tasks._plan import SAVE, PastDeadline, Plan, Read, Save, Send
-from nornir_bench.tasks.backups import ChangeProgress
-from nornir_bench.tasks.config_text import (
+from nornir_bench.tasks.changes._change import (
+    AroundChange,
+    Change,
+    ChangeOptions,
+    ConfigChangeFailed,
+)
+from nornir_bench.tasks.changes.backups import ChangeProgress
+from nornir_bench.tasks.changes.journal import CONFIRMED, REVERT_FAILED, REVERTED
+from nornir_bench.tasks.changes.restore import restoring
+from nornir_bench.tasks.dialects.config_text import (
     HConfig,
     config_diff,
     in_scope,
@@ -38,8 +44,7 @@ from nornir_bench.tasks.config_text import (
     same,
     save_refusal,
 )
-from nornir_bench.tasks.journal import CONFIRMED, REVERT_FAILED, REVERTED
-from nornir_bench.tasks.restore import restoring
+from nornir_bench.tasks.sessions._plan import SAVE, PastDeadline, Plan, Read, Save, Send
 
 __all__ = ["change_flow"]
 
@@ -47,7 +52,7 @@ __all__ = ["change_flow"]
 def change_flow(
     lines: Sequence[str], how: ChangeOptions, progress: ChangeProgress
 ) -> Plan[Change]:
-    """The change of ``lines``, as requests to the device (see ``tasks.config`` for the
+    """The change of ``lines``, as requests to the device (see ``tasks.changes.config`` for the
     steps); what it did. ``progress`` follows how far it got."""
     running: str = yield Read()
     before = parse_config(running, how.driver, how.ignore)

@@ -20,9 +20,15 @@ from nornir_bench.core.changes import ROLLBACK_FAILED, ROLLED_BACK
 from nornir_bench.core.checks import number
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
-from nornir_bench.tasks._plan import Plan, Read, Send, adrive, drive
-from nornir_bench.tasks.config_text import HConfig, config_diff, parse_config, remediation, same
-from nornir_bench.tasks.dialects import dialect_of, driver_for
+from nornir_bench.tasks.dialects.config_text import (
+    HConfig,
+    config_diff,
+    parse_config,
+    remediation,
+    same,
+)
+from nornir_bench.tasks.dialects.dialects import dialect_of, driver_for
+from nornir_bench.tasks.sessions._plan import Plan, Read, Send, adrive, drive
 
 if TYPE_CHECKING:
     from nornir.core.task import Task

@@ -3,9 +3,9 @@
 ``send_command`` is nornir-netmiko's ``netmiko_send_command``: the same connection plugin,
 the same output; it blocks, so event-loop runners run it in their thread pool.
 ``asend_command`` awaits scrapli's async driver over asyncssh
-(:mod:`nornir_bench.tasks.scrapli_session`), so thousands of devices can be in flight on one
-loop. Both return a ``Result`` whose ``result`` is the command's output text (no echo, no
-prompt, ``\\n`` line ends).
+(:mod:`nornir_bench.tasks.sessions.scrapli_session`), so thousands of devices can be in flight
+on one loop. Both return a ``Result`` whose ``result`` is the command's output text (no echo,
+no prompt, ``\\n`` line ends).
 
 Each keeps one session per host in ``host.connections`` (``"netmiko"`` and
 ``"scrapli_async"``), reused by every command on that host, in this run and the next ones: both
@@ -27,8 +27,8 @@ from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.read_only import read_only, reads_only_commands
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks.output_parsers import check_parser, parse_output
-from nornir_bench.tasks.scrapli_session import session_of
+from nornir_bench.tasks.checks.output_parsers import check_parser, parse_output
+from nornir_bench.tasks.sessions.scrapli_session import session_of
 
 if TYPE_CHECKING:
     from nornir.core.task import Task
@@ -78,7 +78,7 @@ def send_command(
         enable: enter privileged mode first (netmiko's ``enable()``; the enable password is
             netmiko's ``secret`` in the host's ``connection_options.netmiko.extras``).
         parse: ``json``, ``textfsm`` or ``ttp``: the result is the output as data, the text
-            in the result's ``raw`` (:mod:`~nornir_bench.tasks.output_parsers`).
+            in the result's ``raw`` (:mod:`~nornir_bench.tasks.checks.output_parsers`).
         template_file: the TextFSM or TTP template (TextFSM: ntc-templates' by default).
         **kwargs: ``use_timing`` (netmiko's ``send_command_timing`` instead), and the rest is
             passed to netmiko's ``send_command`` (``read_timeout``, ``expect_string``,
@@ -100,7 +100,7 @@ def send_command(
     from netmiko.exceptions import NetmikoTimeoutException
     from nornir_netmiko.tasks import netmiko_send_command  # type: ignore[import-untyped]
 
-    from nornir_bench.tasks._netmiko_channel import netmiko_connection
+    from nornir_bench.tasks.sessions._netmiko_channel import netmiko_connection
 
     command = _checked(command)
     _check_netmiko_arguments(kwargs)  # not after logging in to every device
@@ -137,7 +137,7 @@ def _open_by_the_deadline(task: Task) -> None:
     (``conn_timeout``, ``auth_timeout``, ``banner_timeout``: the host's, else netmiko's)
     bounded by the time the attempt has left: a device that accepts and never answers gives
     the thread back at the deadline, not a minute later."""
-    from nornir_bench.tasks._netmiko_channel import open_netmiko
+    from nornir_bench.tasks.sessions._netmiko_channel import open_netmiko
 
     host = task.host
     if "netmiko" in host.connections:

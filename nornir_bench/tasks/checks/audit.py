@@ -1,6 +1,6 @@
 """A fleet audit: state checks read once, changing nothing (``check_state`` through netmiko,
 ``acheck_state`` through scrapli); a host fails where one does not hold ("every BGP session
-Established"). The checks are :mod:`nornir_bench.tasks.state_checks`'s, ``present``,
+Established"). The checks are :mod:`nornir_bench.tasks.checks.state_checks`'s, ``present``,
 ``absent`` and ``equals`` only: an audit has no "before" to compare with.
 """
 
@@ -15,8 +15,7 @@ from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks._plan import Plan, adrive, drive
-from nornir_bench.tasks.state_checks import (
+from nornir_bench.tasks.checks.state_checks import (
     CheckOutcome,
     StateCheck,
     checks_from,
@@ -25,6 +24,7 @@ from nornir_bench.tasks.state_checks import (
     read_checks,
     resolved,
 )
+from nornir_bench.tasks.sessions._plan import Plan, adrive, drive
 
 if TYPE_CHECKING:
     from nornir.core.task import Task

@@ -3,7 +3,7 @@ change would make of it, the diff to review, the lines that get from one configu
 another, and whether two are the same.
 
 A configuration is hier_config's :class:`~hier_config.HConfig`, a tree by indentation, read
-with the host's dialect (:mod:`nornir_bench.tasks.dialects`): its negation, its settings
+with the host's dialect (:mod:`nornir_bench.tasks.dialects.dialects`): its negation, its settings
 that take a new value in place, the lines it prints that are not configuration.
 
 - :func:`merged` is what a change of lines makes of a configuration, as the device does
@@ -15,7 +15,7 @@ that take a new value in place, the lines it prints that are not configuration.
   remediation, with each section's ``exit``), in the order to send them; a rollback is the
   remediation back to the backup.
 
-Nothing here talks to a device; ``tasks.config`` does, with these.
+Nothing here talks to a device; ``tasks.changes.config`` does, with these.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from hier_config import HConfig, WorkflowRemediation, get_hconfig
 from hier_config.platforms.driver_base import HConfigDriverBase
 
-from nornir_bench.tasks.dialects import FRRDriver, frr_remediation
+from nornir_bench.tasks.dialects.dialects import FRRDriver, frr_remediation
 
 __all__ = [
     "HConfig",
@@ -159,7 +159,7 @@ def replaced(config: HConfig, intended: HConfig, scope: Sequence[str]) -> HConfi
 def remediation(config: HConfig, target: HConfig) -> list[str]:
     """The lines that take ``config`` to ``target``, in the order to send them, each section
     closed by its ``exit``: hier_config's remediation, with the rules of the dialect that it
-    has no rule kind for (:func:`~nornir_bench.tasks.dialects.frr_remediation`)."""
+    has no rule kind for (:func:`~nornir_bench.tasks.dialects.dialects.frr_remediation`)."""
     lines = WorkflowRemediation(config, target).remediation_config
     if isinstance(config.driver, FRRDriver):
         frr_remediation(config, lines)

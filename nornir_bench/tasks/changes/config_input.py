@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir_bench.core.checks import number
-from nornir_bench.tasks._change import ConfigInputError, check_around
-from nornir_bench.tasks._templates import check_template
-from nornir_bench.tasks.config_text import change_lines, ignoring, scoped
-from nornir_bench.tasks.dialects import dialect_of, driver_for
+from nornir_bench.tasks.changes._change import ConfigInputError, check_around
+from nornir_bench.tasks.changes._templates import check_template
+from nornir_bench.tasks.dialects.config_text import change_lines, ignoring, scoped
+from nornir_bench.tasks.dialects.dialects import dialect_of, driver_for
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host

@@ -1,6 +1,6 @@
 """The journal of changes pending confirmation: what must be reverted if the run dies.
 
-A change with ``confirm`` (:mod:`nornir_bench.tasks.config`) is written here as ``pending``
+A change with ``confirm`` (:mod:`nornir_bench.tasks.changes.config`) is written here as ``pending``
 before its first line is sent, and as ``confirmed``, ``reverted`` or ``revert failed`` when it
 ends. Each entry is one JSON line, appended and fsync'd before the change goes on: a run
 SIGKILLed, or a machine that lost power, leaves every change it had not confirmed in the file.

@@ -1,5 +1,5 @@
 """A command's output as data: ``parse: json | textfsm | ttp`` of ``send_command`` and
-``asend_command``, and of state checks (:mod:`nornir_bench.tasks.state_checks`).
+``asend_command``, and of state checks (:mod:`nornir_bench.tasks.checks.state_checks`).
 
 - ``json``: the device's own JSON (FRR's ``show ... json``, EOS's ``| json``).
 - ``textfsm``: a TextFSM template, ``template_file``, or the one ntc-templates has for the

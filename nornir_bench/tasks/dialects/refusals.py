@@ -5,7 +5,7 @@ depends on the CLI. FRR's vtysh prints nothing for a line it takes, so anything 
 refuses the line (``BGP is already running; AS is 65003`` has no ``%``), except a few notes
 it prints for a line it took. The Cisco-like CLIs mark their refusals (a line beginning
 ``% ``) and print other lines that are not (IOS's log, EOS's ``!`` warnings, NX-OS's
-``Warning:``). Each dialect (:func:`~nornir_bench.tasks.dialects.dialect_of`: the host's
+``Warning:``). Each dialect (:func:`~nornir_bench.tasks.dialects.dialects.dialect_of`: the host's
 ``config_platform``, else its platform) has its :class:`RefusalRule` here, with where the
 rule comes from; a dialect not named keeps the ``% `` rule.
 
@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from hier_config import Platform
 
-from nornir_bench.tasks.dialects import hier_config_platform
+from nornir_bench.tasks.dialects.dialects import hier_config_platform
 
 __all__ = ["FRR", "PERCENT", "RefusalRule", "answer_in", "refusal", "rule_for"]
 

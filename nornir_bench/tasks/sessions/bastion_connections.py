@@ -1,5 +1,5 @@
 """Connections to bastions, shared by the logins of the devices behind them (``jump_host``:
-tasks/jump_hosts.py).
+tasks/sessions/jump_hosts.py).
 
 One connection carries up to ``max_sessions`` devices' sessions at once (OpenSSH's
 ``MaxSessions`` default is 10), and more connections are opened as more devices are in flight;
@@ -8,8 +8,8 @@ loop); netmiko's a paramiko channel (``sock``), from connections per process. A 
 connection that dies is dropped; the next login opens another.
 
 A bastion is connected to one attempt at a time, and the logins that waited for an attempt
-that failed fail with it (:class:`~nornir_bench.tasks.jump_hosts.JumpHostUnreachable`, naming
-the bastion and what happened): a bastion that is down costs one login timeout, not one per
+that failed fail with it (:class:`~nornir_bench.tasks.sessions.jump_hosts.JumpHostUnreachable`,
+naming the bastion and what happened): a bastion that is down costs one login timeout, not one per
 host. One that closed the connection before login (its ``MaxStartups``) is tried again as a
 device's refused login is; one that never answered (``NoSSHBanner``) or refused the connection
 is not.
@@ -28,20 +28,20 @@ from typing import Any
 
 from nornir_bench.core.exceptions import NoSSHBanner
 from nornir_bench.core.policies.logins import refused_before_login
-from nornir_bench.tasks._ssh_banner import (
+from nornir_bench.tasks.sessions._ssh_banner import (
     ConnectionWatch,
     login_timeout_error,
     no_banner,
     watched_connection,
 )
-from nornir_bench.tasks.host_keys import (
+from nornir_bench.tasks.sessions.host_keys import (
     HostKeyCheck,
     HostKeyError,
     Trust,
     check_key,
     from_paramiko,
 )
-from nornir_bench.tasks.jump_hosts import JumpHost, JumpHostUnreachable
+from nornir_bench.tasks.sessions.jump_hosts import JumpHost, JumpHostUnreachable
 
 __all__ = ["atunnel", "channel_through"]
 
@@ -276,7 +276,7 @@ class _Bastions:
 class _Carried:
     """A channel through the bastion as the device's socket: closing it (the device's
     session ending) frees its place on the bastion's connection. It notes, as a
-    ``WatchedSocket`` does (tasks/_ssh_banner.py), whether the device sent anything and
+    ``WatchedSocket`` does (tasks/sessions/_ssh_banner.py), whether the device sent anything and
     whether it closed the channel."""
 
     server_spoke = False

@@ -1,7 +1,7 @@
 """What a change is and says (:class:`Change`, :class:`ConfigChangeFailed`), how it is made
 (:class:`ChangeOptions`), and what is read around it: its state checks before and after, and
 its journal entry while it waits for confirmation (:class:`AroundChange`). The plan that uses
-them is :mod:`nornir_bench.tasks.config`'s.
+them is :mod:`nornir_bench.tasks.changes.config`'s.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from nornir_bench.core.changes import CHANGED, DRIFTED, NOT_TOUCHED, WOULD_CHANG
 from nornir_bench.core.checks import number
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import seconds_text
-from nornir_bench.tasks._plan import Login, PastDeadline, Plan, Wait
-from nornir_bench.tasks.journal import PENDING, append_entry
-from nornir_bench.tasks.state_checks import (
+from nornir_bench.tasks.changes.journal import PENDING, append_entry
+from nornir_bench.tasks.checks.state_checks import (
     CheckOutcome,
     StateCheck,
     checks_from,
@@ -30,6 +29,7 @@ from nornir_bench.tasks.state_checks import (
     failures_said,
     read_checks,
 )
+from nornir_bench.tasks.sessions._plan import Login, PastDeadline, Plan, Wait
 
 __all__ = [
     "MAX_CONFIRM",
@@ -50,7 +50,7 @@ class ConfigInputError(NornirBenchError):
     on a platform without a configuration driver, a scope its intended configuration lacks.
     A job stops on it (one line, exit status 2)."""
 
-    __module__ = "nornir_bench.tasks.config"
+    __module__ = "nornir_bench.tasks.changes.config"
 
 
 class ConfigChangeFailed(Exception):
@@ -68,8 +68,9 @@ class ConfigChangeFailed(Exception):
         checks: the state checks read around it (``CheckOutcome.record``).
     """
 
-    # Public as nornir_bench.tasks.config.ConfigChangeFailed: tracebacks and pickles name it.
-    __module__ = "nornir_bench.tasks.config"
+    # Public as nornir_bench.tasks.changes.config.ConfigChangeFailed: tracebacks and pickles
+    # name it.
+    __module__ = "nornir_bench.tasks.changes.config"
 
     def __init__(
         self, message: str, *, state: str, backup: str | None, diff: str = "",
@@ -100,7 +101,7 @@ class Change:
     """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
     ``no change``, ``changed``; a replace's dry run ``compliant`` or ``drifted``), the diff,
     the lines that make (or would make) it, the backup file when one was written, and the
-    checks around it (:meth:`~nornir_bench.tasks.state_checks.CheckOutcome.record`)."""
+    checks around it (:meth:`~nornir_bench.tasks.checks.state_checks.CheckOutcome.record`)."""
 
     state: str
     diff: str
@@ -231,7 +232,7 @@ class AroundChange:
         return failures_said(self.outcomes) or None
 
 
-# -- the plan: what to ask the device, in order (tasks._plan drives it) ----------------------
+# -- the plan: what to ask the device, in order (tasks.sessions._plan drives it) -------------
 
 
 def check_around(params: Mapping[str, Any]) -> float | None:

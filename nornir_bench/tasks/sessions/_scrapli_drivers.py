@@ -1,8 +1,8 @@
 """Which scrapli driver a host gets, and how its login starts: the platform names, the
 driver from scrapli's factory (:class:`ScrapliLogin`: its options, the host key checked, a
 bastion's tunnel), the privilege level a session runs at, a login's timeout told apart from a
-wrong password. It opens nothing: :mod:`nornir_bench.tasks.scrapli_session` opens the driver
-and keeps it.
+wrong password. It opens nothing: :mod:`nornir_bench.tasks.sessions.scrapli_session` opens
+the driver and keeps it.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from nornir_bench.tasks._ssh_banner import (
+from nornir_bench.tasks.sessions._ssh_banner import (
     ConnectionWatch,
     connection_refused,
     login_timeout_error,
 )
-from nornir_bench.tasks.bastion_connections import atunnel
-from nornir_bench.tasks.host_keys import HostKeyCheck, trust_of, without_setting
-from nornir_bench.tasks.jump_hosts import jump_host_of
+from nornir_bench.tasks.sessions.bastion_connections import atunnel
+from nornir_bench.tasks.sessions.host_keys import HostKeyCheck, trust_of, without_setting
+from nornir_bench.tasks.sessions.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host

@@ -1,7 +1,7 @@
 """netmiko's connection for the tasks: opened on a socket of the tasks' own, its reads ending
 when the device closes the session.
 
-The login runs over a TCP connection the tasks open and watch (tasks/_ssh_banner.py), where
+The login runs over a TCP connection the tasks open and watch (tasks/sessions/_ssh_banner.py), where
 netmiko would open a plain one, or over a channel through the host's bastion: a device that
 takes the connection and never says a word fails once, as ``NoSSHBanner``, where netmiko's
 "No existing session" would read as a server throttling logins.
@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 from netmiko.channel import SSHChannel
 
 from nornir_bench.core.exceptions import SessionClosed
-from nornir_bench.tasks._ssh_banner import no_banner, own_socket_for, watched_connection
-from nornir_bench.tasks.bastion_connections import channel_through
-from nornir_bench.tasks.host_keys import (
+from nornir_bench.tasks.sessions._ssh_banner import no_banner, own_socket_for, watched_connection
+from nornir_bench.tasks.sessions.bastion_connections import channel_through
+from nornir_bench.tasks.sessions.host_keys import (
     netmiko_host_key_extras,
     netmiko_refusal,
     trust_of,
     without_setting,
 )
-from nornir_bench.tasks.jump_hosts import jump_host_of
+from nornir_bench.tasks.sessions.jump_hosts import jump_host_of
 
 if TYPE_CHECKING:
     from netmiko import BaseConnection
@@ -46,7 +46,7 @@ __all__ = ["netmiko_connection", "open_netmiko"]
 def open_netmiko(task: Task, host: Host, extras: dict[str, Any] | None = None) -> None:
     """Open ``host``'s netmiko connection through nornir-netmiko's plugin, with the host's
     ``extras`` (else ``extras``) and its SSH host key checked before the password
-    (tasks/host_keys.py).
+    (tasks/sessions/host_keys.py).
 
     The login's socket is the tasks' own (see the module), closed if the login fails.
 

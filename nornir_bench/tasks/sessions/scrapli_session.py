@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.liveness import bytes_waiting, socket_open
-from nornir_bench.tasks._scrapli_drivers import (
+from nornir_bench.tasks.sessions._scrapli_drivers import (
     CONNECTION_NAME,
     ScrapliLogin,
     privileged_level,
@@ -110,7 +110,7 @@ class ScrapliSession:
                 them, so ``connection_options.scrapli_async`` overrides each; its ``extras``
                 go to scrapli's driver (``auth_secondary``, the enable password;
                 ``transport_options`` ...). The host's key is checked during the key exchange,
-                before the password, as ``host_key_checking`` says (tasks/host_keys.py).
+                before the password, as ``host_key_checking`` says (tasks/sessions/host_keys.py).
             timeout: seconds for the TCP and SSH login, and for each exchange of the login
                 (scrapli's ``timeout_socket``, ``timeout_transport``, ``timeout_ops``).
             enable: log in to the privileged level, as scrapli does (the first command asks
@@ -196,8 +196,8 @@ class ScrapliSession:
         self, lines: Sequence[str], *, dialect: str | None, timeout: float = 30.0
     ) -> tuple[int, str] | None:
         """Send ``lines`` in configuration mode one at a time, stopping at the first the device
-        refuses (by ``dialect``'s rule, tasks/refusals.py: for FRR any output, for IOS a line
-        beginning ``% ``), then go back to the level the session was at.
+        refuses (by ``dialect``'s rule, tasks/dialects/refusals.py: for FRR any output, for IOS
+        a line beginning ``% ``), then go back to the level the session was at.
 
         The caller holds :attr:`lock`. If an exchange fails (a timeout, the connection lost)
         the session is dropped, as for :meth:`send_command`.
@@ -206,7 +206,7 @@ class ScrapliSession:
             ``None`` when the device took every line, else the refused line's index and the
             device's words.
         """
-        from nornir_bench.tasks.refusals import refusal
+        from nornir_bench.tasks.dialects.refusals import refusal
 
         if self.connection is None:
             raise RuntimeError(f"{self._where}: the session is not open: await aopen() first")
