@@ -56,6 +56,11 @@ def test_no_package_imports_upward_and_no_runner_knows_another() -> None:
             "from nornir_bench.jobs.secrets import resolve_inventory",
             "nornir_bench.lab is not allowed to import nornir_bench.jobs",
         ),
+        (  # the rooms of tasks/ follow their import graph: a session knows no change
+            "tasks/sessions/host_keys.py",
+            "from nornir_bench.tasks.changes.journal import read_journal",
+            "nornir_bench.tasks.sessions is not allowed to import nornir_bench.tasks.changes",
+        ),
         (
             "runners/threadpool.py",
             "from nornir_bench.runners._kept_loop import LoopKeeper",
