@@ -54,8 +54,8 @@ NOT_RETRIED_ON_RUNNERS = tuple(
     f"{POLICIES}::test_an_error_not_to_retry_fails_at_once_also_from_a_subtask[{runner}]"
     for runner in ("threadpool-sync", "asyncio-async", "processpool-sync", "dask-async")
 )
-CHANGE_FLOW = "tests/tasks/test_change_flow.py"
-JOURNAL_FSYNC = ("tests/tasks/test_journal.py::"
+CHANGE_FLOW = "tests/tasks/changes/test_change_flow.py"
+JOURNAL_FSYNC = ("tests/tasks/changes/test_journal.py::"
                  "test_each_entry_is_fsynced_and_the_folder_once_the_journal_is_created")
 _COMMANDS_FIRST = (
     "    for key in [k for k in extras if isinstance(k, str) and k.endswith(_COMMAND)]:\n"
@@ -184,7 +184,7 @@ MUTANTS = [
         "left = config_diff(now, merged(now, given))",
         'left = ""',
         (
-            "tests/tasks/test_change_flow.py::"
+            "tests/tasks/changes/test_change_flow.py::"
             "test_a_line_taken_and_not_held_fails_the_change_naming_it_and_rolls_back",
         ),
     ),
@@ -194,7 +194,7 @@ MUTANTS = [
         "nornir_bench/tasks/dialects/refusals.py",
         'PERCENT = RefusalRule(re.compile(r"% "))',
         'PERCENT = RefusalRule(re.compile(r".*% "))',
-        ("tests/tasks/test_refusals.py::test_a_dialect_with_no_rule_keeps_the_percent_rule",),
+        ("tests/tasks/dialects/test_refusals.py::test_a_dialect_with_no_rule_keeps_the_percent_rule",),
     ),
     Mutant(
         "frr-refusal-any-output",
@@ -203,9 +203,9 @@ MUTANTS = [
         "FRR = RefusalRule(\n    None,\n",
         'FRR = RefusalRule(\n    re.compile(r"% "),\n',
         (
-            "tests/tasks/test_refusals.py::"
+            "tests/tasks/dialects/test_refusals.py::"
             "test_each_answer_frr_gave_to_a_line_it_refused_is_a_refusal_in_its_words",
-            "tests/tasks/test_refusals_routers.py::"
+            "tests/tasks/dialects/test_refusals_routers.py::"
             "test_a_refusal_without_a_percent_names_its_line_not_the_next_one",
         ),
     ),
@@ -289,7 +289,7 @@ MUTANTS = [
         "nornir_bench/core/known_hosts.py",
         "        fcntl.flock(file, fcntl.LOCK_EX)  # released as the file closes\n",
         "",
-        ("tests/tasks/test_host_keys.py::"
+        ("tests/tasks/sessions/test_host_keys.py::"
          "test_two_processes_recording_a_new_key_at_the_same_moment_write_it_once",),
     ),
 ]

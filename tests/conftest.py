@@ -145,8 +145,8 @@ SLOW_MODULES = {
     "tests/runners/test_dask_lifetime.py",  # Dask clusters of its own, killed
     "tests/runners/test_processpool.py",  # worker processes, crashed on purpose
     "tests/runners/test_routers.py",  # router labs
-    "tests/tasks/test_commands.py",  # FakeNOS devices restarted
-    "tests/tasks/test_scrapli_session.py",  # FakeNOS devices restarted
+    "tests/tasks/checks/test_commands.py",  # FakeNOS devices restarted
+    "tests/tasks/sessions/test_scrapli_session.py",  # FakeNOS devices restarted
     "tests/test_examples.py",  # the README's lab, in processes
     "tests/test_scripts.py",  # the benchmark scripts
     "tests/test_typing.py",  # mypy over the package

@@ -1,5 +1,6 @@
 """A job's SSH host-key settings: bad ones stop it before any device is touched (exit 2, one
-line), ``off`` is said once a run (the logins themselves: tests/tasks/test_host_keys.py)."""
+line), ``off`` is said once a run (the logins themselves:
+tests/tasks/sessions/test_host_keys.py)."""
 
 from __future__ import annotations
 

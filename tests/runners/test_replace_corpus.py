@@ -1,5 +1,5 @@
 """``mode: replace`` over a corpus of intended and running configurations, on real FRR
-routers (tests/tasks/frr_corpus.yaml: static routes, prefix-lists, route-maps, BGP
+routers (tests/tasks/changes/frr_corpus.yaml: static routes, prefix-lists, route-maps, BGP
 neighbours and address families, interfaces), each pair both ways: the router set to one
 side (as root, through vtysh), the other side applied through the task, then the change
 rolled back through ``restore_config`` (``nornir-bench recover``'s task).
@@ -35,7 +35,7 @@ from tests.routers import (
 )
 from tests.runners.test_routers import closed
 
-CORPUS = YAML(typ="safe").load(Path(__file__).parents[1] / "tasks" / "frr_corpus.yaml")
+CORPUS = YAML(typ="safe").load(Path(__file__).parents[1] / "tasks" / "changes" / "frr_corpus.yaml")
 ROUTERS = 12
 SHOW = "show running-config"
 

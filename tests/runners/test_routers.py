@@ -33,7 +33,7 @@ from nornir_bench.tasks.sessions.scrapli_session import CONNECTION_NAME, Scrapli
 from tests.router_faults import cli_killed_mid_command, interrupted_when, send_signal_to
 from tests.routers import lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, POLICIES, STALE, Runner, each_runner
-from tests.tasks.test_scrapli_session import opened
+from tests.tasks.sessions.test_scrapli_session import opened
 
 RUNNER_IDS = ("threaded", "threadpool", "asyncio", "processpool", "dask")
 COMMAND = "show ip bgp summary"

@@ -31,7 +31,7 @@ from nornir_bench.tasks.sessions.jump_hosts import JumpHostUnreachable
 from tests.devices import closed_port, nornir_on
 from tests.runners.test_conformance import ASYNC, RUNNERS, SYNC, Runner, each_kind, each_runner
 from tests.ssh_servers import ssh_server
-from tests.tasks.test_host_keys import (
+from tests.tasks.sessions.test_host_keys import (
     COMBINATIONS,
     PASSWORD,
     Impostor,

@@ -1,6 +1,7 @@
 """Each dialect's refusal rule (tasks/dialects/refusals.py) on what devices answer: FRR's real
-answers (tests/tasks/frr_refusals.yaml, captured on the lab's FRR 8.4), the other platforms'
-documented wordings, and FakeNOS's IOS and EOS answers to a command they do not know."""
+answers (tests/tasks/dialects/frr_refusals.yaml, captured on the lab's FRR 8.4), the other
+platforms' documented wordings, and FakeNOS's IOS and EOS answers to a command they do not
+know."""
 
 from __future__ import annotations
 

@@ -405,7 +405,7 @@ _LOGIN = """
 import sys
 from pathlib import Path
 from nornir_bench.tasks import send_command
-from tests.tasks.test_host_keys import Impostor, nornir_at
+from tests.tasks.sessions.test_host_keys import Impostor, nornir_at
 port, folder, known = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 nr = nornir_at(Impostor(port, None), folder, "threaded", {}, known_hosts=known)
 nr.filter(name="h0").run(task=send_command, command="show clock")
@@ -430,7 +430,7 @@ def test_a_login_killed_in_the_middle_leaves_no_known_hosts_file_behind(tmp_path
     folder.mkdir()
     child = subprocess.Popen(
         [sys.executable, "-c", _LOGIN, str(port), str(folder), str(known)],
-        env={**os.environ, "TMPDIR": str(temp)}, cwd=Path(__file__).parents[2],
+        env={**os.environ, "TMPDIR": str(temp)}, cwd=Path(__file__).parents[3],
     )
     try:
         listener.settimeout(HANG_GUARD)

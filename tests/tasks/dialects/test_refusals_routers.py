@@ -1,5 +1,5 @@
-"""FRR's refusals (tests/tasks/frr_refusals.yaml) met by a change on a real router: each change
-names the line FRR refused, in FRR's words, and is rolled back; through netmiko
+"""FRR's refusals (tests/tasks/dialects/frr_refusals.yaml) met by a change on a real router: each
+change names the line FRR refused, in FRR's words, and is rolled back; through netmiko
 (``send_config``, on the threadpool runner) and scrapli (``asend_config``, on asyncio).
 
 The table was captured on r3 of the lab (AS 65003), so the changes go to h3, on r3; the router
@@ -20,7 +20,7 @@ from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
 from tests.routers import lab_pids
 from tests.runners.test_routers import closed, failures
-from tests.tasks.test_refusals import ACCEPTED, REFUSED, said
+from tests.tasks.dialects.test_refusals import ACCEPTED, REFUSED, said
 
 HOST, ROUTER = "h3", "r3"
 # Lines r3 takes, around each line of the table: the refused line is the one named.
