@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
@@ -18,6 +18,7 @@ from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.timing import HostTimer
 from nornir_bench.runners.registry import (
     available_runners,
@@ -64,6 +65,7 @@ def run_benchmark(
     seed: int | None = None,
     on_start: Callable[[str, int | None, str], None] | None = None,
     in_flight: bool = False,
+    progress: IO[str] | None = None,
 ) -> BenchmarkRun:
     """Run one simulated round trip on each of ``hosts`` synthetic hosts.
 
@@ -79,6 +81,8 @@ def run_benchmark(
             (``num_procs``: processpool, dask) gets one process per CPU (at most ``workers``),
             each with ``num_workers`` = ``ceil(workers / processes)``. Without it, ``workers``
             is ``num_workers``, which such a runner has in each process.
+        progress: where to draw a bar of the hosts done (even when it is not a terminal);
+            none by default: a benchmark's figures are the run's alone.
 
     Returns:
         The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
@@ -96,6 +100,7 @@ def run_benchmark(
         connections=(),
     )
     timer = HostTimer()
+    shown = [] if progress is None else [ProgressBar(file=progress, enabled=True)]
     task = asim_rtt if prefers_async_tasks(nr.runner) else sim_rtt
     num_workers: int | None = getattr(nr.runner, "num_workers", None)
     if on_start is not None:
@@ -106,7 +111,7 @@ def run_benchmark(
         interrupted = False
         start = perf_counter()
         try:
-            result = nr.with_processors([timer, stop.finished]).run(
+            result = nr.with_processors([timer, stop.finished, *shown]).run(
                 task=stop.task, rtt=rtt, jitter=jitter, fail_rate=fail_rate, seed=seed
             )
         except RunInterrupted as exc:
