@@ -17,7 +17,7 @@ from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.plugins import init_nornir
-from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.core.stoppable import NotStarted, stoppable
 from nornir_bench.processors.timing import HostTimer
 from nornir_bench.runners.registry import (
     available_runners,
@@ -82,7 +82,7 @@ def run_benchmark(
 
     Returns:
         The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
-        see :mod:`nornir_bench.core.stopping`). Failed hosts are counted, not printed: their
+        see :mod:`nornir_bench.core.stoppable`). Failed hosts are counted, not printed: their
         tracebacks stay off the terminal unless logging is configured. The runner is closed
         before it returns (an embedded Dask cluster stopped, its processes waited for).
     """

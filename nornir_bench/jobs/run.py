@@ -12,7 +12,7 @@ failed even if such a step then succeeds on it (nornir's ``recover_host`` is not
 the job's exit status says it failed, as Ansible's would. With ``core.raise_on_error: true``
 a step in which a host failed is the last one run: the steps after it do not run.
 
-Ctrl-C stops the run on any runner (see :mod:`nornir_bench.core.stopping`): no host starts after
+Ctrl-C stops the run on any runner (see :mod:`nornir_bench.core.stoppable`): no host starts after
 it, the hosts in flight finish and are kept, and no later step starts; a second Ctrl-C abandons
 the hosts in flight. Each run writes its own records file, and never one that another run is
 writing (:mod:`nornir_bench.jobs.output`).
@@ -36,7 +36,7 @@ from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupted
 from nornir_bench.core.policies.plan import batch_number
 from nornir_bench.core.secrets import Redactor, masked_terminal
-from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.core.stoppable import NotStarted, stoppable
 from nornir_bench.core.task_traits import traits_of
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs._job_file import JobError
@@ -104,7 +104,7 @@ def run_job(
         output: the JSON Lines file; else the job's ``output.path``; else :func:`default_output`.
         progress: draw a progress bar on standard error; ``None``: when it is a terminal.
         on_stopping: called at the first Ctrl-C, on any runner (see
-            :func:`~nornir_bench.core.stopping.stoppable`), to say that the hosts in flight
+            :func:`~nornir_bench.core.stoppable.stoppable`), to say that the hosts in flight
             are being waited for.
         check: a dry run (``--check``): every step's task must honour nornir's ``dry_run`` or
             be read-only; those that honour it are given ``dry_run=True``.

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import Task
 
+    from nornir_bench.core.ctrl_c import Halt
     from nornir_bench.core.policies.options import RunPolicy
-    from nornir_bench.core.stopping import Halt
 
 __all__ = ["HostAttempts", "Outcome", "arun_policed", "run_policed"]
 
