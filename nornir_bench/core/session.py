@@ -52,7 +52,7 @@ class AsyncRunSession:
         close_blocking: close every connection of the hosts, blocking ones (netmiko) too: for
             hosts that are a worker process's copies, whose connections no later run reuses.
         wrap_offload: wraps the pool before it is used (the processpool worker counts the
-            blocking calls in flight, see :mod:`~nornir_bench.runners.processpool.crashes`).
+            blocking calls in flight, see :mod:`~nornir_bench.runners.processpool.running_host`).
 
     Attributes:
         offload: what :func:`~nornir_bench.core.execution.arun_host` takes: ``None`` for an

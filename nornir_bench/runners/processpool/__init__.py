@@ -8,7 +8,8 @@
 - :mod:`~nornir_bench.runners.processpool.messages`: what the pool, workers and fork servers say;
 - :mod:`~nornir_bench.runners.processpool.worker`: a worker's loop and its batches of results;
 - :mod:`~nornir_bench.runners.processpool.forkserver`: loads a run once, forks workers holding it;
-- :mod:`~nornir_bench.runners.processpool.crashes`: the crash rule, who fails and who runs again.
+- :mod:`~nornir_bench.runners.processpool.crashes`: the crash rule, who fails and who runs again;
+- :mod:`~nornir_bench.runners.processpool.running_host`: which host a worker runs, shared memory.
 """
 
 from nornir_bench.runners.processpool.runner import ProcessPoolRunner

@@ -17,7 +17,7 @@ all of them when it stops or when the pool goes away (its control socket closes)
 Two sockets join the pool and the fork server: ``control`` carries the messages of
 :mod:`~nornir_bench.runners.processpool.messages`, ``fds`` the file descriptors of each new
 worker (its socket to the pool and its
-:class:`~nornir_bench.runners.processpool.crashes.RunningHost` cell).
+:class:`~nornir_bench.runners.processpool.running_host.RunningHost` cell).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from typing import Any
 
 from nornir_bench.core.exceptions import describe_exit
 from nornir_bench.core.library_warnings import quiet_library_deprecations
-from nornir_bench.runners.processpool.crashes import RunningHost
 from nornir_bench.runners.processpool.messages import (
     Fork,
     Kill,
@@ -50,6 +49,7 @@ from nornir_bench.runners.processpool.messages import (
     receive,
     send,
 )
+from nornir_bench.runners.processpool.running_host import RunningHost
 
 __all__ = [
     "FORK_SERVER_COMMAND",
