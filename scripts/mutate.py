@@ -169,7 +169,7 @@ MUTANTS = [
     Mutant(
         "dask-credentials-no-scheme",
         "dask refuses an unencrypted remote scheduler also when its address has no scheme",
-        "nornir_bench/runners/dask/cluster.py",
+        "nornir_bench/runners/dask/address.py",
         'scheme, rest = "tcp", address  # Dask\'s default protocol',
         'scheme, rest = "", address',
         (
