@@ -143,7 +143,7 @@ SCRIPT_RUN_MODULES = {
     },
     "asyncio": {
         ".core.connections", ".core.loops", ".core.offload", ".core.policies.waiting",
-        ".core.session", ".runners._kept_loop", ".runners.asyncio_runner",
+        ".core.session", ".core.subtasks", ".runners._kept_loop", ".runners.asyncio_runner",
     },
 }
 # Other packages than the standard library's, by top-level name.

@@ -17,13 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.connections import aclose_connections, aclose_every_connection
-from nornir_bench.core.execution import (
-    Offload,
-    is_async_task,
-    offloading,
-    stop_offloading,
-)
+from nornir_bench.core.execution import Offload, is_async_task
 from nornir_bench.core.offload import ThreadOffloader
+from nornir_bench.core.subtasks import offloading, stop_offloading
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
