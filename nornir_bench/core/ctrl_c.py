@@ -23,7 +23,7 @@ __all__ = [
     "CtrlC",
     "Halt",
     "ctrl_c_deferred",
-    "first_press_heard",
+    "first_press_callback",
 ]
 
 
@@ -103,22 +103,22 @@ def _wake(woken: asyncio.Future[None]) -> None:
         woken.set_result(None)
 
 
-_FIRST_PRESS_HEARD: list[Callable[[], None]] = []
+_FIRST_PRESS_CALLBACKS: list[Callable[[], None]] = []
 """Called at the first Ctrl-C of a run, whichever runner's :class:`CtrlC` takes it: the
-``say`` of the :func:`first_press_heard` blocks under way (a command saying it stops)."""
+callbacks of the :func:`first_press_callback` blocks under way (a command saying it stops)."""
 
 
 @contextmanager
-def first_press_heard(say: Callable[[], None] | None) -> Iterator[None]:
-    """For the block, ``say`` (if any) is called at the first Ctrl-C of a run, whichever
+def first_press_callback(callback: Callable[[], None] | None) -> Iterator[None]:
+    """For the block, ``callback`` (if any) is called at the first Ctrl-C of a run, whichever
     runner's :class:`CtrlC` takes it. It may run in a signal handler."""
-    heard = [] if say is None else [say]
-    _FIRST_PRESS_HEARD.extend(heard)
+    callbacks = [] if callback is None else [callback]
+    _FIRST_PRESS_CALLBACKS.extend(callbacks)
     try:
         yield
     finally:
-        for said in heard:
-            _FIRST_PRESS_HEARD.remove(said)
+        for added in callbacks:
+            _FIRST_PRESS_CALLBACKS.remove(added)
 
 
 class CtrlC:
@@ -168,8 +168,8 @@ class CtrlC:
 
     def _first(self) -> None:
         self._halt()
-        for say in tuple(_FIRST_PRESS_HEARD):
-            say()
+        for callback in tuple(_FIRST_PRESS_CALLBACKS):
+            callback()
 
     @contextmanager
     def handled(self, *, interrupt: Callable[[], None] | None = None) -> Iterator[CtrlC]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import AggregatedResult
 
-from nornir_bench.core.ctrl_c import CtrlC, Halt, first_press_heard
+from nornir_bench.core.ctrl_c import CtrlC, Halt, first_press_callback
 from nornir_bench.core.execution import is_async_task
 from nornir_bench.core.hooks import NoOpProcessor
 
@@ -130,7 +130,7 @@ def stoppable(
     The two-press rule (:class:`CtrlC`) holds for the block: the first Ctrl-C lets no host
     start, the second raises ``KeyboardInterrupt`` at once.
     """
-    with first_press_heard(on_first_press):
+    with first_press_callback(on_first_press):
         if stops_on_ctrl_c(runner):
             yield StoppableRun(task)
             return
