@@ -130,8 +130,8 @@ MUTANTS = [
     Mutant(
         "login-pace",
         "a host tried again after a refused login takes a place in its server's window first",
-        "nornir_bench/core/policies/hosts.py",
-        "if self.pace is None or not self.pace.active:",
+        "nornir_bench/core/policies/logins.py",
+        "if not self.pace.active:",
         "if True:",
         tuple(
             f"tests/runners/test_logins.py::test_hosts_tried_again_log_in_through_the_pace[{r}]"
@@ -169,7 +169,7 @@ MUTANTS = [
     Mutant(
         "dask-credentials-no-scheme",
         "dask refuses an unencrypted remote scheduler also when its address has no scheme",
-        "nornir_bench/runners/dask/cluster.py",
+        "nornir_bench/runners/dask/address.py",
         'scheme, rest = "tcp", address  # Dask\'s default protocol',
         'scheme, rest = "", address',
         (

@@ -129,7 +129,8 @@ SCRIPT_RUN_MODULES = {
         ".core.policies", ".core.policies.exception_types", ".core.policies.hosts",
         ".core.policies.groups", ".core.policies.logins", ".core.policies.options",
         ".core.policies.plan",
-        ".core.policies.retry", ".core.read_only", ".core.runner_traits", ".core.stopping",
+        ".core.policies.retry", ".core.read_only", ".core.runner_traits", ".core.ctrl_c",
+        ".core.stoppable",
         ".core.task_traits",
         ".core.wording",
         ".inventory", ".inventory.synthetic", ".processors", ".processors.timing", ".runners",
@@ -142,7 +143,7 @@ SCRIPT_RUN_MODULES = {
     },
     "asyncio": {
         ".core.connections", ".core.loops", ".core.offload", ".core.policies.waiting",
-        ".core.session", ".runners._kept_loop", ".runners.asyncio_runner",
+        ".core.session", ".core.subtasks", ".runners._kept_loop", ".runners.asyncio_runner",
     },
 }
 # Other packages than the standard library's, by top-level name.

@@ -17,8 +17,7 @@ from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.plugins import init_nornir
-from nornir_bench.core.stopping import NotStarted, stoppable
-from nornir_bench.processors.progress import ProgressBar
+from nornir_bench.core.stoppable import NotStarted, stoppable
 from nornir_bench.processors.timing import HostTimer
 from nornir_bench.runners.registry import (
     available_runners,
@@ -29,6 +28,7 @@ from nornir_bench.runners.registry import (
 from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
+    from nornir.core.processor import Processor
     from nornir.core.task import AggregatedResult
 
 # The registry's three were defined here before they moved to nornir_bench.runners.registry;
@@ -86,7 +86,7 @@ def run_benchmark(
 
     Returns:
         The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
-        see :mod:`nornir_bench.core.stopping`). Failed hosts are counted, not printed: their
+        see :mod:`nornir_bench.core.stoppable`). Failed hosts are counted, not printed: their
         tracebacks stay off the terminal unless logging is configured. The runner is closed
         before it returns (an embedded Dask cluster stopped, its processes waited for).
     """
@@ -100,7 +100,7 @@ def run_benchmark(
         connections=(),
     )
     timer = HostTimer()
-    shown = [] if progress is None else [ProgressBar(file=progress, enabled=True)]
+    shown = [] if progress is None else [_progress_bar(progress)]
     task = asim_rtt if prefers_async_tasks(nr.runner) else sim_rtt
     num_workers: int | None = getattr(nr.runner, "num_workers", None)
     if on_start is not None:
@@ -131,6 +131,14 @@ def run_benchmark(
         summary=summarize(result, elapsed=timer.elapsed, wall=wall),
         interrupted=interrupted,
     )
+
+
+def _progress_bar(file: IO[str]) -> Processor:
+    """The bar of ``--progress``; tqdm is imported only then (a benchmark's imports are its
+    own, tests/test_imports.py)."""
+    from nornir_bench.processors.progress import ProgressBar
+
+    return ProgressBar(file=file, enabled=True)
 
 
 def _close_runner(runner: object) -> None:

@@ -51,7 +51,7 @@ from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
-from nornir_bench.runners.dask.cluster import (
+from nornir_bench.runners.dask.address import (
     DaskClusterError,
     is_loopback,
     scheme_and_host,

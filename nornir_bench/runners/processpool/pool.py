@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING
 
+from nornir_bench.core.ctrl_c import ctrl_c_deferred
 from nornir_bench.core.exceptions import describe_exit
-from nornir_bench.core.stopping import ctrl_c_deferred
 from nornir_bench.runners._remote.results import ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.spec import pack_hosts

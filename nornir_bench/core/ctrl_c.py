@@ -1,52 +1,29 @@
-"""Stopping a run on Ctrl-C, on any runner, and keeping every host that finished.
+"""Ctrl-C inside a run, for every runner: the halt and the two-press rule.
 
-nornir-bench's runners stop on Ctrl-C by themselves: no host starts after it, and
-:class:`~nornir_bench.core.exceptions.RunInterrupted` carries the hosts that finished. nornir's own
-runners do not: ``threaded`` waits for every host to have run (so a Ctrl-C during a config push
-to 10,000 devices goes on pushing to all of them), and ``serial`` loses what finished. For any
-runner that does not say it stops by itself (``stops_on_ctrl_c = True``), :func:`stoppable`
-therefore:
-
-- wraps the task, so that once Ctrl-C is pressed a host that has not started does not start:
-  its task raises :class:`NotStarted`, a ``BaseException`` that runners pass up, ending the run
-  once the hosts in flight are done;
-- handles SIGINT while the run lasts: the first Ctrl-C stops new hosts, a second one raises
-  ``KeyboardInterrupt`` at once, abandoning the hosts still in flight.
-
-On every runner, a :class:`FinishedHosts` processor keeps each host's result as it finishes, so
-what finished is known however the run ended.
+:class:`Halt` is the one "start no more hosts" of a run; :class:`CtrlC` the one rule for the
+presses: the first halts the run, the second stops waiting for the hosts in flight.
+:func:`ctrl_c_deferred` holds a press back over a step it must not cut in half. Runners that do
+not keep the rule themselves are made to (:mod:`nornir_bench.core.stoppable`).
 """
 
 from __future__ import annotations
 
-import functools
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from nornir_bench.core.hooks import NoOpProcessor
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import asyncio
-
-    from nornir.core.inventory import Host
-    from nornir.core.task import AggregatedResult, MultiResult, Task
 
 __all__ = [
     "ABANDONED_GRACE_SECONDS",
     "POLL_SECONDS",
     "CtrlC",
-    "FinishedHosts",
     "Halt",
-    "NotStarted",
-    "StoppableRun",
     "ctrl_c_deferred",
-    "sigterm_as_ctrl_c",
-    "stoppable",
-    "stops_on_ctrl_c",
+    "first_press_callback",
 ]
 
 
@@ -126,9 +103,22 @@ def _wake(woken: asyncio.Future[None]) -> None:
         woken.set_result(None)
 
 
-_FIRST_PRESS_HEARD: list[Callable[[], None]] = []
+_FIRST_PRESS_CALLBACKS: list[Callable[[], None]] = []
 """Called at the first Ctrl-C of a run, whichever runner's :class:`CtrlC` takes it: the
-``on_first_press`` of the :func:`stoppable` blocks under way (a command saying it stops)."""
+callbacks of the :func:`first_press_callback` blocks under way (a command saying it stops)."""
+
+
+@contextmanager
+def first_press_callback(callback: Callable[[], None] | None) -> Iterator[None]:
+    """For the block, ``callback`` (if any) is called at the first Ctrl-C of a run, whichever
+    runner's :class:`CtrlC` takes it. It may run in a signal handler."""
+    callbacks = [] if callback is None else [callback]
+    _FIRST_PRESS_CALLBACKS.extend(callbacks)
+    try:
+        yield
+    finally:
+        for added in callbacks:
+            _FIRST_PRESS_CALLBACKS.remove(added)
 
 
 class CtrlC:
@@ -178,8 +168,8 @@ class CtrlC:
 
     def _first(self) -> None:
         self._halt()
-        for say in tuple(_FIRST_PRESS_HEARD):
-            say()
+        for callback in tuple(_FIRST_PRESS_CALLBACKS):
+            callback()
 
     @contextmanager
     def handled(self, *, interrupt: Callable[[], None] | None = None) -> Iterator[CtrlC]:
@@ -187,7 +177,8 @@ class CtrlC:
         receives signals), and only over Python's default handler (a user's own stays).
         ``interrupt``: how the second press ends the wait (default: raise ``KeyboardInterrupt``
         in the handler; an event loop schedules it, as uvloop loses one raised in a callback)."""
-        # For the block only: it holds the run, which would live on until a full collection.
+        # Held for the block only: the transport holds the run, and a run held past its end
+        # keeps its results (and a pool's processes) until a full collection.
         self._interrupt = interrupt or _raise_ctrl_c
         takes_sigint = (
             threading.current_thread() is threading.main_thread()
@@ -219,158 +210,6 @@ class CtrlC:
                 if self.presses > 1:
                     return
                 self._first()
-
-
-def stops_on_ctrl_c(runner: object) -> bool:
-    """Whether a runner stops on Ctrl-C by itself, keeping the hosts that finished.
-
-    Runners say so with a ``stops_on_ctrl_c = True`` class attribute (nornir-bench's do).
-    """
-    return bool(getattr(runner, "stops_on_ctrl_c", False))
-
-
-class FinishedHosts(NoOpProcessor):
-    """A processor keeping each host's ``MultiResult`` as the host finishes."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, MultiResult] = {}
-        self.started: set[str] = set()
-        self._lock = threading.Lock()
-
-    def never_started(self, host: str) -> None:
-        """``host``'s task was stopped before it began (:class:`NotStarted`)."""
-        with self._lock:
-            self.started.discard(host)
-
-    def in_flight(self, hosts: list[str]) -> list[str]:
-        """The hosts of ``hosts`` that started and have not finished, in that order."""
-        with self._lock:
-            return [h for h in hosts if h in self.started and h not in self.results]
-
-    def aggregated(self, name: str, hosts: list[str]) -> AggregatedResult:
-        """The hosts that finished, as an ``AggregatedResult`` in the order of ``hosts``."""
-        from nornir.core.task import AggregatedResult  # see sigterm_as_ctrl_c
-
-        result = AggregatedResult(name)
-        for host in hosts:
-            if host in self.results:
-                result[host] = self.results[host]
-        return result
-
-    def task_instance_started(self, task: Task, host: Host) -> None:
-        with self._lock:
-            self.started.add(host.name)
-
-    def task_instance_completed(self, task: Task, host: Host, result: MultiResult) -> None:
-        with self._lock:
-            self.results[host.name] = result
-
-    def task_started(self, task: Task) -> None:
-        self.results, self.started = {}, set()
-
-
-@dataclass
-class StoppableRun:
-    """What :func:`stoppable` hands the run: the task to run, and what Ctrl-C did.
-
-    Attributes:
-        task: the task to give ``nr.run``: the user's own, or it wrapped (see the module).
-        finished: the hosts that finished, kept as they do.
-        pressed: set by the first Ctrl-C (for runners that stop by themselves: not known here;
-            they raise ``RunInterrupted``).
-    """
-
-    task: Callable[..., Any]
-    finished: FinishedHosts = field(default_factory=FinishedHosts)
-    pressed: Halt = field(default_factory=lambda: Halt())
-
-
-@contextmanager
-def stoppable(
-    runner: object, task: Callable[..., Any], *, on_first_press: Callable[[], None] | None = None
-) -> Iterator[StoppableRun]:
-    """The run's task, made to stop on Ctrl-C if ``runner`` does not by itself.
-
-    Args:
-        runner: the Nornir object's runner.
-        task: the task function.
-        on_first_press: called on the first Ctrl-C, on any runner (to say that the run is
-            stopping). It may run in a signal handler.
-
-    The two-press rule (:class:`CtrlC`) holds for the block: the first Ctrl-C lets no host
-    start, the second raises ``KeyboardInterrupt`` at once.
-    """
-    heard = [] if on_first_press is None else [on_first_press]
-    _FIRST_PRESS_HEARD.extend(heard)
-    try:
-        if stops_on_ctrl_c(runner):
-            yield StoppableRun(task)
-            return
-        stop = StoppableRun(task)
-        stop.task = _guarded(task, stop.pressed, stop.finished)
-        with CtrlC(stop.pressed.set).handled():
-            yield stop
-    finally:
-        for say in heard:
-            _FIRST_PRESS_HEARD.remove(say)
-
-
-def _guarded(
-    task: Callable[..., Any], pressed: Halt, finished: FinishedHosts
-) -> Callable[..., Any]:
-    """``task``, raising :class:`NotStarted` instead of running once ``pressed`` is set (the
-    host then never started, for ``finished``)."""
-    from nornir_bench.core.execution import is_async_task  # see sigterm_as_ctrl_c
-
-    if is_async_task(task):
-
-        @functools.wraps(task)
-        async def guarded_async(nornir_task: Task, **kwargs: Any) -> Any:
-            if pressed.is_set():
-                finished.never_started(nornir_task.host.name)
-                raise NotStarted
-            return await task(nornir_task, **kwargs)
-
-        return guarded_async
-
-    @functools.wraps(task)
-    def guarded(nornir_task: Task, **kwargs: Any) -> Any:
-        if pressed.is_set():
-            finished.never_started(nornir_task.host.name)
-            raise NotStarted
-        return task(nornir_task, **kwargs)
-
-    return guarded
-
-
-@contextmanager
-def sigterm_as_ctrl_c() -> Iterator[threading.Event]:
-    """For the block, SIGTERM (what systemd, Kubernetes, CI and ``kill`` send) does what
-    Ctrl-C does at that moment; the event is set once one came, so the exit status can say so.
-
-    Only in the main thread; the previous handler is restored after.
-
-    Every command runs inside it, ``--help`` included: so this module imports nornir (and the
-    execution core) only where a run needs it, not at import.
-    """
-    received = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-
-    def on_sigterm(signum: int, frame: Any) -> None:
-        received.set()
-        handler = signal.getsignal(signal.SIGINT)
-        if callable(handler):
-            handler(signal.SIGINT, frame)
-        else:  # SIG_IGN or SIG_DFL set by someone: stop as Ctrl-C would by default
-            raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        yield received
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 @contextmanager
