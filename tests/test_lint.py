@@ -159,7 +159,7 @@ def test_a_runner_is_its_transport_on_the_core() -> None:
     """Each runner's ``run()`` is at most 25 lines (the lifecycle is the core's,
     runners/_core/lifecycle.py), and a runner written from the core alone in the tests
     (tests/runners/queue_runner.py, which passes the conformance and policy suites) is at
-    most 100."""
+    most 60 once formatted by ruff: the dispatch is the core's (runners/_core/scheduler.py)."""
     import ast
 
     for module in RUNNER_MODULES:
@@ -173,7 +173,12 @@ def test_a_runner_is_its_transport_on_the_core() -> None:
         lines = (runs[0].end_lineno or 0) - runs[0].lineno + 1
         assert lines <= 25, (module, lines)
     written = (ROOT / "tests" / "runners" / "queue_runner.py").read_text(encoding="utf-8")
-    assert written.count("\n") <= 100
+    formatted = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--no-cache", "--stdin-filename",
+         "queue_runner.py", "-"],
+        cwd=ROOT, input=written, capture_output=True, text=True, timeout=300, check=True,
+    ).stdout
+    assert formatted.count("\n") <= 60
 
 
 # Where a runner is known by its traits (nornir_bench/core/runner_traits.py) and not by its name.

@@ -1,0 +1,228 @@
+"""One run's dispatch, written once and doing no I/O: what a runner's driver does next.
+
+The scheduler owns what every runner used to loop over by itself: the plan of the run's
+policies (:class:`~nornir_bench.core.policies.plan.HostPlan`, or the hosts in order without
+one), the places in flight (:class:`~nornir_bench.runners._core.limiter.InFlight`), which
+host is out (the dispatch book), the blocking calls past their deadline
+(:class:`~nornir_bench.runners._core.blocking.BlockingCalls`), the run's halt, and each host's
+end recorded in the run's result. As httpx's sans-I/O core, it answers "what now?" and its
+driver does it:
+
+- :class:`Start`: start this host (its place is taken);
+- :class:`TakeOver`: this host's blocking call passed its deadline and was given up: go on
+  with its attempts elsewhere (a new thread), in the same place;
+- :class:`Wait`: nothing to start now: wait until a host ends, at most ``seconds``;
+- :data:`DONE`: nothing is out and nothing will start: the run is over.
+
+The driver tells it each host's end (:meth:`Scheduler.ended`): its result, what its task raised
+that is not an error, or that it never started (the halt caught it queued).
+A scheduler belongs to one thread (a run's main thread, an event loop), as its plan does.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import queue
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from nornir_bench.core.ctrl_c import POLL_SECONDS
+from nornir_bench.core.exceptions import RunAborted
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+    from nornir.core.task import MultiResult
+
+    from nornir_bench.core.policies.hosts import HostAttempts
+    from nornir_bench.runners._core.blocking import BlockingCalls
+    from nornir_bench.runners._core.lifecycle import Lifecycle
+    from nornir_bench.runners._core.limiter import InFlight
+
+__all__ = ["DONE", "Action", "Done", "Scheduler", "Start", "TakeOver", "Wait"]
+
+
+class Start:
+    """Start host ``index`` (``host``): its place is taken."""
+
+    __slots__ = ("host", "index")
+
+    def __init__(self, index: int, host: Host) -> None:
+        self.index = index
+        self.host = host
+
+    def __repr__(self) -> str:
+        return f"Start({self.index})"
+
+
+class TakeOver:
+    """Host ``index``'s blocking call passed its deadline and was given up: go on with
+    ``attempts`` (``attempts.timed_out()`` first) elsewhere, in the same place."""
+
+    __slots__ = ("attempts", "index")
+
+    def __init__(self, index: int, attempts: HostAttempts) -> None:
+        self.index = index
+        self.attempts = attempts
+
+    def __repr__(self) -> str:
+        return f"TakeOver({self.index})"
+
+
+class Wait(NamedTuple):
+    """Nothing to do now: wait for a host's end, at most ``seconds`` (then ask again).
+
+    ``foreseen``: something is due at the end of ``seconds`` (the plan's next start, a
+    deadline); else ``seconds`` is only the longest a wait may last without looking again.
+    """
+
+    seconds: float
+    foreseen: bool
+
+
+class Done:
+    """Nothing is out and nothing will start: the run is over."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DONE"
+
+
+DONE = Done()
+Action = Start | TakeOver | Wait | Done
+
+_STUCK = (
+    "no host is in flight and the plan foresees no start (a fault of nornir-bench's "
+    "dispatch: please report it)"
+)
+
+
+class Scheduler:
+    """One run's dispatch (see the module).
+
+    Args:
+        run: the run's lifecycle: its hosts, plan, halt and result.
+        places: the places in flight.
+        calls: the blocking calls whose deadlines the driver's main thread watches, if any.
+
+    Attributes:
+        out: the hosts out (started, not ended), by index.
+        halted: the halt was applied: no host starts any more.
+    """
+
+    def __init__(self, run: Lifecycle, places: InFlight, calls: BlockingCalls | None = None):
+        self.run = run
+        self.plan = run.plan
+        self.hosts = run.hosts
+        self.result = run.result
+        self.places = places
+        self.calls = calls
+        self.out: set[int] = set()
+        self.halted = False
+        self._next = 0  # without a plan: the next host, in order
+        self._expired: deque[HostAttempts] = deque()
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        """Each host's index, by name (built when first asked: only a host taken over needs it)."""
+        return (
+            self.plan.index
+            if self.plan is not None
+            else {host.name: i for i, host in enumerate(self.hosts)}
+        )
+
+    def next(self) -> Action:
+        """What the driver does now (see the module)."""
+        if not self.halted and self.run.halt.is_set():
+            self.halt()
+        if self.calls is not None and self.out:
+            if not self._expired:
+                self._expired.extend(self.calls.expired())
+            if self._expired:  # one a call: the driver asks again at once
+                attempts = self._expired.popleft()
+                return TakeOver(self._index[attempts.host.name], attempts)
+        if not self.halted and self.places.taken < self.places.limit:
+            index = self._take()
+            if index is not None:
+                self.places.taken += 1
+                self.out.add(index)
+                return Start(index, self.hosts[index])
+        return self._idle()
+
+    def _take(self) -> int | None:
+        plan = self.plan
+        if plan is not None:
+            return plan.take()
+        index = self._next
+        if index >= len(self.hosts):
+            return None
+        self._next = index + 1
+        return index
+
+    def _idle(self) -> Wait | Done:
+        wait = None if self.halted else self.wait_time()
+        if not self.places.taken:
+            if wait is None:
+                return DONE
+            if wait == math.inf:  # no end to wait for: no wait would end
+                assert self.plan is not None
+                self.plan.give_up(lambda: RunAborted("dispatch", _STUCK), _STUCK)
+                return DONE
+        seconds = POLL_SECONDS if wait is None else min(POLL_SECONDS, wait)
+        foreseen = seconds < POLL_SECONDS
+        if self.calls is not None and self.out:
+            nearest = self.calls.next_in()
+            if nearest is not None and nearest < seconds:
+                seconds, foreseen = nearest, True
+        return Wait(seconds, foreseen)
+
+    def wait_time(self) -> float | None:
+        """Seconds until a host may start (``math.inf``: not before a host ends), or ``None``:
+        no host will start any more."""
+        if self.plan is not None:
+            return self.plan.wait_time()
+        return math.inf if self._next < len(self.hosts) else None
+
+    def ended(self, index: int, outcome: MultiResult | BaseException | None) -> bool:
+        """Host ``index`` ended: its place is free, and ``outcome`` recorded: its result; what
+        its task raised that is not an error (``SystemExit``, its own ``KeyboardInterrupt``:
+        the run halts and raises it once it has stopped); ``None``: it never started (the
+        halt came first).
+
+        Returns whether many hosts may start now, or none ever will (a batch ended, a limit
+        stopped the run): every waiter should look; else one end makes room for one host.
+        """
+        self.out.discard(index)
+        self.places.taken -= 1
+        if outcome is None:
+            return False
+        if isinstance(outcome, BaseException):
+            self.run.escape(outcome)
+            return True
+        self.result[self.hosts[index].name] = outcome
+        plan = self.plan
+        return False if plan is None else plan.finished(index, outcome.failed)
+
+    def drive(
+        self,
+        start: Callable[[Start | TakeOver], None],
+        ends: queue.SimpleQueue[tuple[int, MultiResult | BaseException | None]],
+    ) -> None:
+        """Drive the run from a thread that waits (threads' hosts): ``start`` each host to
+        start or take over, record each end from ``ends``, until the run is over."""
+        while not isinstance(action := self.next(), Done):
+            if isinstance(action, Wait):
+                try:
+                    self.ended(*ends.get(timeout=action.seconds))
+                except queue.Empty:
+                    pass
+            else:
+                start(action)
+
+    def halt(self) -> None:
+        """Start no more hosts (the run's halt, applied): those not started do not run."""
+        self.halted = True
+        if self.plan is not None:
+            self.plan.halt()
