@@ -75,10 +75,12 @@ class Wait(NamedTuple):
 
     ``foreseen``: something is due at the end of ``seconds`` (the plan's next start, a
     deadline); else ``seconds`` is only the longest a wait may last without looking again.
+    ``starts``: a host may still start; else only the hosts out are left to end.
     """
 
     seconds: float
     foreseen: bool
+    starts: bool
 
 
 class Done:
@@ -176,7 +178,7 @@ class Scheduler:
             nearest = self.calls.next_in()
             if nearest is not None and nearest < seconds:
                 seconds, foreseen = nearest, True
-        return Wait(seconds, foreseen)
+        return Wait(seconds, foreseen, wait is not None)
 
     def wait_time(self) -> float | None:
         """Seconds until a host may start (``math.inf``: not before a host ends), or ``None``:
@@ -194,7 +196,10 @@ class Scheduler:
         Returns whether many hosts may start now, or none ever will (a batch ended, a limit
         stopped the run): every waiter should look; else one end makes room for one host.
         """
-        self.out.discard(index)
+        try:
+            self.out.remove(index)
+        except KeyError:  # its start was cut short (Ctrl-C) and taken for never made
+            return False
         self.places.taken -= 1
         if outcome is None:
             return False
@@ -219,7 +224,11 @@ class Scheduler:
                 except queue.Empty:
                     pass
             else:
-                start(action)
+                try:
+                    start(action)
+                except BaseException:  # Ctrl-C cut the start short: taken for never made
+                    self.ended(action.index, None)
+                    raise
 
     def halt(self) -> None:
         """Start no more hosts (the run's halt, applied): those not started do not run."""
