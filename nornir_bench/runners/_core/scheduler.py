@@ -145,22 +145,29 @@ class Scheduler:
             if self._expired:  # one a call: the driver asks again at once
                 attempts = self._expired.popleft()
                 return TakeOver(self._index[attempts.host.name], attempts)
-        if not self.halted and self.places.taken < self.places.limit:
-            index = self._take()
-            if index is not None:
-                self.places.taken += 1
-                self.out.add(index)
-                return Start(index, self.hosts[index])
+        index = self.take()
+        if index is not None:
+            return Start(index, self.hosts[index])
         return self._idle()
 
-    def _take(self) -> int | None:
+    def take(self) -> int | None:
+        """The next host that may start now, its place taken and out; or ``None``. (The one
+        taker of the plan's hosts: :meth:`next` for the drivers, or a dispatch book filling
+        workers elsewhere.)"""
+        if self.halted or self.places.taken >= self.places.limit:
+            return None
         plan = self.plan
         if plan is not None:
-            return plan.take()
-        index = self._next
-        if index >= len(self.hosts):
-            return None
-        self._next = index + 1
+            index = plan.take()
+            if index is None:
+                return None
+        else:
+            index = self._next
+            if index >= len(self.hosts):
+                return None
+            self._next = index + 1
+        self.places.taken += 1
+        self.out.add(index)
         return index
 
     def _idle(self) -> Wait | Done:
@@ -196,19 +203,31 @@ class Scheduler:
         Returns whether many hosts may start now, or none ever will (a batch ended, a limit
         stopped the run): every waiter should look; else one end makes room for one host.
         """
-        try:
+        if outcome is None or isinstance(outcome, BaseException):
+            if index not in self.out:
+                return False
             self.out.remove(index)
-        except KeyError:  # its start was cut short (Ctrl-C) and taken for never made
-            return False
-        self.places.taken -= 1
-        if outcome is None:
-            return False
-        if isinstance(outcome, BaseException):
+            self.places.taken -= 1
+            if outcome is None:
+                return False
             self.run.escape(outcome)
             return True
+        if index not in self.out:  # its start was cut short (Ctrl-C) and taken for never made
+            return False
         self.result[self.hosts[index].name] = outcome
+        return self.finished(index, outcome.failed)
+
+    def finished(self, index: int, failed: bool) -> bool:
+        """Host ``index`` ended (``failed``: its result failed), its result recorded by the
+        driver (a settler of results from elsewhere): its place is free, the plan told once.
+        Returns what :meth:`ended` returns."""
+        try:
+            self.out.remove(index)
+        except KeyError:  # not out: told already
+            return False
+        self.places.taken -= 1
         plan = self.plan
-        return False if plan is None else plan.finished(index, outcome.failed)
+        return False if plan is None else plan.finished(index, failed)
 
     def drive(
         self,
