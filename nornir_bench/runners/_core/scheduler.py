@@ -15,8 +15,11 @@ driver does it:
 - :data:`DONE`: nothing is out and nothing will start: the run is over.
 
 The driver tells it each host's end (:meth:`Scheduler.ended`): its result, what its task raised
-that is not an error, or that it never started (the halt caught it queued).
-A scheduler belongs to one thread (a run's main thread, an event loop), as its plan does.
+that is not an error, or that it never started (the halt caught it queued). Threads' drivers
+run :meth:`Scheduler.drive`; coroutines :class:`~.async_scheduler.AsyncScheduler`; the
+dispatch book of a run elsewhere takes hosts (:meth:`Scheduler.take`) for each worker's room
+and tells it what settled (:meth:`Scheduler.finished`). A scheduler belongs to one thread (a
+run's main thread, an event loop), as its plan does.
 """
 
 from __future__ import annotations
