@@ -16,10 +16,10 @@ this runner does none of that:
   second Ctrl-C abandons those in flight);
 - the garbage collector is tuned for the run (see ``nornir_bench.core._gc``): the pre-run heap is
   frozen and collections come less often, so they do not stall every worker on the GIL;
-- each host runs through the shared core (``run_one``), run policies included. With a plan
-  or a deadline, the run's main thread drives the runner core's ``Scheduler`` (which host
-  starts when, the blocking calls past their deadline): the threads only run the hosts it
-  starts and report their ends. A call past its deadline is given up (its host fails with
+- each host runs through the shared core (``run_one``), run policies included. With a plan,
+  the run's main thread drives the runner core's ``Scheduler`` (which host starts when, the
+  blocking calls past their deadline): the threads only run the hosts it starts and report
+  their ends. A call past its deadline is given up (its host fails with
   ``TaskTimeout``, or is retried), and a new thread takes over the host and then the slot, so
   ``num_workers`` hosts stay in flight. The stuck thread's late return is dropped; ``run()``
   waits for such threads at most ``ABANDONED_GRACE_SECONDS``.
@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._switching import fewer_gil_switches
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.ctrl_c import POLL_SECONDS, Halt, ctrl_c_deferred
+from nornir_bench.core.ctrl_c import POLL_SECONDS, ctrl_c_deferred
 from nornir_bench.core.one_host import run_one
-from nornir_bench.core.policies.hosts import HostAttempts
+from nornir_bench.core.policies.hosts import HostAttempts, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.runner_traits import IN_PROCESS, Placement
 from nornir_bench.runners._core.blocking import BlockingCalls, Ended, join_threads, serve_hosts
@@ -98,9 +98,10 @@ class ThreadPoolRunner(Policed):
 
 
 class _Threads(Transport):
-    """One run's threads. Without a plan or a deadline nothing is decided per host: the
-    threads take the hosts in order themselves (a ``HostQueue``). Otherwise the run's main
-    thread drives the run's :class:`~nornir_bench.runners._core.scheduler.Scheduler`: a
+    """One run's threads. Without a plan nothing is decided per host: the threads take the
+    hosts in order themselves (a ``HostQueue``), and the run's main thread only hands each
+    call past its deadline (the ``Scheduler``'s ``TakeOver``) to a new thread. With a plan the
+    main thread drives the run's :class:`~nornir_bench.runners._core.scheduler.Scheduler`: a
     host to start goes to a new thread while fewer than the places have started, else to a
     free one through a queue; each end comes back through another. (Threads sharing the plan
     under a lock queued on it: docs/benchmarks.md, "The costs behind the code's choices".)"""
@@ -113,10 +114,8 @@ class _Threads(Transport):
         self.context = run.context(
             attempt=HostAttempts.call if self.watch is None else self.watch.call
         )
-        self.scheduler = (
-            None if run.plan is None and self.watch is None else Scheduler(run, places, self.watch)
-        )
-        self.pending = HostQueue(run.hosts if self.scheduler is None else ())
+        self.scheduler = Scheduler(run, places, self.watch)
+        self.pending = HostQueue(run.hosts if run.plan is None else ())
         self.ready: queue.SimpleQueue[Start | None] = queue.SimpleQueue()
         self.ends: queue.SimpleQueue[Ended] = queue.SimpleQueue()
         self.running = _Running()
@@ -124,9 +123,9 @@ class _Threads(Transport):
         self._begun = False
 
     def wait(self) -> None:
-        """Drive the scheduler until the run is over; or, without one, start the threads
-        (once) and wait until every one has ended."""
-        if self.scheduler is not None:
+        """Drive the scheduler until the run is over; or, without a plan, start the threads
+        (once) and wait until every one has ended, taking over the calls past their deadline."""
+        if self.run.plan is not None:
             self.scheduler.drive(self._start, self.ends)
             return
         if not self._begun:
@@ -138,7 +137,14 @@ class _Threads(Transport):
                     if not self.pending:
                         break
                     self.start(self.work, f"threadpool-{i}")
-        self.running.wait(self.run.halt, self.pending)
+        self.running.wait(self)
+
+    def take_over(self) -> None:
+        """Without a plan, the main thread: each call past its deadline goes on in a new
+        thread, which then takes hosts from the queue (the stuck one no longer counts)."""
+        for action in self.scheduler.expired():
+            self.start(lambda action=action: self.work(action), "threadpool-takeover")
+            self.running.ended()
 
     def _start(self, action: Start | TakeOver) -> None:
         """A host the scheduler starts (to a free thread, or a new one while fewer than the
@@ -158,13 +164,13 @@ class _Threads(Transport):
         self.pending.halt()
 
     def close(self, *, ended: bool) -> None:
-        if self.scheduler is not None:
+        if self.run.plan is not None:
             for _ in self.started:
                 self.ready.put(None)
             if not self.run.ctrl_c.abandoned:
                 join_threads(self.started, self.watch)
         elif self.running.count == 0:  # each thread is past its last host: this takes no time
-            join_threads(self.started, None)
+            join_threads(self.started, self.watch)
 
     def start(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -176,13 +182,22 @@ class _Threads(Transport):
             raise
         self.started.append(thread)
 
-    def work(self) -> None:
-        """A thread's life without a scheduler: hosts from ``pending`` until none is left."""
+    def work(self, taken_over: TakeOver | None = None) -> None:
+        """A thread's life without a plan: hosts from ``pending`` until none is left (or, past
+        a deadline, another thread has taken its place)."""
         task, result, context = self.run.task, self.run.result, self.context
         try:
+            if taken_over is not None:  # a host whose call passed its deadline: go on
+                attempts = taken_over.attempts
+                multi = run_policed(attempts, attempts.timed_out(), call=context.attempt)
+                if multi is None:
+                    return
+                result[attempts.host.name] = multi
             for host in self.pending:  # the hot path: no call between the loop and the core
-                # No deadline to watch, so never given up: a result each time.
-                result[host.name] = run_one(task, host, context)  # type: ignore[assignment]
+                multi = run_one(task, host, context)
+                if multi is None:  # given up at its deadline: another thread goes on
+                    return
+                result[host.name] = multi
         except BaseException as exc:  # noqa: BLE001 - a task's SystemExit: the run raises it
             self.run.escape(exc)
         self.running.ended()
@@ -213,9 +228,15 @@ class _Running:
             if self.count == 0:
                 self._none_left.set()
 
-    def wait(self, halt: Halt, pending: HostQueue) -> None:
-        """Return once every thread has ended; meanwhile apply the run's halt to the hosts
-        waiting."""
-        while not self._none_left.wait(POLL_SECONDS):
+    def wait(self, threads: _Threads) -> None:
+        """Return once every thread has ended; meanwhile hand each call past its deadline to
+        a new thread, and apply the run's halt to the hosts waiting."""
+        watch, halt = threads.watch, threads.run.halt
+        while True:
+            nearest = None if watch is None else watch.next_in()
+            poll = POLL_SECONDS if nearest is None else min(POLL_SECONDS, nearest)
+            if self._none_left.wait(poll):
+                return
             if halt.is_set():
-                pending.halt()
+                threads.pending.halt()
+            threads.take_over()

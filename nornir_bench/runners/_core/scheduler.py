@@ -127,7 +127,7 @@ class Scheduler:
         self.out: set[int] = set()
         self.halted = False
         self._next = 0  # without a plan: the next host, in order
-        self._expired: deque[HostAttempts] = deque()
+        self._expired: deque[TakeOver] = deque()
 
     @functools.cached_property
     def _index(self) -> dict[str, int]:
@@ -144,14 +144,21 @@ class Scheduler:
             self.halt()
         if self.calls is not None and self.out:
             if not self._expired:
-                self._expired.extend(self.calls.expired())
+                self._expired.extend(self.expired())
             if self._expired:  # one a call: the driver asks again at once
-                attempts = self._expired.popleft()
-                return TakeOver(self._index[attempts.host.name], attempts)
+                return self._expired.popleft()
         index = self.take()
         if index is not None:
             return Start(index, self.hosts[index])
         return self._idle()
+
+    def expired(self) -> list[TakeOver]:
+        """The blocking calls past their deadline, given up now: each host goes on elsewhere
+        (:meth:`next` says them one at a time; a driver whose workers take hosts themselves,
+        with no plan to apply, asks for them here)."""
+        if self.calls is None:
+            return []
+        return [TakeOver(self._index[a.host.name], a) for a in self.calls.expired()]
 
     def take(self) -> int | None:
         """The next host that may start now, its place taken and out; or ``None``. (The one
