@@ -135,15 +135,16 @@ SCRIPT_RUN_MODULES = {
         ".core.wording",
         ".inventory", ".inventory.synthetic", ".processors", ".processors.timing", ".runners",
         ".runners._core", ".runners._core.lifecycle", ".runners._core.limiter",
-        ".runners._core.queue", ".runners._core.results", ".runners.registry", ".tasks",
+        ".runners._core.queue", ".runners._core.results", ".runners._core.scheduler",
+        ".runners.registry", ".tasks",
         ".tasks._needs", ".tasks._params", ".tasks.synthetic", ".tasks.synthetic.simulated",
     },
     "threadpool": {
         ".core._switching", ".runners._core.blocking", ".runners.threadpool",
     },
     "asyncio": {
-        ".core.connections", ".core.loops", ".core.offload", ".core.policies.waiting",
-        ".core.session", ".core.subtasks", ".runners._kept_loop", ".runners.asyncio_runner",
+        ".core.connections", ".core.loops", ".core.offload", ".core.session", ".core.subtasks",
+        ".runners._core.async_scheduler", ".runners._kept_loop", ".runners.asyncio_runner",
     },
 }
 # Other packages than the standard library's, by top-level name.

@@ -159,7 +159,7 @@ def test_a_runner_is_its_transport_on_the_core() -> None:
     """Each runner's ``run()`` is at most 25 lines (the lifecycle is the core's,
     runners/_core/lifecycle.py), and a runner written from the core alone in the tests
     (tests/runners/queue_runner.py, which passes the conformance and policy suites) is at
-    most 100."""
+    most 60 once formatted by ruff: the dispatch is the core's (runners/_core/scheduler.py)."""
     import ast
 
     for module in RUNNER_MODULES:
@@ -173,7 +173,49 @@ def test_a_runner_is_its_transport_on_the_core() -> None:
         lines = (runs[0].end_lineno or 0) - runs[0].lineno + 1
         assert lines <= 25, (module, lines)
     written = (ROOT / "tests" / "runners" / "queue_runner.py").read_text(encoding="utf-8")
-    assert written.count("\n") <= 100
+    formatted = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--no-cache", "--stdin-filename",
+         "queue_runner.py", "-"],
+        cwd=ROOT, input=written, capture_output=True, text=True, timeout=300, check=True,
+    ).stdout
+    assert formatted.count("\n") <= 60
+
+
+def plan_takers(paths: list[Path]) -> list[str]:
+    """Where ``paths`` take a host from a ``HostPlan``: each ``.take`` (called or not) on
+    something named ``plan`` (``plan``, ``self.plan``, ``run.plan``, ``_plan``), or
+    ``HostPlan.take``, as ``path:line``."""
+    import ast
+
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Attribute) and node.attr == "take"):
+                continue
+            owner = node.value
+            name = (
+                owner.id if isinstance(owner, ast.Name)
+                else owner.attr if isinstance(owner, ast.Attribute) else ""
+            )
+            if name.lstrip("_") in {"plan", "HostPlan"}:
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_one_place_takes_a_host_from_the_plan() -> None:
+    """Dispatch is written once: the runner core's Scheduler is the one taker of the plan's
+    hosts; every runner asks it (tests/core/test_policies.py, the plan's own arithmetic, is
+    not dispatch and is left out)."""
+    paths = [
+        path
+        for folder in ("nornir_bench", "tests")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != ROOT / "tests" / "core" / "test_policies.py"
+    ]
+    takers = plan_takers(paths)
+    assert [taker.split(":")[0] for taker in takers] == [
+        "nornir_bench/runners/_core/scheduler.py"
+    ], takers
 
 
 # Where a runner is known by its traits (nornir_bench/core/runner_traits.py) and not by its name.

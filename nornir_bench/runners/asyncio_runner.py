@@ -34,12 +34,13 @@ from nornir_bench.core.execution import run_task
 from nornir_bench.core.loops import LOOPS, resolve_loop
 from nornir_bench.core.one_host import arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.policies.waiting import AsyncPlan
 from nornir_bench.core.runner_traits import IN_PROCESS, Placement
 from nornir_bench.core.session import AsyncRunSession
+from nornir_bench.runners._core.async_scheduler import AsyncScheduler
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
-from nornir_bench.runners._core.limiter import in_flight_here
+from nornir_bench.runners._core.limiter import InFlight, in_flight_here
 from nornir_bench.runners._core.queue import HostQueue
+from nornir_bench.runners._core.scheduler import Scheduler
 from nornir_bench.runners._kept_loop import LoopKeeper
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class AsyncioRunner(Policed):
         with in_flight_here(self.num_workers, len(hosts), task.task, what=self._what) as places:
             run = Lifecycle(task, hosts, self.policy.for_task(task.task), in_flight=places.limit)
             loop, kept = self._loops.take()
-            on_loop = _LoopHosts(self, run, places.limit, keep_connections=kept)
+            on_loop = _LoopHosts(self, run, places, keep_connections=kept)
             return run.drive(_Loop(on_loop, loop, kept, self._loops))
 
     def close(self) -> None:
@@ -132,7 +133,7 @@ class AsyncioRunner(Policed):
         """
         with in_flight_here(self.num_workers, len(hosts), task.task, what=self._what) as places:
             run = Lifecycle(task, hosts, self.policy.for_task(task.task), in_flight=places.limit)
-            await _LoopHosts(self, run, places.limit, keep_connections=False).main()
+            await _LoopHosts(self, run, places, keep_connections=False).main()
         return run.outcome()
 
     _what = "asyncio runner"
@@ -224,12 +225,12 @@ class _LoopHosts:
     """
 
     def __init__(
-        self, runner: AsyncioRunner, run: Lifecycle, places: int, *, keep_connections: bool
+        self, runner: AsyncioRunner, run: Lifecycle, places: InFlight, *, keep_connections: bool
     ) -> None:
         self.run = run
-        self.count = places
-        self.pending = HostQueue(run.hosts)
-        self.planned = None if run.plan is None else AsyncPlan(run.plan)
+        self.count = places.limit
+        self.pending = HostQueue(run.hosts if run.plan is None else ())
+        self.planned = None if run.plan is None else AsyncScheduler(Scheduler(run, places))
         self.session = AsyncRunSession(
             run.task.task,
             run.hosts,
@@ -245,15 +246,14 @@ class _LoopHosts:
         if self.planned is not None:
             self.planned.halt()
 
-    async def _hosts_planned(self, planned: AsyncPlan) -> None:
-        """A worker's hosts as the run's plan allows them."""
-        task, result, context = self.run.task, self.run.result, self.context
+    async def _hosts_planned(self, planned: AsyncScheduler) -> None:
+        """A worker's hosts as the run's scheduler starts them."""
+        task, context = self.run.task, self.context
         while True:
-            host = planned.take()  # without a coroutine, when one may start now
-            if host is None and (host := await planned.next()) is None:
+            start = planned.take()  # without a coroutine, when one may start now
+            if start is None and (start := await planned.next()) is None:
                 return
-            multi = result[host.name] = await arun_one(task, host, context)
-            planned.finished(host, multi.failed)
+            planned.ended(start, await arun_one(task, start.host, context))
 
     async def main(self) -> None:
         loop = asyncio.get_running_loop()

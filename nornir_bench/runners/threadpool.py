@@ -16,10 +16,10 @@ this runner does none of that:
   second Ctrl-C abandons those in flight);
 - the garbage collector is tuned for the run (see ``nornir_bench.core._gc``): the pre-run heap is
   frozen and collections come less often, so they do not stall every worker on the GIL;
-- each host runs through the shared core (``run_one``), run policies included: the plan says
-  which host starts when (the run's main thread applies it and hands hosts out, see
-  ``_Feed``). What is this runner's own is the deadline of a blocking call: the run's main
-  thread watches every call in flight; one past its deadline is given up (its host fails with
+- each host runs through the shared core (``run_one``), run policies included. With a plan,
+  the run's main thread drives the runner core's ``Scheduler`` (which host starts when, the
+  blocking calls past their deadline): the threads only run the hosts it starts and report
+  their ends. A call past its deadline is given up (its host fails with
   ``TaskTimeout``, or is retried), and a new thread takes over the host and then the slot, so
   ``num_workers`` hosts stay in flight. The stuck thread's late return is dropped; ``run()``
   waits for such threads at most ``ABANDONED_GRACE_SECONDS``.
@@ -29,26 +29,24 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._switching import fewer_gil_switches
 from nornir_bench.core.checks import whole_number
-from nornir_bench.core.ctrl_c import ABANDONED_GRACE_SECONDS, POLL_SECONDS, ctrl_c_deferred
+from nornir_bench.core.ctrl_c import POLL_SECONDS, ctrl_c_deferred
 from nornir_bench.core.one_host import run_one
 from nornir_bench.core.policies.hosts import HostAttempts, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.runner_traits import IN_PROCESS, Placement
-from nornir_bench.runners._core.blocking import BlockingCalls
+from nornir_bench.runners._core.blocking import BlockingCalls, Ended, join_threads, serve_hosts
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import InFlight, in_flight_here
 from nornir_bench.runners._core.queue import HostQueue
+from nornir_bench.runners._core.scheduler import Scheduler, Start, TakeOver
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import AggregatedResult, Task
-
-    from nornir_bench.core.policies.plan import HostPlan
 
 __all__ = ["ThreadPoolRunner"]
 
@@ -100,26 +98,36 @@ class ThreadPoolRunner(Policed):
 
 
 class _Threads(Transport):
-    """One run's threads, the hosts waiting for them, and the watch over their deadlines."""
+    """One run's threads. Without a plan nothing is decided per host: the threads take the
+    hosts in order themselves (a ``HostQueue``), and the run's main thread only hands each
+    call past its deadline (the ``Scheduler``'s ``TakeOver``) to a new thread. With a plan the
+    main thread drives the run's :class:`~nornir_bench.runners._core.scheduler.Scheduler`: a
+    host to start goes to a new thread while fewer than the places have started, else to a
+    free one through a queue; each end comes back through another. (Threads sharing the plan
+    under a lock queued on it: docs/benchmarks.md, "The costs behind the code's choices".)"""
 
     def __init__(self, run: Lifecycle, places: InFlight) -> None:
         self.run = run
         self.threads = places.limit
-        self.pending: HostQueue | _Feed = (
-            HostQueue(run.hosts) if run.plan is None else _Feed(run.plan, places)
-        )
-        self.running = _Running()
-        self.started: list[threading.Thread] = []
         policy = run.policy
         self.watch = BlockingCalls() if policy.task_timeout or policy.run_timeout else None
         self.context = run.context(
             attempt=HostAttempts.call if self.watch is None else self.watch.call
         )
+        self.scheduler = Scheduler(run, places, self.watch)
+        self.pending = HostQueue(run.hosts if run.plan is None else ())
+        self.ready: queue.SimpleQueue[Start | None] = queue.SimpleQueue()
+        self.ends: queue.SimpleQueue[Ended] = queue.SimpleQueue()
+        self.running = _Running()
+        self.started: list[threading.Thread] = []
         self._begun = False
 
     def wait(self) -> None:
-        """Start the threads (once), then wait until every one has ended; with a plan,
-        applying it meanwhile (see _Feed)."""
+        """Drive the scheduler until the run is over; or, without a plan, start the threads
+        (once) and wait until every one has ended, taking over the calls past their deadline."""
+        if self.run.plan is not None:
+            self.scheduler.drive(self._start, self.ends)
+            return
         if not self._begun:
             self._begun = True
             # Held once for all the starts (not per thread: 1,000 starts would pay for it
@@ -129,20 +137,40 @@ class _Threads(Transport):
                     if not self.pending:
                         break
                     self.start(self.work, f"threadpool-{i}")
-        if isinstance(self.pending, _Feed):
-            self.pending.hand_out(self)
         self.running.wait(self)
+
+    def take_over(self) -> None:
+        """Without a plan, the main thread: each call past its deadline goes on in a new
+        thread, which then takes hosts from the queue (the stuck one no longer counts)."""
+        for action in self.scheduler.expired():
+            self.start(lambda action=action: self.work(action), "threadpool-takeover")
+            self.running.ended()
+
+    def _start(self, action: Start | TakeOver) -> None:
+        """A host the scheduler starts (to a free thread, or a new one while fewer than the
+        places have started), or takes over (a new thread: the old one is left in its call)."""
+        if isinstance(action, Start) and len(self.started) >= self.threads:
+            self.ready.put(action)
+            return
+        name = f"threadpool-{len(self.started)}" if isinstance(action, Start) else "takeover"
+        args = (action, self.run, self.context, self.ready.get, self.ends.put)
+        thread = threading.Thread(target=serve_hosts, args=args, name=name, daemon=True)
+        thread.start()
+        self.started.append(thread)
 
     def on_halt(self) -> None:
         # The threads take hosts from the queue themselves: emptied now (a deque's clear is
-        # atomic), no host starts after the press is taken. A plan is the main thread's own:
-        # its wait applies the halt within POLL_SECONDS.
-        if isinstance(self.pending, HostQueue):
-            self.pending.halt()
+        # atomic), no host starts after the press is taken. A scheduler applies it itself.
+        self.pending.halt()
 
     def close(self, *, ended: bool) -> None:
-        if self.running.count == 0:  # each thread is past its last host: this takes no time
-            self.join()
+        if self.run.plan is not None:
+            for _ in self.started:
+                self.ready.put(None)
+            if not self.run.ctrl_c.abandoned:
+                join_threads(self.started, self.watch)
+        elif self.running.count == 0:  # each thread is past its last host: this takes no time
+            join_threads(self.started, self.watch)
 
     def start(self, target: Any, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -154,132 +182,25 @@ class _Threads(Transport):
             raise
         self.started.append(thread)
 
-    def work(self, taken_over: HostAttempts | None = None) -> None:
-        """A thread's life: hosts from ``pending`` until none is left (or, past a deadline,
-        another thread has taken its slot)."""
+    def work(self, taken_over: TakeOver | None = None) -> None:
+        """A thread's life without a plan: hosts from ``pending`` until none is left (or, past
+        a deadline, another thread has taken its place)."""
         task, result, context = self.run.task, self.run.result, self.context
         try:
-            done: tuple[Host, bool] | None = None
             if taken_over is not None:  # a host whose call passed its deadline: go on
-                multi = run_policed(taken_over, taken_over.timed_out(), call=context.attempt)
+                attempts = taken_over.attempts
+                multi = run_policed(attempts, attempts.timed_out(), call=context.attempt)
                 if multi is None:
                     return
-                result[taken_over.host.name] = multi
-                done = (taken_over.host, multi.failed)
-            if isinstance(self.pending, HostQueue):
-                for host in self.pending:  # the hot path: no call between the loop and the core
-                    multi = run_one(task, host, context)
-                    if multi is None:  # given up at its deadline: another thread goes on
-                        return
-                    result[host.name] = multi
-            else:
-                take = self.pending.next
-                while (taken := take(done)) is not None:
-                    multi = run_one(task, taken, context)
-                    if multi is None:
-                        return
-                    result[taken.name] = multi
-                    done = (taken, multi.failed)
+                result[attempts.host.name] = multi
+            for host in self.pending:  # the hot path: no call between the loop and the core
+                multi = run_one(task, host, context)
+                if multi is None:  # given up at its deadline: another thread goes on
+                    return
+                result[host.name] = multi
         except BaseException as exc:  # noqa: BLE001 - a task's SystemExit: the run raises it
             self.run.escape(exc)
         self.running.ended()
-
-    def take_over(self) -> None:
-        """The main thread: each call past its deadline is given up, and a new thread goes on
-        with its host."""
-        if self.watch is None:
-            return
-        for attempts in self.watch.expired():
-            self.start(lambda attempts=attempts: self.work(attempts), "threadpool-takeover")
-            self.running.ended()  # the thread left in the call no longer counts
-
-    def join(self) -> None:
-        """Join the threads; those left in a call past its deadline at most for the grace."""
-        abandoned = set() if self.watch is None else self.watch.abandoned
-        grace_ends = time.monotonic() + ABANDONED_GRACE_SECONDS
-        for thread in self.started:
-            if thread in abandoned:
-                thread.join(max(0.0, grace_ends - time.monotonic()))
-            else:
-                thread.join()
-
-class _Feed:
-    """The run's plan, applied by the run's main thread: hosts go out to the threads through
-    one queue, finished hosts come back through another.
-
-    Threads sharing the plan under a lock queued on it: a thread holding the lock when the
-    interpreter switched threads made every other thread wait for it, which cost more than
-    the run itself (docs/benchmarks.md, "The costs behind the code's choices"). The queues
-    are ``queue.SimpleQueue``, whose lock is held only inside C code; the plan is the main
-    thread's alone, and it keeps as many hosts out as there are places.
-    """
-
-    def __init__(self, plan: HostPlan, places: InFlight) -> None:
-        self.plan = plan
-        self.places = places  # taken: hosts handed out and not back yet
-        self.ready: queue.SimpleQueue[Host | None] = queue.SimpleQueue()
-        self.done: queue.SimpleQueue[tuple[Host, bool]] = queue.SimpleQueue()
-        self.halted = False
-        self._fill()
-
-    def __bool__(self) -> bool:
-        return not self.halted and (self.places.taken > 0 or self.plan.wait_time() is not None)
-
-    def next(self, finished: tuple[Host, bool] | None = None) -> Host | None:
-        """A worker thread: report ``finished``, then wait for the next host (``None``: stop)."""
-        if finished is not None:
-            self.done.put(finished)
-        return self.ready.get()
-
-    def halt(self) -> None:
-        """No host starts any more (those handed out but not yet taken are not run)."""
-        self.halted = True
-        self.plan.halt()
-        while True:
-            try:
-                self.ready.get_nowait()
-            except queue.Empty:
-                break
-            self.places.give()
-
-    def hand_out(self, threads: _Threads) -> None:
-        """The main thread: hand hosts out and take them back until none is out or will be;
-        watch deadlines meanwhile; then let every thread go."""
-        watch, plan, places, run = threads.watch, self.plan, self.places, threads.run
-        while places.taken > len(run.escaped) or self:  # a thread ended by SystemExit owes one
-            if run.halt.is_set() and not self.halted:
-                self.halt()
-            wait = None if self.halted else plan.wait_time()
-            nearest = None if watch is None else watch.next_in()
-            timeout = min(
-                POLL_SECONDS,
-                wait if wait is not None else POLL_SECONDS,
-                nearest if nearest is not None else POLL_SECONDS,
-            )
-            try:
-                self._finished(*self.done.get(timeout=timeout))
-                while True:
-                    self._finished(*self.done.get_nowait())
-            except queue.Empty:
-                pass
-            threads.take_over()
-            self._fill()
-        for _ in range(threads.running.count):
-            self.ready.put(None)
-
-    def _finished(self, host: Host, failed: bool) -> None:
-        self.places.give()
-        if not self.halted:
-            self.plan.finished(self.plan.index[host.name], failed)
-
-    def _fill(self) -> None:
-        hosts, take, places = self.plan.hosts, self.plan.take, self.places
-        while not self.halted and places.room > 0:
-            index = take()
-            if index is None:
-                return
-            places.take()
-            self.ready.put(hosts[index])
 
 
 class _Running:

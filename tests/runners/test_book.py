@@ -4,16 +4,31 @@ keeps their connections."""
 
 from __future__ import annotations
 
+from nornir.core.task import Result, Task
+
 from nornir_bench.core.policies.options import RunPolicy
-from nornir_bench.core.policies.plan import HostPlan
+from nornir_bench.runners._core.lifecycle import Lifecycle
+from nornir_bench.runners._core.limiter import InFlight
+from nornir_bench.runners._core.scheduler import Scheduler
 from nornir_bench.runners._remote.book import DispatchBook
 from tests.conftest import make_nornir
 
 
-def book(hosts: int, holders: dict[str, str], per_worker: int = 2) -> DispatchBook[str]:
+def hello(task: Task) -> Result:
+    return Result(host=task.host)
+
+
+def scheduler(hosts: int) -> Scheduler:
+    """A run's scheduler, as a remote run makes it (its places: the run's hosts)."""
     nr = make_nornir("threadpool", hosts=hosts)
-    plan = HostPlan(list(nr.inventory.hosts.values()), RunPolicy.build("test", {}))
-    made: DispatchBook[str] = DispatchBook(plan, holders, per_worker)
+    task = Task(hello, nr, global_dry_run=False, processors=nr.processors)
+    policy = RunPolicy.build("test", {})
+    run = Lifecycle(task, list(nr.inventory.hosts.values()), policy, planned=True)
+    return Scheduler(run, InFlight(hosts))
+
+
+def book(hosts: int, holders: dict[str, str], per_worker: int = 2) -> DispatchBook[str]:
+    made: DispatchBook[str] = DispatchBook(scheduler(hosts), holders, per_worker)
     for worker in ("a", "b"):
         made.add(worker)
     return made
@@ -58,9 +73,7 @@ def test_places_free_as_hosts_end_and_once_only_when_their_results_come() -> Non
 def sited(sites: list[str | None], serves: dict[str, set[str]], per_worker: int = 2) -> (
     DispatchBook[str]
 ):
-    nr = make_nornir("threadpool", hosts=len(sites))
-    plan = HostPlan(list(nr.inventory.hosts.values()), RunPolicy.build("test", {}))
-    made: DispatchBook[str] = DispatchBook(plan, {}, per_worker, sites)
+    made: DispatchBook[str] = DispatchBook(scheduler(len(sites)), {}, per_worker, sites)
     for worker, its in serves.items():
         made.add(worker, serves=its)
     return made

@@ -6,6 +6,5 @@
 - :mod:`~nornir_bench.core.policies.retry`: which failures are retried, after how long;
 - :mod:`~nornir_bench.core.policies.plan`: which host starts when: batches, failure limits,
   rate and group limits, the run's deadline; :mod:`~nornir_bench.core.policies.groups`: its
-  hosts by group, for the group limits; :mod:`~nornir_bench.core.policies.waiting`:
-  coroutines waiting on it.
+  hosts by group, for the group limits (the runner core's ``Scheduler`` takes hosts from it).
 """

@@ -3,9 +3,9 @@
 A :class:`HostPlan` hands out a run's hosts, in order, as the policies allow. It does no I/O
 and never waits: :meth:`HostPlan.take` returns the next host that may start now, or ``None``
 and :meth:`HostPlan.wait_time` says for how long nothing can (a rate limit), until a host
-finishes (a batch's end, a full group), or that no host will start any more. The drivers do the
-waiting: coroutines through :mod:`~nornir_bench.core.policies.waiting`; threadpool's main
-thread and the process pool's, which have wait loops of their own, call the plan directly.
+finishes (a batch's end, a full group), or that no host will start any more. One taker: the
+runner core's ``Scheduler`` (``runners/_core/scheduler.py``), which every runner's driver asks
+what to do next; the drivers do the waiting.
 
 - ``batches``: the next batch starts once every host of the current one has finished (Ansible's
   ``serial``: ``[1, "10%", "100%"]`` is a canary, then a tenth, then the rest; the last size

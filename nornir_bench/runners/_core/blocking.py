@@ -13,12 +13,73 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nornir_bench.core.policies.hosts import HostAttempts, Outcome
+from nornir_bench.core.ctrl_c import ABANDONED_GRACE_SECONDS
+from nornir_bench.core.one_host import run_one
+from nornir_bench.core.policies.hosts import run_policed
+from nornir_bench.runners._core.scheduler import Start
 
-__all__ = ["BlockingCalls"]
+if TYPE_CHECKING:
+    from nornir.core.task import MultiResult
+
+    from nornir_bench.core.one_host import RunContext
+    from nornir_bench.core.policies.hosts import HostAttempts, Outcome
+    from nornir_bench.runners._core.lifecycle import Lifecycle
+    from nornir_bench.runners._core.scheduler import TakeOver
+
+__all__ = ["BlockingCalls", "Ended", "join_threads", "serve_hosts"]
+
+Ended = tuple[int, "MultiResult | BaseException | None"]
+"""A host's end, as a thread reports it to the scheduler's driver (``Scheduler.ended``)."""
+
+
+def serve_hosts(
+    first: Start | TakeOver,
+    run: Lifecycle,
+    context: RunContext,
+    take: Callable[[], Start | None],
+    report: Callable[[Ended], None],
+) -> None:
+    """A thread's life on a scheduler's driver: run ``first``, then each host ``take`` gives,
+    until it gives ``None``; ``report`` each end. A host taken once the run is halted does not
+    start; a task's ``SystemExit`` is reported, not raised. The thread leaves when its call
+    was given up at its deadline: another thread goes on with its host (``TakeOver``)."""
+    action: Start | TakeOver | None = first
+    while action is not None:
+        done: MultiResult | BaseException | None
+        if isinstance(action, Start):
+            if run.halt.is_set():
+                report((action.index, None))  # the halt came first: it does not run
+                action = take()
+                continue
+            try:
+                done = run_one(run.task, action.host, context)
+            except BaseException as exc:  # noqa: BLE001 - a task's SystemExit: the run's
+                done = exc
+        else:
+            attempts = action.attempts
+            try:
+                done = run_policed(attempts, attempts.timed_out(), call=context.attempt)
+            except BaseException as exc:  # noqa: BLE001 - as above
+                done = exc
+        if done is None:  # given up at its deadline: another thread goes on with it
+            return
+        report((action.index, done))
+        action = take()
+
+
+def join_threads(threads: Iterable[threading.Thread], calls: BlockingCalls | None) -> None:
+    """Join ``threads``; those left in a call given up at its deadline at most for the grace
+    (the call cannot be stopped)."""
+    abandoned = set() if calls is None else calls.abandoned
+    grace_ends = time.monotonic() + ABANDONED_GRACE_SECONDS
+    for thread in threads:
+        if thread in abandoned:
+            thread.join(max(0.0, grace_ends - time.monotonic()))
+        else:
+            thread.join()
 
 
 class BlockingCalls:

@@ -14,7 +14,8 @@ whatever names a worker there (a pid, an address):
 - the hosts of a site waiting for a worker of that site (Dask workers at each site: a host
   whose ``site`` is set runs only on a worker serving it), and those of a site no worker
   serves, which the transport fails;
-- the plan: each host taken from it is told finished once.
+- the run's scheduler (:class:`~nornir_bench.runners._core.scheduler.Scheduler`): each host
+  is taken from the plan through it, and told finished once.
 
 It decides nothing about time and does no I/O: the transport asks it what to send where, and
 tells it what went and what came back.
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from nornir_bench.runners._core.limiter import InFlight
 
 if TYPE_CHECKING:
-    from nornir_bench.core.policies.plan import HostPlan
+    from nornir_bench.runners._core.scheduler import Scheduler
 
 __all__ = ["DispatchBook"]
 
@@ -40,7 +41,7 @@ class DispatchBook(Generic[W]):
     """Which of a run's hosts are where (see the module).
 
     Args:
-        plan: the run's plan (its policies' order).
+        scheduler: the run's scheduler: the plan's hosts are taken through it.
         holders: which worker keeps connections of which host (by host name), from earlier
             runs.
         per_worker: each worker's places (``num_workers``).
@@ -54,13 +55,13 @@ class DispatchBook(Generic[W]):
 
     def __init__(
         self,
-        plan: HostPlan,
+        scheduler: Scheduler,
         holders: Mapping[str, W],
         per_worker: int,
         sites: Sequence[str | None] | None = None,
     ) -> None:
-        self.plan = plan
-        self.hosts = plan.hosts
+        self.scheduler = scheduler
+        self.hosts = scheduler.hosts
         self.holders = holders
         self.per_worker = per_worker
         self.places: dict[W, InFlight] = {}
@@ -69,7 +70,6 @@ class DispatchBook(Generic[W]):
         self._ended: set[int] = set()  # ended on their worker, place free, result not back
         self._given_back: deque[int] = deque()
         self._held_for: dict[W, deque[int]] = {}
-        self._taken: set[int] = set()  # from the plan, not settled yet
         self._closed: set[W] = set()  # still there, taking no more hosts
         self.sites = sites
         self.serves: dict[W, frozenset[str]] = {}
@@ -168,7 +168,7 @@ class DispatchBook(Generic[W]):
             self._given_back
             or self._held_for
             or self._for_site
-            or self.plan.wait_time() is not None
+            or self.scheduler.wait_time() is not None
         )
 
     def take(self, worker: W, most: int) -> list[int]:
@@ -189,8 +189,7 @@ class DispatchBook(Generic[W]):
         chunk += _taken(self._given_back, most - len(chunk))
         holders, places, hosts, closed = self.holders, self.places, self.hosts, self._closed
         sites = self.sites
-        while len(chunk) < most and (index := self.plan.take()) is not None:
-            self._taken.add(index)
+        while len(chunk) < most and (index := self.scheduler.take()) is not None:
             holder = holders.get(hosts[index].name) if holders else None
             elsewhere = holder is not None and holder != worker
             if elsewhere and holder in places and holder not in closed:
@@ -257,15 +256,13 @@ class DispatchBook(Generic[W]):
 
     def settled(self, index: int, failed: bool) -> None:
         """Host ``index`` has its result: the plan, if it handed it out, is told once."""
-        if index in self._taken:
-            self._taken.discard(index)
-            self.plan.finished(index, failed)
+        self.scheduler.finished(index, failed)
 
     # -- stopping -----------------------------------------------------------------------------
 
     def halt(self) -> None:
         """No host starts any more: those waiting do not run (and are not reported)."""
-        self.plan.halt()
+        self.scheduler.halt()
         self._given_back.clear()
         self._held_for.clear()
         self._for_site.clear()

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from nornir_bench.core.ctrl_c import POLL_SECONDS
 from nornir_bench.core.exceptions import NoWorkerForSite, WorkerUnavailable
 from nornir_bench.runners._core.lifecycle import Transport
+from nornir_bench.runners._core.limiter import InFlight
+from nornir_bench.runners._core.scheduler import Scheduler
 from nornir_bench.runners._remote import watchdog
 
 if TYPE_CHECKING:
@@ -53,7 +55,9 @@ class RemoteScheduling(Transport, Generic[W]):
         what: the runner, in words, for log lines (``"processpool"``, ``"dask"``).
 
     Attributes:
-        book: which host is where (set by the subclass).
+        scheduler: the run's dispatch (the plan's hosts taken through it, each told finished
+            once), for the book.
+        book: which host is where (set by the subclass, on ``scheduler``).
         settle: the hosts' results made in the parent (set by the subclass).
         sending: False once halted or given up: only the hosts out are waited for.
         heard: when each worker last said something, or was sent hosts.
@@ -69,6 +73,9 @@ class RemoteScheduling(Transport, Generic[W]):
         self.hosts = run.hosts
         self.policy = run.policy
         self.plan = run.plan
+        # Its places are the run's hosts: a worker's own are in the book, which takes the
+        # plan's hosts through it.
+        self.scheduler = Scheduler(run, InFlight(len(run.hosts)))
         self.what = what
         self.sending = True
         self.heard: dict[W, float] = {}

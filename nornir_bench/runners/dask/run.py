@@ -82,7 +82,7 @@ class DaskChunks(RemoteScheduling[str]):
         # Each chunk goes to a worker chosen here, that has room for it: a worker never has
         # more hosts than it runs at once, so none waits there (and none is dropped on a halt
         # after its start hook fired here).
-        self.book = DispatchBook(self.plan, held.holders, options.num_workers, sites)
+        self.book = DispatchBook(self.scheduler, held.holders, options.num_workers, sites)
         now = time.monotonic()
         for worker, serves in workers.items():
             self.book.add(worker, serves=serves)

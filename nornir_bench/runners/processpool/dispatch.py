@@ -19,7 +19,7 @@ from nornir_bench.runners.processpool.crashes import HostKind
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from nornir_bench.core.policies.plan import HostPlan
+    from nornir_bench.runners._core.scheduler import Scheduler
 
 __all__ = ["HostDispatch"]
 
@@ -29,13 +29,15 @@ class HostDispatch(DispatchBook[int]):
     each worker may run.
 
     Args:
-        plan: the run's plan.
+        scheduler: the run's scheduler (the plan's hosts are taken through it).
         holders: which worker (pid) holds connections of which host (kept from earlier runs).
         per_worker: hosts in flight per worker (``num_workers``).
     """
 
-    def __init__(self, plan: HostPlan, holders: Mapping[str, int], per_worker: int) -> None:
-        super().__init__(plan, holders, per_worker)
+    def __init__(
+        self, scheduler: Scheduler, holders: Mapping[str, int], per_worker: int
+    ) -> None:
+        super().__init__(scheduler, holders, per_worker)
         self.kinds: dict[int, HostKind] = {}  # each worker's kind of hosts in flight
         self.queues: dict[HostKind, deque[int]] = {HostKind.RERUN: deque(), HostKind.ALONE: deque()}
 

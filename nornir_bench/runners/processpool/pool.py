@@ -102,7 +102,7 @@ class Pool(RemoteScheduling[int]):
         self.keep_workers = keep_workers
         self.payload = pack(self.plan.deadline)
         self.book = self.dispatch = HostDispatch(
-            self.plan, procs.held.holders, options.num_workers
+            self.scheduler, procs.held.holders, options.num_workers
         )
         self.crashes = CrashLedger(options.crash_reruns)
         self.settle = ResultSettler(
