@@ -1,15 +1,18 @@
 """Which event loop a run uses: uvloop when installed (``"auto"``), or plain asyncio.
 
 One factory for every loop nornir-bench starts (the asyncio runner's, each processpool
-worker's, the RTT server's), so a loop choice means the same everywhere.
+worker's, the RTT server's), so a loop choice means the same everywhere; and
+:func:`close_loop`, a loop closed as ``asyncio.run`` closes its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+from collections.abc import Coroutine
+from typing import Any
 
-__all__ = ["LOOPS", "new_event_loop", "resolve_loop"]
+__all__ = ["LOOPS", "close_loop", "new_event_loop", "resolve_loop"]
 
 LOOPS = ("auto", "asyncio", "uvloop")
 
@@ -48,3 +51,28 @@ def new_event_loop(implementation: str = "auto") -> asyncio.AbstractEventLoop:
 
         return uvloop.new_event_loop()
     return asyncio.new_event_loop()
+
+
+def close_loop(loop: asyncio.AbstractEventLoop, *, wait_for_threads: bool = True) -> None:
+    """Close ``loop`` as ``asyncio.run`` does: no task, async generator or thread left behind.
+
+    Without ``wait_for_threads`` (a run abandoned by a second Ctrl-C), the default executor is
+    not waited for: a thread of it may be waiting for a blocking call that never returns.
+    """
+    try:
+        leftover = asyncio.all_tasks(loop)
+        for task in leftover:
+            task.cancel()
+        if leftover:
+            gathered: Coroutine[Any, Any, Any] = _gather_quietly(leftover)
+            loop.run_until_complete(gathered)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        if wait_for_threads:
+            loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+async def _gather_quietly(tasks: set[asyncio.Task[Any]]) -> None:
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -24,14 +24,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import Task
 
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_task
-from nornir_bench.core.loops import LOOPS, resolve_loop
+from nornir_bench.core.loops import LOOPS, close_loop, resolve_loop
 from nornir_bench.core.one_host import arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.runner_traits import IN_PROCESS, Placement
@@ -94,7 +94,7 @@ class AsyncioRunner(Policed):
             if max_threads is None
             else whole_number("asyncio runner: max_threads", max_threads, minimum=1)
         )
-        self._loops = LoopKeeper(self, self.loop_implementation, _close)
+        self._loops = LoopKeeper(self, self.loop_implementation, close_loop)
 
     def placement(self) -> Placement:
         """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.runner_traits`)."""
@@ -211,7 +211,7 @@ class _Loop(Transport):
         loop, hosts = self.loop, self.on_loop.run.hosts
         wait = not self.on_loop.run.ctrl_c.abandoned
         if not self.kept:  # a loop of its own: the run's session closed its connections
-            _close(loop, wait_for_threads=wait)
+            close_loop(loop, wait_for_threads=wait)
         elif ended:
             self.loops.give_back(loop, hosts)  # kept while its connections live
         else:  # Ctrl-C, an error: close what the loop holds, and the loop
@@ -362,28 +362,3 @@ async def arun(
         nr.data.failed_hosts.update(result.failed_hosts.keys())
     nr.processors.task_completed(template, result)
     return result
-
-
-def _close(loop: asyncio.AbstractEventLoop, *, wait_for_threads: bool = True) -> None:
-    """Close ``loop`` as ``asyncio.run`` does: no task, async generator or thread left behind.
-
-    Without ``wait_for_threads`` (a run abandoned by a second Ctrl-C), the default executor is
-    not waited for: a thread of it may be waiting for a blocking call that never returns.
-    """
-    try:
-        leftover = asyncio.all_tasks(loop)
-        for task in leftover:
-            task.cancel()
-        if leftover:
-            gathered: Coroutine[Any, Any, Any] = _gather_quietly(leftover)
-            loop.run_until_complete(gathered)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        if wait_for_threads:
-            loop.run_until_complete(loop.shutdown_default_executor())
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
-
-
-async def _gather_quietly(tasks: set[asyncio.Task[Any]]) -> None:
-    await asyncio.gather(*tasks, return_exceptions=True)
