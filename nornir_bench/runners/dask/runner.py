@@ -35,7 +35,6 @@ run policies as every runner of the package.
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,6 @@ from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core.checks import flag, number, whole_number
 from nornir_bench.core.connections import is_close_connections_task
-from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.read_only import is_read_only
@@ -51,6 +49,7 @@ from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
+from nornir_bench.runners._remote.options import RemoteOptions, worker_processes
 from nornir_bench.runners.dask.cluster import (
     DaskClusterError,
     is_loopback,
@@ -64,12 +63,9 @@ if TYPE_CHECKING:
     from distributed import Client
     from nornir.core.inventory import Host
 
-    from nornir_bench.runners.dask.run import DaskChunks, RunOptions
+    from nornir_bench.runners.dask.run import DaskChunks
 
-__all__ = ["MAX_PROCS_PER_CPU", "DaskClusterError", "DaskRunner"]
-
-MAX_PROCS_PER_CPU = 4
-"""The embedded cluster's ``num_procs`` is capped at this many worker processes per CPU."""
+__all__ = ["DaskClusterError", "DaskRunner"]
 
 _MAX_ADDRESS_LENGTH = 2_000
 
@@ -138,19 +134,7 @@ class DaskRunner(Policed):
                 f"None for a cluster of its own, got {address!r:.200}"
             )
         self.address = address
-        cpus = usable_cpus()
-        self.num_procs = (
-            cpus if num_procs is None else whole_number(f"{what}: num_procs", num_procs, minimum=1)
-        )
-        if self.num_procs > MAX_PROCS_PER_CPU * cpus:
-            warnings.warn(
-                f"{what}: num_procs {self.num_procs} capped at {MAX_PROCS_PER_CPU * cpus} "
-                f"({MAX_PROCS_PER_CPU} per CPU): more worker processes add no computing power, "
-                "only memory",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            self.num_procs = MAX_PROCS_PER_CPU * cpus
+        self.num_procs = worker_processes(what, num_procs)
         self.chunk_size = (
             None
             if chunk_size is None
@@ -216,16 +200,15 @@ class DaskRunner(Policed):
                           workers=workers, sites=sites if any(workers.values()) else None,
                           where=self._cluster.where)
 
-    def _options(self, task: Task) -> RunOptions:
-        from nornir_bench.runners.dask.run import RunOptions
-
-        return RunOptions(
+    def _options(self, task: Task) -> RemoteOptions:
+        return RemoteOptions(
             num_workers=self._per_worker(task),
+            num_procs=self.num_procs,
             chunk_size=self.chunk_size,
             crash_reruns=self._reruns(task),
-            reruns_given=self.crash_reruns is not None,
             loop=self.loop_implementation,
             policy=self.policy,
+            reruns_given=self.crash_reruns is not None,
         )
 
     def _reruns(self, task: Task) -> int:

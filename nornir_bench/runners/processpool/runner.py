@@ -43,8 +43,6 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 
 from __future__ import annotations
 
-import functools
-import warnings
 import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -53,27 +51,22 @@ from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
-from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
-from nornir_bench.runners._remote.spec import pack_run
+from nornir_bench.runners._remote.options import RemoteOptions, worker_processes
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
-from nornir_bench.runners.processpool.pool import Pool, PoolOptions
+from nornir_bench.runners.processpool.pool import Pool
+from nornir_bench.runners.processpool.sizing import default_chunk_size
 from nornir_bench.runners.processpool.workers import WorkerSet
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["MAX_PROCS_PER_CPU", "ProcessPoolRunner"]
-
-MAX_PROCS_PER_CPU = 4
-"""``num_procs`` is capped at this many worker processes per CPU: past the CPU count, processes
-add no computing power, only memory (about 30 MiB each) and start-up time; a few per CPU still
-narrow what one crash takes down."""
+__all__ = ["ProcessPoolRunner"]
 
 
 class ProcessPoolRunner(Policed):
@@ -83,8 +76,8 @@ class ProcessPoolRunner(Policed):
         num_workers: hosts in flight at once in each worker process (>= 1); kept as an
             attribute, as other nornir tools read it.
         num_procs: worker processes (>= 1); default the machine's CPU count. More than
-            ``MAX_PROCS_PER_CPU`` per CPU is capped, with a warning; a run starts no more than
-            its hosts can keep busy.
+            ``MAX_PROCS_PER_CPU`` (:mod:`~nornir_bench.runners._remote.options`) per CPU is
+            capped, with a warning; a run starts no more than its hosts can keep busy.
         chunk_size: hosts sent to a worker in one message; default chosen from ``num_workers``.
         crash_reruns: how many times a host in flight on a worker that another host crashed
             runs again on a fresh worker (>= 0; default 1; 0 for tasks that must never run
@@ -119,25 +112,10 @@ class ProcessPoolRunner(Policed):
         **policy: Any,
     ) -> None:
         self.num_workers = whole_number("processpool runner: num_workers", num_workers, minimum=1)
-        cpus = usable_cpus()
-        self.num_procs = (
-            cpus
-            if num_procs is None
-            else whole_number("processpool runner: num_procs", num_procs, minimum=1)
-        )
-        ceiling = MAX_PROCS_PER_CPU * cpus
-        if self.num_procs > ceiling:
-            warnings.warn(
-                f"processpool runner: num_procs {self.num_procs} capped at {ceiling} "
-                f"({MAX_PROCS_PER_CPU} per CPU): more worker processes add no computing power, "
-                "only memory",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            self.num_procs = ceiling
+        self.num_procs = worker_processes("processpool runner", num_procs)
         self.policy = RunPolicy.build("processpool runner", policy)
         self.chunk_size = (
-            max(1, min(64, self.num_workers // 4))
+            default_chunk_size(self.num_workers)
             if chunk_size is None
             else whole_number("processpool runner: chunk_size", chunk_size, minimum=1)
         )
@@ -168,17 +146,11 @@ class ProcessPoolRunner(Policed):
         try:
             procs.ensure_fork_server()  # a fresh interpreter starts while the run is pickled
             run = Lifecycle(task, hosts, self.policy, planned=True)
-            pool = Pool(options, run, procs, own=own, keep_workers=self.keep_workers,
-                        pack=functools.partial(self._pack, task, options.num_workers))
+            pool = Pool(options, run, procs, own=own, keep_workers=self.keep_workers)
         except BaseException:
             procs.let_go(own=own)
             raise
         return run.drive(pool)
-
-    def _pack(self, task: Task, per_worker: int, deadline: float | None) -> bytes:
-        return pack_run(task, what="processpool runner", num_workers=per_worker,
-                        policy=self.policy, deadline=deadline, loop=self.loop_implementation,
-                        keep_connections=self.keep_workers)
 
     def _close_connections(
         self, task: Task, hosts: list[Host], result: AggregatedResult
@@ -193,12 +165,13 @@ class ProcessPoolRunner(Policed):
         return result
 
     @property
-    def _options(self) -> PoolOptions:
-        return PoolOptions(
+    def _options(self) -> RemoteOptions:
+        return RemoteOptions(
             num_workers=self.num_workers,
             num_procs=self.num_procs,
             chunk_size=self.chunk_size,
             crash_reruns=self.crash_reruns,
+            loop=self.loop_implementation,
             policy=self.policy,
         )
 
