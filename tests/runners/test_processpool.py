@@ -417,7 +417,8 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     hosts = list(nr.inventory.hosts.values())
     run = Lifecycle(task, hosts, nr.runner.policy, planned=True)
     result = run.result
-    runner = Pool(nr.runner._options, run, WorkerSet([]), own=False, keep_workers=False)
+    runner = Pool(nr.runner._options, run, WorkerSet([]), keep_workers=False,
+                  give_back=lambda keep: None)
     pool_end, worker_end = socket.socketpair()
     worker = Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
     worker.loaded = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import pickle
 import time
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING
 
@@ -63,10 +64,10 @@ class Pool(RemoteScheduling[int]):
         options: the runner's.
         run: the run's lifecycle (planned).
         procs: the workers, kept from an earlier run or new (their fork server started).
-        own: ``procs`` is the runner's own set (else one of this run alone: another thread's
-            run was using the runner's).
         keep_workers: the runner keeps its workers (and the connections hosts open in
             them) for the next run.
+        give_back: gives ``procs`` back to the runner's keeper as the run ends, kept or not
+            (``keep``; a set of this run's own is stopped whatever it says).
 
     Raises:
         ValueError: the run cannot be packed (the task or its arguments do not pickle).
@@ -78,14 +79,14 @@ class Pool(RemoteScheduling[int]):
         run: Lifecycle,
         procs: WorkerSet,
         *,
-        own: bool,
         keep_workers: bool,
+        give_back: Callable[..., None],
     ) -> None:
         super().__init__(run, "processpool")
         self.options = options
         self.procs = procs
-        self.own = own
         self.keep_workers = keep_workers
+        self.give_back = give_back
         self.payload = options.pack(
             run.task, self.plan.deadline, what="processpool runner", keep_connections=keep_workers
         )
@@ -117,7 +118,7 @@ class Pool(RemoteScheduling[int]):
     def close(self, *, ended: bool) -> None:
         """Stop the workers, unless the runner keeps them after a run that ended (a task's
         ``SystemExit`` too); let go of them for the next run."""
-        self.procs.let_go(own=self.own, keep=ended and self.keep_workers)
+        self.give_back(keep=ended and self.keep_workers)
 
     # -- the loop's transport (RemoteScheduling) ----------------------------------------------
 

@@ -31,9 +31,11 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
   stand-in that closes it in its worker), so ``"netmiko" in host.connections``,
   ``host.close_connection()``, ``nr.close_connections()`` and ``with nr:`` work as with
   nornir's runners; once no worker holds a connection, the workers stop. So do
-  :meth:`ProcessPoolRunner.close`, garbage collection of the runner, and interpreter exit. A
-  worker that died between runs took its connections along: its hosts connect again. With
-  ``keep_workers=False`` workers are stopped after every run.
+  :meth:`ProcessPoolRunner.close` (and the end of ``with ProcessPoolRunner() as runner:``),
+  garbage collection of the runner, and interpreter exit. A worker that died between runs
+  took its connections along: its hosts connect again. With ``keep_workers=False`` workers
+  are stopped after every run. A run from another thread while one uses the kept workers
+  gets workers of its own, stopped as it ends (:mod:`~nornir_bench.runners._keeper`).
 - Plugins registered at run time in the parent (``ConnectionPluginRegister.register(...)`` and
   the other registers) are registered in the workers with every run.
 - Ctrl-C stops sending hosts and lets the hosts in flight finish, as the other runners do; a
@@ -43,7 +45,7 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 
 from __future__ import annotations
 
-import weakref
+import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +59,7 @@ from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
+from nornir_bench.runners._keeper import Keeper, Keeping
 from nornir_bench.runners._remote.options import RemoteOptions, worker_processes
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
 from nornir_bench.runners.processpool.pool import Pool
@@ -69,7 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["ProcessPoolRunner"]
 
 
-class ProcessPoolRunner(Policed):
+class ProcessPoolRunner(Policed, Keeping):
     """Runs the task over the hosts in worker processes, each running many hosts at once.
 
     Args:
@@ -125,8 +128,9 @@ class ProcessPoolRunner(Policed):
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what="processpool runner")
         self.keep_workers = flag("processpool runner: keep_workers", keep_workers)
-        self._procs = WorkerSet()
-        weakref.finalize(self, self._procs.close)  # also called at interpreter exit
+        self._procs = WorkerSet()  # the kept workers (a run from another thread: its own)
+        self._keeper = Keeper(self, self._procs, WorkerSet)
+        self._procs.idle = self._keeper.idle  # between runs, closing waits for the replies
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the worker processes (the lifecycle, Ctrl-C included:
@@ -141,14 +145,15 @@ class ProcessPoolRunner(Policed):
         # Each worker's hosts fit its open files (it raises its own soft limit)
         options = replace(self._options, num_workers=per_worker_elsewhere(
             self.num_workers, task.task, what="processpool runner"))
-        own = self._procs.take()  # else another thread's run uses them: workers of its own
-        procs = self._procs if own else WorkerSet()
+        keeper = self._keeper
+        procs, _ = keeper.take()  # another thread's run has the kept ones: workers of its own
         try:
             procs.ensure_fork_server()  # a fresh interpreter starts while the run is pickled
             run = Lifecycle(task, hosts, self.policy, planned=True)
-            pool = Pool(options, run, procs, own=own, keep_workers=self.keep_workers)
+            pool = Pool(options, run, procs, keep_workers=self.keep_workers,
+                        give_back=functools.partial(keeper.give_back, procs))
         except BaseException:
-            procs.let_go(own=own)
+            keeper.give_back(procs, keep=False)
             raise
         return run.drive(pool)
 
@@ -160,8 +165,9 @@ class ProcessPoolRunner(Policed):
         if not hosts:
             return result
         self._procs.held.close_connections_task(task, hosts, result)
-        if not self._procs.held.holders:
-            self._procs.close()
+        with self._keeper.idle() as procs:  # else a run uses them: it gives them back
+            if procs is not None and not procs.held.holders:
+                procs.close()
         return result
 
     @property
@@ -187,9 +193,11 @@ class ProcessPoolRunner(Policed):
     def close(self) -> None:
         """Stop the worker processes kept between runs, closing the connections they hold.
 
-        ``nr.close_connections()`` does it too, and so does the interpreter at exit.
+        ``nr.close_connections()`` does it too, and so do the end of ``with runner:``, garbage
+        collection of the runner and the interpreter's exit. While a run uses the workers,
+        they stop as that run ends.
         """
-        self._procs.close()
+        self._keeper.close()
 
     def __repr__(self) -> str:
         return (
