@@ -26,8 +26,9 @@ if TYPE_CHECKING:
         WorkerCrashed,
         WorkerUnavailable,
     )
-    from nornir_bench.core.execution import arun_host, arun_subtask, run_host
+    from nornir_bench.core.execution import arun_host, run_host
     from nornir_bench.core.plugins import init_nornir
+    from nornir_bench.core.subtasks import arun_subtask
     from nornir_bench.inventory import SyntheticInventory
     from nornir_bench.jobs.load import Job, JobError, load_job
     from nornir_bench.jobs.run import JobRun, run_job
@@ -81,8 +82,9 @@ __getattr__, __dir__ = lazy_exports(
             "WorkerUnavailable",
         ),
         "nornir_bench.core.deadlines": ("bounded", "time_left"),
-        "nornir_bench.core.execution": ("arun_host", "arun_subtask", "run_host"),
+        "nornir_bench.core.execution": ("arun_host", "run_host"),
         "nornir_bench.core.plugins": ("init_nornir",),
+        "nornir_bench.core.subtasks": ("arun_subtask",),
         "nornir_bench.inventory": ("SyntheticInventory",),
         "nornir_bench.jobs.load": ("Job", "JobError", "load_job"),
         "nornir_bench.jobs.run": ("JobRun", "run_job"),

@@ -161,7 +161,7 @@ def behind(folder: Path, port: int, runner: str, hosts: int, timeout: float) -> 
 def bench_down(bench: harness.Bench) -> int:
     from nornir_bench.lab.faulty_servers import silent_server
     from nornir_bench.tasks import BUILTIN_TASKS, sim_rtt
-    from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
+    from nornir_bench.tasks.sessions.jump_hosts import JumpHostUnreachable
 
     args = bench.args
     runners = ["threadpool", "asyncio"] if args.quick else list(DOWN_TASKS)

@@ -235,7 +235,7 @@ class Checks:
     # -- sigkill ---------------------------------------------------------------------------
 
     def sigkill(self) -> None:
-        from nornir_bench.tasks.journal import read_journal
+        from nornir_bench.tasks.changes.journal import read_journal
 
         (self.work / "route.j2").write_text(ROUTE)
         job = self.job("sigkill", "one-each", "asend_config", {

@@ -44,8 +44,13 @@ ip route 198.19.{{ 100 + n // 250 }}.{{ n % 250 }}/32 Null0
 def _compute_cost(lab: Lab, passes: int) -> float:
     """Seconds of hier_config's work for one host's compliance (parse the running and the
     intended configuration, the target, the diff, the remediation), on r1's configuration."""
-    from nornir_bench.tasks.config_text import config_diff, parse_config, remediation, replaced
-    from nornir_bench.tasks.dialects import FRRDriver
+    from nornir_bench.tasks.dialects.config_text import (
+        config_diff,
+        parse_config,
+        remediation,
+        replaced,
+    )
+    from nornir_bench.tasks.dialects.dialects import FRRDriver
 
     running = lab.vtysh("r1", "show running-config")
     intended = ["ip route 198.18.100.1/32 Null0", "ip route 198.19.100.1/32 Null0"]

@@ -165,7 +165,7 @@ def impostors_part(bench: harness.Bench, folder: Path, quick: bool) -> None:
 
 
 def _record_part(args: tuple[str, list[str], int, int, int]) -> None:
-    from nornir_bench.tasks.host_keys import Trust, check_key
+    from nornir_bench.tasks.sessions.host_keys import Trust, check_key
 
     path, keys, records, seed, threads = args
     trust = Trust("accept-new", (path,), path)

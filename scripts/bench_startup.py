@@ -34,22 +34,23 @@ from pathlib import Path
 
 import harness
 from harness.child import ROOT as HERE
+from harness.child import child_env
+from harness.children import marked_imports
+from harness.children.marked_imports import START
 
 PARSER = harness.parser(__doc__)
 PARSER.add_argument("--repeat", type=harness.whole(), help="runs per measure (default 9)")
 PARSER.add_argument("--base", type=Path, help="another checkout, measured side by side")
 
-# The console script's own code (``[project.scripts]``), without its launcher file.
-HELP = ["-c", "from nornir_bench.cli import entry; entry()", "--help"]
+# The command, without its console script's launcher file.
+HELP = ["-m", "nornir_bench", "--help"]
 # A module imported by the statement itself, not by another module: its cumulative time.
 IMPORT_TIME = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| \S", re.MULTILINE)
-START = "-- the statement starts --"
 
 
 def environment(tree: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
-    return env
+    return child_env(tree, env)
 
 
 def wall(argv: list[str], tree: Path) -> float:
@@ -60,14 +61,15 @@ def wall(argv: list[str], tree: Path) -> float:
     return time.perf_counter() - start
 
 
-def import_time(statement: str) -> Callable[[Path], float]:
-    """Seconds of the imports ``statement`` makes (``-X importtime``), not the interpreter's."""
+def import_time(*statement: str) -> Callable[[Path], float]:
+    """Seconds of the imports a statement makes (``-X importtime``), not the interpreter's:
+    ``import MODULE`` or ``run SCRIPT ARGS...`` (:mod:`harness.children.marked_imports`)."""
 
     def measure(tree: Path) -> float:
-        code = f"import sys; sys.stderr.write({START!r} + '\\n'); {statement}"
-        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
-                              env=environment(tree), cwd=tree, check=True, capture_output=True,
-                              text=True)
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", marked_imports.__file__, *statement],
+            env=environment(tree), cwd=tree, check=True, capture_output=True, text=True,
+        )
         ours = done.stderr.split(START)[-1]
         return sum(int(found) for found in IMPORT_TIME.findall(ours)) / 1e6
 
@@ -82,18 +84,12 @@ def measures(quick: bool = False) -> dict[str, Callable[[Path], float]]:
         return lambda tree: wall([str(tree / "scripts" / "script.py"), *args, *more], tree)
 
     def script_imports(*args: str) -> Callable[[Path], float]:
-        argv = ["script.py", *args, *more]
-        return import_time(
-            f"import runpy; sys.argv = {argv!r}; "
-            "runpy.run_path('scripts/script.py', run_name='__main__')"
-        )
+        return import_time("run", "scripts/script.py", *args, *more)
 
     found = {
         "python -c pass (floor)": lambda tree: wall(["-c", "pass"], tree),
-        "import nornir_bench (-X importtime)": import_time("import nornir_bench"),
-        "script.py's imports (-X importtime)": import_time(
-            "from nornir_bench.cli import script_entry"
-        ),
+        "import nornir_bench (-X importtime)": import_time("import", "nornir_bench"),
+        "script.py's imports (-X importtime)": import_time("import", "nornir_bench.cli.script"),
         "script.py 1000 0.05, every import (-X importtime)": script_imports("1000", "0.05"),
         "script.py 10000 0.05 --runner asyncio, every import (-X importtime)": script_imports(
             "10000", "0.05", "--runner", "asyncio"

@@ -54,8 +54,8 @@ NOT_RETRIED_ON_RUNNERS = tuple(
     f"{POLICIES}::test_an_error_not_to_retry_fails_at_once_also_from_a_subtask[{runner}]"
     for runner in ("threadpool-sync", "asyncio-async", "processpool-sync", "dask-async")
 )
-CHANGE_FLOW = "tests/tasks/test_change_flow.py"
-JOURNAL_FSYNC = ("tests/tasks/test_journal.py::"
+CHANGE_FLOW = "tests/tasks/changes/test_change_flow.py"
+JOURNAL_FSYNC = ("tests/tasks/changes/test_journal.py::"
                  "test_each_entry_is_fsynced_and_the_folder_once_the_journal_is_created")
 _COMMANDS_FIRST = (
     "    for key in [k for k in extras if isinstance(k, str) and k.endswith(_COMMAND)]:\n"
@@ -130,8 +130,8 @@ MUTANTS = [
     Mutant(
         "login-pace",
         "a host tried again after a refused login takes a place in its server's window first",
-        "nornir_bench/core/policies/hosts.py",
-        "if self.pace is None or not self.pace.active:",
+        "nornir_bench/core/policies/logins.py",
+        "if not self.pace.active:",
         "if True:",
         tuple(
             f"tests/runners/test_logins.py::test_hosts_tried_again_log_in_through_the_pace[{r}]"
@@ -169,7 +169,7 @@ MUTANTS = [
     Mutant(
         "dask-credentials-no-scheme",
         "dask refuses an unencrypted remote scheduler also when its address has no scheme",
-        "nornir_bench/runners/dask/cluster.py",
+        "nornir_bench/runners/dask/address.py",
         'scheme, rest = "tcp", address  # Dask\'s default protocol',
         'scheme, rest = "", address',
         (
@@ -180,39 +180,39 @@ MUTANTS = [
     Mutant(
         "verify-held",
         "a change verifies what the device holds, read back, not what it took without a word",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "left = config_diff(now, merged(now, given))",
         'left = ""',
         (
-            "tests/tasks/test_change_flow.py::"
+            "tests/tasks/changes/test_change_flow.py::"
             "test_a_line_taken_and_not_held_fails_the_change_naming_it_and_rolls_back",
         ),
     ),
     Mutant(
         "refusal-at-line-start",
         "a configuration line is refused by a reply line that begins with '% ', and only that",
-        "nornir_bench/tasks/refusals.py",
+        "nornir_bench/tasks/dialects/refusals.py",
         'PERCENT = RefusalRule(re.compile(r"% "))',
         'PERCENT = RefusalRule(re.compile(r".*% "))',
-        ("tests/tasks/test_refusals.py::test_a_dialect_with_no_rule_keeps_the_percent_rule",),
+        ("tests/tasks/dialects/test_refusals.py::test_a_dialect_with_no_rule_keeps_the_percent_rule",),
     ),
     Mutant(
         "frr-refusal-any-output",
         "FRR refuses a configuration line by printing anything but a note, '%' or not",
-        "nornir_bench/tasks/refusals.py",
+        "nornir_bench/tasks/dialects/refusals.py",
         "FRR = RefusalRule(\n    None,\n",
         'FRR = RefusalRule(\n    re.compile(r"% "),\n',
         (
-            "tests/tasks/test_refusals.py::"
+            "tests/tasks/dialects/test_refusals.py::"
             "test_each_answer_frr_gave_to_a_line_it_refused_is_a_refusal_in_its_words",
-            "tests/tasks/test_refusals_routers.py::"
+            "tests/tasks/dialects/test_refusals_routers.py::"
             "test_a_refusal_without_a_percent_names_its_line_not_the_next_one",
         ),
     ),
     Mutant(
         "journal-pending-first",
         "a confirmed change is pending in its journal before its first line is sent",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "    around.pending(saved)\n"
         "    try:\n"
         "        problem, printed, now = yield from _apply(lines, before, given, target, how)\n",
@@ -225,7 +225,7 @@ MUTANTS = [
     Mutant(
         "journal-fsync-entry",
         "each journal entry is fsync'd as it is written",
-        "nornir_bench/tasks/journal.py",
+        "nornir_bench/tasks/changes/journal.py",
         "        os.fsync(descriptor)\n",
         "",
         (JOURNAL_FSYNC,),
@@ -233,7 +233,7 @@ MUTANTS = [
     Mutant(
         "journal-fsync-folder",
         "the journal's folder is fsync'd once the journal is created",
-        "nornir_bench/tasks/journal.py",
+        "nornir_bench/tasks/changes/journal.py",
         "        os.fsync(folder)\n",
         "        pass\n",
         (JOURNAL_FSYNC,),
@@ -241,7 +241,7 @@ MUTANTS = [
     Mutant(
         "check-one-line-drift",
         "a replace's --check with one line of drift reads drifted",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "return DRIFTED if diff else COMPLIANT",
         'return DRIFTED if diff.count("\\n") > 2 else COMPLIANT',  # the diff's 2 header lines
         (f"{CHANGE_FLOW}::test_a_replace_check_with_one_line_of_drift_reads_drifted_and_sends_"
@@ -250,7 +250,7 @@ MUTANTS = [
     Mutant(
         "send-only-missing",
         "a line already on the device is not sent again",
-        "nornir_bench/tasks/_change_flow.py",
+        "nornir_bench/tasks/changes/_change_flow.py",
         "sent = remediation(before, target)",
         'sent = remediation(parse_config("", how.driver), target)',
         (f"{CHANGE_FLOW}::test_a_line_already_on_the_device_is_not_sent_again",),
@@ -289,7 +289,7 @@ MUTANTS = [
         "nornir_bench/core/known_hosts.py",
         "        fcntl.flock(file, fcntl.LOCK_EX)  # released as the file closes\n",
         "",
-        ("tests/tasks/test_host_keys.py::"
+        ("tests/tasks/sessions/test_host_keys.py::"
          "test_two_processes_recording_a_new_key_at_the_same_moment_write_it_once",),
     ),
 ]

@@ -145,8 +145,8 @@ SLOW_MODULES = {
     "tests/runners/test_dask_lifetime.py",  # Dask clusters of its own, killed
     "tests/runners/test_processpool.py",  # worker processes, crashed on purpose
     "tests/runners/test_routers.py",  # router labs
-    "tests/tasks/test_commands.py",  # FakeNOS devices restarted
-    "tests/tasks/test_scrapli_session.py",  # FakeNOS devices restarted
+    "tests/tasks/checks/test_commands.py",  # FakeNOS devices restarted
+    "tests/tasks/sessions/test_scrapli_session.py",  # FakeNOS devices restarted
     "tests/test_examples.py",  # the README's lab, in processes
     "tests/test_scripts.py",  # the benchmark scripts
     "tests/test_typing.py",  # mypy over the package
@@ -194,8 +194,8 @@ def records_state_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
 @pytest.fixture(scope="session", autouse=True)
 def home_of_its_own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The session's ``$HOME`` is a folder of its own: SSH logins read ``~/.ssh/known_hosts``
-    (tasks/host_keys.py), and ``accept-new`` writes there, which a test must never do to the
-    real one. Processes the tests start inherit it."""
+    (tasks/sessions/host_keys.py), and ``accept-new`` writes there, which a test must never do
+    to the real one. Processes the tests start inherit it."""
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))

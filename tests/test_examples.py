@@ -15,7 +15,7 @@ from nornir import InitNornir
 
 from nornir_bench import ThreadPoolRunner
 from nornir_bench.jobs.load import load_job
-from nornir_bench.lab.devices import write_inventory
+from nornir_bench.lab.inventory_files import write_inventory
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import plan_lab
 from tests.devices import LAB, started, stopped

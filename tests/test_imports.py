@@ -50,7 +50,7 @@ def test_importing_the_package_imports_none_of_it() -> None:
 def test_the_benchmark_scripts_imports_are_the_benchmarks_alone() -> None:
     modules = modules_after("from nornir_bench.cli import script_entry")
     assert heavy_in(modules) == []
-    assert "nornir_bench.tasks.commands" not in modules  # device tasks: not the benchmark's
+    assert "nornir_bench.tasks.checks.commands" not in modules  # device tasks: not the benchmark's
 
 
 def test_a_threadpool_benchmark_run_imports_none_of_it_either() -> None:
@@ -129,20 +129,21 @@ SCRIPT_RUN_MODULES = {
         ".core.policies", ".core.policies.exception_types", ".core.policies.hosts",
         ".core.policies.groups", ".core.policies.logins", ".core.policies.options",
         ".core.policies.plan",
-        ".core.policies.retry", ".core.read_only", ".core.runner_traits", ".core.stopping",
+        ".core.policies.retry", ".core.read_only", ".core.runner_traits", ".core.ctrl_c",
+        ".core.stoppable",
         ".core.task_traits",
         ".core.wording",
         ".inventory", ".inventory.synthetic", ".processors", ".processors.timing", ".runners",
         ".runners._core", ".runners._core.lifecycle", ".runners._core.limiter",
         ".runners._core.queue", ".runners._core.results", ".runners.registry", ".tasks",
-        ".tasks._needs", ".tasks._params", ".tasks.simulated",
+        ".tasks._needs", ".tasks._params", ".tasks.synthetic", ".tasks.synthetic.simulated",
     },
     "threadpool": {
         ".core._switching", ".runners._core.blocking", ".runners.threadpool",
     },
     "asyncio": {
         ".core.connections", ".core.loops", ".core.offload", ".core.policies.waiting",
-        ".core.session", ".runners._kept_loop", ".runners.asyncio_runner",
+        ".core.session", ".core.subtasks", ".runners._kept_loop", ".runners.asyncio_runner",
     },
 }
 # Other packages than the standard library's, by top-level name.

@@ -46,8 +46,8 @@ def test_no_package_imports_upward_and_no_runner_knows_another() -> None:
 @pytest.mark.parametrize(
     ("module", "line", "broken"),
     [
-        (  # as core/stopping.py once took NoOpProcessor from processors
-            "core/stopping.py",
+        (  # as core/stopping.py (now stoppable.py) once took NoOpProcessor from processors
+            "core/stoppable.py",
             "from nornir_bench.processors.timing import HostTimer",
             "nornir_bench.core is not allowed to import nornir_bench.processors",
         ),
@@ -55,6 +55,11 @@ def test_no_package_imports_upward_and_no_runner_knows_another() -> None:
             "lab/devices.py",
             "from nornir_bench.jobs.secrets import resolve_inventory",
             "nornir_bench.lab is not allowed to import nornir_bench.jobs",
+        ),
+        (  # the rooms of tasks/ follow their import graph: a session knows no change
+            "tasks/sessions/host_keys.py",
+            "from nornir_bench.tasks.changes.journal import read_journal",
+            "nornir_bench.tasks.sessions is not allowed to import nornir_bench.tasks.changes",
         ),
         (
             "runners/threadpool.py",

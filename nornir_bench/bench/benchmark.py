@@ -10,14 +10,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from nornir_bench.bench.summary import RunSummary, summarize
 from nornir_bench.core._logging import no_last_resort_logging
 from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.plugins import init_nornir
-from nornir_bench.core.stopping import NotStarted, stoppable
+from nornir_bench.core.stoppable import NotStarted, stoppable
 from nornir_bench.processors.timing import HostTimer
 from nornir_bench.runners.registry import (
     available_runners,
@@ -25,9 +25,10 @@ from nornir_bench.runners.registry import (
     takes_option,
     takes_workers,
 )
-from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
+from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
+    from nornir.core.processor import Processor
     from nornir.core.task import AggregatedResult
 
 # The registry's three were defined here before they moved to nornir_bench.runners.registry;
@@ -64,6 +65,7 @@ def run_benchmark(
     seed: int | None = None,
     on_start: Callable[[str, int | None, str], None] | None = None,
     in_flight: bool = False,
+    progress: IO[str] | None = None,
 ) -> BenchmarkRun:
     """Run one simulated round trip on each of ``hosts`` synthetic hosts.
 
@@ -79,10 +81,12 @@ def run_benchmark(
             (``num_procs``: processpool, dask) gets one process per CPU (at most ``workers``),
             each with ``num_workers`` = ``ceil(workers / processes)``. Without it, ``workers``
             is ``num_workers``, which such a runner has in each process.
+        progress: where to draw a bar of the hosts done (even when it is not a terminal);
+            none by default: a benchmark's figures are the run's alone.
 
     Returns:
         The run; on Ctrl-C, the hosts that finished, with ``interrupted`` set (on any runner:
-        see :mod:`nornir_bench.core.stopping`). Failed hosts are counted, not printed: their
+        see :mod:`nornir_bench.core.stoppable`). Failed hosts are counted, not printed: their
         tracebacks stay off the terminal unless logging is configured. The runner is closed
         before it returns (an embedded Dask cluster stopped, its processes waited for).
     """
@@ -96,6 +100,7 @@ def run_benchmark(
         connections=(),
     )
     timer = HostTimer()
+    shown = [] if progress is None else [_progress_bar(progress)]
     task = asim_rtt if prefers_async_tasks(nr.runner) else sim_rtt
     num_workers: int | None = getattr(nr.runner, "num_workers", None)
     if on_start is not None:
@@ -106,7 +111,7 @@ def run_benchmark(
         interrupted = False
         start = perf_counter()
         try:
-            result = nr.with_processors([timer, stop.finished]).run(
+            result = nr.with_processors([timer, stop.finished, *shown]).run(
                 task=stop.task, rtt=rtt, jitter=jitter, fail_rate=fail_rate, seed=seed
             )
         except RunInterrupted as exc:
@@ -126,6 +131,14 @@ def run_benchmark(
         summary=summarize(result, elapsed=timer.elapsed, wall=wall),
         interrupted=interrupted,
     )
+
+
+def _progress_bar(file: IO[str]) -> Processor:
+    """The bar of ``--progress``; tqdm is imported only then (a benchmark's imports are its
+    own, tests/test_imports.py)."""
+    from nornir_bench.processors.progress import ProgressBar
+
+    return ProgressBar(file=file, enabled=True)
 
 
 def _close_runner(runner: object) -> None:

@@ -26,7 +26,7 @@ from nornir_bench.core.hooks import NoOpProcessor
 from nornir_bench.core.plugins import init_nornir
 from nornir_bench.core.runner_traits import placement, runs_elsewhere
 from nornir_bench.runners.registry import runner_class, takes_workers
-from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
+from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
 
 if TYPE_CHECKING:
     from nornir.core import Nornir

@@ -1,4 +1,4 @@
-"""What every command of nornir-bench shares: exit statuses, one-line errors, option types.
+"""What every command shares: exit statuses, one-line errors, option types, SIGTERM as Ctrl-C.
 
 Exit status, for all: 0 every host ok, 1 some host failed, 2 bad usage or a bad job (one-line
 error, no traceback), 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (as by Ctrl-C: the
@@ -12,15 +12,16 @@ import gc
 import logging
 import math
 import os
+import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable
-from typing import NoReturn, TextIO, TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from nornir_bench.core.library_warnings import quiet_library_deprecations
-from nornir_bench.core.stopping import sigterm_as_ctrl_c
-from nornir_bench.tasks.simulated import MAX_RTT
+from nornir_bench.tasks.synthetic.simulated import MAX_RTT
 
 EXIT_OK = 0
 EXIT_FAILED_HOSTS = 1
@@ -133,6 +134,34 @@ def by_signal(terminated: threading.Event | None) -> str:
 
 def interrupted_status(terminated: threading.Event | None) -> int:
     return EXIT_TERMINATED if terminated is not None and terminated.is_set() else EXIT_INTERRUPTED
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[threading.Event]:
+    """For the block, SIGTERM (what systemd, Kubernetes, CI and ``kill`` send) does what
+    Ctrl-C does at that moment; the event is set once one came, so the exit status can say so.
+
+    Only in the main thread; the previous handler is restored after. Every command runs
+    inside it, ``--help`` included (:func:`exit_with`).
+    """
+    received = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        received.set()
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:  # SIG_IGN or SIG_DFL set by someone: stop as Ctrl-C would by default
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def exit_with(command: Callable[..., int]) -> NoReturn:

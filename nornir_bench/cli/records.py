@@ -82,7 +82,7 @@ def recover_command(args: argparse.Namespace, **_: object) -> int:
         done = recover_folder(records_folder(), say)
     else:
         if not args.journal.is_file():
-            from nornir_bench.tasks.journal import JournalError
+            from nornir_bench.tasks.changes.journal import JournalError
 
             raise JournalError(f"{args.journal}: no such journal file")
         done = recover_journal(args.journal, say)

@@ -30,7 +30,7 @@ from nornir_bench.cli._common import (
 )
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.runners.registry import available_runners
-from nornir_bench.tasks.simulated import MAX_RTT
+from nornir_bench.tasks.synthetic.simulated import MAX_RTT
 
 __all__ = ["script_entry", "script_main"]
 
@@ -69,6 +69,9 @@ def _script_parser() -> Parser:
                         help="also write the run's figures to PATH as one JSON object, for "
                         "programs (nornir-bench sweep reads it); the last line is for people "
                         "and may be reworded")
+    parser.add_argument("--progress", action="store_true",
+                        help="draw a bar of the hosts done on standard error, also when it is "
+                        "not a terminal (it costs the run a little)")
     return parser
 
 
@@ -105,6 +108,7 @@ def script_main(
         seed=args.seed,
         on_start=announce,
         in_flight=args.in_flight,
+        progress=sys.stderr if args.progress else None,
     )
     for line in run.summary.lines():
         print(line)

@@ -4,7 +4,8 @@
 - :mod:`~nornir_bench.core.exceptions`: the errors runners put on hosts, and the package's base;
 - :mod:`~nornir_bench.core.offload`, :mod:`~nornir_bench.core.connections`: what an async run
   owns (its thread pool for blocking calls, its connections);
-- :mod:`~nornir_bench.core.stopping`: Ctrl-C and SIGTERM on any runner;
+- :mod:`~nornir_bench.core.ctrl_c`: Ctrl-C inside a run (the halt, the two presses);
+- :mod:`~nornir_bench.core.stoppable`: Ctrl-C on runners that do not keep the rule themselves;
 - :mod:`~nornir_bench.core.attempts`: how many times a host's task ran;
 - what the layers above share, so that none imports another for a helper: processor hooks
   (:mod:`~nornir_bench.core.hooks`), secrets masked (:mod:`~nornir_bench.core.secrets`), why a

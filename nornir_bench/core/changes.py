@@ -1,6 +1,6 @@
 """What a configuration change did to a host, as the change tasks say it: a ``change``
 mapping (``state``, ``backup``) on the task's ``Result``, or on the exception it failed with
-(``tasks.config``'s ``ConfigChangeFailed``). The records, the summary and ``--rerun-failed``
+(``tasks.changes.config``'s ``ConfigChangeFailed``). The records, the summary and ``--rerun-failed``
 read it from here, so they agree.
 """
 
@@ -80,7 +80,7 @@ def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:
 
 def checks_of(multi: MultiResult) -> list[dict[str, Any]] | None:
     """The state checks a host's results say (each one's values, as
-    ``tasks.state_checks.CheckOutcome.record`` makes it), if any: the last task's that has
+    ``tasks.checks.state_checks.CheckOutcome.record`` makes it), if any: the last task's that has
     them, whether it succeeded or failed."""
     found = None
     for item in each_result(multi):

@@ -19,12 +19,11 @@ as in nornir.
 are shared, only the call differs. An ``async def`` task is awaited; a blocking task is handed
 to ``offload`` (a thread pool) so the loop keeps serving other hosts. An optional per-host
 timeout stops the task and fails the host with :class:`~nornir_bench.core.exceptions.TaskTimeout`.
-:func:`arun_subtask` is ``task.run`` for async tasks.
+``task.run`` for async tasks is :func:`~nornir_bench.core.subtasks.arun_subtask`.
 """
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 import logging
@@ -55,7 +54,6 @@ __all__ = [
     "Rescue",
     "acall_task",
     "arun_host",
-    "arun_subtask",
     "call_task",
     "child_task",
     "complete_host",
@@ -63,11 +61,9 @@ __all__ = [
     "failure_result",
     "is_async_task",
     "log_failure",
-    "offloading",
     "run_host",
     "run_task",
     "start_host",
-    "stop_offloading",
     "to_thread",
     "wrap_result",
 ]
@@ -235,52 +231,6 @@ def is_async_task(func: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004 - a callable object's async __call__
     )
-
-
-# The offload of the run in progress, so that arun_subtask sends blocking subtasks to the same
-# bounded pool as the run's blocking tasks. Worker coroutines inherit it from the run.
-_current_offload: contextvars.ContextVar[Offload | None] = contextvars.ContextVar(
-    "nornir_bench_offload", default=None
-)
-
-
-def offloading(offload: Offload | None) -> contextvars.Token[Offload | None]:
-    """Make ``offload`` the pool for blocking subtasks of coroutines started after this call.
-
-    Returns the token that :func:`stop_offloading` takes to restore the previous one.
-    """
-    return _current_offload.set(offload)
-
-
-def stop_offloading(token: contextvars.Token[Offload | None]) -> None:
-    """Undo :func:`offloading`, so no closed pool stays visible to the caller's context."""
-    _current_offload.reset(token)
-
-
-async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -> MultiResult:
-    """``task.run`` for ``async def`` tasks: run ``subtask`` on ``task``'s host and await it.
-
-    The subtask may be ``async def`` or blocking (then it runs in the run's thread pool). As
-    with ``task.run``: it fires the subtask processor hooks, its result is added to ``task``'s
-    results, and if it fails ``NornirSubTaskError`` is raised (which fails the parent task).
-
-    Example::
-
-        async def backup(task):
-            await arun_subtask(task, asend_command, command="show version")
-            await arun_subtask(task, write_file, path=f"{task.host}.txt")
-    """
-    host = getattr(task, "host", None)
-    if host is None:
-        raise RuntimeError("arun_subtask must be called from within a running task")
-    kwargs.setdefault("severity_level", task.severity_level)
-    sub = child_task(task, subtask, **kwargs)
-    offload = None if is_async_task(subtask) else (_current_offload.get() or to_thread)
-    multi = await arun_host(sub, host, offload=offload)
-    task.results.append(multi[0] if len(multi) == 1 else multi)  # type: ignore[arg-type]
-    if multi.failed:
-        raise NornirSubTaskError(task=sub, result=multi)
-    return multi
 
 
 def run_task(

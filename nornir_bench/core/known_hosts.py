@@ -1,5 +1,5 @@
 """The SSH known hosts as this process knows them, for the host-key checks of every login
-(tasks/host_keys.py) and the new keys ``accept-new`` records.
+(tasks/sessions/host_keys.py) and the new keys ``accept-new`` records.
 
 Each file (``~/.ssh/known_hosts``, and the one an inventory names: data ``known_hosts``) is
 kept as an index of its lines by the host they name, brought up to date at each lookup by

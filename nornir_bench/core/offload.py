@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nornir_bench.core.stopping import ABANDONED_GRACE_SECONDS
+from nornir_bench.core.ctrl_c import ABANDONED_GRACE_SECONDS
 
 __all__ = ["ThreadOffloader"]
 

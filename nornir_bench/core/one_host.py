@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import MultiResult, Task
 
+    from nornir_bench.core.ctrl_c import Halt
     from nornir_bench.core.execution import Offload
     from nornir_bench.core.policies.options import RunPolicy
-    from nornir_bench.core.stopping import Halt
 
 __all__ = ["RunContext", "arun_one", "run_one"]
 

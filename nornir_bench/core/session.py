@@ -17,13 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
 from nornir_bench.core.connections import aclose_connections, aclose_every_connection
-from nornir_bench.core.execution import (
-    Offload,
-    is_async_task,
-    offloading,
-    stop_offloading,
-)
+from nornir_bench.core.execution import Offload, is_async_task
 from nornir_bench.core.offload import ThreadOffloader
+from nornir_bench.core.subtasks import offloading, stop_offloading
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -52,7 +48,7 @@ class AsyncRunSession:
         close_blocking: close every connection of the hosts, blocking ones (netmiko) too: for
             hosts that are a worker process's copies, whose connections no later run reuses.
         wrap_offload: wraps the pool before it is used (the processpool worker counts the
-            blocking calls in flight, see :mod:`~nornir_bench.runners.processpool.crashes`).
+            blocking calls in flight, see :mod:`~nornir_bench.runners.processpool.running_host`).
 
     Attributes:
         offload: what :func:`~nornir_bench.core.execution.arun_host` takes: ``None`` for an

@@ -1,5 +1,5 @@
 """A job's SSH host-key settings: read from the job file, applied to its inventory, checked
-before any device is touched (tasks/host_keys.py checks each login).
+before any device is touched (tasks/sessions/host_keys.py checks each login).
 
 The job file may say ``host_key_checking: strict | accept-new | off`` and ``known_hosts: PATH``
 (relative to the job file); the inventory's own settings (host, groups, defaults ``data``)
@@ -22,8 +22,8 @@ from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.known_hosts import KNOWN_HOSTS, run_files, snapshot
 from nornir_bench.core.secrets import expand_env
 from nornir_bench.core.wording import hosts_named, hosts_text
-from nornir_bench.tasks.host_keys import SETTING, not_allowed, policy_of, trust_of
-from nornir_bench.tasks.jump_hosts import JUMP_HOST, JumpHostError, jump_from
+from nornir_bench.tasks.sessions.host_keys import SETTING, not_allowed, policy_of, trust_of
+from nornir_bench.tasks.sessions.jump_hosts import JUMP_HOST, JumpHostError, jump_from
 
 if TYPE_CHECKING:
     from nornir.core import Nornir

@@ -64,7 +64,7 @@ from nornir_bench.jobs.host_keys import HostKeySettings, apply_host_keys, read_h
 from nornir_bench.jobs.overrides import Overrides, with_variables
 from nornir_bench.jobs.secrets import resolve_inventory
 from nornir_bench.tasks import connections_of
-from nornir_bench.tasks.state_checks import HOSTS
+from nornir_bench.tasks.checks.state_checks import HOSTS
 
 if TYPE_CHECKING:
     from nornir.core import Nornir

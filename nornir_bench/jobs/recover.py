@@ -2,7 +2,7 @@
 the start of every ``nornir-bench run`` on the same records folder.
 
 A job whose change steps take ``confirm`` writes a journal beside its records
-(:mod:`nornir_bench.tasks.journal`), held (a shared ``flock``) while it runs. A journal that
+(:mod:`nornir_bench.tasks.changes.journal`), held (a shared ``flock``) while it runs. A journal that
 no run holds and that still has changes ``pending`` (or whose revert failed) belongs to a run
 that died before confirming them: each such router is taken back to its backup
 (``restore_config`` / ``arestore_config``, on the job's inventory, loaded again from the job
@@ -27,7 +27,7 @@ from nornir_bench.core.secrets import Redactor
 from nornir_bench.jobs._job_file import JobError, one_line
 from nornir_bench.jobs._signatures import parameters_of
 from nornir_bench.processors.records import encoded, host_record
-from nornir_bench.tasks.journal import (
+from nornir_bench.tasks.changes.journal import (
     JOURNAL_SUFFIX,
     REVERT_FAILED,
     REVERTED,
@@ -185,7 +185,7 @@ def _revert(journal: Journal, done: Recovered, say: Callable[[str], None]) -> No
     from nornir_bench.jobs.load import load_job
     from nornir_bench.runners.asyncio_runner import AsyncioRunner
     from nornir_bench.runners.threadpool import ThreadPoolRunner
-    from nornir_bench.tasks.restore import arestore_config, restore_config
+    from nornir_bench.tasks.changes.restore import arestore_config, restore_config
 
     pending = journal.pending()
     job_file = journal.header.get("job")

@@ -12,7 +12,7 @@ failed even if such a step then succeeds on it (nornir's ``recover_host`` is not
 the job's exit status says it failed, as Ansible's would. With ``core.raise_on_error: true``
 a step in which a host failed is the last one run: the steps after it do not run.
 
-Ctrl-C stops the run on any runner (see :mod:`nornir_bench.core.stopping`): no host starts after
+Ctrl-C stops the run on any runner (see :mod:`nornir_bench.core.stoppable`): no host starts after
 it, the hosts in flight finish and are kept, and no later step starts; a second Ctrl-C abandons
 the hosts in flight. Each run writes its own records file, and never one that another run is
 writing (:mod:`nornir_bench.jobs.output`).
@@ -27,29 +27,20 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from nornir.core.exceptions import NornirExecutionError
 
 from nornir_bench.bench.summary import summarize
 from nornir_bench.core._logging import no_last_resort_logging
-from nornir_bench.core.exceptions import HostAbandoned, RunAborted, RunInterrupted
+from nornir_bench.core.exceptions import RunInterrupted
 from nornir_bench.core.policies.plan import batch_number
 from nornir_bench.core.secrets import Redactor, masked_terminal
-from nornir_bench.core.stopping import NotStarted, stoppable
-from nornir_bench.core.task_traits import traits_of
-from nornir_bench.core.wording import hosts_text
+from nornir_bench.core.stoppable import NotStarted, stoppable
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.exits import exit_fails_the_host
 from nornir_bench.jobs.host_keys import said_accepted, say_unchecked
-from nornir_bench.jobs.outcome import (
-    JobRun,
-    StepRun,
-    combined,
-    failed_result,
-    not_run,
-    unfinished,
-)
+from nornir_bench.jobs.outcome import JobRun, StepRun, combined, not_run, unfinished
 from nornir_bench.jobs.output import (
     RecordsError,
     default_output,
@@ -61,12 +52,13 @@ from nornir_bench.jobs.recover import held_journal, journal_beside, recover_fold
 from nornir_bench.jobs.rerun import check_dry_run, checking, hosts_to_rerun
 from nornir_bench.jobs.sessions import log_sessions, mask_session_logs, sessions_folder
 from nornir_bench.jobs.show import failure_lines, interruption, step_lines
+from nornir_bench.jobs.step_failures import fail_abandoned, failed_before_any_device
 from nornir_bench.processors.progress import ProgressBar
 from nornir_bench.processors.records import JsonLinesWriter, RecordsWriteError
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
-    from nornir.core.task import AggregatedResult, MultiResult
+    from nornir.core.task import AggregatedResult
 
 from nornir_bench.jobs.load import Job, Step
 
@@ -104,7 +96,7 @@ def run_job(
         output: the JSON Lines file; else the job's ``output.path``; else :func:`default_output`.
         progress: draw a progress bar on standard error; ``None``: when it is a terminal.
         on_stopping: called at the first Ctrl-C, on any runner (see
-            :func:`~nornir_bench.core.stopping.stoppable`), to say that the hosts in flight
+            :func:`~nornir_bench.core.stoppable.stoppable`), to say that the hosts in flight
             are being waited for.
         check: a dry run (``--check``): every step's task must honour nornir's ``dry_run`` or
             be read-only; those that honour it are given ``dry_run=True``.
@@ -260,13 +252,19 @@ def _run_step(
     left_out = () if step.on_failed else tuple(n for n in names if n in failed_before)
     selected = [n for n in names if n not in left_out]
     records = JsonLinesWriter(
-        file, redact=redact,
-        fields={"job": str(job.path.resolve()), "overrides": job.overrides.as_record(),
-                "step": step.number, "task": step.task_name},
-        origin=origin, session_logs=logs,
+        file,
+        redact=redact,
+        fields={
+            "job": str(job.path.resolve()),
+            "overrides": job.overrides.as_record(),
+            "step": step.number,
+            "task": step.task_name,
+        },
+        origin=origin,
+        session_logs=logs,
     )
     params = checking(step.task, step.params) if nr.data.dry_run else step.params
-    early = _prepared(step, nr, selected, params, records)
+    early = failed_before_any_device(step, nr, selected, params, records)
     if early:
         selected = [n for n in selected if n not in early]
     batches = getattr(getattr(nr.runner, "policy", None), "batches", ())
@@ -304,71 +302,19 @@ def _run_step(
     left: tuple[str, ...] = ()
     if interrupted:  # hosts cancelled in flight (async runners), or abandoned (a second press)
         left = tuple(stop.finished.in_flight(selected))
-        _fail_abandoned(step, nr, params, since, left, records, result)
+        fail_abandoned(step, nr, params, since, left, records, result)
     summary = summarize(result, elapsed=records.elapsed, wall=wall)
     run = StepRun(
-        step, result, summary, len(selected) + len(early), left_out, dict(records.elapsed),
-        interrupted, left,
+        step,
+        result,
+        summary,
+        len(selected) + len(early),
+        left_out,
+        dict(records.elapsed),
+        interrupted,
+        left,
     )
     return run, abandoned, raised
-
-
-def _prepared(
-    step: Step, nr: Nornir, hosts: list[str], params: Mapping[str, Any],
-    records: JsonLinesWriter,
-) -> dict[str, MultiResult]:
-    """The hosts of ``hosts`` failed before the step touches any device, each with its
-    record: those whose input the task's ``prepare`` refuses (a change's template error).
-    When they are more than the runner's ``max_failures`` or ``max_fail_percentage`` allow,
-    every host is: the others as not run (``RunAborted``), as the limit would have."""
-    prepare = traits_of(step.task).prepare
-    if prepare is None or not hosts:
-        return {}
-    early: dict[str, MultiResult] = {}
-    for name in hosts:
-        try:
-            prepare(nr.inventory.hosts[name], params)
-        except ValueError as exc:  # the task's own words, naming the template
-            early[name] = failed_result(step, nr, name, exc)
-    policy = getattr(nr.runner, "policy", None)
-    limit = None if not early else _limit_crossed(policy, len(early), len(hosts))
-    if limit is not None:
-        for name in hosts:
-            if name not in early:
-                early[name] = failed_result(step, nr, name, RunAborted(*limit))
-    for name, multi in early.items():
-        records.write(name, multi)
-    return early
-
-
-def _limit_crossed(policy: Any, failed: int, hosts: int) -> tuple[str, str] | None:
-    """The run's failure limit (its name, and why) that ``failed`` of ``hosts`` cross."""
-    most = getattr(policy, "max_failures", None)
-    percentage = getattr(policy, "max_fail_percentage", None)
-    why = f"the lines of {hosts_text(failed)} could not be made, before any device was touched"
-    if most is not None and failed > most:
-        return "max_failures", f"{why}: more than {most}"
-    if percentage is not None and failed > percentage / 100 * hosts:
-        return "max_fail_percentage", f"{why}: more than {percentage:g} %"
-    return None
-
-
-def _fail_abandoned(
-    step: Step, nr: Nornir, params: Mapping[str, Any], since: float, hosts: tuple[str, ...],
-    records: JsonLinesWriter, result: AggregatedResult,
-) -> None:
-    """Each host of ``hosts``, stopped in flight by Ctrl-C (cancelled on an event loop, or
-    abandoned by a second press), failed in ``result`` and the records with what it may have
-    done: a change task says it from its backups (``abandoned_failure``); others are not
-    known. A host of them ending later (its thread went on) is not written again."""
-    records.seal()
-    said = traits_of(step.task).abandoned_failure
-    for name in hosts:
-        exc = said(name, params, since) if said is not None else HostAbandoned(
-            "stopped in flight by Ctrl-C: what its task did is not known"
-        )
-        result[name] = multi = failed_result(step, nr, name, exc)
-        records.write(name, multi)
 
 
 def _said(line: str) -> None:

@@ -58,7 +58,7 @@ def resolve_inventory(inventory: Inventory) -> set[str]:
     owners: list[tuple[str, Any]] = [("inventory defaults", inventory.defaults)]
     owners += [(f"inventory group {name}", group) for name, group in inventory.groups.items()]
     owners += [(f"inventory host {name}", host) for name, host in inventory.hosts.items()]
-    from nornir_bench.tasks.jump_hosts import JUMP_HOST
+    from nornir_bench.tasks.sessions.jump_hosts import JUMP_HOST
 
     commands = _Commands()
     for where, owner in owners:

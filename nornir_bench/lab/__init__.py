@@ -11,7 +11,7 @@ the emulated-RTT TCP server, each started and stopped from Python as from the co
   process of their own; :mod:`~nornir_bench.lab.emulator`: :class:`DeviceLab`, the same in
   this process, and :func:`run_lab`, ``nornir-bench lab``;
 - :mod:`~nornir_bench.lab.devices`: which devices to emulate, from a nornir SimpleInventory or
-  generated, and the inventory that reaches them;
+  generated; :mod:`~nornir_bench.lab.inventory_files`: the inventory that reaches them;
 - :mod:`~nornir_bench.lab.ready`: :func:`wait_for_lab`, ``nornir-bench wait-lab``, for a lab
   started in the background;
 - :mod:`~nornir_bench.lab.rtt_server`: :class:`RttServer`, thousands of connections answered
@@ -34,12 +34,10 @@ from nornir_bench.lab.devices import (
     fakenos_platforms,
     generate_lab_devices,
     load_lab_devices,
-    render_inventory,
-    write_inventory,
-    write_known_hosts,
 )
 from nornir_bench.lab.emulator import DeviceLab, lab_devices, run_lab
 from nornir_bench.lab.inventories import nornir_on
+from nornir_bench.lab.inventory_files import render_inventory, write_inventory, write_known_hosts
 from nornir_bench.lab.labs import bastion_lab, new_lab_name, router_lab, throttling_lab
 from nornir_bench.lab.ready import LabNotReady, wait_for_lab
 from nornir_bench.lab.router_ready import RouterNotReady

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from nornir_bench.lab._errors import LabError
-from nornir_bench.lab.devices import DEFAULT_PASSWORD, DEFAULT_USERNAME, LabDevice, write_inventory
+from nornir_bench.lab.devices import DEFAULT_PASSWORD, DEFAULT_USERNAME, LabDevice
 from nornir_bench.lab.inventories import nornir_on
+from nornir_bench.lab.inventory_files import write_inventory
 from nornir_bench.lab.ports import free_port_range
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ A lab device is a name, a loopback address and port, a FakeNOS platform and cred
 
 - :func:`load_lab_devices` reads a nornir SimpleInventory with nornir's own ``SimpleInventory``,
   so groups and defaults inherit exactly as they do when nornir connects to the devices;
-- :func:`generate_lab_devices` makes N devices, and :func:`render_inventory` /
-  :func:`write_inventory` give the SimpleInventory that reaches them.
+- :func:`generate_lab_devices` makes N devices, and
+  :mod:`~nornir_bench.lab.inventory_files` writes the SimpleInventory that reaches them.
 
 Either way the same inventory then drives nornir against the lab. Starting the devices is
 :mod:`nornir_bench.lab.emulator`'s job.
@@ -14,21 +14,14 @@ Either way the same inventory then drives nornir against the lab. Starting the d
 
 from __future__ import annotations
 
-import functools
-import io
 import ipaddress
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from nornir_bench.core.checks import is_whole_number, whole_number
 from nornir_bench.core.secrets import SecretError, expand_env
-from nornir_bench.core.wording import hosts_text as _hosts
 from nornir_bench.lab._errors import LabError
 
 __all__ = [
@@ -36,15 +29,11 @@ __all__ = [
     "DEFAULT_PASSWORD",
     "DEFAULT_PLATFORMS",
     "DEFAULT_USERNAME",
-    "INVENTORY_FILES",
     "LabDevice",
     "check_ports",
     "fakenos_platforms",
     "generate_lab_devices",
     "load_lab_devices",
-    "render_inventory",
-    "write_inventory",
-    "write_known_hosts",
 ]
 
 DEFAULT_PLATFORMS = ("cisco_ios", "arista_eos")
@@ -53,8 +42,6 @@ DEFAULT_BASE_PORT = 6001
 # and a common word would be masked wherever it appears ("username" included).
 DEFAULT_USERNAME = "user"
 DEFAULT_PASSWORD = "fakenos-lab"
-INVENTORY_FILES = ("hosts.yaml", "groups.yaml", "defaults.yaml")
-"""The files of a nornir SimpleInventory, in the order nornir names its options."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +56,8 @@ class LabDevice:
     password: str = field(repr=False)  # never in a repr, a log line or an error message
     host_key: str = ""
     """Its SSH host key, as OpenSSH writes a public key (``ssh-ed25519 AAAA...``); none for
-    a FakeNOS device, which shows FakeNOS's own (:func:`fakenos_host_key`)."""
+    a FakeNOS device, which shows FakeNOS's own
+    (:func:`~nornir_bench.lab.inventory_files.fakenos_host_key`)."""
 
 
 def fakenos_platforms() -> tuple[str, ...]:
@@ -183,120 +171,6 @@ def generate_lab_devices(
     ]
 
 
-def render_inventory(
-    devices: Sequence[LabDevice],
-    known_hosts: str | None = None,
-    jump_host: Mapping[str, Any] | None = None,
-    jump_known: str = "",
-    config_platform: str | None = None,
-) -> dict[str, str]:
-    """The nornir SimpleInventory that reaches ``devices``, as YAML text per file name.
-
-    ``groups.yaml`` has one group per platform, named after it and carrying ``platform``;
-    ``defaults.yaml`` holds the first device's credentials, and a host whose credentials
-    differ carries its own. With ``known_hosts`` (a path), ``defaults.yaml`` names it as the
-    known-hosts file (data ``known_hosts``), and ``known_hosts`` is its text: each device's
-    host key, so that their keys are checked (``host_key_checking: strict``, the default).
-    ``jump_host``: the defaults' bastion (data ``jump_host``), ``jump_known`` its key's line.
-    ``config_platform``: the devices' configuration dialect (``frr``), when their platform
-    is only how to log in (``tasks.dialects``).
-    """
-    if not devices:
-        raise LabError("an inventory needs at least one device")
-    username, password = devices[0].username, devices[0].password
-    hosts: dict[str, dict[str, Any]] = {}
-    for device in devices:
-        host: dict[str, Any] = {
-            "hostname": device.address,
-            "port": device.port,
-            "groups": [device.platform],
-        }
-        if (device.username, device.password) != (username, password):
-            host.update(username=device.username, password=device.password)
-        hosts[device.name] = host
-    groups = {p: {"platform": p} for p in dict.fromkeys(d.platform for d in devices)}
-    header = f"# nornir SimpleInventory of a nornir-bench lab ({_hosts(len(devices))})\n"
-    defaults: dict[str, Any] = {"username": username, "password": password}
-    files = {"hosts.yaml": header + _dump(hosts), "groups.yaml": header + _dump(groups)}
-    data: dict[str, Any] = {}
-    if known_hosts is not None:
-        data["known_hosts"] = known_hosts
-        files["known_hosts"] = jump_known + known_hosts_text(devices)
-    if jump_host is not None:
-        data["jump_host"] = dict(jump_host)
-    if config_platform is not None:
-        data["config_platform"] = config_platform
-    if data:
-        defaults["data"] = data
-    files["defaults.yaml"] = header + _dump(defaults)
-    return files
-
-
-def known_hosts_text(devices: Sequence[LabDevice]) -> str:
-    """The known-hosts lines of ``devices``' SSH host keys, one per address and port."""
-    lines = (f"[{d.address}]:{d.port} {d.host_key or fakenos_host_key()}\n" for d in devices)
-    return "".join(dict.fromkeys(lines))
-
-
-def write_known_hosts(devices: Sequence[LabDevice], folder: str | os.PathLike[str]) -> Path:
-    """``devices``' host keys written to ``known_hosts`` in ``folder``; its path.
-
-    Raises:
-        LabError: it cannot be written.
-    """
-    path = Path(folder) / "known_hosts"
-    try:
-        path.write_text(known_hosts_text(devices), encoding="utf-8")
-    except OSError as exc:
-        raise LabError(f"cannot write the known hosts to {os.fspath(path)!r}: "
-                       f"{exc.strerror}") from exc
-    return path
-
-
-@functools.cache
-def fakenos_host_key() -> str:
-    """The SSH host key every FakeNOS device shows (FakeNOS's default), as OpenSSH writes it."""
-    import paramiko  # type: ignore[import-untyped]
-    from fakenos.plugins.servers.ssh_server_paramiko import DEFAULT_SSH_KEY
-
-    key = paramiko.RSAKey(file_obj=io.StringIO(DEFAULT_SSH_KEY))
-    return f"{key.get_name()} {key.get_base64()}"
-
-
-def write_inventory(
-    devices: Sequence[LabDevice],
-    directory: str | os.PathLike[str],
-    jump_host: Mapping[str, Any] | None = None,
-    jump_known: str = "",
-    config_platform: str | None = None,
-) -> list[Path]:
-    """Write :func:`render_inventory`'s files into ``directory`` (created if missing), with
-    the devices' host keys in its ``known_hosts`` (and a bastion's, ``jump_known``).
-
-    Returns:
-        The paths written, in the order of :data:`INVENTORY_FILES`, then ``known_hosts``.
-    """
-    folder = Path(directory)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        written = []
-        known = os.fspath((folder / "known_hosts").absolute())
-        for name, text in sorted(
-            render_inventory(devices, known, jump_host, jump_known, config_platform).items(),
-            key=lambda item: _order(item[0]),
-        ):
-            (folder / name).write_text(text, encoding="utf-8")
-            written.append(folder / name)
-    except OSError as exc:
-        where = os.fspath(directory)
-        raise LabError(f"cannot write the inventory to {where!r}: {exc.strerror}") from exc
-    return written
-
-
-def _order(name: str) -> int:
-    return INVENTORY_FILES.index(name) if name in INVENTORY_FILES else len(INVENTORY_FILES)
-
-
 def check_ports(devices: Iterable[LabDevice]) -> None:
     """Every device needs a port of its own (FakeNOS allocates ports whatever the address)."""
     owners: dict[int, str] = {}
@@ -307,24 +181,6 @@ def check_ports(devices: Iterable[LabDevice]) -> None:
                 f"hosts {other!r} and {device.name!r} both use port {device.port}: "
                 "each lab device needs a port of its own"
             )
-
-
-def _dump(data: dict[str, Any]) -> str:
-    """Block-style YAML in insertion order, with lists inline (``groups: [cisco_ios]``)."""
-    yaml = YAML()
-    text = io.StringIO()
-    yaml.dump(_inline_lists(data), text)
-    return text.getvalue()
-
-
-def _inline_lists(value: Any) -> Any:
-    if isinstance(value, dict):
-        return CommentedMap((k, _inline_lists(v)) for k, v in value.items())
-    if isinstance(value, list):
-        inline = CommentedSeq(value)
-        inline.fa.set_flow_style()
-        return inline
-    return value
 
 
 def _where(host: str) -> str:

@@ -38,9 +38,8 @@ from nornir_bench.lab.devices import (
     fakenos_platforms,
     generate_lab_devices,
     load_lab_devices,
-    write_inventory,
-    write_known_hosts,
 )
+from nornir_bench.lab.inventory_files import write_inventory, write_known_hosts
 
 __all__ = ["DEFAULT_LAB_SIZE", "READY_TIMEOUT", "DeviceLab", "lab_devices", "run_lab"]
 

@@ -27,7 +27,7 @@ from typing import cast
 
 from nornir_bench.core.checks import is_number, whole_number
 from nornir_bench.lab._errors import LabError
-from nornir_bench.tasks.simulated import MAX_RTT
+from nornir_bench.tasks.synthetic.simulated import MAX_RTT
 
 __all__ = ["RttServer", "RttServerStats"]
 

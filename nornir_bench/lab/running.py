@@ -25,8 +25,9 @@ from nornir_bench.lab._errors import LabError
 from nornir_bench.lab._system import lab_states, owner_alive, read_state
 from nornir_bench.lab.baseline import Baseline
 from nornir_bench.lab.bastion import Bastion
-from nornir_bench.lab.devices import LabDevice, write_inventory
+from nornir_bench.lab.devices import LabDevice
 from nornir_bench.lab.inventories import nornir_on, router_hosts
+from nornir_bench.lab.inventory_files import write_inventory
 from nornir_bench.lab.router_ready import wait_for_router_lab
 from nornir_bench.lab.topology import LabPlan, plan_lab
 from nornir_bench.lab.vtysh import vtysh

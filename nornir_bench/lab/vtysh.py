@@ -25,8 +25,8 @@ def put_back(name: str, router: str, before: str, now: str | None = None) -> str
     """Put ``router`` of lab ``name`` back to the running configuration ``before`` (as root:
     the lines that undo what changed since, through vtysh); its running configuration after.
     ``now``: its running configuration as just read, if the caller has it."""
-    from nornir_bench.tasks.config_text import parse_config, remediation
-    from nornir_bench.tasks.dialects import FRRDriver
+    from nornir_bench.tasks.dialects.config_text import parse_config, remediation
+    from nornir_bench.tasks.dialects.dialects import FRRDriver
 
     driver = FRRDriver()
     current = vtysh(name, router, SHOW_RUNNING) if now is None else now
@@ -48,7 +48,7 @@ def restore_config(name: str, router: str, before: str) -> bool:
 
 def same_config(one: str, other: str) -> bool:
     """Whether two of FRR's running configurations hold the same lines."""
-    from nornir_bench.tasks.config_text import parse_config, same
-    from nornir_bench.tasks.dialects import FRRDriver
+    from nornir_bench.tasks.dialects.config_text import parse_config, same
+    from nornir_bench.tasks.dialects.dialects import FRRDriver
 
     return same(parse_config(one, FRRDriver()), parse_config(other, FRRDriver()))

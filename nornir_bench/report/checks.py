@@ -1,5 +1,5 @@
 """State checks in records files: each record's ``checks`` (as
-``tasks.state_checks.CheckOutcome.record`` writes them) as a table of the report page, their
+``tasks.checks.state_checks.CheckOutcome.record`` writes them) as a table of the report page, their
 values before and after per host; and, for ``nornir-bench diff``, how a host's checks drifted
 between two runs.
 

@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._switching import fewer_gil_switches
 from nornir_bench.core.checks import whole_number
+from nornir_bench.core.ctrl_c import ABANDONED_GRACE_SECONDS, POLL_SECONDS, ctrl_c_deferred
 from nornir_bench.core.one_host import run_one
 from nornir_bench.core.policies.hosts import HostAttempts, run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.runner_traits import IN_PROCESS, Placement
-from nornir_bench.core.stopping import ABANDONED_GRACE_SECONDS, POLL_SECONDS, ctrl_c_deferred
 from nornir_bench.runners._core.blocking import BlockingCalls
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import InFlight, in_flight_here

@@ -43,21 +43,21 @@ if TYPE_CHECKING:
         check_params_with,
         params_check_of,
     )
-    from nornir_bench.tasks.audit import StateCheckFailed, acheck_state, check_state
-    from nornir_bench.tasks.commands import asend_command, send_command
-    from nornir_bench.tasks.config import ConfigChangeFailed, asend_config, send_config
-    from nornir_bench.tasks.journal import JournalError, read_journal
-    from nornir_bench.tasks.output_parsers import OutputNotParsed, parse_output
-    from nornir_bench.tasks.parsing import parse_interfaces, show_interfaces_output
-    from nornir_bench.tasks.scrapli_session import ScrapliSession
-    from nornir_bench.tasks.simulated import (
+    from nornir_bench.tasks.changes.config import ConfigChangeFailed, asend_config, send_config
+    from nornir_bench.tasks.changes.journal import JournalError, read_journal
+    from nornir_bench.tasks.checks.audit import StateCheckFailed, acheck_state, check_state
+    from nornir_bench.tasks.checks.commands import asend_command, send_command
+    from nornir_bench.tasks.checks.output_parsers import OutputNotParsed, parse_output
+    from nornir_bench.tasks.sessions.scrapli_session import ScrapliSession
+    from nornir_bench.tasks.synthetic.parsing import parse_interfaces, show_interfaces_output
+    from nornir_bench.tasks.synthetic.simulated import (
         MAX_RTT,
         RoundTrip,
         asim_rtt,
         plan_round_trip,
         sim_rtt,
     )
-    from nornir_bench.tasks.tcp import TcpPing, atcp_ping, tcp_ping
+    from nornir_bench.tasks.synthetic.tcp import TcpPing, atcp_ping, tcp_ping
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -79,21 +79,21 @@ __getattr__, __dir__ = lazy_exports(
             "reads_only_commands",
         ),
         "nornir_bench.core.task_traits": ("TaskTraits", "traits_of", "with_traits"),
-        "nornir_bench.tasks.commands": ("asend_command", "send_command"),
-        "nornir_bench.tasks.config": ("ConfigChangeFailed", "asend_config", "send_config"),
-        "nornir_bench.tasks.parsing": ("parse_interfaces", "show_interfaces_output"),
-        "nornir_bench.tasks.simulated": (
+        "nornir_bench.tasks.checks.commands": ("asend_command", "send_command"),
+        "nornir_bench.tasks.changes.config": ("ConfigChangeFailed", "asend_config", "send_config"),
+        "nornir_bench.tasks.synthetic.parsing": ("parse_interfaces", "show_interfaces_output"),
+        "nornir_bench.tasks.synthetic.simulated": (
             "MAX_RTT",
             "RoundTrip",
             "asim_rtt",
             "plan_round_trip",
             "sim_rtt",
         ),
-        "nornir_bench.tasks.scrapli_session": ("ScrapliSession",),
-        "nornir_bench.tasks.tcp": ("TcpPing", "atcp_ping", "tcp_ping"),
-        "nornir_bench.tasks.journal": ("JournalError", "read_journal"),
-        "nornir_bench.tasks.output_parsers": ("OutputNotParsed", "parse_output"),
-        "nornir_bench.tasks.audit": ("StateCheckFailed", "acheck_state", "check_state"),
+        "nornir_bench.tasks.sessions.scrapli_session": ("ScrapliSession",),
+        "nornir_bench.tasks.synthetic.tcp": ("TcpPing", "atcp_ping", "tcp_ping"),
+        "nornir_bench.tasks.changes.journal": ("JournalError", "read_journal"),
+        "nornir_bench.tasks.checks.output_parsers": ("OutputNotParsed", "parse_output"),
+        "nornir_bench.tasks.checks.audit": ("StateCheckFailed", "acheck_state", "check_state"),
     },
 )
 

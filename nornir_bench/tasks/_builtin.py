@@ -6,12 +6,12 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from nornir_bench.tasks.audit import acheck_state, check_state
-from nornir_bench.tasks.commands import asend_command, send_command
-from nornir_bench.tasks.config import asend_config, send_config
-from nornir_bench.tasks.parsing import parse_interfaces
-from nornir_bench.tasks.simulated import asim_rtt, sim_rtt
-from nornir_bench.tasks.tcp import atcp_ping, tcp_ping
+from nornir_bench.tasks.changes.config import asend_config, send_config
+from nornir_bench.tasks.checks.audit import acheck_state, check_state
+from nornir_bench.tasks.checks.commands import asend_command, send_command
+from nornir_bench.tasks.synthetic.parsing import parse_interfaces
+from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
+from nornir_bench.tasks.synthetic.tcp import atcp_ping, tcp_ping
 
 __all__ = ["BUILTIN_TASKS"]
 

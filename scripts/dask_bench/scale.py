@@ -29,7 +29,8 @@ def tiny(x: int) -> int:
 @contextmanager
 def dask_client(procs: int) -> Iterator[tuple[Any, float]]:
     """A client of a fresh embedded cluster (the runner's own kind), and its start in seconds."""
-    from nornir_bench.runners.dask.cluster import EmbeddedCluster, connect
+    from nornir_bench.runners.dask.address import connect
+    from nornir_bench.runners.dask.cluster import EmbeddedCluster
 
     start = time.perf_counter()
     cluster = EmbeddedCluster(workers=procs)

@@ -165,7 +165,7 @@ def _converged(lab: Lab, routers: list[str]) -> bool:
 
 
 def _same_config(one: str, other: str) -> bool:
-    from nornir_bench.tasks.config_text import parse_config, same
-    from nornir_bench.tasks.dialects import FRRDriver
+    from nornir_bench.tasks.dialects.config_text import parse_config, same
+    from nornir_bench.tasks.dialects.dialects import FRRDriver
 
     return same(parse_config(one, FRRDriver()), parse_config(other, FRRDriver()))

@@ -23,7 +23,7 @@ def dead_cli_part(bench: harness.Bench, lab: Lab, folder: Path, repeat: int,
                   child_seconds: float) -> None:
     """r1's CLI killed in the middle of a change, ``repeat`` times per driver: the seconds
     from the kill to the host's failure."""
-    from nornir_bench.tasks.config import DEFAULT_CONFIG_TIMEOUT
+    from nornir_bench.tasks.changes.config import DEFAULT_CONFIG_TIMEOUT
 
     print(f"\n### A CLI killed mid-change: r1's vtysh, {DEAD_CLI_LINES} lines, each exchange "
           f"given {DEFAULT_CONFIG_TIMEOUT:g} s, {repeat} times per driver (load {load_text()})\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nornir_bench.tasks.journal import PENDING, append_entry, start_journal
+from nornir_bench.tasks.changes.journal import PENDING, append_entry, start_journal
 from tests.cli.test_run import nornir_bench_here
 from tests.devices import free_port_range
 

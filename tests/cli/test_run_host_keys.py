@@ -1,5 +1,6 @@
 """A job's SSH host-key settings: bad ones stop it before any device is touched (exit 2, one
-line), ``off`` is said once a run (the logins themselves: tests/tasks/test_host_keys.py)."""
+line), ``off`` is said once a run (the logins themselves:
+tests/tasks/sessions/test_host_keys.py)."""
 
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def test_a_jump_host_named_is_the_inventory_hosts_address_and_not_its_own(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "hoptasks.py").write_text(
-        "from nornir_bench.tasks.jump_hosts import jump_host_of\n"
+        "from nornir_bench.tasks.sessions.jump_hosts import jump_host_of\n"
         "def hop(task):\n"
         "    jump = jump_host_of(task.host)\n"
         "    return None if jump is None else [jump.hostname, jump.port, jump.username]\n"

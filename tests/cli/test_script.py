@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -123,24 +124,56 @@ def test_unknown_runner_lists_the_installed_ones() -> None:
         assert name in line
 
 
+class Interrupted:
+    """scripts/script.py run with ``--progress`` in a process group of its own: its bar read
+    as it is drawn, so that Ctrl-C lands once hosts have finished, however busy the machine."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SCRIPT), *args, "--progress"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+        self.said = b""
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := os.read(self.proc.stderr.fileno(), 4096):
+            self.said += chunk
+
+    def done(self) -> int:
+        """The hosts done, as the bar last said."""
+        counts = re.findall(rb"(\d+)/\d+ \[", self.said)
+        return int(counts[-1]) if counts else 0
+
+    def ctrl_c(self, group: bool = False) -> tuple[str, str]:
+        """Ctrl-C once some host is done (to the process, or to its group as a terminal sends
+        it); what it printed once it ended."""
+        try:
+            wait_until(lambda: self.done() > 0, "a host done", every=0.05)
+            if group:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            else:
+                os.kill(self.proc.pid, signal.SIGINT)
+            self.proc.wait(HANG_GUARD)
+        finally:
+            self.proc.kill()
+            assert self.proc.stdout is not None
+            out = self.proc.stdout.read().decode()
+            self.proc.wait()
+            self.reader.join(HANG_GUARD)
+            self.proc.stdout.close()
+            self.proc.stderr.close()  # type: ignore[union-attr]
+        return out, self.said.decode(errors="replace")
+
+
 @pytest.mark.parametrize("runner", ["threadpool", "asyncio"])
 def test_ctrl_c_keeps_what_finished_and_exits_130(runner: str) -> None:
     # 2 workers x 0.05 s over 2,000 hosts would take 50 s: Ctrl-C lands mid-run.
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "2000", "--runner", runner],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        header = proc.stdout.readline()  # the run has started: start-up is not in the wait
-        time.sleep(1.0)
-        os.kill(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        out = header + out
-    finally:
-        proc.kill()
-        proc.communicate()  # reaped, its pipes closed
-    assert proc.returncode == 130, err
+    run = Interrupted("2", "0.05", "--hosts", "2000", "--runner", runner)
+    out, err = run.ctrl_c()
+    assert run.proc.returncode == 130, err
     assert "Traceback" not in err
     ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
     assert 0 < ok < 2000 and failed == 0
@@ -152,30 +185,18 @@ def test_ctrl_c_on_dask_keeps_what_finished_and_leaves_no_cluster_process(to: st
     # 2 Dask workers x 2 hosts x 0.05 s over 4,000 hosts would take 50 s: Ctrl-C lands mid-run.
     # "group": as a terminal sends it, to the whole foreground process group; the embedded
     # cluster's processes got it too, and every host in flight failed, the scheduler lost.
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "2", "0.05", "--hosts", "4000", "--runner", "dask"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )
+    run = Interrupted("2", "0.05", "--hosts", "4000", "--runner", "dask")
     cluster: list[psutil.Process] = []
 
     def cluster_up() -> bool:
         # The scheduler, the workers' command and, per worker, its nanny and its process.
         nonlocal cluster
-        cluster = psutil.Process(proc.pid).children(recursive=True)
+        cluster = psutil.Process(run.proc.pid).children(recursive=True)
         return len(cluster) >= 4
 
-    try:
-        wait_until(cluster_up, "the embedded cluster's processes", every=0.2)
-        time.sleep(8.0)  # the client connected, hosts finishing, even on a loaded machine
-        if to == "group":
-            os.killpg(proc.pid, signal.SIGINT)
-        else:
-            os.kill(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-        proc.communicate()  # reaped, its pipes closed
-    assert proc.returncode == 130, err
+    wait_until(cluster_up, "the embedded cluster's processes", every=0.2)
+    out, err = run.ctrl_c(group=to == "group")
+    assert run.proc.returncode == 130, err
     assert "Traceback" not in err
     ok, failed = map(int, SUMMARY.match(out.strip().splitlines()[-1]).groups())  # type: ignore[union-attr]
     assert 0 < ok < 4000 and failed == 0

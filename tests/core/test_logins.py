@@ -186,7 +186,7 @@ def test_a_connection_closed_in_the_key_exchange_is_a_refused_login() -> None:
 
 def test_a_server_that_never_answered_is_not_a_refused_login_whatever_netmiko_said() -> None:
     """netmiko says "No existing session" for a banner that never came too; the tasks tell
-    it apart (tasks/_ssh_banner.py) and raise NoSSHBanner from it, which ends the look into
+    it apart (tasks/sessions/_ssh_banner.py) and raise NoSSHBanner from it, which ends the look into
     its causes."""
     with silent_server() as silent:
         said = netmiko_error(silent.port, wait=1)

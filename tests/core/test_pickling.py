@@ -135,12 +135,12 @@ def _device_errors() -> list[BaseException]:
     import asyncssh
 
     from nornir_bench.core.exceptions import LoginRefused, NoSSHBanner, SessionClosed, TaskTimeout
-    from nornir_bench.tasks.audit import StateCheckFailed
-    from nornir_bench.tasks.config import ConfigChangeFailed
-    from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
-    from nornir_bench.tasks.jump_hosts import JumpHostUnreachable
-    from nornir_bench.tasks.output_parsers import OutputNotParsed
-    from nornir_bench.tasks.restore import RestoreFailed
+    from nornir_bench.tasks.changes.config import ConfigChangeFailed
+    from nornir_bench.tasks.changes.restore import RestoreFailed
+    from nornir_bench.tasks.checks.audit import StateCheckFailed
+    from nornir_bench.tasks.checks.output_parsers import OutputNotParsed
+    from nornir_bench.tasks.sessions.host_keys import HostKeyMismatch, HostKeyUnknown
+    from nornir_bench.tasks.sessions.jump_hosts import JumpHostUnreachable
 
     seen, known = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
     check = {"name": "sessions", "before": 2, "after": 1, "held": False}

@@ -197,7 +197,7 @@ def test_the_host_key_refusals_read_as_written_after_masking() -> None:
     jump host's, unknown and changed."""
     import asyncssh
 
-    from nornir_bench.tasks.host_keys import HostKeyMismatch, HostKeyUnknown
+    from nornir_bench.tasks.sessions.host_keys import HostKeyMismatch, HostKeyUnknown
 
     seen, known = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
     for name in ("r1", "jump host 127.0.0.1:2222"):

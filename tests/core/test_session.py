@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nornir_bench.core import execution
+from nornir_bench.core import subtasks
 from nornir_bench.core.session import AsyncRunSession
 from tests.conftest import make_nornir
 
@@ -54,7 +54,7 @@ def test_everything_is_restored_even_when_closing_fails() -> None:
     async def main() -> None:
         session = AsyncRunSession(_blocking_task, hosts, max_threads=1, close_blocking=True)
         session.open()
-        assert execution._current_offload.get() is not None
+        assert subtasks._current_offload.get() is not None
         assert gc.get_freeze_count() > 0
         await session.aclose()
 
@@ -72,7 +72,7 @@ def test_the_offload_is_reset_and_the_collector_restored_after_an_error_in_the_r
         with pytest.raises(ValueError):
             async with AsyncRunSession(_blocking_task, hosts, max_threads=1):
                 raise ValueError("a task escaped")
-        assert execution._current_offload.get() is None
+        assert subtasks._current_offload.get() is None
 
     asyncio.run(main())
     assert gc.get_freeze_count() == 0

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from nornir.core.task import Task
 
-from nornir_bench.core.stopping import CtrlC, stoppable
+from nornir_bench.core.ctrl_c import CtrlC
+from nornir_bench.core.stoppable import stoppable
 from tests.conftest import make_nornir
 from tests.runners.test_conformance import RUNNERS
 from tests.waiting import HANG_GUARD, wait_until

@@ -20,8 +20,8 @@ from nornir_bench.tasks import (
     send_command,
     send_config,
 )
-from nornir_bench.tasks.backups import abandoned_failure
-from nornir_bench.tasks.config_input import prepare_config
+from nornir_bench.tasks.changes.backups import abandoned_failure
+from nornir_bench.tasks.changes.config_input import prepare_config
 
 
 def _check(params: object) -> None: ...

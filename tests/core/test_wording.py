@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nornir_bench.core.exceptions import TaskTimeout
 from nornir_bench.core.wording import hosts_named, hosts_text, seconds_text, shortened
-from nornir_bench.tasks.tcp import TcpPing
+from nornir_bench.tasks.synthetic.tcp import TcpPing
 
 
 def test_one_host_is_one_host() -> None:

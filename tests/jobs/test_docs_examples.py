@@ -35,7 +35,7 @@ from ruamel.yaml import YAML
 
 from nornir_bench.jobs.load import JobError, load_job
 from nornir_bench.lab import RunningRouterLab
-from nornir_bench.lab.devices import write_inventory, write_known_hosts
+from nornir_bench.lab.inventory_files import write_inventory, write_known_hosts
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import plan_lab
 from tests.cli.in_process import nornir_bench_here

@@ -67,7 +67,7 @@ def test_a_run_refused_before_its_first_record_leaves_the_records_path_as_it_was
     tmp_path: Path, earlier: str | None, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from nornir_bench.jobs.run import run_job
-    from nornir_bench.tasks._change import ConfigInputError
+    from nornir_bench.tasks.changes._change import ConfigInputError
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     out = tmp_path / "out.jsonl"

@@ -12,7 +12,7 @@ import pytest
 
 from nornir_bench.jobs.load import JobError
 from nornir_bench.jobs.recover import held_journal, journal_beside
-from nornir_bench.tasks.journal import (
+from nornir_bench.tasks.changes.journal import (
     CONFIRMED,
     PENDING,
     REVERT_FAILED,

@@ -20,7 +20,7 @@ from nornir_bench.lab import (
     run_lab,
     write_inventory,
 )
-from nornir_bench.lab.devices import fakenos_host_key
+from nornir_bench.lab.inventory_files import fakenos_host_key
 from tests.devices import ROOT
 
 SHIPPED = ROOT / "inventory" / "lab"

@@ -25,7 +25,7 @@ from ruamel.yaml import YAML
 
 from nornir_bench.lab import LabDevice, LabError, RunningRouterLab
 from nornir_bench.lab._system import FRR_DAEMONS, read_state, teardown
-from nornir_bench.lab.devices import INVENTORY_FILES
+from nornir_bench.lab.inventory_files import INVENTORY_FILES
 from nornir_bench.lab.router_command import router_hosts
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import MAX_ROUTERS, TOPOLOGIES, plan_lab

@@ -13,10 +13,10 @@ from nornir.core.inventory import Host
 from nornir.core.task import AggregatedResult, MultiResult, Task
 
 from nornir_bench.core.checks import whole_number
+from nornir_bench.core.ctrl_c import ABANDONED_GRACE_SECONDS, POLL_SECONDS
 from nornir_bench.core.one_host import run_one
 from nornir_bench.core.policies.hosts import run_policed
 from nornir_bench.core.policies.options import Policed, RunPolicy
-from nornir_bench.core.stopping import ABANDONED_GRACE_SECONDS, POLL_SECONDS
 from nornir_bench.runners._core.blocking import BlockingCalls
 from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import InFlight, in_flight_here

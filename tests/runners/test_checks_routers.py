@@ -32,7 +32,7 @@ from nornir_bench.tasks import (
     send_command,
     send_config,
 )
-from nornir_bench.tasks.journal import PENDING, REVERTED, read_journal
+from nornir_bench.tasks.changes.journal import PENDING, REVERTED, read_journal
 from tests.routers import lab_pids, wait_for
 from tests.runners.test_config_routers import (
     lab_job,

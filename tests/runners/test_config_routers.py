@@ -33,8 +33,8 @@ from nornir_bench.lab._system import FRR_ETC
 from nornir_bench.lab.vtysh import restore_config
 from nornir_bench.processors.records import host_record
 from nornir_bench.tasks import ConfigChangeFailed, asend_config, send_config
-from nornir_bench.tasks.config_text import parse_config, same
-from nornir_bench.tasks.dialects import FRRDriver
+from nornir_bench.tasks.dialects.config_text import parse_config, same
+from nornir_bench.tasks.dialects.dialects import FRRDriver
 from tests.report.test_page import CHROMIUM, in_browser
 from tests.router_faults import cli_killed_mid_command, interrupted_when, send_signal_to
 from tests.routers import lab_pids, wait_for

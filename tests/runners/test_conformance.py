@@ -709,7 +709,7 @@ def test_a_second_ctrl_c_abandons_the_hosts_in_flight(
 ) -> None:
     """The first press lets the hosts in flight finish; the second stops waiting for them: the
     run returns while they are still held, with what had finished."""
-    from nornir_bench.core.stopping import stoppable
+    from nornir_bench.core.stoppable import stoppable
 
     release = tmp_path / "release"
     recorder = Recorder()

@@ -288,7 +288,7 @@ def test_a_worker_killed_between_runs_takes_only_its_own_connections(tmp_path: P
 def test_a_dask_worker_killed_between_runs_takes_only_its_own_connections(
     tmp_path: Path,
 ) -> None:
-    from nornir_bench.runners.dask.cluster import described_workers
+    from nornir_bench.runners.dask.address import described_workers
 
     with counting_server() as server, registered(PLUGIN, counting_plugin()):
         nr = nornir(inventory(tmp_path, server.port), "dask", num_procs=2, num_workers=4)

@@ -19,7 +19,7 @@ import pytest
 from nornir.core.task import Task
 
 from nornir_bench import NoWorkerForSite, WorkerCrashed
-from nornir_bench.runners.dask.cluster import described_workers
+from nornir_bench.runners.dask.address import described_workers
 from nornir_bench.runners.dask.sites import SiteError
 from nornir_bench.tasks import read_only
 from tests.conftest import make_nornir

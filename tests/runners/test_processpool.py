@@ -390,9 +390,9 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     from nornir_bench.core.execution import run_host
     from nornir_bench.runners._core.lifecycle import Lifecycle
     from nornir_bench.runners._remote.results import FinishedBatch, FinishedHost
-    from nornir_bench.runners.processpool.crashes import RunningHost
     from nornir_bench.runners.processpool.messages import Done, send
     from nornir_bench.runners.processpool.pool import Pool
+    from nornir_bench.runners.processpool.running_host import RunningHost
     from nornir_bench.runners.processpool.workers import Worker, WorkerSet
 
     class ForkServerGone:

@@ -1,5 +1,5 @@
 """``mode: replace`` over a corpus of intended and running configurations, on real FRR
-routers (tests/tasks/frr_corpus.yaml: static routes, prefix-lists, route-maps, BGP
+routers (tests/tasks/changes/frr_corpus.yaml: static routes, prefix-lists, route-maps, BGP
 neighbours and address families, interfaces), each pair both ways: the router set to one
 side (as root, through vtysh), the other side applied through the task, then the change
 rolled back through ``restore_config`` (``nornir-bench recover``'s task).
@@ -25,9 +25,9 @@ from nornir_bench import arun_subtask
 from nornir_bench.lab import RunningRouterLab
 from nornir_bench.lab.vtysh import restore_config as put_router_back
 from nornir_bench.tasks import asend_config, send_config
-from nornir_bench.tasks.config_text import in_scope, parse_config, replaced, same
-from nornir_bench.tasks.dialects import FRRDriver
-from nornir_bench.tasks.restore import arestore_config, restore_config
+from nornir_bench.tasks.changes.restore import arestore_config, restore_config
+from nornir_bench.tasks.dialects.config_text import in_scope, parse_config, replaced, same
+from nornir_bench.tasks.dialects.dialects import FRRDriver
 from tests.routers import (
     lab_pids,
     router_lab_process,
@@ -35,7 +35,7 @@ from tests.routers import (
 )
 from tests.runners.test_routers import closed
 
-CORPUS = YAML(typ="safe").load(Path(__file__).parents[1] / "tasks" / "frr_corpus.yaml")
+CORPUS = YAML(typ="safe").load(Path(__file__).parents[1] / "tasks" / "changes" / "frr_corpus.yaml")
 ROUTERS = 12
 SHOW = "show running-config"
 

@@ -29,11 +29,11 @@ from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.lab import RunningRouterLab
 from nornir_bench.tasks import asend_command, send_command
-from nornir_bench.tasks.scrapli_session import CONNECTION_NAME, ScrapliSession
+from nornir_bench.tasks.sessions.scrapli_session import CONNECTION_NAME, ScrapliSession
 from tests.router_faults import cli_killed_mid_command, interrupted_when, send_signal_to
 from tests.routers import lab_pids, wait_for
 from tests.runners.test_conformance import ASYNC, POLICIES, STALE, Runner, each_runner
-from tests.tasks.test_scrapli_session import opened
+from tests.tasks.sessions.test_scrapli_session import opened
 
 RUNNER_IDS = ("threaded", "threadpool", "asyncio", "processpool", "dask")
 COMMAND = "show ip bgp summary"
@@ -222,7 +222,7 @@ from pathlib import Path
 from nornir_bench import arun_subtask
 from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.tasks import asend_command, send_command
-from nornir_bench.tasks.scrapli_session import CONNECTION_NAME
+from nornir_bench.tasks.sessions.scrapli_session import CONNECTION_NAME
 
 
 def echo_password(task):

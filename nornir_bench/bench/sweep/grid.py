@@ -8,7 +8,7 @@ from typing import Any
 
 from nornir_bench.core.checks import is_number, is_whole_number
 from nornir_bench.runners.registry import available_runners
-from nornir_bench.tasks.simulated import MAX_RTT
+from nornir_bench.tasks.synthetic.simulated import MAX_RTT
 
 __all__ = ["DEFAULT_RTTS", "DEFAULT_RUNNERS", "DEFAULT_WORKERS", "Point", "SweepGrid"]
 
@@ -42,7 +42,7 @@ class SweepGrid:
             ``serial`` included.
         workers: worker counts, each >= 1.
         rtts: round-trip times in seconds, each from 0 to
-            :data:`~nornir_bench.tasks.simulated.MAX_RTT`.
+            :data:`~nornir_bench.tasks.synthetic.simulated.MAX_RTT`.
         hosts: synthetic hosts per run (>= 1).
         repeat: runs per point (>= 1); results are their median, with min and max.
 

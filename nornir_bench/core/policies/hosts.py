@@ -28,7 +28,7 @@ from nornir.core.task import MultiResult
 from nornir_bench.core.attempts import FailedAttempt, record_attempts
 from nornir_bench.core.changes import noted_change
 from nornir_bench.core.deadlines import set_deadline
-from nornir_bench.core.exceptions import LoginRefused, RunTimeout, TaskTimeout
+from nornir_bench.core.exceptions import RunTimeout, TaskTimeout
 from nornir_bench.core.execution import (
     Offload,
     acall_task,
@@ -39,25 +39,27 @@ from nornir_bench.core.execution import (
     to_thread,
     wrap_result,
 )
-from nornir_bench.core.policies.logins import LoginPace, Place, refused_before_login, refused_by
+from nornir_bench.core.policies.logins import HostLogins, LoginPace, Refused
 from nornir_bench.core.policies.retry import retry_wait
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
     from nornir.core.task import Task
 
+    from nornir_bench.core.ctrl_c import Halt
     from nornir_bench.core.policies.options import RunPolicy
-    from nornir_bench.core.stopping import Halt
 
 __all__ = ["HostAttempts", "Outcome", "arun_policed", "run_policed"]
 
-# nornir's task logger, where it logs failures: a job's logging shows the retries beside them.
+# nornir's own task logger, where failures are logged too: the logging a job configures for
+# nornir (its default) shows the retries next to the failures.
 logger = logging.getLogger("nornir.core.task")
 
 # A failed attempt's message, as kept on the result and in the records: one line, this long.
 _MESSAGE_LENGTH = 500
 
-# A task's own timeout, bounded by its attempt's time left, may end a hair before the deadline.
+# A task's own timeout, bounded by the time its attempt has left, may end a hair before the
+# deadline (a clock read before the call, the system's timer granularity).
 _EARLY = 0.01
 
 
@@ -91,16 +93,11 @@ class HostAttempts:
     __slots__ = (
         "_by_run",
         "_deadline",
-        "_counted",
-        "_logs_in",
-        "_paced",
-        "_place",
-        "_refusals",
         "_began",
         "failed",
         "halt",
         "host",
-        "pace",
+        "logins",
         "policy",
         "rand",
         "run_deadline",
@@ -122,19 +119,15 @@ class HostAttempts:
     ) -> None:
         self.task = start_host(template, host) if started is None else started
         self.host = host
-        self.pace = pace
-        self._logs_in = False
-        self._place: Place | None = None
-        self._paced = 0.0
-        self._refusals = 0
-        self._counted = 0
+        self.logins = None if pace is None else HostLogins(pace, host)
         self.policy = policy
         self.run_deadline = run_deadline
         self.halt = halt
         self.rand = rand
         self.failed: list[FailedAttempt] = []
         self._by_run = False
-        self._began = time.monotonic() if began is None else began  # the attempt under way
+        # the attempt under way (``began``: one the plain path made, see ``core.one_host``)
+        self._began = time.monotonic() if began is None else began
         self._deadline: float | None = None
 
     def deadline(self) -> float | None:
@@ -166,8 +159,9 @@ class HostAttempts:
         return Outcome(error=error, text="".join(traceback.format_exception_only(error)))
 
     def _leave_call(self) -> None:
-        """Go on with a copy of the task (what the call given up adds later must not reach the
-        host's result); the blocking connections it used leave the host."""
+        """Go on with a copy of the task: the call given up still holds the old one, and what
+        it adds later (subtask results) must not reach the host's result. The blocking
+        connections it used leave the host (``abandon_connections``)."""
         from nornir_bench.core.connections import abandon_connections  # imports asyncio
 
         fresh = self.task.copy()
@@ -224,17 +218,7 @@ class HostAttempts:
     def login_wait(self) -> float:
         """Seconds to wait before asking again for a place to log in (the host's SSH server
         refused logins in this run: see ``core.policies.logins``); 0: the attempt may start."""
-        if self.pace is None or not self.pace.active:  # no server refused a login yet
-            return 0.0
-        self._logs_in = not object.__getattribute__(self.host, "connections")
-        turn = self.pace.take(self.host) if self._logs_in else None
-        if turn is None:
-            return 0.0
-        if isinstance(turn, Place):
-            self._place = turn
-            return 0.0
-        self._paced += turn
-        return turn
+        return 0.0 if self.logins is None else self.logins.wait()
 
     def retry_after(self, outcome: Outcome) -> float | None:
         """Seconds to wait before the next attempt, or ``None``: ``outcome`` counts.
@@ -243,35 +227,22 @@ class HostAttempts:
         task's results are emptied for the next attempt.
         """
         error = outcome.error
-        if self.pace is not None and (self._logs_in or error is not None):
-            place, self._place = self._place, None
-            if place is not None:
-                self.pace.left(self.host)
-            if error is None:
-                if self._logs_in:
-                    self.pace.logged_in(self.host)
-            elif refused_before_login(error):
-                return self._refused(outcome, place)
+        if self.logins is not None:
+            refused = self.logins.ended(error)
+            if refused is not None:
+                return self._refused(outcome, refused)
         if error is None or not self.policy.retries:
             return None
         retried = sum(1 for attempt in self.failed if attempt.exception != "LoginRefused")
         return self._again(error, retry_wait(self.policy, error, retried + 1, self.rand))
 
-    def _refused(self, outcome: Outcome, place: Place | None) -> float | None:
-        """``outcome``, a login refused in ``place`` of its window, becomes a LoginRefused
-        (caused by the library's error), tried again while refusals stay in login_retries."""
-        assert self.pace is not None and outcome.error is not None
-        self._refusals += 1
-        wait, counts = self.pace.refused_login(self.host, place)
-        self._counted += counts
-        if not isinstance(outcome.error, LoginRefused):
-            refused = LoginRefused(refused_by(outcome.error, self.host), self._refusals)
-            refused.__cause__ = outcome.error
-            outcome.text += "".join(traceback.format_exception_only(refused))
-            outcome.error = refused
-        else:
-            outcome.error.times = self._refusals
-        return self._again(outcome.error, wait if self._counted <= self.pace.retries else None)
+    def _refused(self, outcome: Outcome, refused: Refused) -> float | None:
+        """``outcome``, a login the server refused, fails with ``refused.error`` (a
+        LoginRefused caused by the library's error), tried again after ``refused.wait``."""
+        if refused.error is not outcome.error:
+            outcome.text += "".join(traceback.format_exception_only(refused.error))
+            outcome.error = refused.error
+        return self._again(refused.error, refused.wait)
 
     def _again(self, error: Exception, wait: float | None) -> float | None:
         """``wait`` before trying again after ``error``, or ``None`` when the run's deadline
@@ -307,8 +278,8 @@ class HostAttempts:
         else:
             result = failure_result(task, host, outcome.error, outcome.text)
         record_attempts(result, self.failed)  # before the hook: the records show them
-        if self._paced:
-            result.login_wait = round(self._paced, 3)  # type: ignore[attr-defined]
+        if self.logins is not None and self.logins.waited:
+            result.login_wait = round(self.logins.waited, 3)  # type: ignore[attr-defined]
         return complete_host(task, host, result)
 
     def reconnect(self) -> None:

@@ -18,7 +18,9 @@ With ``login_retries`` (on by default) a runner:
   congestion window), until the server is no longer paced;
 - tries that host again, apart from ``retries``: a refusal counts against ``login_retries``
   only where the pace cannot be the cause (the login was not paced, or went alone: the window
-  at one), so a server refusing all the logins still ends in a bounded number of tries.
+  at one), so a server refusing all the logins still ends in a bounded number of tries. A
+  host's own logins under the pace (its place, its wait, its refusals) are its
+  :class:`HostLogins`, which its attempts (:mod:`nornir_bench.core.policies.hosts`) ask.
 
 A host the server still refuses fails with
 :class:`~nornir_bench.core.exceptions.LoginRefused`, saying what happened and what to set.
@@ -38,7 +40,15 @@ from nornir_bench.core.policies.retry import causes
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["LoginPace", "Place", "refused_before_login", "refused_by", "server_of"]
+__all__ = [
+    "HostLogins",
+    "LoginPace",
+    "Place",
+    "Refused",
+    "refused_before_login",
+    "refused_by",
+    "server_of",
+]
 
 _FIRST_WINDOW = 4.0  # logins under way at once to a server, once it refused one
 _UNPACED = 64.0  # a server whose window grew past this is no longer paced
@@ -234,3 +244,80 @@ class LoginPace:
             window.limit += 1.0 / window.limit
             if window.limit >= _UNPACED:
                 del self._servers[server]
+
+
+class Refused(NamedTuple):
+    """A login the server refused before authentication, as the host's attempt ends with it:
+    its error (a :class:`~nornir_bench.core.exceptions.LoginRefused`) and the seconds to wait
+    before trying again, or ``None``: past ``login_retries``."""
+
+    error: LoginRefused
+    wait: float | None
+
+
+class HostLogins:
+    """One host's logins under the run's :class:`LoginPace`: the place its attempt took in
+    its server's window, the time it waited for one, the refusals of its logins.
+
+    Args:
+        pace: the run's pace of logins.
+        host: the host.
+    """
+
+    __slots__ = ("_counted", "_logs_in", "_place", "_refusals", "host", "pace", "waited")
+
+    def __init__(self, pace: LoginPace, host: Host) -> None:
+        self.pace = pace
+        self.host = host
+        self.waited = 0.0
+        """Seconds the host waited for a place, in all."""
+        self._logs_in = False
+        self._place: Place | None = None
+        self._refusals = 0
+        self._counted = 0
+
+    def wait(self) -> float:
+        """Seconds to wait before asking again for a place to log in (the host's SSH server
+        refused logins in this run); 0: the attempt may start."""
+        if not self.pace.active:  # no server refused a login yet
+            return 0.0
+        self._logs_in = not object.__getattribute__(self.host, "connections")
+        turn = self.pace.take(self.host) if self._logs_in else None
+        if turn is None:
+            return 0.0
+        if isinstance(turn, Place):
+            self._place = turn
+            return 0.0
+        self.waited += turn
+        return turn
+
+    def ended(self, error: Exception | None) -> Refused | None:
+        """The attempt ended, with ``error`` or without (``None``): its place is given back and
+        its server's window hears how the login went. What the refusal means, if the server
+        refused the login before authentication (:func:`refused_before_login`)."""
+        if not self._logs_in and error is None:
+            return None
+        place, self._place = self._place, None
+        if place is not None:
+            self.pace.left(self.host)
+        if error is None:
+            if self._logs_in:
+                self.pace.logged_in(self.host)
+            return None
+        if not refused_before_login(error):
+            return None
+        return self._refused(error, place)
+
+    def _refused(self, error: Exception, place: Place | None) -> Refused:
+        """``error``, a login refused in ``place`` of its window, as a LoginRefused (caused by
+        the library's error), tried again while refusals stay in ``login_retries``."""
+        self._refusals += 1
+        wait, counts = self.pace.refused_login(self.host, place)
+        self._counted += counts
+        if isinstance(error, LoginRefused):
+            error.times = self._refusals
+            refused = error
+        else:
+            refused = LoginRefused(refused_by(error, self.host), self._refusals)
+            refused.__cause__ = error
+        return Refused(refused, wait if self._counted <= self.pace.retries else None)

@@ -10,7 +10,7 @@ results come back); the rest of a run is a :class:`Lifecycle`, written once:
 - Ctrl-C, one meaning on every runner: the first press halts the run (no host starts, hosts
   waiting to retry stop waiting; the hosts in flight finish or reach their deadline), the
   second abandons the hosts in flight; ``RunInterrupted`` holds every host that finished. The
-  commands send SIGTERM the same way (``core.stopping.sigterm_as_ctrl_c``);
+  commands send SIGTERM the same way (``cli._common.sigterm_as_ctrl_c``);
 - a task's own ``SystemExit`` or ``KeyboardInterrupt`` (not an error: nornir's ``Task.start``
   does not catch it): the run halts as on a first press, and it is raised once the run has
   stopped, as nornir's runners raise it;
@@ -26,10 +26,10 @@ from contextlib import AbstractContextManager, ExitStack
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core._gc import tuned_for_run
+from nornir_bench.core.ctrl_c import CtrlC, Halt
 from nornir_bench.core.one_host import RunContext
 from nornir_bench.core.policies.hosts import HostAttempts, Outcome
 from nornir_bench.core.policies.plan import HostPlan
-from nornir_bench.core.stopping import CtrlC, Halt
 from nornir_bench.runners._core.results import fill_not_run, interrupted, placeholders
 
 if TYPE_CHECKING:

@@ -33,12 +33,12 @@ from nornir_bench.core.connections import (
     aclose_connection,
     aclose_every_connection,
 )
+from nornir_bench.core.ctrl_c import Halt
 from nornir_bench.core.execution import Offload, run_task
 from nornir_bench.core.one_host import RunContext, arun_one
 from nornir_bench.core.plugins import register_plugins
 from nornir_bench.core.secrets import masked_terminal
 from nornir_bench.core.session import AsyncRunSession
-from nornir_bench.core.stopping import Halt
 from nornir_bench.runners._core.limiter import in_flight_here
 from nornir_bench.runners._remote.results import FinishedHost, HookRecorder
 

@@ -27,8 +27,8 @@ import time
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from nornir_bench.core.ctrl_c import POLL_SECONDS
 from nornir_bench.core.exceptions import NoWorkerForSite, WorkerUnavailable
-from nornir_bench.core.stopping import POLL_SECONDS
 from nornir_bench.runners._core.lifecycle import Transport
 from nornir_bench.runners._remote import watchdog
 

@@ -2,8 +2,9 @@
 
 - :mod:`~nornir_bench.runners.dask.runner`: :class:`DaskRunner`, the plugin, and its cluster;
 - :mod:`~nornir_bench.runners.dask.cluster`: the embedded cluster (Dask's own command-line
-  tools, on loopback, TLS), connecting to a scheduler (and reading its workers), the checks
-  before sending anything;
+  tools, on loopback, TLS);
+- :mod:`~nornir_bench.runners.dask.address`: connecting to a scheduler (and reading its
+  workers), the checks of its address before sending anything;
 - :mod:`~nornir_bench.runners.dask.run`: one run: chunks out as the plan allows, settled as
   they come back;
 - :mod:`~nornir_bench.runners.dask.worker`: a Dask worker's side: its event loop for hosts,

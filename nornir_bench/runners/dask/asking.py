@@ -60,7 +60,7 @@ def send_run(
     Raises:
         DaskClusterError: it did not reach them all within a bounded time.
     """
-    from nornir_bench.runners.dask.cluster import DaskClusterError
+    from nornir_bench.runners.dask.address import DaskClusterError
 
     groups: dict[frozenset[str], list[str]] = {}
     for worker, serves in workers.items():

@@ -11,13 +11,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.runners._remote.connections import HeldInWorkers
+from nornir_bench.runners.dask.address import DaskClusterError, connect, described_workers
 from nornir_bench.runners.dask.asking import RUN_ON_WORKERS_SECONDS, run_on_workers
-from nornir_bench.runners.dask.cluster import (
-    DaskClusterError,
-    EmbeddedCluster,
-    connect,
-    described_workers,
-)
+from nornir_bench.runners.dask.cluster import EmbeddedCluster
 
 if TYPE_CHECKING:
     from distributed import Client

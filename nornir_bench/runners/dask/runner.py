@@ -55,7 +55,7 @@ from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
 from nornir_bench.runners._keeper import Keeper, Keeping
 from nornir_bench.runners._remote.options import RemoteOptions, worker_processes
-from nornir_bench.runners.dask.cluster import (
+from nornir_bench.runners.dask.address import (
     DaskClusterError,
     is_loopback,
     scheme_and_host,

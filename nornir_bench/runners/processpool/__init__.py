@@ -7,8 +7,10 @@
   and the connections each holds;
 - :mod:`~nornir_bench.runners.processpool.messages`: what the pool, workers and fork servers say;
 - :mod:`~nornir_bench.runners.processpool.worker`: a worker's loop and its batches of results;
-- :mod:`~nornir_bench.runners.processpool.forkserver`: loads a run once, forks workers holding it;
-- :mod:`~nornir_bench.runners.processpool.crashes`: the crash rule, who fails and who runs again.
+- :mod:`~nornir_bench.runners.processpool.forkserver`: the pool's fork server, started and asked;
+- :mod:`~nornir_bench.runners.processpool.forkserver_process`: loads a run once, forks workers;
+- :mod:`~nornir_bench.runners.processpool.crashes`: the crash rule, who fails and who runs again;
+- :mod:`~nornir_bench.runners.processpool.running_host`: which host a worker runs, shared memory.
 """
 
 from nornir_bench.runners.processpool.runner import ProcessPoolRunner

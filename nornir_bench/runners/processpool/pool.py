@@ -17,8 +17,8 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING
 
+from nornir_bench.core.ctrl_c import ctrl_c_deferred
 from nornir_bench.core.exceptions import describe_exit
-from nornir_bench.core.stopping import ctrl_c_deferred
 from nornir_bench.runners._remote.results import ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
 from nornir_bench.runners._remote.shipments import open_shipment, settle_shipment

@@ -5,7 +5,7 @@ interpreter that has loaded the run: no fork of the user's threaded process, and
 ``__main__`` (multiprocessing's spawn and forkserver both re-run it in every worker; the task
 arrives by cloudpickle instead, so functions defined in ``__main__`` still work). It talks to the
 parent over a socket, and shows which host runs on its loop in a cell of shared memory (see
-:mod:`~nornir_bench.runners.processpool.crashes`).
+:mod:`~nornir_bench.runners.processpool.running_host`).
 
 A worker runs one event loop. For each run the parent sends the task once; then it sends
 hosts, in chunks, and the worker starts every host it receives at once (the parent keeps at
@@ -42,7 +42,6 @@ from nornir_bench.runners._remote.hosts import WorkerHosts, close_held
 from nornir_bench.runners._remote.results import FinishedHost, packed
 from nornir_bench.runners._remote.spec import RunSpec, unpack_run
 from nornir_bench.runners._remote.watchdog import HEARTBEAT_SECONDS
-from nornir_bench.runners.processpool.crashes import Marked, RunningHost, counted
 from nornir_bench.runners.processpool.messages import (
     Alive,
     CloseConnections,
@@ -61,6 +60,7 @@ from nornir_bench.runners.processpool.messages import (
     receive,
     send,
 )
+from nornir_bench.runners.processpool.running_host import Marked, RunningHost, counted
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

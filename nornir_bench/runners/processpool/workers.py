@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
 from nornir_bench.runners._remote.connections import HeldInWorkers
-from nornir_bench.runners.processpool.crashes import RunningHost
 from nornir_bench.runners.processpool.forkserver import (
     FORK_SERVER_COMMAND,
     STOP_WAIT_SECONDS,
@@ -36,6 +35,7 @@ from nornir_bench.runners.processpool.messages import (
     receive,
     send,
 )
+from nornir_bench.runners.processpool.running_host import RunningHost
 
 __all__ = ["Worker", "WorkerSet"]
 

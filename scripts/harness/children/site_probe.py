@@ -21,7 +21,7 @@ def probe(spec: dict[str, Any]) -> int:
         return 0
     from distributed import Client
 
-    from nornir_bench.runners.dask.cluster import described_workers
+    from nornir_bench.runners.dask.address import described_workers
 
     with Client(spec["workers"], timeout=10) as client:  # type: ignore[no-untyped-call]
         workers = described_workers(client)
