@@ -63,7 +63,7 @@ def test_no_package_imports_upward_and_no_runner_knows_another() -> None:
         ),
         (
             "runners/threadpool.py",
-            "from nornir_bench.runners._kept_loop import LoopKeeper",
+            "from nornir_bench.runners._keeper import Keeper",
             "",  # a shared helper of the runners' own: allowed
         ),
         (

@@ -13,7 +13,9 @@ coroutine, so 10,000 of them cost little more than one round trip.
 - Connections live from one run to the next, as in nornir, until ``nr.close_connections()``:
   the loop that opened async ones (asyncssh sessions) is kept by the runner while some host
   holds one, and closed with them by ``nr.close_connections()``, :meth:`AsyncioRunner.close`
-  or at interpreter exit (see :mod:`~nornir_bench.runners._kept_loop`).
+  (``with AsyncioRunner() as runner:`` too) or at interpreter exit (see
+  :mod:`~nornir_bench.runners._kept_loop`, and :mod:`~nornir_bench.runners._keeper` for two
+  threads running at once).
 - ``nr.run(...)`` runs that loop in the calling thread; code that already runs a loop (a
   Jupyter cell, an async application) awaits :func:`arun` instead, whose connections live on
   the caller's loop and are closed when it returns.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,7 +34,7 @@ from nornir.core.task import Task
 
 from nornir_bench.core.checks import whole_number
 from nornir_bench.core.execution import run_task
-from nornir_bench.core.loops import LOOPS, close_loop, resolve_loop
+from nornir_bench.core.loops import LOOPS, resolve_loop
 from nornir_bench.core.one_host import arun_one
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.runner_traits import IN_PROCESS, Placement
@@ -41,7 +44,8 @@ from nornir_bench.runners._core.lifecycle import Lifecycle, Transport
 from nornir_bench.runners._core.limiter import InFlight, in_flight_here
 from nornir_bench.runners._core.queue import HostQueue
 from nornir_bench.runners._core.scheduler import Scheduler
-from nornir_bench.runners._kept_loop import LoopKeeper
+from nornir_bench.runners._keeper import Keeper, Keeping
+from nornir_bench.runners._kept_loop import KeptLoop
 
 if TYPE_CHECKING:
     from nornir.core import Nornir
@@ -57,7 +61,7 @@ logger = logging.getLogger(__name__)
 _START_BATCH = 1000
 
 
-class AsyncioRunner(Policed):
+class AsyncioRunner(Policed, Keeping):
     """Runs the task over the hosts as coroutines on one event loop.
 
     Args:
@@ -94,7 +98,8 @@ class AsyncioRunner(Policed):
             if max_threads is None
             else whole_number("asyncio runner: max_threads", max_threads, minimum=1)
         )
-        self._loops = LoopKeeper(self, self.loop_implementation, close_loop)
+        kept_loop = functools.partial(KeptLoop, self.loop_implementation)
+        self._keeper = Keeper(self, kept_loop(), kept_loop)
 
     def placement(self) -> Placement:
         """Its hosts run in this process (a trait: :mod:`~nornir_bench.core.runner_traits`)."""
@@ -114,17 +119,23 @@ class AsyncioRunner(Policed):
         _no_running_loop()
         with in_flight_here(self.num_workers, len(hosts), task.task, what=self._what) as places:
             run = Lifecycle(task, hosts, self.policy.for_task(task.task), in_flight=places.limit)
-            loop, kept = self._loops.take()
-            on_loop = _LoopHosts(self, run, places, keep_connections=kept)
-            return run.drive(_Loop(on_loop, loop, kept, self._loops))
+            kept, own = self._keeper.take()
+            try:
+                on_loop = _LoopHosts(self, run, places, keep_connections=own)
+                transport = _Loop(on_loop, kept, own, self._keeper)
+            except BaseException:
+                self._keeper.give_back(kept)
+                raise
+            return run.drive(transport)
 
     def close(self) -> None:
         """Close the async connections kept from earlier runs, and their event loop.
 
         ``nr.close_connections()`` does it too (and closes blocking connections as well), and
-        so does the interpreter at exit.
+        so do the end of ``with runner:``, garbage collection of the runner and the
+        interpreter's exit. While a run uses the loop, it is closed as that run ends.
         """
-        self._loops.close()
+        self._keeper.close()
 
     async def arun_hosts(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the running event loop: ``run`` for async callers.
@@ -157,16 +168,18 @@ def _no_running_loop() -> None:
 
 
 class _Loop(Transport):
-    """The run's hosts on its event loop, run from the calling thread; the loop kept after the
-    run while hosts hold connections on it (see :mod:`~nornir_bench.runners._kept_loop`)."""
+    """The run's hosts on its event loop, run from the calling thread; the runner's loop kept
+    after the run while hosts hold connections on it (see
+    :mod:`~nornir_bench.runners._kept_loop`), a loop of the run's own closed."""
 
     def __init__(
-        self, on_loop: _LoopHosts, loop: asyncio.AbstractEventLoop, kept: bool, loops: LoopKeeper
+        self, on_loop: _LoopHosts, kept: KeptLoop, own: bool, keeper: Keeper[KeptLoop]
     ) -> None:
         self.on_loop = on_loop
-        self.loop = loop
         self.kept = kept
-        self.loops = loops
+        self.own = own  # the runner's loop (else a loop of this run's own)
+        self.keeper = keeper
+        self.loop = kept.open()
         self.main: asyncio.Task[None] | None = None
 
     def wait(self) -> None:
@@ -208,14 +221,14 @@ class _Loop(Transport):
             pass
 
     def close(self, *, ended: bool) -> None:
-        loop, hosts = self.loop, self.on_loop.run.hosts
-        wait = not self.on_loop.run.ctrl_c.abandoned
-        if not self.kept:  # a loop of its own: the run's session closed its connections
-            close_loop(loop, wait_for_threads=wait)
-        elif ended:
-            self.loops.give_back(loop, hosts)  # kept while its connections live
-        else:  # Ctrl-C, an error: close what the loop holds, and the loop
-            self.loops.discard(loop, hosts, wait=wait)
+        run, kept = self.on_loop.run, self.kept
+        keep = self.own and ended and kept.holds(run.hosts)  # kept while connections live
+        if not keep:
+            # After Ctrl-C or an error, the run's hosts' connections are closed on the loop
+            # too; a loop of the run's own had its session close them.
+            failed = run.hosts if self.own and not ended else ()
+            kept.close(hosts=failed, wait=not run.ctrl_c.abandoned)
+        self.keeper.give_back(kept, keep=keep)
 
 
 class _LoopHosts:

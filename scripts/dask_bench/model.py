@@ -26,7 +26,7 @@ def predict(hosts: int, workers: int, num_workers: int, rtt: float, costs: dict[
     that many cores (this machine); the run takes the largest, plus one round trip that
     nothing overlaps when that is not the waiting. ``task``: ``"parse_"`` for the CPU and
     results of ``parse_interfaces``. Returns (wall, bottleneck, chunk size)."""
-    from nornir_bench.runners.dask.run import default_chunk_size
+    from nornir_bench.runners.dask.chunks import default_chunk_size
 
     chunk = chunk_size or default_chunk_size(hosts, workers, num_workers)
     chunks = math.ceil(hosts / chunk)

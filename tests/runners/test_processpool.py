@@ -36,8 +36,9 @@ from nornir_bench import (
 from nornir_bench.core.attempts import attempts_of
 from nornir_bench.core.deadlines import bounded
 from nornir_bench.core.hooks import NoOpProcessor
+from nornir_bench.runners._remote.options import MAX_PROCS_PER_CPU
+from nornir_bench.runners.dask import DaskRunner
 from nornir_bench.runners.processpool.crashes import MAX_STORM_PROCS, storm_layout
-from nornir_bench.runners.processpool.runner import MAX_PROCS_PER_CPU
 from nornir_bench.tasks import asim_rtt
 from tests import tasksets
 from tests.conftest import Recorder, make_nornir
@@ -416,8 +417,8 @@ def test_results_a_frozen_worker_sent_before_it_was_killed_count() -> None:
     hosts = list(nr.inventory.hosts.values())
     run = Lifecycle(task, hosts, nr.runner.policy, planned=True)
     result = run.result
-    runner = Pool(nr.runner._options, run, WorkerSet([]), own=False, keep_workers=False,
-                  pack=lambda deadline: b"")
+    runner = Pool(nr.runner._options, run, WorkerSet([]), keep_workers=False,
+                  give_back=lambda keep: None)
     pool_end, worker_end = socket.socketpair()
     worker = Worker(4242, Connection(pool_end.detach()), RunningHost(threads=1), ForkServerGone())  # type: ignore[arg-type]
     worker.loaded = True
@@ -819,11 +820,14 @@ def test_crash_reruns_0_never_runs_a_host_twice() -> None:
     )
 
 
-def test_num_procs_is_capped_with_a_warning() -> None:
+@pytest.mark.parametrize("runner_class", [ProcessPoolRunner, DaskRunner])
+def test_num_procs_is_capped_with_a_warning(runner_class: type) -> None:
+    """One cap for both runners that start worker processes here, said at the user's line."""
     ceiling = MAX_PROCS_PER_CPU * (os.cpu_count() or 1)
-    with pytest.warns(RuntimeWarning, match=rf"num_procs 1000000 capped at {ceiling} "):
-        runner = ProcessPoolRunner(num_procs=1_000_000)
+    with pytest.warns(RuntimeWarning, match=rf"num_procs 1000000 capped at {ceiling} ") as said:
+        runner = runner_class(num_procs=1_000_000)
     assert runner.num_procs == ceiling
+    assert [warning.filename for warning in said] == [__file__]
 
 
 def test_a_run_starts_no_more_workers_than_the_cap(recwarn: pytest.WarningsRecorder) -> None:

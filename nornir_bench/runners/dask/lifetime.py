@@ -1,15 +1,13 @@
 """The lifetime of a ``dask`` runner's cluster: opened on its first run (the embedded cluster
 started, or the address connected to), the scheduler's and each new worker's versions checked,
 started again when the embedded cluster died between runs, and closed with the connections
-its workers keep."""
+its workers keep. The runner's :class:`~nornir_bench.runners._keeper.Keeper` hands it to one
+run at a time."""
 
 from __future__ import annotations
 
 import logging
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.runners._remote.connections import HeldInWorkers
@@ -27,8 +25,8 @@ logger = logging.getLogger(__name__)
 
 class RunnerCluster:
     """A runner's cluster: its client, the embedded cluster if it owns one, and the
-    connections its workers keep. Made on first use; one run at a time uses it (a run from
-    another thread waits for it).
+    connections its workers keep. Opened by a run; one run at a time uses it (its keeper's
+    rule: a run from another thread meanwhile gets a cluster of its own, closed as it ends).
 
     Args:
         address: the scheduler's; ``None``: an embedded cluster of ``num_procs`` workers.
@@ -63,7 +61,6 @@ class RunnerCluster:
         self.embedded: EmbeddedCluster | None = None
         self.held: HeldInWorkers[str] = HeldInWorkers(self._close_held)
         self.checked: set[str] = set()  # workers whose versions were compared
-        self.lock = threading.Lock()
 
     @property
     def where(self) -> str:
@@ -71,17 +68,10 @@ class RunnerCluster:
             return self.address
         return self.embedded.address if self.embedded is not None else "(not started)"
 
-    @contextmanager
-    def using(self) -> Iterator[Client]:
-        """The cluster's client for one run, the cluster opened first if need be."""
-        with self.lock:
-            self._open()
-            assert self.client is not None
-            yield self.client
-
-    def _open(self) -> None:
-        """Start the embedded cluster, or connect to the address; register the plugins; check
-        the scheduler's versions.
+    def open(self) -> Client:
+        """The cluster's client for a run: the embedded cluster started, or the address
+        connected to, unless done already; the plugins registered; the scheduler's versions
+        checked.
 
         Raises:
             DaskClusterError: in one line.
@@ -94,11 +84,11 @@ class RunnerCluster:
         if self.client is not None and self.client.status == "running":
             exited = None if self.embedded is None else self.embedded.exited()
             if exited is None:
-                return
+                return self.client
             # Killed between runs (by hand, the OOM killer): a new cluster, as when the
             # scheduler is lost; the connections its workers kept are gone with them.
             logger.warning("dask runner: the embedded cluster's %s; starting a new one", exited)
-        self._close()
+        self.close()
         address, security = self.address, self.security
         if address is None:
             embedded = self.embedded = EmbeddedCluster(
@@ -125,6 +115,7 @@ class RunnerCluster:
                 ) from None
             if self.dashboard:
                 print(f"dask runner: dashboard at {client.dashboard_link}", file=sys.stderr)
+        return client
 
     def workers(self) -> dict[str, frozenset[str]]:
         """The workers there are now, by address, with the sites each serves; those new since
@@ -168,10 +159,6 @@ class RunnerCluster:
 
     def close(self) -> None:
         """Close the connections the workers keep, the client, and the embedded cluster."""
-        with self.lock:
-            self._close()
-
-    def _close(self) -> None:
         client, self.client = self.client, None
         embedded, self.embedded = self.embedded, None
         self.checked.clear()

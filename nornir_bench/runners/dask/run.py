@@ -23,10 +23,10 @@ from nornir_bench.core.exceptions import WorkerCrashed, WorkerUnavailable
 from nornir_bench.runners._remote.book import DispatchBook
 from nornir_bench.runners._remote.results import FinishedBatch, ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
-from nornir_bench.runners._remote.spec import pack_hosts, pack_run
+from nornir_bench.runners._remote.shipments import open_shipment, settle_shipment
 from nornir_bench.runners.dask.asking import run_on_workers, send_run
+from nornir_bench.runners.dask.chunks import default_chunk_size
 from nornir_bench.runners.dask.events import LEFT, RunEvent, listen, stop_listening
-from nornir_bench.runners.dask.options import RunOptions, default_chunk_size
 from nornir_bench.runners.dask.reruns import chunk_key
 from nornir_bench.runners.dask.sites import where_it_may_run
 from nornir_bench.runners.dask.worker import ENDED, STARTED, end_run, halt_run, run_chunk
@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
     from nornir_bench.runners._core.lifecycle import Lifecycle
     from nornir_bench.runners._remote.connections import HeldInWorkers
+    from nornir_bench.runners._remote.options import RemoteOptions
 
-__all__ = ["DaskChunks", "RunOptions", "default_chunk_size"]
+__all__ = ["DaskChunks"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class DaskChunks(RemoteScheduling[str]):
 
     def __init__(
         self,
-        options: RunOptions,
+        options: RemoteOptions,
         client: Client,
         run: Lifecycle,
         held: HeldInWorkers[str],
@@ -98,14 +99,8 @@ class DaskChunks(RemoteScheduling[str]):
         self.chunk_size = options.chunk_size or default_chunk_size(
             len(run.hosts), len(workers), options.num_workers
         )
-        payload = pack_run(
-            run.task,
-            what="dask runner",
-            num_workers=options.num_workers,
-            policy=options.policy,
-            deadline=self.plan.deadline,
-            loop=options.loop,
-            keep_connections=True,
+        payload = options.pack(
+            run.task, self.plan.deadline, what="dask runner", keep_connections=True
         )
         self.payloads = send_run(client, payload, workers, sited=sites is not None)
         self.chunks: dict[Any, _Chunk] = {}  # by the chunk's Dask key
@@ -151,23 +146,19 @@ class DaskChunks(RemoteScheduling[str]):
         return count
 
     def _ship(self, worker: str, indices: list[int]) -> None:
-        chunk, pickled, unsendable = pack_hosts(self.hosts, indices, what="dask runner")
-        for index, error in unsendable.items():
-            self.settle.failed(index, error)
-        if not chunk:
+        shipment = open_shipment(
+            self.hosts, indices, worker, self.book, self.settle, what="dask runner"
+        )
+        if shipment is None:
             return
-        now = time.monotonic()
-        self.book.sent(worker, chunk, now)
-        for index in chunk:
-            self.settle.leaving(index)
-        deadline = self.plan.deadline
+        chunk, deadline = shipment.positions, self.plan.deadline
         future = self.client.submit(
             run_chunk,
             self.payloads[worker],
             self.run_id,
             chunk,
-            pickled,
-            None if deadline is None else max(0.0, deadline - now),
+            shipment.pickled,
+            None if deadline is None else max(0.0, deadline - shipment.sent_at),
             worker,
             key=chunk_key(self.run_id, self.options.crash_reruns),
             pure=False,
@@ -274,15 +265,12 @@ class DaskChunks(RemoteScheduling[str]):
     def _settle_batch(self, chunk: _Chunk, address: str, batch: bytes, whole: bool) -> None:
         """Settle the hosts of a chunk that came back; ``whole``: none of its hosts' tasks
         raised what is not an error (``SystemExit``), for which a host has no result."""
-        held, back = self.held, self.book.back
+        back = self.book.back
         if address in self.heard:
             self.heard[address] = time.monotonic()
         where = f"dask worker {address}"
         finished: FinishedBatch = pickle.loads(batch)
-        hosts = self.settle.finished(finished, back)
-        if held.holders or any(finished.connections):  # most runs: nobody holds any
-            for host, connections in zip(hosts, finished.connections, strict=True):
-                held.hold(host, address, where, connections)
+        settle_shipment(finished, self.settle, back, self.held, address, where)
         reported = set(finished.positions)
         for index in chunk.positions:
             if index not in reported:
@@ -348,7 +336,7 @@ class DaskChunks(RemoteScheduling[str]):
             logger.debug("dask: telling the workers %s failed", call.__name__, exc_info=True)
 
 
-def _reruns_said(options: RunOptions) -> str:
+def _reruns_said(options: RemoteOptions) -> str:
     """What a crashed chunk's hosts say of running again."""
     times = options.crash_reruns
     if times:

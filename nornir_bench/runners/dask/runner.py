@@ -9,8 +9,12 @@ run policies as every runner of the package.
 - ``address`` ``None`` (the default): a cluster of this runner's own, on this machine: a Dask
   scheduler and ``num_procs`` worker processes started with Dask's command-line tools, on
   loopback, with TLS (:mod:`~nornir_bench.runners.dask.cluster`). Started on the first run,
-  kept for the runner's life, closed with :meth:`DaskRunner.close`, at interpreter exit and on
-  garbage collection. A script needs no ``__main__`` guard: no worker imports it.
+  kept for the runner's life, closed with :meth:`DaskRunner.close` (and at the end of ``with
+  DaskRunner() as runner:``), at interpreter exit and on garbage collection. A script needs
+  no ``__main__`` guard: no worker imports it.
+- A run from another thread while one uses the runner's cluster gets a cluster of its own
+  (the embedded one started again, or another client to ``address``), closed as it ends
+  (:mod:`~nornir_bench.runners._keeper`).
 - ``address`` a scheduler's (``tls://scheduler.example.net:8786``): the runner connects to it,
   within ``connect_timeout`` seconds, and checks that every worker (and the scheduler) runs
   the same nornir-bench and nornir as this process (the cluster's lifetime:
@@ -35,15 +39,13 @@ run policies as every runner of the package.
 
 from __future__ import annotations
 
-import warnings
-import weakref
+import functools
 from typing import TYPE_CHECKING, Any
 
 from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core.checks import flag, number, whole_number
 from nornir_bench.core.connections import is_close_connections_task
-from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.read_only import is_read_only
@@ -51,6 +53,8 @@ from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
+from nornir_bench.runners._keeper import Keeper, Keeping
+from nornir_bench.runners._remote.options import RemoteOptions, worker_processes
 from nornir_bench.runners.dask.address import (
     DaskClusterError,
     is_loopback,
@@ -61,15 +65,11 @@ from nornir_bench.runners.dask.address import (
 from nornir_bench.runners.dask.lifetime import RunnerCluster
 
 if TYPE_CHECKING:
-    from distributed import Client
     from nornir.core.inventory import Host
 
-    from nornir_bench.runners.dask.run import DaskChunks, RunOptions
+    from nornir_bench.runners.dask.run import DaskChunks
 
-__all__ = ["MAX_PROCS_PER_CPU", "DaskClusterError", "DaskRunner"]
-
-MAX_PROCS_PER_CPU = 4
-"""The embedded cluster's ``num_procs`` is capped at this many worker processes per CPU."""
+__all__ = ["DaskClusterError", "DaskRunner"]
 
 _MAX_ADDRESS_LENGTH = 2_000
 
@@ -77,7 +77,7 @@ DEFAULT_READ_ONLY_RERUNS = 1
 """How many times a read-only task's hosts run again after their worker died, by default."""
 
 
-class DaskRunner(Policed):
+class DaskRunner(Policed, Keeping):
     """Runs the task over the hosts on the workers of a Dask distributed cluster.
 
     Args:
@@ -138,19 +138,7 @@ class DaskRunner(Policed):
                 f"None for a cluster of its own, got {address!r:.200}"
             )
         self.address = address
-        cpus = usable_cpus()
-        self.num_procs = (
-            cpus if num_procs is None else whole_number(f"{what}: num_procs", num_procs, minimum=1)
-        )
-        if self.num_procs > MAX_PROCS_PER_CPU * cpus:
-            warnings.warn(
-                f"{what}: num_procs {self.num_procs} capped at {MAX_PROCS_PER_CPU * cpus} "
-                f"({MAX_PROCS_PER_CPU} per CPU): more worker processes add no computing power, "
-                "only memory",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            self.num_procs = MAX_PROCS_PER_CPU * cpus
+        self.num_procs = worker_processes(what, num_procs)
         self.chunk_size = (
             None
             if chunk_size is None
@@ -170,13 +158,14 @@ class DaskRunner(Policed):
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what=what)
         self.policy = RunPolicy.build(what, policy)
-        self._cluster = RunnerCluster(
-            self.address, self.security, num_procs=self.num_procs, tls=self.tls,
-            dashboard=self.dashboard, timeout=self.connect_timeout,
+        cluster = functools.partial(
+            RunnerCluster, self.address, self.security, num_procs=self.num_procs,
+            tls=self.tls, dashboard=self.dashboard, timeout=self.connect_timeout,
             loop=self.loop_implementation,
             allowed_failures=max(3, self.crash_reruns or DEFAULT_READ_ONLY_RERUNS),
         )
-        weakref.finalize(self, self._cluster.close)  # also called at interpreter exit
+        self._cluster = cluster()  # the kept one (a run from another thread: its own)
+        self._keeper = Keeper(self, self._cluster, cluster)
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` on the cluster's workers (the lifecycle, Ctrl-C included:
@@ -200,32 +189,33 @@ class DaskRunner(Policed):
         from nornir_bench.runners.dask.sites import host_sites
 
         sites = host_sites(hosts)  # bad input whatever the cluster: checked before it is used
-        with self._cluster.using() as client:
+        with self._keeper.using() as cluster:  # kept for the runner's life
             run = Lifecycle(task, hosts, self.policy, planned=True)
-            return run.drive(self._chunks(task, client, run, sites))
+            return run.drive(self._chunks(task, cluster, run, sites))
 
     def _chunks(
-        self, task: Task, client: Client, run: Lifecycle, sites: list[str | None]
+        self, task: Task, cluster: RunnerCluster, run: Lifecycle, sites: list[str | None]
     ) -> DaskChunks:
-        """The run's transport over the cluster's workers there are now (with the sites they
-        serve, and the hosts' ``sites``, once any serves one)."""
+        """The run's transport over the cluster (opened first if need be) and its workers
+        there are now (with the sites they serve, and the hosts' ``sites``, once any serves
+        one)."""
         from nornir_bench.runners.dask.run import DaskChunks
 
-        workers = self._cluster.workers()
-        return DaskChunks(self._options(task), client, run, self._cluster.held,
+        client = cluster.open()
+        workers = cluster.workers()
+        return DaskChunks(self._options(task), client, run, cluster.held,
                           workers=workers, sites=sites if any(workers.values()) else None,
-                          where=self._cluster.where)
+                          where=cluster.where)
 
-    def _options(self, task: Task) -> RunOptions:
-        from nornir_bench.runners.dask.run import RunOptions
-
-        return RunOptions(
+    def _options(self, task: Task) -> RemoteOptions:
+        return RemoteOptions(
             num_workers=self._per_worker(task),
+            num_procs=self.num_procs,
             chunk_size=self.chunk_size,
             crash_reruns=self._reruns(task),
-            reruns_given=self.crash_reruns is not None,
             loop=self.loop_implementation,
             policy=self.policy,
+            reruns_given=self.crash_reruns is not None,
         )
 
     def _reruns(self, task: Task) -> int:
@@ -269,9 +259,11 @@ class DaskRunner(Policed):
     def close(self) -> None:
         """Close the connections the workers keep, the client, and the embedded cluster.
 
-        ``nr.close_connections()`` closes the connections, and so does the interpreter at exit.
+        ``nr.close_connections()`` closes the connections (the cluster stays), and the end of
+        ``with runner:``, garbage collection of the runner and the interpreter's exit close
+        all. While a run uses the cluster, it is closed as that run ends.
         """
-        self._cluster.close()
+        self._keeper.close()
 
     def __repr__(self) -> str:
         return (

@@ -14,7 +14,6 @@ import logging
 import pickle
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ from nornir_bench.core.ctrl_c import ctrl_c_deferred
 from nornir_bench.core.exceptions import describe_exit
 from nornir_bench.runners._remote.results import ResultSettler
 from nornir_bench.runners._remote.scheduling import RemoteScheduling
-from nornir_bench.runners._remote.spec import pack_hosts
+from nornir_bench.runners._remote.shipments import open_shipment, settle_shipment
 from nornir_bench.runners.processpool.crashes import (
     START_FAILURES_BEFORE_GIVING_UP,
     CrashLedger,
@@ -44,27 +43,16 @@ from nornir_bench.runners.processpool.messages import (
     receive,
     send,
 )
-from nornir_bench.runners.processpool.sizing import PoolSize
+from nornir_bench.runners.processpool.sizing import PoolSize, default_chunk_size
 
 if TYPE_CHECKING:
-    from nornir_bench.core.policies.options import RunPolicy
     from nornir_bench.runners._core.lifecycle import Lifecycle
+    from nornir_bench.runners._remote.options import RemoteOptions
     from nornir_bench.runners.processpool.workers import Worker, WorkerSet
 
-__all__ = ["Pool", "PoolOptions"]
+__all__ = ["Pool"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PoolOptions:
-    """The runner's options a run's pool needs."""
-
-    num_workers: int
-    num_procs: int
-    chunk_size: int
-    crash_reruns: int
-    policy: RunPolicy
 
 
 # One concern, the run's transport over its worker processes (events in, hosts out, a worker's
@@ -76,10 +64,10 @@ class Pool(RemoteScheduling[int]):
         options: the runner's.
         run: the run's lifecycle (planned).
         procs: the workers, kept from an earlier run or new (their fork server started).
-        own: ``procs`` is the runner's own set (else one of this run alone: another thread's
-            run was using the runner's).
-        keep_workers: the runner keeps its workers for the next run.
-        pack: packs the run for the workers, given its deadline (``_remote.spec.pack_run``).
+        keep_workers: the runner keeps its workers (and the connections hosts open in
+            them) for the next run.
+        give_back: gives ``procs`` back to the runner's keeper as the run ends, kept or not
+            (``keep``; a set of this run's own is stopped whatever it says).
 
     Raises:
         ValueError: the run cannot be packed (the task or its arguments do not pickle).
@@ -87,20 +75,22 @@ class Pool(RemoteScheduling[int]):
 
     def __init__(
         self,
-        options: PoolOptions,
+        options: RemoteOptions,
         run: Lifecycle,
         procs: WorkerSet,
         *,
-        own: bool,
         keep_workers: bool,
-        pack: Callable[[float | None], bytes],
+        give_back: Callable[..., None],
     ) -> None:
         super().__init__(run, "processpool")
         self.options = options
         self.procs = procs
-        self.own = own
         self.keep_workers = keep_workers
-        self.payload = pack(self.plan.deadline)
+        self.give_back = give_back
+        self.payload = options.pack(
+            run.task, self.plan.deadline, what="processpool runner", keep_connections=keep_workers
+        )
+        self.chunk_size = options.chunk_size or default_chunk_size(options.num_workers)
         self.book = self.dispatch = HostDispatch(
             self.scheduler, procs.held.holders, options.num_workers
         )
@@ -113,7 +103,7 @@ class Pool(RemoteScheduling[int]):
             settled=self.dispatch.settled,
         )
         self.loaded = False
-        self.size = PoolSize(options.num_procs, options.num_workers, options.chunk_size)
+        self.size = PoolSize(options.num_procs, options.num_workers, self.chunk_size)
 
     @property
     def workers(self) -> list[Worker]:
@@ -128,7 +118,7 @@ class Pool(RemoteScheduling[int]):
     def close(self, *, ended: bool) -> None:
         """Stop the workers, unless the runner keeps them after a run that ended (a task's
         ``SystemExit`` too); let go of them for the next run."""
-        self.procs.let_go(own=self.own, keep=ended and self.keep_workers)
+        self.give_back(keep=ended and self.keep_workers)
 
     # -- the loop's transport (RemoteScheduling) ----------------------------------------------
 
@@ -145,21 +135,18 @@ class Pool(RemoteScheduling[int]):
         if held is None or held.retiring:
             return 0
         self.dispatch.kind_for(worker)
-        return min(self.options.chunk_size, self.book.room(worker))
+        return min(self.chunk_size, self.book.room(worker))
 
     def _ship(self, worker: int, indices: list[int]) -> None:
-        chunk, pickled, unsendable = pack_hosts(self.hosts, indices, what="processpool runner")
-        for index, error in unsendable.items():
-            self.settle.failed(index, error)
-        if not chunk:
+        shipment = open_shipment(
+            self.hosts, indices, worker, self.book, self.settle, what="processpool runner"
+        )
+        if shipment is None:
             return
-        self.book.sent(worker, chunk, time.monotonic())
-        for index in chunk:
-            self.settle.leaving(index)
         held = self.procs.worker(worker)
         assert held is not None
         try:
-            send(held.conn, RunHosts(chunk, pickled))
+            send(held.conn, RunHosts(shipment.positions, shipment.pickled))
         except OSError:  # died meanwhile: its socket's EOF reports it, these hosts fail then
             pass
 
@@ -269,11 +256,9 @@ class Pool(RemoteScheduling[int]):
         return True
 
     def _finished(self, worker: Worker, done: Done) -> None:
-        held, batch = self.procs.held, done.batch
-        hosts = self.settle.finished(batch, self.book.back)
-        if held.holders or any(batch.connections):  # most runs: nobody holds any
-            for host, connections in zip(hosts, batch.connections, strict=True):
-                held.hold(host, worker.pid, worker.where, connections)
+        settle_shipment(
+            done.batch, self.settle, self.book.back, self.procs.held, worker.pid, worker.where
+        )
 
     def _lost(self, worker: Worker, overdue: dict[int, Exception] | None = None) -> None:
         """``worker`` is gone: settle the hosts it had in flight (the crash rule, see

@@ -31,9 +31,11 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
   stand-in that closes it in its worker), so ``"netmiko" in host.connections``,
   ``host.close_connection()``, ``nr.close_connections()`` and ``with nr:`` work as with
   nornir's runners; once no worker holds a connection, the workers stop. So do
-  :meth:`ProcessPoolRunner.close`, garbage collection of the runner, and interpreter exit. A
-  worker that died between runs took its connections along: its hosts connect again. With
-  ``keep_workers=False`` workers are stopped after every run.
+  :meth:`ProcessPoolRunner.close` (and the end of ``with ProcessPoolRunner() as runner:``),
+  garbage collection of the runner, and interpreter exit. A worker that died between runs
+  took its connections along: its hosts connect again. With ``keep_workers=False`` workers
+  are stopped after every run. A run from another thread while one uses the kept workers
+  gets workers of its own, stopped as it ends (:mod:`~nornir_bench.runners._keeper`).
 - Plugins registered at run time in the parent (``ConnectionPluginRegister.register(...)`` and
   the other registers) are registered in the workers with every run.
 - Ctrl-C stops sending hosts and lets the hosts in flight finish, as the other runners do; a
@@ -44,8 +46,6 @@ worker processes, each running up to ``num_workers`` hosts at once on its own ev
 from __future__ import annotations
 
 import functools
-import warnings
-import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -53,38 +53,34 @@ from nornir.core.task import AggregatedResult, Task
 
 from nornir_bench.core.checks import flag, whole_number
 from nornir_bench.core.connections import is_close_connections_task
-from nornir_bench.core.cpus import usable_cpus
 from nornir_bench.core.loops import resolve_loop
 from nornir_bench.core.policies.options import Policed, RunPolicy
 from nornir_bench.core.runner_traits import Placement
 from nornir_bench.runners._core.lifecycle import Lifecycle
 from nornir_bench.runners._core.limiter import per_worker_elsewhere
 from nornir_bench.runners._core.results import placeholders
-from nornir_bench.runners._remote.spec import pack_run
+from nornir_bench.runners._keeper import Keeper, Keeping
+from nornir_bench.runners._remote.options import RemoteOptions, worker_processes
 from nornir_bench.runners.processpool.crashes import DEFAULT_CRASH_RERUNS
-from nornir_bench.runners.processpool.pool import Pool, PoolOptions
+from nornir_bench.runners.processpool.pool import Pool
+from nornir_bench.runners.processpool.sizing import default_chunk_size
 from nornir_bench.runners.processpool.workers import WorkerSet
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
-__all__ = ["MAX_PROCS_PER_CPU", "ProcessPoolRunner"]
-
-MAX_PROCS_PER_CPU = 4
-"""``num_procs`` is capped at this many worker processes per CPU: past the CPU count, processes
-add no computing power, only memory (about 30 MiB each) and start-up time; a few per CPU still
-narrow what one crash takes down."""
+__all__ = ["ProcessPoolRunner"]
 
 
-class ProcessPoolRunner(Policed):
+class ProcessPoolRunner(Policed, Keeping):
     """Runs the task over the hosts in worker processes, each running many hosts at once.
 
     Args:
         num_workers: hosts in flight at once in each worker process (>= 1); kept as an
             attribute, as other nornir tools read it.
         num_procs: worker processes (>= 1); default the machine's CPU count. More than
-            ``MAX_PROCS_PER_CPU`` per CPU is capped, with a warning; a run starts no more than
-            its hosts can keep busy.
+            ``MAX_PROCS_PER_CPU`` (:mod:`~nornir_bench.runners._remote.options`) per CPU is
+            capped, with a warning; a run starts no more than its hosts can keep busy.
         chunk_size: hosts sent to a worker in one message; default chosen from ``num_workers``.
         crash_reruns: how many times a host in flight on a worker that another host crashed
             runs again on a fresh worker (>= 0; default 1; 0 for tasks that must never run
@@ -119,25 +115,10 @@ class ProcessPoolRunner(Policed):
         **policy: Any,
     ) -> None:
         self.num_workers = whole_number("processpool runner: num_workers", num_workers, minimum=1)
-        cpus = usable_cpus()
-        self.num_procs = (
-            cpus
-            if num_procs is None
-            else whole_number("processpool runner: num_procs", num_procs, minimum=1)
-        )
-        ceiling = MAX_PROCS_PER_CPU * cpus
-        if self.num_procs > ceiling:
-            warnings.warn(
-                f"processpool runner: num_procs {self.num_procs} capped at {ceiling} "
-                f"({MAX_PROCS_PER_CPU} per CPU): more worker processes add no computing power, "
-                "only memory",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            self.num_procs = ceiling
+        self.num_procs = worker_processes("processpool runner", num_procs)
         self.policy = RunPolicy.build("processpool runner", policy)
         self.chunk_size = (
-            max(1, min(64, self.num_workers // 4))
+            default_chunk_size(self.num_workers)
             if chunk_size is None
             else whole_number("processpool runner: chunk_size", chunk_size, minimum=1)
         )
@@ -147,8 +128,9 @@ class ProcessPoolRunner(Policed):
         self.loop = loop
         self.loop_implementation = resolve_loop(loop, what="processpool runner")
         self.keep_workers = flag("processpool runner: keep_workers", keep_workers)
-        self._procs = WorkerSet()
-        weakref.finalize(self, self._procs.close)  # also called at interpreter exit
+        self._procs = WorkerSet()  # the kept workers (a run from another thread: its own)
+        self._keeper = Keeper(self, self._procs, WorkerSet)
+        self._procs.idle = self._keeper.idle  # between runs, closing waits for the replies
 
     def run(self, task: Task, hosts: list[Host]) -> AggregatedResult:
         """Run ``task`` on ``hosts`` in the worker processes (the lifecycle, Ctrl-C included:
@@ -163,22 +145,17 @@ class ProcessPoolRunner(Policed):
         # Each worker's hosts fit its open files (it raises its own soft limit)
         options = replace(self._options, num_workers=per_worker_elsewhere(
             self.num_workers, task.task, what="processpool runner"))
-        own = self._procs.take()  # else another thread's run uses them: workers of its own
-        procs = self._procs if own else WorkerSet()
+        keeper = self._keeper
+        procs, _ = keeper.take()  # another thread's run has the kept ones: workers of its own
         try:
             procs.ensure_fork_server()  # a fresh interpreter starts while the run is pickled
             run = Lifecycle(task, hosts, self.policy, planned=True)
-            pool = Pool(options, run, procs, own=own, keep_workers=self.keep_workers,
-                        pack=functools.partial(self._pack, task, options.num_workers))
+            pool = Pool(options, run, procs, keep_workers=self.keep_workers,
+                        give_back=functools.partial(keeper.give_back, procs))
         except BaseException:
-            procs.let_go(own=own)
+            keeper.give_back(procs, keep=False)
             raise
         return run.drive(pool)
-
-    def _pack(self, task: Task, per_worker: int, deadline: float | None) -> bytes:
-        return pack_run(task, what="processpool runner", num_workers=per_worker,
-                        policy=self.policy, deadline=deadline, loop=self.loop_implementation,
-                        keep_connections=self.keep_workers)
 
     def _close_connections(
         self, task: Task, hosts: list[Host], result: AggregatedResult
@@ -188,17 +165,19 @@ class ProcessPoolRunner(Policed):
         if not hosts:
             return result
         self._procs.held.close_connections_task(task, hosts, result)
-        if not self._procs.held.holders:
-            self._procs.close()
+        with self._keeper.idle() as procs:  # else a run uses them: it gives them back
+            if procs is not None and not procs.held.holders:
+                procs.close()
         return result
 
     @property
-    def _options(self) -> PoolOptions:
-        return PoolOptions(
+    def _options(self) -> RemoteOptions:
+        return RemoteOptions(
             num_workers=self.num_workers,
             num_procs=self.num_procs,
             chunk_size=self.chunk_size,
             crash_reruns=self.crash_reruns,
+            loop=self.loop_implementation,
             policy=self.policy,
         )
 
@@ -214,9 +193,11 @@ class ProcessPoolRunner(Policed):
     def close(self) -> None:
         """Stop the worker processes kept between runs, closing the connections they hold.
 
-        ``nr.close_connections()`` does it too, and so does the interpreter at exit.
+        ``nr.close_connections()`` does it too, and so do the end of ``with runner:``, garbage
+        collection of the runner and the interpreter's exit. While a run uses the workers,
+        they stop as that run ends.
         """
-        self._procs.close()
+        self._keeper.close()
 
     def __repr__(self) -> str:
         return (

@@ -15,7 +15,13 @@ from nornir_bench.runners.processpool.crashes import storm_layout
 if TYPE_CHECKING:
     from nornir_bench.runners.processpool.workers import Worker
 
-__all__ = ["PoolSize"]
+__all__ = ["PoolSize", "default_chunk_size"]
+
+
+def default_chunk_size(num_workers: int) -> int:
+    """Hosts sent to a worker at once when the runner is given no ``chunk_size``: a quarter
+    of its places, 1 to 64."""
+    return max(1, min(64, num_workers // 4))
 
 
 class PoolSize:

@@ -3,17 +3,20 @@ which hosts' connections each holds.
 
 Workers come from a fork server (:mod:`~nornir_bench.runners.processpool.forkserver`) holding
 the run; a fork server that died is replaced, and given the run again, before the next fork.
-The set outlives a run when the runner keeps its workers: the next run is sent to the same
-workers, and each host to the worker holding its connections, which the parent's
-``host.connections`` shows as stand-ins (:mod:`~nornir_bench.runners._remote.connections`).
+The set outlives a run when the runner keeps its workers (its
+:class:`~nornir_bench.runners._keeper.Keeper` hands it to one run at a time): the next run is
+sent to the same workers, and each host to the worker holding its connections, which the
+parent's ``host.connections`` shows as stand-ins
+(:mod:`~nornir_bench.runners._remote.connections`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
@@ -67,6 +70,9 @@ class WorkerSet:
 
     Attributes:
         held: which worker (pid) holds connections of which host, as the parent shows them.
+        idle: these workers, taken for a block, when no run uses them (the keeper's
+            ``idle``), else ``None``: a run reads what they say, their replies to closing
+            connections included. A set of a run's own is never idle.
     """
 
     def __init__(self, command: list[str] | None = None) -> None:
@@ -75,20 +81,7 @@ class WorkerSet:
         self.forks: ForkServer | None = None
         self.payload = b""
         self.held: HeldInWorkers[int] = HeldInWorkers(self._close_held)
-        self._lock = threading.Lock()
-        self._in_use = False
-
-    def take(self) -> bool:
-        """For a run: whether it may use these workers (no other run is using them)."""
-        with self._lock:
-            if self._in_use:
-                return False
-            self._in_use = True
-            return True
-
-    def give_back(self) -> None:
-        with self._lock:
-            self._in_use = False
+        self.idle: Callable[[], AbstractContextManager[object | None]] = _never_idle
 
     def worker(self, pid: int) -> Worker | None:
         """The worker of process ``pid``, if it is one of these."""
@@ -96,16 +89,6 @@ class WorkerSet:
             if worker.pid == pid:
                 return worker
         return None
-
-    def let_go(self, *, own: bool, keep: bool = False) -> None:
-        """After a run (or a run that could not start): stop these workers, unless they are
-        the runner's ``own`` and kept; the runner's own are free for the next run."""
-        try:
-            if not (own and keep):
-                self.close()
-        finally:
-            if own:
-                self.give_back()
 
     def ensure_fork_server(self) -> None:
         """Start the fork server, unless one is running (kept from an earlier run)."""
@@ -171,11 +154,9 @@ class WorkerSet:
                 except OSError:  # gone: its connections with it
                     continue
                 asked.append(worker)
-        if asked and self.take():  # a run using the workers takes the replies itself
-            try:
+        with self.idle() as idle:
+            if asked and idle is not None:  # a run using the workers takes the replies itself
                 _wait_closed(asked)
-            finally:
-                self.give_back()
 
     def stop(self, workers: list[Worker], *, kill: bool) -> None:
         """Ask (or force) ``workers`` to stop, all at once, and wait until they have; the
@@ -223,6 +204,11 @@ class WorkerSet:
         if self.forks is not None:
             self.forks.close()  # reaps every worker; kills any still running
             self.forks = None
+
+
+@contextmanager
+def _never_idle() -> Iterator[None]:
+    yield None
 
 
 def _wait_closed(workers: list[Worker]) -> None:

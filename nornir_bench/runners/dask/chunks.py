@@ -1,16 +1,10 @@
-"""What a ``dask`` run takes from its runner: the options it needs, and the chunk size it
-chooses when given none."""
+"""The chunk size a ``dask`` run chooses when its runner is given none."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nornir_bench.core.policies.options import RunPolicy
-
-__all__ = ["RunOptions", "default_chunk_size"]
+__all__ = ["default_chunk_size"]
 
 # Chunks per worker a run aims at when it chooses the chunk size: enough that a worker finishing
 # early gets more and results stream back, few enough that the scheduler's cost per task stays
@@ -24,14 +18,3 @@ def default_chunk_size(hosts: int, workers: int, num_workers: int) -> int:
     share = math.ceil(hosts / (max(1, workers) * _CHUNKS_PER_WORKER))
     return max(1, min(num_workers, share))
 
-
-@dataclass(frozen=True)
-class RunOptions:
-    """The runner's options a run needs."""
-
-    num_workers: int
-    chunk_size: int | None
-    crash_reruns: int
-    reruns_given: bool  # crash_reruns given by the user (else: from the task's read_only)
-    loop: str
-    policy: RunPolicy
