@@ -144,7 +144,8 @@ SCRIPT_RUN_MODULES = {
     },
     "asyncio": {
         ".core.connections", ".core.loops", ".core.offload", ".core.session", ".core.subtasks",
-        ".runners._core.async_scheduler", ".runners._kept_loop", ".runners.asyncio_runner",
+        ".runners._core.async_scheduler", ".runners._keeper", ".runners._kept_loop",
+        ".runners.asyncio_runner",
     },
 }
 # Other packages than the standard library's, by top-level name.
