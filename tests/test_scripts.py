@@ -289,6 +289,28 @@ def test_a_child_program_past_its_time_is_stopped_as_by_ctrl_c_before_it_is_kill
     assert said.read_text() == "ready\ninterrupted\n"
 
 
+def test_lab_naming_the_state_a_killed_lab_left_is_refused_at_once(tmp_path: Path) -> None:
+    """Its owner is gone, so that lab will never be ready: one line and exit 2 now, not the
+    wait for a lab still starting (60 s)."""
+    skip_without_router_lab()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, timeout=HANG_GUARD, check=True)
+    name = new_lab_name()
+    state = LabState(name, int(gone.stdout), [], "nobody", "", "", {}, sshd_pid=1,
+                     owner_started=0)
+    try:
+        state.save()
+        done = subprocess.run(
+            [sys.executable, str(SCRIPTS / "bench_checks.py"), "--quick", "--lab", name],
+            cwd=tmp_path, capture_output=True, text=True, timeout=HANG_GUARD,
+        )
+    finally:
+        state.path.unlink(missing_ok=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(f"argument --lab: no router lab named {name!r} is running "
+                                f"(nornir-bench lab --routers N --name {name} starts one)\n")
+
+
 def test_the_soak_counts_no_namespace_of_a_lab_another_session_runs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

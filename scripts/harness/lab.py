@@ -45,13 +45,13 @@ def _started_lab(name: str) -> str:
     """``--lab``'s type: the name of a lab started and not removed, or one line at once (a lab
     still starting is waited for by :func:`router_lab`)."""
     from nornir_bench.lab import LabError
-    from nornir_bench.lab._system import read_state
+    from nornir_bench.lab._system import owner_alive, read_state
 
     try:
         state = read_state(name)
     except LabError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    if state is None:
+    if state is None or not owner_alive(state):  # a killed lab's state: it never gets ready
         raise argparse.ArgumentTypeError(
             f"no router lab named {name!r} is running (nornir-bench lab --routers N --name "
             f"{name} starts one)")
