@@ -30,7 +30,7 @@ from tests.routers import (
     skip_without_router_lab,
     wait_for,
 )
-from tests.waiting import HANG_GUARD
+from tests.waiting import HANG_GUARD, wait_until
 
 ROUTE = "ip route 203.0.113.99/32 Null0"
 
@@ -163,6 +163,39 @@ def owner_killed(target: object, *args: object) -> int:
         owner.kill()
         owner.join(HANG_GUARD)
     return told
+
+
+def start_router_lab(name: str, said: Queue[str]) -> None:
+    """A process starting router lab ``name``: whether it got ready or Ctrl-C came first."""
+    try:
+        with router_lab(2, name=name):
+            said.put("ready")
+    except KeyboardInterrupt:
+        said.put("interrupted")
+
+
+def test_ctrl_c_while_a_router_lab_starts_removes_what_it_had_made() -> None:
+    """Ctrl-C once its namespaces are made, before its routers' BGP session is up (ready):
+    the context manager removes what the start made. (A lab of its own: it never gets
+    ready.)"""
+    skip_without_router_lab()
+    name = new_lab_name()
+    spawn = multiprocessing.get_context("spawn")
+    said: Queue[str] = spawn.Queue()
+    owner = spawn.Process(target=start_router_lab, args=(name, said))
+    owner.start()
+    try:
+        wait_until(lambda: os.path.exists(f"/run/netns/nb-{name}-r2"), "the lab's namespaces",
+                   every=0.02)
+        assert owner.pid is not None
+        os.kill(owner.pid, signal.SIGINT)
+        assert said.get(timeout=HANG_GUARD) == "interrupted"
+        owner.join(HANG_GUARD)
+        assert owner.exitcode == 0
+    finally:
+        owner.kill()
+        owner.join(HANG_GUARD)
+    assert not wait_for(lambda: lab_leftovers(name))
 
 
 def test_a_router_lab_whose_owner_is_killed_is_removed_by_its_guard() -> None:
