@@ -61,7 +61,7 @@ QUICK = [
         rf"fleet: 100 configurations, {N} MB",
         *(rf"\| {side} \| {N} \| {SPREAD} \| {SPREAD} \| <= 5 {MET} \|"
           for side in ("pygit2", "dulwich", "GitPython", "git add -A && git commit")),
-        rf"\| pygit2 \| {N} \| {N} \| {N} \| <= 2 {MET} \|",
+        rf"\| pygit2 \| {N} \| {N} \| {N} \| {N} \| <= 2 {MET} \|",
     ]),
     Quick("bench_bastion", ["bench_bastion.py"], [
         rf"\| asyncio \| asend_command \| 6/6 \| 6/6 \| {N} \| {N} \| {N} {MET} "
