@@ -54,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    from nornir_bench.core.wording import hosts_text
     from nornir_bench.jobs.backup import backup_job
     from nornir_bench.jobs.load import Overrides, load_job
     from nornir_bench.jobs.show import failure_lines, interruption
@@ -75,7 +76,7 @@ def command(args: argparse.Namespace) -> int:
     if args.keep_secrets:
         print(f"secrets kept (--keep-secrets): {args.repo} is readable by its owner alone; "
               "whoever can read a copy of it reads the devices' passwords and keys")
-    counts = (f"{len(written.changed):,} hosts changed, {len(written.unchanged):,} unchanged, "
+    counts = (f"{hosts_text(len(written.changed))} changed, {len(written.unchanged):,} unchanged, "
               f"{len(done.failed):,} failed" + (f", {len(written.removed):,} removed"
                                                  if written.removed else ""))
     if written.commit is None:

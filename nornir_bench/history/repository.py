@@ -170,6 +170,8 @@ class ConfigRepository:
             self._write_file(name, data)
         removed = sorted(h for h in remove if tree is not None and file_name(h) in tree)
         if not blobs and not removed:
+            if tree is not None:
+                self._index_matching(tree)
             return Written(None, (), tuple(unchanged))
         changed = tuple(host_of(name) or name for name in sorted(blobs))
         written = Written(None, changed, tuple(unchanged), tuple(removed))
@@ -208,6 +210,17 @@ class ConfigRepository:
         index.write()
         os.replace(ours, self.git_dir / "index")
         return commit
+
+    def _index_matching(self, tree: pygit2.Tree) -> None:
+        """git's index made the last commit's again if it is not (a run killed after its
+        commit, before its index replaced git's)."""
+        if pygit2.Index(str(self.git_dir / "index")).write_tree(self.repo) == tree.id:
+            return
+        ours = self.git_dir / _OUR_INDEX
+        index = pygit2.Index(str(ours))
+        index.read_tree(tree)
+        index.write()
+        os.replace(ours, self.git_dir / "index")
 
     def _clean_leftovers(self) -> None:
         """What a killed run of ours left: half-written files and its own index, never

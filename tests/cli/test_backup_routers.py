@@ -125,7 +125,7 @@ def test_a_host_that_fails_keeps_its_last_good_file_and_is_named_in_the_commit(
     configure(frr_lab, "r2", "ip route 203.0.113.78/32 Null0")  # not read: h2 fails
     done = backup(job, repo)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1 hosts changed, 1 unchanged, 1 failed" in done.stdout
+    assert "1 host changed, 1 unchanged, 1 failed" in done.stdout
     message = commits(repo)[0].message
     assert message.startswith("backup: 1 host changed, 1 unchanged, 1 failed"), message
     assert "failed (their last good file kept):\n  h2: " in message
