@@ -60,7 +60,8 @@ QUICK = [
     Quick("bench_backup", ["bench_backup.py"], [
         rf"fleet: 100 configurations, {N} MB",
         *(rf"\| {side} \| {N} \| {SPREAD} \| {SPREAD} \| <= 5 {MET} \|"
-          for side in ("pygit2", "dulwich", "GitPython", "git add -A && git commit")),
+          for side in ("pygit2", "dulwich", "GitPython", "git add -A && git commit",
+                       r"nornir-bench \(pygit2, all hosts given\)")),
         rf"\| pygit2 \| {N} \| {N} \| {N} \| {N} \| <= 2 {MET} \|",
     ]),
     Quick("bench_bastion", ["bench_bastion.py"], [

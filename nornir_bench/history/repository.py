@@ -229,18 +229,23 @@ class ConfigRepository:
             leftover.unlink(missing_ok=True)
 
     def _pack_when_loose(self) -> None:
-        """Loose objects past git's ``gc.auto`` packed into one pack, with deltas; the loose
-        objects and earlier packs it holds removed."""
+        """Loose objects past git's ``gc.auto`` packed into a pack of their own, with deltas
+        between them; the loose copies removed."""
         objects = self.git_dir / "objects"
         loose = [path for folder in objects.glob("[0-9a-f][0-9a-f]") for path in folder.iterdir()]
         if len(loose) <= LOOSE_OBJECTS_PACKED:
             return
-        earlier = list((objects / "pack").glob("pack-*"))
-        self.repo.pack()
-        made = set((objects / "pack").glob("pack-*")) - set(earlier)
-        if not any(path.suffix == ".idx" for path in made):
-            return
-        for path in (*loose, *earlier):
+        ids = [pygit2.Oid(hex=path.parent.name + path.name) for path in loose
+               if len(path.name) == 38]
+
+        def add_loose(builder: pygit2.PackBuilder) -> None:
+            for oid in ids:
+                builder.add(oid)
+
+        # Only the loose objects: a run's cost stays the objects since the last pack, not the
+        # whole history's; all the CPUs (0: libgit2 counts them).
+        self.repo.pack(pack_delegate=add_loose, n_threads=0)
+        for path in loose:
             path.unlink(missing_ok=True)
         for folder in objects.glob("[0-9a-f][0-9a-f]"):
             with contextlib.suppress(OSError):
