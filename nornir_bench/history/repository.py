@@ -185,10 +185,7 @@ class ConfigRepository:
     def _write_file(self, name: str, data: bytes) -> None:
         """``name`` in the work tree, written whole beside its place, then renamed into it."""
         part = self.path / (name + _PART)
-        with open(part, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
+        part.write_bytes(data)
         os.replace(part, self.path / name)
 
     def _record(self, tree: pygit2.Tree | None, blobs: Mapping[str, pygit2.Oid],
