@@ -57,6 +57,13 @@ QUICK = [
         rf" asyncio: floor {N} s \({N}-{N}\)  runner {N} s \({N}-{N}\)  runner/floor {N}",
         rf" +runner: peak RSS {N} MiB, run added {N} MiB = {N} bytes/host",
     ]),
+    Quick("bench_backup", ["bench_backup.py"], [
+        rf"fleet: 100 configurations, {N} MB",
+        *(rf"\| {side} \| {N} \| {SPREAD} \| {SPREAD} \| <= 5 {MET} \|"
+          for side in ("pygit2", "dulwich", "GitPython", "git add -A && git commit",
+                       r"nornir-bench \(pygit2, all hosts given\)")),
+        rf"\| pygit2 \| {N} \| {N} \| {N} \| {N} \| <= 2 {MET} \|",
+    ]),
     Quick("bench_bastion", ["bench_bastion.py"], [
         rf"\| asyncio \| asend_command \| 6/6 \| 6/6 \| {N} \| {N} \| {N} {MET} "
         r"\| 1 a run \|",  # one bastion connection shared by its sessions

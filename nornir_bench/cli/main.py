@@ -36,6 +36,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
         "nornir_bench.cli.lab", "RTT_SERVER_HELP", "add_rtt_server_arguments",
         "rtt_server_command", None,
     ),
+    "backup": ("nornir_bench.cli.backup", "HELP", "add_arguments", "command", None),
     "sweep": ("nornir_bench.cli.sweep", "HELP", "add_arguments", "command", None),
     "advise": ("nornir_bench.cli.advise", "HELP", "add_arguments", "command", None),
     "report": (

@@ -34,6 +34,7 @@ __all__ = [
     "interruption",
     "result_lines",
     "step_lines",
+    "why_failed",
 ]
 
 # Imports nothing at first (``run --help`` names these bounds): nornir only once shown.
@@ -113,13 +114,13 @@ def failure_lines(run: JobRun, *, limit: int = 50) -> list[str]:
             key = (at, type(exc).__name__, str(exc))
             kept_out.setdefault(key, (failure, []))[1].append(name)
         elif len(lines) < limit:
-            lines.append(run.redact(f"  {name}{at}: {_why(run.redact, failure)}"))
+            lines.append(run.redact(f"  {name}{at}: {why_failed(run.redact, failure)}"))
         else:
             hidden += 1
     for (at, _, _), (failure, names) in kept_out.items():
         if len(lines) < limit:
             shown = names[0] if len(names) == 1 else hosts_named(names)
-            lines.append(run.redact(f"  {shown}{at}: {_why(run.redact, failure)}"))
+            lines.append(run.redact(f"  {shown}{at}: {why_failed(run.redact, failure)}"))
         else:
             hidden += len(names)
     if hidden:
@@ -204,10 +205,10 @@ def _status(redact: Redactor, multi: MultiResult) -> str:
 
 def _outcome(redact: Redactor, result: Result) -> str:
     """A header's ``failed``, and why when the task raised: the body shows what it returned."""
-    return "failed" if result.exception is None else f"failed: {_why(redact, result)}"
+    return "failed" if result.exception is None else f"failed: {why_failed(redact, result)}"
 
 
-def _why(redact: Redactor, failure: Result | None) -> str:
+def why_failed(redact: Redactor, failure: Result | None) -> str:
     """Why a host failed, in one masked line: ``Exception: first line of its message``; for a
     result failed without raising, ``failed: `` and the start of what it returned."""
     exc = failure.exception if failure is not None else None

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from nornir_bench.tasks.checks.audit import StateCheckFailed, acheck_state, check_state
     from nornir_bench.tasks.checks.commands import asend_command, send_command
     from nornir_bench.tasks.checks.output_parsers import OutputNotParsed, parse_output
+    from nornir_bench.tasks.checks.running_config import abackup_config, backup_config
     from nornir_bench.tasks.sessions.scrapli_session import ScrapliSession
     from nornir_bench.tasks.synthetic.parsing import parse_interfaces, show_interfaces_output
     from nornir_bench.tasks.synthetic.simulated import (
@@ -80,6 +81,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "nornir_bench.core.task_traits": ("TaskTraits", "traits_of", "with_traits"),
         "nornir_bench.tasks.checks.commands": ("asend_command", "send_command"),
+        "nornir_bench.tasks.checks.running_config": ("abackup_config", "backup_config"),
         "nornir_bench.tasks.changes.config": ("ConfigChangeFailed", "asend_config", "send_config"),
         "nornir_bench.tasks.synthetic.parsing": ("parse_interfaces", "show_interfaces_output"),
         "nornir_bench.tasks.synthetic.simulated": (
@@ -102,7 +104,9 @@ __all__ = [
     "JournalError",
     "OutputNotParsed",
     "StateCheckFailed",
+    "abackup_config",
     "acheck_state",
+    "backup_config",
     "check_state",
     "parse_output",
     "read_journal",

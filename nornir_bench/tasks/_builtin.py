@@ -9,6 +9,7 @@ from typing import Any
 from nornir_bench.tasks.changes.config import asend_config, send_config
 from nornir_bench.tasks.checks.audit import acheck_state, check_state
 from nornir_bench.tasks.checks.commands import asend_command, send_command
+from nornir_bench.tasks.checks.running_config import abackup_config, backup_config
 from nornir_bench.tasks.synthetic.parsing import parse_interfaces
 from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
 from nornir_bench.tasks.synthetic.tcp import atcp_ping, tcp_ping
@@ -30,6 +31,8 @@ BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
             parse_interfaces,
             check_state,
             acheck_state,
+            backup_config,
+            abackup_config,
         )
     }
 )

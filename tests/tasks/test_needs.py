@@ -37,6 +37,8 @@ def test_every_builtin_task_says_what_it_needs() -> None:
         "parse_interfaces": Needs(("ntc_templates",), install=EXTRA, descriptors=0),
         "check_state": Needs(("netmiko", "nornir_netmiko", "jmespath"), ("netmiko",), EXTRA),
         "acheck_state": Needs(("scrapli", "asyncssh", "jmespath"), install=EXTRA),
+        "backup_config": Needs(("netmiko", "nornir_netmiko"), ("netmiko",), EXTRA),
+        "abackup_config": Needs(("scrapli", "asyncssh"), install=EXTRA),
         "tcp_ping": Needs(descriptors=1),
         "atcp_ping": Needs(descriptors=1),
         "sim_rtt": Needs(descriptors=0),

@@ -20,7 +20,8 @@ from nornir_bench.tasks import (
 def test_the_builtin_tasks_that_only_read() -> None:
     always = {name for name, task in BUILTIN_TASKS.items() if is_read_only(task, {})}
     assert always == {"sim_rtt", "asim_rtt", "tcp_ping", "atcp_ping", "parse_interfaces",
-                      "check_state", "acheck_state"}  # their checks' commands only read
+                      "check_state", "acheck_state",  # their checks' commands only read
+                      "backup_config", "abackup_config"}
 
 
 @pytest.mark.parametrize("task", [send_command, asend_command])

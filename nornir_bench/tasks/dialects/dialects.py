@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from nornir.core.inventory import Host
 
 __all__ = [
-    "DIALECTS", "FRRDriver", "dialect_of", "driver_for", "frr_remediation",
-    "hier_config_platform",
+    "DIALECTS", "FRRDriver", "SHOW_RUNNING", "dialect_of", "driver_for", "frr_remediation",
+    "hier_config_platform", "running_config_command",
 ]
 
 # nornir's platform names (netmiko's, scrapli's, napalm's) for the dialects hier_config has.
@@ -44,6 +44,14 @@ _HIER_CONFIG = {
 }
 DIALECTS = ("frr", *sorted(_HIER_CONFIG))
 """The dialects a replace knows: ``frr``, and nornir's names for hier_config's platforms."""
+
+SHOW_RUNNING = "show running-config"
+# The dialects whose running configuration another command prints.
+_SHOW_RUNNING = {
+    "hp_comware": "display current-configuration", "huawei": "display current-configuration",
+    "huawei_vrp": "display current-configuration", "juniper_junos": "show configuration",
+    "junos": "show configuration",
+}
 
 _NEIGHBOR = r"^neighbor (\S+) "
 
@@ -199,3 +207,13 @@ def dialect_of(host: Host) -> str | None:
     """The host's configuration dialect: its ``config_platform`` data, else its platform."""
     given = host.get("config_platform")
     return str(given) if given else host.platform
+
+
+def running_config_command(host: Host) -> str:
+    """The command that prints the host's running configuration: its ``running_config_command``
+    data (host, group or defaults), else its dialect's (``show running-config`` but for the
+    few that say ``display current-configuration`` or ``show configuration``)."""
+    given = host.get("running_config_command")
+    if given:
+        return str(given)
+    return _SHOW_RUNNING.get(dialect_of(host) or "", SHOW_RUNNING)

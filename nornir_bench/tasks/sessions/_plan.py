@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SAVE",
-    "SHOW_RUNNING",
     "Command",
     "PastDeadline",
     "Plan",
@@ -45,14 +44,14 @@ __all__ = [
     "private_copy",
 ]
 
-SHOW_RUNNING = "show running-config"
 SAVE = "write memory"
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Read:
-    """Read the running configuration: the device's text is sent back."""
+    """Read the running configuration (by the host's ``running_config_command``): the
+    device's text is sent back."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +152,11 @@ def _netmiko_answer(
     task: Task, connection: Any, request: Request, timeout: float, others: dict[str, Host]
 ) -> Any:
     if isinstance(request, Read):
-        return connection.send_command(SHOW_RUNNING, read_timeout=bounded(task, timeout))
+        from nornir_bench.tasks.dialects.dialects import running_config_command
+
+        return connection.send_command(
+            running_config_command(task.host), read_timeout=bounded(task, timeout)
+        )
     if isinstance(request, Send):
         return _netmiko_send(connection, request.lines, timeout, task)
     if isinstance(request, Save):
@@ -258,7 +261,9 @@ async def _scrapli_answer(
     task: Task, session: Any, request: Request, timeout: float, others: dict[str, Any]
 ) -> Any:
     if isinstance(request, Read):
-        return await session.send_command(SHOW_RUNNING, timeout=timeout)
+        from nornir_bench.tasks.dialects.dialects import running_config_command
+
+        return await session.send_command(running_config_command(task.host), timeout=timeout)
     if isinstance(request, Send):
         from nornir_bench.tasks.dialects.dialects import dialect_of
 

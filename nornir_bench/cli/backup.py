@@ -1,0 +1,105 @@
+"""``nornir-bench backup JOB.yaml --repo DIR``: each host's running configuration committed to a
+git repository, one file per host, one commit per run that changed something."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nornir_bench.cli._common import (
+    EXIT_FAILED_HOSTS,
+    EXIT_OK,
+    EXIT_USAGE,
+    by_signal,
+    interrupted_status,
+    known_runner,
+    limit_patterns,
+    positive_int,
+)
+
+HELP = "back up each host's running configuration into a git repository, a commit per run"
+EPILOG = ("Exit status: 0 every host backed up, 1 some host failed (its last good file kept), "
+          "2 bad usage, a job that is not a backup's, or a repository that cannot be used "
+          "(not one, corrupt, a full disk, held by another backup with --no-wait), 130 Ctrl-C "
+          "(the hosts read are committed), 143 SIGTERM.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``backup``."""
+    parser.epilog = EPILOG
+    parser.add_argument("job", metavar="JOB.yaml", type=Path,
+                        help="a job file whose task is backup_config (netmiko) or "
+                        "abackup_config (scrapli): its inventory, runner and filter")
+    parser.add_argument("--repo", metavar="DIR", type=Path, required=True,
+                        help="the git repository (made if DIR is new or empty)")
+    parser.add_argument("--prune", action="store_true",
+                        help="remove the files of hosts no longer among the job's")
+    parser.add_argument("--keep-secrets", action="store_true",
+                        help="keep passwords and keys in the files (masked by default); the "
+                        "repository is then made readable by its owner alone")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="when another backup is writing the repository, say who and "
+                        "exit 2 rather than wait for it")
+    parser.add_argument("--output", "-o", metavar="PATH", type=Path,
+                        help="the run's JSON Lines records (default: as nornir-bench run)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--limit", "-l", metavar="PATTERN", type=limit_patterns,
+                        help="only the job's hosts PATTERN matches (as run's --limit); not "
+                        "with --prune")
+    parser.add_argument("--runner", metavar="NAME", type=known_runner,
+                        help="this runner instead of the job's")
+    parser.add_argument("--workers", metavar="N", type=positive_int,
+                        help="the runner's worker count instead of the job's")
+
+
+def command(args: argparse.Namespace) -> int:
+    from nornir_bench.core.wording import hosts_text
+    from nornir_bench.jobs.backup import backup_job
+    from nornir_bench.jobs.load import Overrides, load_job
+    from nornir_bench.jobs.show import failure_lines, interruption
+
+    if args.prune and args.limit:
+        print("nornir-bench: error: --prune with --limit would remove the hosts --limit leaves "
+              "out: give one of them", file=sys.stderr)
+        return EXIT_USAGE
+    job = load_job(args.job, Overrides(limit=args.limit, runner=args.runner,
+                                       workers=args.workers))
+    done = backup_job(
+        job, args.repo, prune=args.prune, keep_secrets=args.keep_secrets,
+        wait=not args.no_wait, on_wait=_said, output=args.output,
+        progress=False if args.quiet else None, on_stopping=_say_stopping,
+    )
+    run, written = done.run, done.written
+    print(f"backup of job {job.path}: task {job.task_name} on {run.hosts:,} hosts, runner "
+          f"{job.runner_plugin}, repository {args.repo}")
+    if args.keep_secrets:
+        print(f"secrets kept (--keep-secrets): {args.repo} is readable by its owner alone; "
+              "whoever can read a copy of it reads the devices' passwords and keys")
+    counts = (f"{hosts_text(len(written.changed))} changed, {len(written.unchanged):,} unchanged, "
+              f"{len(done.failed):,} failed" + (f", {len(written.removed):,} removed"
+                                                 if written.removed else ""))
+    if written.commit is None:
+        print(f"no commit: nothing changed ({counts})")
+    else:
+        print(f"commit {written.commit[:12]}: {counts}")
+    failures = failure_lines(run)
+    if failures:
+        print("failed hosts (their last good file kept):")
+        print("\n".join(failures))
+    if run.interrupted:
+        print(f"interrupted{by_signal(args.terminated)}: {interruption(run)}; "
+              f"{done.unread:,} hosts not read keep their last file")
+    print(f"per-host records: {run.output}")
+    if run.interrupted:
+        return interrupted_status(args.terminated)
+    return EXIT_FAILED_HOSTS if done.failed else EXIT_OK
+
+
+def _said(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _say_stopping() -> None:
+    print("\nstopping: no new host starts; waiting for the hosts in flight (Ctrl-C again to "
+          "abandon them); the hosts read are committed", file=sys.stderr, flush=True)

@@ -1,0 +1,8 @@
+"""The fleet's configuration history: a git repository with one file per host, a commit per
+backup run (``nornir-bench backup``), written with pygit2 (libgit2; docs/backup.md says why).
+
+- :mod:`~nornir_bench.history.repository`: the repository opened or made, a run's files
+  written and committed, packed as git's ``gc`` would;
+- :mod:`~nornir_bench.history.lock`: one writer at a time, the others waiting or told who
+  holds it.
+"""
