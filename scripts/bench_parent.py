@@ -82,13 +82,15 @@ class Timers:
 
 def instrument(timers: Timers) -> None:
     """Wrap the functions of each part, where the runners call them."""
+    from nornir_bench.runners._remote import shipments
     from nornir_bench.runners.dask import run as dask_run
     from nornir_bench.runners.processpool import pool
 
-    pool.pack_hosts = timers.timed("send", pool.pack_hosts)  # type: ignore[attr-defined]
+    shipments.pack_hosts = timers.timed(  # type: ignore[attr-defined]
+        "send", shipments.pack_hosts  # type: ignore[attr-defined]
+    )  # both runners pack their shipments there
     pool.send = timers.timed("send", pool.send)  # type: ignore[attr-defined]
     pool.receive = timers.timed("receive", pool.receive)  # type: ignore[attr-defined]
-    dask_run.pack_hosts = timers.timed("send", dask_run.pack_hosts)  # type: ignore[attr-defined]
 
     class TimedPickle:
         loads = staticmethod(timers.timed("receive", pickle.loads))
