@@ -45,6 +45,8 @@ def job_file(tmp_path: Path, task: str, *, hosts: int = 30, runner: str = "async
     return path
 
 
+# slow: every runner's costs measured, processpool's worker processes among them
+@pytest.mark.slow
 def test_the_sample_is_drawn_from_the_jobs_hosts_never_more_than_asked(tmp_path: Path) -> None:
     job = load_job(job_file(tmp_path, "{name: sim_rtt, params: {rtt: 0}}", runner="threadpool"))
     hosts = {f"dev{i}" for i in range(30)}
@@ -82,6 +84,8 @@ def test_a_task_not_known_read_only_is_refused_without_allow_changes(
     assert "--allow-changes" in capsys.readouterr().err
 
 
+# slow: every runner's costs measured, processpool's worker processes among them
+@pytest.mark.slow
 def test_a_task_marked_read_only_runs_and_allow_changes_runs_any(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,6 +133,8 @@ def test_bad_jobs_are_one_line_exit_2(
     assert "--runners: advise predicts asyncio, processpool" in err and "'threadpool'" in err
 
 
+# slow: processpool's costs measured in worker processes
+@pytest.mark.slow
 def test_a_job_of_steps_is_sampled_step_by_step_and_pays_its_start_up_once(
     tmp_path: Path,
 ) -> None:
@@ -161,6 +167,8 @@ def test_a_job_of_steps_is_sampled_step_by_step_and_pays_its_start_up_once(
     assert found.as_written is not None and found.as_written.workers == 10
 
 
+# slow: the command in a process, processpool's worker processes
+@pytest.mark.slow
 def test_advise_end_to_end_prints_a_recommendation_and_its_check(tmp_path: Path) -> None:
     job = job_file(tmp_path, "{name: asim_rtt, params: {rtt: 0.01}}", hosts=50)
     done = subprocess.run(
@@ -200,6 +208,8 @@ def test_plot_draws_the_predictions(
     assert err.count("\n") == 1 and "--plot: no such folder" in err
 
 
+# slow: a Dask cluster
+@pytest.mark.slow
 def test_with_address_the_clusters_workers_and_a_run_there_are_measured_and_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

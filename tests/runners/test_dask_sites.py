@@ -113,6 +113,7 @@ async def says_site_once_told(task: Task, folder: str) -> str | None:
     return os.environ.get(SITE_ENV)
 
 
+@pytest.mark.slow  # a Dask cluster of its own
 def test_the_only_worker_of_a_site_dying_fails_its_hosts_at_once_not_elsewhere(
     tmp_path: Path,
 ) -> None:
