@@ -37,6 +37,7 @@ _COMMANDS: dict[str, tuple[str, str, str, str, str | None]] = {
         "rtt_server_command", None,
     ),
     "backup": ("nornir_bench.cli.backup", "HELP", "add_arguments", "command", None),
+    "history": ("nornir_bench.cli.history", "HELP", "add_arguments", "command", None),
     "sweep": ("nornir_bench.cli.sweep", "HELP", "add_arguments", "command", None),
     "advise": ("nornir_bench.cli.advise", "HELP", "add_arguments", "command", None),
     "report": (

@@ -4,5 +4,7 @@ backup run (``nornir-bench backup``), written with pygit2 (libgit2; docs/backup.
 - :mod:`~nornir_bench.history.repository`: the repository opened or made, a run's files
   written and committed, packed as git's ``gc`` would;
 - :mod:`~nornir_bench.history.lock`: one writer at a time, the others waiting or told who
-  holds it.
+  holds it;
+- :mod:`~nornir_bench.history.log`: a host's history, the commits that changed its file with
+  their diffs (``nornir-bench history HOST``).
 """
