@@ -105,6 +105,12 @@ def test_a_backup_commits_what_changed_and_an_unchanged_fleet_makes_no_commit(
     assert changed_lines(repo) == [f"+{ROUTE}", "+!"]  # FRR closes the new block
     status = pygit2.Repository(str(repo)).status()
     assert status == {}, status  # the work tree and the index are the last commit
+    # nornir-bench history: h1's two commits, the newest with exactly the route's lines
+    shown = run_cli_command("history", "h1", "--repo", str(repo), "--last", "1",
+                            cwd=tmp_path)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert [line for line in shown.stdout.splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))] == [f"+{ROUTE}", "+!"]
 
 
 def test_a_host_that_fails_keeps_its_last_good_file_and_is_named_in_the_commit(
