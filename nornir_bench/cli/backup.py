@@ -19,7 +19,8 @@ from nornir_bench.cli._common import (
 )
 
 HELP = "back up each host's running configuration into a git repository, a commit per run"
-EPILOG = ("Exit status: 0 every host backed up, 1 some host failed (its last good file kept), "
+EPILOG = ("Exit status: 0 every host backed up, 1 some host failed (its last good file kept) "
+          "or the push was refused (the commit kept here), "
           "2 bad usage, a job that is not a backup's, or a repository that cannot be used "
           "(not one, corrupt, a full disk, held by another backup with --no-wait), 130 Ctrl-C "
           "(the hosts read are committed), 143 SIGTERM.")
@@ -38,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-secrets", action="store_true",
                         help="keep passwords and keys in the files (masked by default); the "
                         "repository is then made readable by its owner alone")
+    parser.add_argument("--push", metavar="REMOTE",
+                        help="then push the branch to REMOTE (a remote of the repository, a "
+                        "URL or a path); a refused push keeps the commit here")
     parser.add_argument("--no-wait", action="store_true",
                         help="when another backup is writing the repository, say who and "
                         "exit 2 rather than wait for it")
@@ -68,7 +72,7 @@ def command(args: argparse.Namespace) -> int:
     done = backup_job(
         job, args.repo, prune=args.prune, keep_secrets=args.keep_secrets,
         wait=not args.no_wait, on_wait=_said, output=args.output,
-        progress=False if args.quiet else None, on_stopping=_say_stopping,
+        progress=False if args.quiet else None, on_stopping=_say_stopping, push=args.push,
     )
     run, written = done.run, done.written
     print(f"backup of job {job.path}: task {job.task_name} on {run.hosts:,} hosts, runner "
@@ -90,10 +94,15 @@ def command(args: argparse.Namespace) -> int:
     if run.interrupted:
         print(f"interrupted{by_signal(args.terminated)}: {interruption(run)}; "
               f"{done.unread:,} hosts not read keep their last file")
+    if args.push is not None and done.push_refused is None:
+        print(f"pushed main to {args.push}")
+    elif args.push is not None:
+        print(f"push to {args.push} refused: {done.push_refused}; the commit stays in "
+              f"{args.repo} (give --push again once the remote takes it)")
     print(f"per-host records: {run.output}")
     if run.interrupted:
         return interrupted_status(args.terminated)
-    return EXIT_FAILED_HOSTS if done.failed else EXIT_OK
+    return EXIT_FAILED_HOSTS if done.failed or done.push_refused else EXIT_OK
 
 
 def _said(line: str) -> None:

@@ -6,5 +6,6 @@ backup run (``nornir-bench backup``), written with pygit2 (libgit2; docs/backup.
 - :mod:`~nornir_bench.history.lock`: one writer at a time, the others waiting or told who
   holds it;
 - :mod:`~nornir_bench.history.log`: a host's history, the commits that changed its file with
-  their diffs (``nornir-bench history HOST``).
+  their diffs (``nornir-bench history HOST``);
+- :mod:`~nornir_bench.history.push`: the branch pushed to a remote (``--push``).
 """

@@ -12,18 +12,22 @@ job's are removed only when asked (``prune``), and never after an interrupted ru
 Secrets are masked in the files as everywhere else (:class:`~nornir_bench.core.secrets.Redactor`:
 the job's passwords, and configuration secrets), unless ``keep_secrets``: then the repository
 is made readable by its owner alone. The commit message is masked always.
+
+With a remote to push to, the branch is pushed once the commit is made (or when none was: an
+earlier push may have been refused); a refused push is said, and the commit stays.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nornir_bench.core.failures import failure_of
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.history.lock import holding
+from nornir_bench.history.push import push as push_branch
 from nornir_bench.history.repository import ConfigRepository, RepositoryError, Written
 from nornir_bench.jobs._job_file import JobError
 from nornir_bench.jobs.load import Job
@@ -46,12 +50,14 @@ class BackupRun:
         written: what the commit holds (``commit`` ``None``: nothing changed, no commit).
         failed: each failed host and why, masked, one line.
         unread: the hosts a Ctrl-C left unread (their files kept).
+        push_refused: why the push (``push``) was refused, if it was (the commit stays).
     """
 
     run: JobRun
     written: Written
     failed: dict[str, str]
     unread: int
+    push_refused: str | None = None
 
 
 def check_backup_job(job: Job) -> None:
@@ -75,8 +81,11 @@ def backup_job(
     output: Path | None = None,
     progress: bool | None = None,
     on_stopping: Callable[[], None] | None = None,
+    push: str | None = None,
 ) -> BackupRun:
-    """Back ``job``'s hosts up into the repository at ``repo`` (made if new or empty).
+    """Back ``job``'s hosts up into the repository at ``repo`` (made if new or empty), then,
+    with ``push`` (a remote's name, a URL or a path), push its branch there, still holding
+    the repository.
 
     Raises:
         JobError: the job is not a backup job (before the repository is touched).
@@ -87,7 +96,11 @@ def backup_job(
     check_backup_job(job)
     repository = ConfigRepository(repo)
     with holding(repo, repository.git_dir, wait=wait, on_wait=on_wait):
-        return _backup(job, repository, prune, keep_secrets, output, progress, on_stopping)
+        done = _backup(job, repository, prune, keep_secrets, output, progress, on_stopping)
+        if push is None:
+            return done
+        refused = push_branch(repository, push)
+        return replace(done, push_refused=None if refused is None else done.run.redact(refused))
 
 
 def _backup(

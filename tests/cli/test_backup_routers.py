@@ -79,9 +79,12 @@ def test_a_backup_commits_what_changed_and_an_unchanged_fleet_makes_no_commit(
 ) -> None:
     repo = tmp_path / "history"
     job = backup_job(frr_lab, tmp_path, runner, task)
-    done = backup(job, repo)
+    remote = pygit2.init_repository(str(tmp_path / "remote.git"), bare=True, initial_head="main")
+    done = backup(job, repo, "--push", str(tmp_path / "remote.git"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 hosts changed, 0 unchanged, 0 failed" in done.stdout
+    assert f"pushed main to {tmp_path / 'remote.git'}\n" in done.stdout
+    assert remote.references["refs/heads/main"].target == commits(repo)[0].id
     hosts = frr_lab.hosts()  # h1 -> r1 ...
     for host, router in hosts.items():
         # what the device printed, as FRR's vtysh prints it to root
@@ -90,9 +93,13 @@ def test_a_backup_commits_what_changed_and_an_unchanged_fleet_makes_no_commit(
     first = commits(repo)
     assert first[0].message.startswith("backup: 3 hosts changed, 0 unchanged, 0 failed (job ")
 
-    done = backup(job, repo)
-    assert done.returncode == 0, done.stdout + done.stderr
+    nowhere = tmp_path / "nowhere.git"
+    done = backup(job, repo, "--push", str(nowhere))  # refused: said, exit 1, nothing lost
+    assert done.returncode == 1, done.stdout + done.stderr
     assert "no commit: nothing changed (0 hosts changed, 3 unchanged, 0 failed)" in done.stdout
+    assert (f"push to {nowhere} refused: no remote named {str(nowhere)!r} and no repository at "
+            f"{nowhere}; the commit stays in {repo} (give --push again once the remote takes "
+            "it)\n") in done.stdout
     assert [c.id for c in commits(repo)] == [c.id for c in first]
 
     configure(frr_lab, "r1", ROUTE)
