@@ -205,7 +205,7 @@ class _PipedHosts(WorkerHosts):
         if left_a_call and not self.tainted:
             asyncio.get_running_loop().call_later(_LEFT_CALL_SECONDS, self._left_behind)
         # The last host in flight done: the parent is waiting to send more, so send now.
-        if len(self.outbox) >= _BATCH_HOSTS or self.places.taken <= 1:
+        if len(self.outbox) >= _BATCH_HOSTS or self.in_flight <= 1:
             self.flush()
         elif self.flush_timer is None:
             self.flush_timer = asyncio.get_running_loop().call_later(_BATCH_SECONDS, self.flush)
