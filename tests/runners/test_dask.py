@@ -523,6 +523,50 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
     assert sorted(asyncio.run(run_four())) == [0, 1, 2, 3]
 
 
+def test_a_halt_drops_only_the_hosts_a_worker_got_beyond_its_places() -> None:
+    """A host that came with room starts, even if the halt comes before its first step (the
+    parent counts it as started); a host beyond the places waits, and the halt drops it."""
+    from nornir_bench.core.connections import HeldConnections
+    from nornir_bench.core.policies.options import RunPolicy
+    from nornir_bench.runners._remote.hosts import WorkerHosts
+    from nornir_bench.runners._remote.results import FinishedHost
+    from nornir_bench.runners._remote.spec import pack_run, unpack_run
+
+    nr = make_nornir("threadpool", hosts=3)
+    task = Task(async_tasksets.hello, nr, global_dry_run=False, processors=nr.processors)
+    payload = pack_run(
+        task, what="dask runner", num_workers=2, policy=RunPolicy.build("dask runner", {}),
+        deadline=None, loop="asyncio", keep_connections=False,
+    )
+    hosts = list(nr.inventory.hosts.values())
+
+    async def halt_as_they_come() -> tuple[list[int], list[int]]:
+        finished: list[int] = []
+        two_done = asyncio.Event()
+
+        def done(host: FinishedHost, left_a_call: bool) -> None:
+            finished.append(host.position)
+            if len(finished) == 2:
+                two_done.set()
+
+        run = WorkerHosts(
+            unpack_run(payload), HeldConnections(), done, lambda i, exc: None, limit=2
+        )
+        try:
+            for index, host in enumerate(hosts):
+                run.start(index, host)
+            dropped = run.halted()  # before any host's first step
+            if dropped == [2]:  # else no host would end, and the assert below says why
+                await asyncio.wait_for(two_done.wait(), HANG_GUARD)
+        finally:
+            await run.aclose()
+        return dropped, finished
+
+    dropped, finished = asyncio.run(halt_as_they_come())
+    assert dropped == [2]
+    assert sorted(finished) == [0, 1]
+
+
 class _KeptInWorker:
     """A connection a host keeps in its Dask worker from one run to the next."""
 
