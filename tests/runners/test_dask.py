@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 import pytest
@@ -47,6 +47,11 @@ from tests.dask_cluster import DaskCluster, dask_cluster, shared_address
 from tests.devices import closed_port, silent_port
 from tests.runners.test_connections import _wait_gone
 from tests.waiting import HANG_GUARD, LIVENESS_IN_TESTS, wait_until
+
+if TYPE_CHECKING:
+    from nornir.core.inventory import Host
+
+    from nornir_bench.runners._remote.spec import RunSpec
 
 pytestmark = pytest.mark.usefixtures("no_leaked_threads", "no_leaked_processes")
 
@@ -476,23 +481,29 @@ def test_a_killed_worker_is_known_gone_from_the_schedulers_word_and_asked_nothin
     assert asked == [("end_run", [living])], asked
 
 
-def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end() -> None:
-    """A rerun chunk comes on top of the chunks the parent sent a worker. Once, hosts that came
-    just as the hosts before them ended (before their asyncio tasks' done callbacks ran) were
-    queued behind them, and nothing started them: the run waited for ever."""
-    from nornir_bench.core.connections import HeldConnections
+def _worker_run(hosts: int) -> tuple[RunSpec, list[Host]]:
+    """A run as a worker gets it (2 places, ``hello`` async), and its ``hosts`` hosts."""
     from nornir_bench.core.policies.options import RunPolicy
-    from nornir_bench.runners._remote.hosts import WorkerHosts
-    from nornir_bench.runners._remote.results import FinishedHost
     from nornir_bench.runners._remote.spec import pack_run, unpack_run
 
-    nr = make_nornir("threadpool", hosts=4)
+    nr = make_nornir("threadpool", hosts=hosts)
     task = Task(async_tasksets.hello, nr, global_dry_run=False, processors=nr.processors)
     payload = pack_run(
         task, what="dask runner", num_workers=2, policy=RunPolicy.build("dask runner", {}),
         deadline=None, loop="asyncio", keep_connections=False,
     )
-    hosts = list(nr.inventory.hosts.values())
+    return unpack_run(payload), list(nr.inventory.hosts.values())
+
+
+def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end() -> None:
+    """A rerun chunk comes on top of the chunks the parent sent a worker. Once, hosts that came
+    just as the hosts before them ended (before their asyncio tasks' done callbacks ran) were
+    queued behind them, and nothing started them: the run waited for ever."""
+    from nornir_bench.core.connections import HeldConnections
+    from nornir_bench.runners._remote.hosts import WorkerHosts
+    from nornir_bench.runners._remote.results import FinishedHost
+
+    spec, hosts = _worker_run(hosts=4)
 
     async def run_four() -> list[int]:
         finished: list[int] = []
@@ -507,9 +518,7 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
             if len(finished) == 4:
                 all_done.set()
 
-        run = WorkerHosts(
-            unpack_run(payload), HeldConnections(), done, lambda i, exc: None, limit=2
-        )
+        run = WorkerHosts(spec, HeldConnections(), done, lambda i, exc: None, limit=2)
         try:
             run.start(0, hosts[0])
             run.start(1, hosts[1])
@@ -521,6 +530,40 @@ def test_hosts_a_worker_gets_beyond_its_limit_start_as_the_hosts_before_them_end
         return finished
 
     assert sorted(asyncio.run(run_four())) == [0, 1, 2, 3]
+
+
+def test_a_halt_drops_only_the_hosts_a_worker_got_beyond_its_places() -> None:
+    """A host that came with room starts, even if the halt comes before its first step (the
+    parent counts it as started); a host beyond the places waits, and the halt drops it."""
+    from nornir_bench.core.connections import HeldConnections
+    from nornir_bench.runners._remote.hosts import WorkerHosts
+    from nornir_bench.runners._remote.results import FinishedHost
+
+    spec, hosts = _worker_run(hosts=3)
+
+    async def halt_as_they_come() -> tuple[list[int], list[int]]:
+        finished: list[int] = []
+        two_done = asyncio.Event()
+
+        def done(host: FinishedHost, left_a_call: bool) -> None:
+            finished.append(host.position)
+            if len(finished) == 2:
+                two_done.set()
+
+        run = WorkerHosts(spec, HeldConnections(), done, lambda i, exc: None, limit=2)
+        try:
+            for index, host in enumerate(hosts):
+                run.start(index, host)
+            dropped = run.halted()  # before any host's first step
+            if dropped == [2]:  # else no host would end, and the assert below says why
+                await asyncio.wait_for(two_done.wait(), HANG_GUARD)
+        finally:
+            await run.aclose()
+        return dropped, finished
+
+    dropped, finished = asyncio.run(halt_as_they_come())
+    assert dropped == [2]
+    assert sorted(finished) == [0, 1]
 
 
 class _KeptInWorker:

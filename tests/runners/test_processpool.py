@@ -137,6 +137,33 @@ def test_a_crashing_worker_fails_only_the_host_that_crashes_it(how: str, says: s
     assert len(ok_pids) >= 2  # the crashed worker was replaced and the run went on
 
 
+async def _dev2_crashes_at_once(task: Task) -> str:
+    """dev0 waits (in flight beside the others), dev1 ends without waiting (its whole run one
+    step of the coroutine running it), dev2 kills its worker in its first step."""
+    import asyncio
+
+    if task.host.name == "dev0":
+        await asyncio.sleep(0.5)
+    if task.host.name == "dev2":
+        os._exit(3)
+    return task.host.name
+
+
+def test_a_crash_blames_the_host_a_coroutine_took_in_the_step_the_one_before_it_ended() -> None:
+    """A worker's coroutine takes its next host in the step where its last one ended (dev1,
+    then dev2): the crash in that step is dev2's. Not known, dev0 and dev2 would both be
+    suspects, each run again alone."""
+    result = pool(hosts=3, num_workers=3, num_procs=1, chunk_size=3).run(
+        task=_dev2_crashes_at_once
+    )
+    assert list(result.failed_hosts) == ["dev2"]
+    exc = result["dev2"][0].exception
+    assert isinstance(exc, WorkerCrashed)
+    assert str(exc).endswith("exited with status 3 while running this host"), exc
+    assert attempts_of(result["dev2"])[0] == 1  # known at once: not a suspect run alone
+    assert [multi.result for multi in result.values() if not multi.failed] == ["dev0", "dev1"]
+
+
 def _exits_on_dev2(task: Task) -> int:
     if task.host.name == "dev2":
         raise SystemExit(3)

@@ -2,11 +2,13 @@
 arrive, each finished host handed back, connections kept for the next run.
 
 The worker (a forked process, a Dask worker) owns the event loop and the transport; a
-:class:`WorkerHosts` owns the run on that loop. Every host goes through ``arun_one``: ``async
-def`` tasks on the loop, blocking tasks in the run's thread pool. The connections a host opens
-stay open in the worker when the run keeps them, as nornir keeps them in the user's process:
-the next run's copy of the host takes them over (:class:`HeldConnections`), and the parent
-sends the host back to this worker.
+:class:`WorkerHosts` owns the run on that loop: the hosts received wait in a
+:class:`~nornir_bench.runners._core.queue.HostQueue`, drained by a coroutine a place at most,
+as the asyncio runner's workers drain theirs (no task per host). Every host goes through
+``arun_one``: ``async def`` tasks on the loop, blocking tasks in the run's thread pool. The
+connections a host opens stay open in the worker when the run keeps them, as nornir keeps
+them in the user's process: the next run's copy of the host takes them over
+(:class:`HeldConnections`), and the parent sends the host back to this worker.
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ import contextvars
 import os
 import socket
 import time
-from collections import deque
 from collections.abc import Callable, Coroutine
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nornir.core import Nornir
 from nornir.core.inventory import Defaults, Groups, Hosts, Inventory
@@ -40,6 +41,7 @@ from nornir_bench.core.plugins import register_plugins
 from nornir_bench.core.secrets import masked_terminal
 from nornir_bench.core.session import AsyncRunSession
 from nornir_bench.runners._core.limiter import in_flight_here
+from nornir_bench.runners._core.queue import HostQueue
 from nornir_bench.runners._remote.results import FinishedHost, HookRecorder
 
 if TYPE_CHECKING:
@@ -48,13 +50,21 @@ if TYPE_CHECKING:
 
     from nornir_bench.runners._remote.spec import RunSpec
 
-__all__ = ["WorkerHosts", "close_held", "left_a_call"]
+__all__ = ["Marking", "WorkerHosts", "close_held", "left_a_call"]
 
 Finished = Callable[[FinishedHost, bool], None]
 """Told each finished host, and whether it left a blocking call running past its deadline."""
 
-WrapHost = Callable[[Coroutine[Any, Any, None], int], Coroutine[Any, Any, None]]
-"""Wraps a host's coroutine before it is scheduled (its index given)."""
+
+class Marking(Protocol):
+    """Notes which host a coroutine draining the run's hosts runs, at each of its steps."""
+
+    def around(self, coroutine: Coroutine[Any, Any, None]) -> Coroutine[Any, Any, None]:
+        """``coroutine``, marked at each step with the host it runs."""
+
+    def runs(self, index: int) -> None:
+        """Inside a step: the coroutine runs the run's host ``index`` from now on."""
+
 
 Escaped = Callable[[int, BaseException], None]
 """Told a host's index and the ``SystemExit`` or ``KeyboardInterrupt`` its task raised: not a
@@ -72,7 +82,8 @@ class WorkerHosts:
         escaped: told each host whose task raised ``SystemExit`` or ``KeyboardInterrupt``.
         wrap_offload: wraps the run's thread pool (a processpool worker counts the blocking
             calls in flight, to know which host a crash came from).
-        wrap_host: wraps each host's coroutine (a processpool worker marks the host it runs).
+        marked: a new :class:`Marking` for each draining coroutine (a processpool worker
+            marks the host that runs at each step, for its crash blame).
         limit: fewer hosts in flight at once than ``num_workers`` (a test's); hosts given
             beyond the places wait their turn, in order (the sender keeps to them, but for a
             chunk Dask moved here after its worker died).
@@ -89,7 +100,7 @@ class WorkerHosts:
         escaped: Escaped,
         *,
         wrap_offload: Callable[[Offload], Offload] | None = None,
-        wrap_host: WrapHost | None = None,
+        marked: Callable[[], Marking] | None = None,
         limit: int | None = None,
     ) -> None:
         if spec.plugins:
@@ -98,7 +109,6 @@ class WorkerHosts:
         self.held = held
         self.finished = finished
         self.escaped = escaped
-        self.wrap_host = wrap_host
         self.hooks = HookRecorder()
         inventory = Inventory(hosts=Hosts(), groups=Groups(), defaults=Defaults())
         data = GlobalState(dry_run=spec.global_dry_run)
@@ -133,22 +143,23 @@ class WorkerHosts:
         self.context = RunContext(
             spec.policy, deadline=spec.deadline, offload=self.session.offload, halt=self.halt
         )
-        self.running: set[asyncio.Task[None]] = set()
         self._files = ExitStack()
         # What the task prints, warns or exits with here is masked as on the parent's terminal.
         self._files.enter_context(masked_terminal(spec.secrets))
         # The SSH host keys its logins record (accept-new), sent back with the next host done.
         self.accepted = self._files.enter_context(accepted_keys())
         # The places of this process's hosts in flight: num_workers, the open files they need
-        # fitted (the soft limit raised for the run, or fewer places). What they count: hosts
-        # launched whose run has not ended (not ``running``, which keeps a task until its done
-        # callback, a turn of the loop after its host has ended).
+        # fitted (the soft limit raised for the run, or fewer places). A coroutine a place at
+        # most drains the hosts received (``queue``); ``places.taken``: hosts started, not ended.
         self.places = self._files.enter_context(
             in_flight_here(spec.num_workers, spec.num_workers, spec.func, what="a worker")
         )
         if limit is not None:
             self.places.limit = min(self.places.limit, limit)
-        self.waiting: deque[tuple[int, Host]] = deque()  # over the limit: not started yet
+        self.queue: HostQueue[tuple[int, Host]] = HostQueue()  # received, not started yet
+        self.draining = 0  # the coroutines draining it
+        self.drainers: set[asyncio.Task[None]] = set()
+        self.marked = marked
         self.keep_connections = spec.keep_connections
         self.worker = _worker_name()  # this process, as records name it: once a run
         self.offloads = self.context.offload is not None
@@ -156,28 +167,41 @@ class WorkerHosts:
     def start(self, index: int, host: Host) -> None:
         """Start ``host``, the run's host ``index``: a new copy, which takes over the
         connections this worker holds for it; once the run has room for it, if it has a
-        limit."""
-        if self.waiting or self.places.room <= 0:
-            self.waiting.append((index, host))
-            return
-        self._launch(index, host)
+        limit. Hosts wait in order in the run's queue; a coroutine drains it while fewer than
+        the places do."""
+        self.queue.put((index, host))
+        if self.draining < self.places.limit:
+            self.draining += 1
+            marking = None if self.marked is None else self.marked()
+            drain = self._drain(marking)
+            step = drain if marking is None else marking.around(drain)
+            task = self._context.run(asyncio.get_running_loop().create_task, step)  # a copy
+            self.drainers.add(task)
 
-    def _launch(self, index: int, host: Host) -> None:
+    async def _drain(self, marking: Marking | None) -> None:
+        """One of the run's places: the hosts waiting, one after the other, until none is."""
+        take, run = self.queue.take, self._run
+        try:
+            if marking is None:
+                while (waiting := take()) is not None:
+                    await run(*waiting)
+            else:
+                while (waiting := take()) is not None:
+                    marking.runs(waiting[0])  # in this step already: the next host's
+                    await run(*waiting)
+        finally:
+            self.draining -= 1
+            self.drainers.discard(asyncio.current_task())
+
+    async def _run(self, index: int, host: Host) -> None:
         held = self.held
         if held:
-            kept = held.get(host.name)
-            if kept is not None:
-                host.connections = kept.connections
+            holder = held.get(host.name)
+            if holder is not None:
+                host.connections = holder.connections
                 held[host.name] = host
         self.hosts.append(host)
         self.places.take()
-        coroutine = self._run(index, host)
-        step = coroutine if self.wrap_host is None else self.wrap_host(coroutine, index)
-        task = self._context.run(asyncio.get_running_loop().create_task, step)  # a copy of it
-        self.running.add(task)
-        task.add_done_callback(self.running.discard)
-
-    async def _run(self, index: int, host: Host) -> None:
         try:
             try:
                 multi = await arun_one(self.task, host, self.context)
@@ -195,15 +219,16 @@ class WorkerHosts:
             self.finished(done, left)
         finally:
             self.places.give()
-        if self.waiting and not self.halt.is_set():  # this host's room, for the next one
-            self._launch(*self.waiting.popleft())
 
     def halted(self) -> list[int]:
-        """The run is halted: no host waiting for room starts; their indices."""
+        """The run is halted: no host waiting for room starts; their indices. A host that had
+        room when it came (a coroutine started for it, not yet at its first step) starts."""
         self.halt.set()
-        dropped = [index for index, _ in self.waiting]
-        self.waiting.clear()
-        return dropped
+        waiting = self.queue.drop()
+        had_room = max(0, self.draining - self.places.taken)
+        for host in waiting[:had_room]:
+            self.queue.put(host)
+        return [index for index, _ in waiting[had_room:]]
 
     def keep_deadline(self, seconds_left: float | None) -> None:
         """The run's deadline, as a sender elsewhere sees it now (seconds left): hosts
@@ -216,14 +241,17 @@ class WorkerHosts:
 
     @property
     def in_flight(self) -> int:
-        return len(self.running)
+        """The hosts started here that have not ended, and those waiting to start."""
+        return self.places.taken + len(self.queue)
 
     async def stop_hosts(self) -> None:
         """Cancel the hosts still running (a new run came, or the worker stops)."""
-        for task in list(self.running):
+        self.queue.halt()
+        drainers = list(self.drainers)
+        for task in drainers:
             task.cancel()
-        if self.running:
-            await asyncio.gather(*self.running, return_exceptions=True)
+        if drainers:
+            await asyncio.gather(*drainers, return_exceptions=True)
 
     async def aclose(self) -> None:
         """End the run: hosts still running are cancelled, the session closed."""

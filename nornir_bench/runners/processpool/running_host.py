@@ -1,9 +1,9 @@
 """Which host a processpool worker is running, in memory shared with its parent (rule 1 of
 :mod:`~nornir_bench.runners.processpool.crashes`).
 
-The worker writes a host's index there before each step of that host's coroutine on its event
-loop and clears it after (:class:`Marked`); each of its threads writes the host whose blocking
-call it runs (:func:`counted`); and on a fatal signal (a segfault, an abort) Python's
+The worker writes a host's index there before each step of the coroutine running that host on
+its event loop and clears it after (:class:`Marked`); each of its threads writes the host whose
+blocking call it runs (:func:`counted`); and on a fatal signal (a segfault, an abort) Python's
 ``faulthandler`` writes there which thread it hit. The parent reads it after the worker died
 (:meth:`RunningHost.host`).
 """
@@ -19,13 +19,11 @@ import re
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, TypeVar
+from typing import Any
 
 from nornir_bench.core.execution import Offload
 
 __all__ = ["Marked", "RunningHost", "counted"]
-
-_T = TypeVar("_T")
 
 _NONE = -1
 # The shared memory, as 64-bit cells: a header, then one (thread id, host) slot per thread of
@@ -136,39 +134,51 @@ def _anonymous_file() -> int:
     return fd
 
 
-class Marked(Coroutine[Any, Any, _T]):
-    """A host's coroutine that writes the host's index into ``cell`` while each step runs.
+class Marked(Coroutine[Any, Any, None]):
+    """A coroutine draining a run's hosts (a :class:`~nornir_bench.runners._remote.hosts.
+    Marking`), that writes the index of the host it runs into ``cell`` while each step runs.
 
-    Cheap (two stores per step) and invisible to the task: ``send``, ``throw`` and ``close``
-    go to the wrapped coroutine, so cancellation and timeouts work as before.
+    Cheap (two stores per step, one per host it takes) and invisible to the task: ``send``,
+    ``throw`` and ``close`` go to the wrapped coroutine, so cancellation and timeouts work as
+    before. One per coroutine, not per host: the coroutine says which host it runs
+    (:meth:`runs`) as it takes it, inside the step that starts it.
     """
 
-    __slots__ = ("_coro", "_index", "_cell")
+    __slots__ = ("_coro", "_host", "_cell")
 
-    def __init__(self, coro: Coroutine[Any, Any, _T], index: int, cell: memoryview) -> None:
-        self._coro = coro
-        self._index = index
+    def __init__(self, cell: memoryview) -> None:
+        self._coro: Coroutine[Any, Any, None] | None = None
+        self._host = _NONE
         self._cell = cell
 
+    def around(self, coroutine: Coroutine[Any, Any, None]) -> Marked:
+        self._coro = coroutine
+        return self
+
+    def runs(self, index: int) -> None:
+        self._host = index
+        self._cell[_HOST] = index
+
     def send(self, value: Any) -> Any:
-        self._cell[_HOST] = self._index
+        self._cell[_HOST] = self._host
         try:
-            return self._coro.send(value)
+            return self._coro.send(value)  # type: ignore[union-attr]
         finally:
             self._cell[_HOST] = _NONE
 
     def throw(self, exc: Any, *args: Any) -> Any:
-        self._cell[_HOST] = self._index
+        self._cell[_HOST] = self._host
         try:
-            return self._coro.throw(exc, *args)
+            return self._coro.throw(exc, *args)  # type: ignore[union-attr]
         finally:
             self._cell[_HOST] = _NONE
 
     def close(self) -> None:
-        self._coro.close()
+        if self._coro is not None:
+            self._coro.close()
 
-    def __await__(self) -> Generator[Any, None, _T]:
-        return self._coro.__await__()
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._coro.__await__()  # type: ignore[union-attr]
 
 
 def counted(offload: Offload, running: RunningHost) -> Offload:

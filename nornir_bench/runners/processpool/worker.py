@@ -9,11 +9,13 @@ parent over a socket, and shows which host runs on its loop in a cell of shared 
 
 A worker runs one event loop. For each run the parent sends the task once; then it sends
 hosts, in chunks, and the worker starts every host it receives at once (the parent keeps at
-most ``num_workers`` in flight per worker). The run itself is a
+most ``num_workers`` in flight per worker), each taken by one of the coroutines draining the
+run's queue. The run itself is a
 :class:`~nornir_bench.runners._remote.hosts.WorkerHosts`, as on any worker elsewhere; what is
 this worker's own is the socket, the batching of finished hosts (each a
 :class:`~nornir_bench.runners._remote.results.FinishedHost`), and the crash bookkeeping: the
-host each step of the loop and each thread runs, in memory the parent reads after a crash.
+host each step of the loop (each draining coroutine :class:`Marked` once) and each thread
+runs, in memory the parent reads after a crash.
 
 A worker lives as long as the pool keeps it, across runs (the runner's ``keep_workers``). The
 connections a host opened stay open in the worker, as nornir keeps them in the user's process:
@@ -180,7 +182,7 @@ class _PipedHosts(WorkerHosts):
             wrap_offload=lambda threads: counted(threads, running),
             # Marked: while the host's code runs on this loop, the parent can see which host it
             # is should this process die (see crashes).
-            wrap_host=functools.partial(Marked, cell=cell),
+            marked=functools.partial(Marked, cell),
         )
         self.conn = conn
         self.outbox: list[FinishedHost] = []
@@ -191,7 +193,7 @@ class _PipedHosts(WorkerHosts):
     def _heartbeat(self) -> None:
         """While hosts are in flight, say so: the parent gives up a worker that goes silent
         (its loop frozen), and must not take a long task's silence for that."""
-        if self.running:
+        if self.in_flight:
             try:
                 self.conn.send_bytes(dumps(Alive()))
             except OSError:  # the parent is gone: this worker stops anyway
@@ -203,7 +205,7 @@ class _PipedHosts(WorkerHosts):
         if left_a_call and not self.tainted:
             asyncio.get_running_loop().call_later(_LEFT_CALL_SECONDS, self._left_behind)
         # The last host in flight done: the parent is waiting to send more, so send now.
-        if len(self.outbox) >= _BATCH_HOSTS or len(self.running) <= 1:
+        if len(self.outbox) >= _BATCH_HOSTS or self.in_flight <= 1:
             self.flush()
         elif self.flush_timer is None:
             self.flush_timer = asyncio.get_running_loop().call_later(_BATCH_SECONDS, self.flush)
