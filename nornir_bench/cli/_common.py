@@ -117,6 +117,20 @@ def limit_patterns(text: str) -> str:
     return text
 
 
+def add_job_overrides(parser: argparse.ArgumentParser, *, limit_note: str = "") -> None:
+    """The options that override a job file's hosts and runner (``run``, ``backup``):
+    ``--limit``, ``--runner``, ``--workers``; ``limit_note`` ends ``--limit``'s help."""
+    parser.add_argument("--limit", "-l", metavar="PATTERN", type=limit_patterns,
+                        help="only the job's hosts (after its filter) that PATTERN matches, as "
+                        "Ansible's --limit: host names or globs, group:NAME, comma-separated; "
+                        "!PATTERN leaves hosts out, &PATTERN keeps only those also matched"
+                        + limit_note)
+    parser.add_argument("--runner", metavar="NAME", type=known_runner,
+                        help="this runner instead of the job's (its other options must suit it)")
+    parser.add_argument("--workers", metavar="N", type=positive_int,
+                        help="the runner's worker count (num_workers) instead of the job's")
+
+
 def variable(text: str) -> tuple[str, str]:
     """``-e KEY=VALUE``: the name and its value."""
     from nornir_bench.jobs.overrides import parse_variable

@@ -11,11 +11,9 @@ from nornir_bench.cli._common import (
     EXIT_FAILED_HOSTS,
     EXIT_OK,
     EXIT_USAGE,
+    add_job_overrides,
     by_signal,
     interrupted_status,
-    known_runner,
-    limit_patterns,
-    positive_int,
 )
 
 HELP = "back up each host's running configuration into a git repository, a commit per run"
@@ -48,13 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="PATH", type=Path,
                         help="the run's JSON Lines records (default: as nornir-bench run)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    parser.add_argument("--limit", "-l", metavar="PATTERN", type=limit_patterns,
-                        help="only the job's hosts PATTERN matches (as run's --limit); not "
-                        "with --prune")
-    parser.add_argument("--runner", metavar="NAME", type=known_runner,
-                        help="this runner instead of the job's")
-    parser.add_argument("--workers", metavar="N", type=positive_int,
-                        help="the runner's worker count instead of the job's")
+    add_job_overrides(parser, limit_note="; not with --prune")
 
 
 def command(args: argparse.Namespace) -> int:

@@ -11,11 +11,9 @@ from pathlib import Path
 from nornir_bench.cli._common import (
     EXIT_FAILED_HOSTS,
     EXIT_OK,
+    add_job_overrides,
     by_signal,
     interrupted_status,
-    known_runner,
-    limit_patterns,
-    positive_int,
     variable,
 )
 from nornir_bench.core.wording import hosts_text
@@ -51,14 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write each device's CLI session, masked, next to the records "
                         "(RECORDS/sessions/HOST.log), as the job's output: {session_logs: "
                         "true} does")
-    parser.add_argument("--limit", "-l", metavar="PATTERN", type=limit_patterns,
-                        help="only the job's hosts (after its filter) that PATTERN matches, as "
-                        "Ansible's --limit: host names or globs, group:NAME, comma-separated; "
-                        "!PATTERN leaves hosts out, &PATTERN keeps only those also matched")
-    parser.add_argument("--runner", metavar="NAME", type=known_runner,
-                        help="this runner instead of the job's (its other options must suit it)")
-    parser.add_argument("--workers", metavar="N", type=positive_int,
-                        help="the runner's worker count (num_workers) instead of the job's")
+    add_job_overrides(parser)
     parser.add_argument("-e", "--extra-var", metavar="KEY=VALUE", type=variable, action="append",
                         dest="variables", default=[],
                         help="a template variable (a string), over the job's variables, for "
