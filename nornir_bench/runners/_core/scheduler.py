@@ -214,11 +214,7 @@ class Scheduler:
         stopped the run): every waiter should look; else one end makes room for one host.
         """
         if outcome is None or isinstance(outcome, BaseException):
-            if index not in self.out:
-                return False
-            self.out.remove(index)
-            self.places.taken -= 1
-            if outcome is None:
+            if not self._free(index) or outcome is None:
                 return False
             self.run.escape(outcome)
             return True
@@ -231,13 +227,19 @@ class Scheduler:
         """Host ``index`` ended (``failed``: its result failed), its result recorded by the
         driver (a settler of results from elsewhere): its place is free, the plan told once.
         Returns what :meth:`ended` returns."""
-        try:
-            self.out.remove(index)
-        except KeyError:  # not out: told already
+        if not self._free(index):  # not out: told already
             return False
-        self.places.taken -= 1
         plan = self.plan
         return False if plan is None else plan.finished(index, failed)
+
+    def _free(self, index: int) -> bool:
+        """Host ``index`` no longer out, its place given back; ``False`` if it was not out."""
+        try:
+            self.out.remove(index)
+        except KeyError:
+            return False
+        self.places.taken -= 1
+        return True
 
     def drive(
         self,
