@@ -75,7 +75,8 @@ class Side(Protocol):
         """Lines to say below the comparison: lines skipped, the commit a revision is."""
 
     def as_json(self) -> dict[str, Any]:
-        """What ``--json`` says of it beside its label (lines skipped, its commit)."""
+        """What ``--json`` says of it beside its label: ``skipped_lines``, ``commit`` (its id,
+        or ``None``), ``left_out`` (the hosts it leaves out of the comparison)."""
 
 
 class RecordsSide:
@@ -111,7 +112,7 @@ class RecordsSide:
         return [note] if note else []
 
     def as_json(self) -> dict[str, Any]:
-        return {"skipped_lines": self.read.skipped, "commit": None}
+        return {"skipped_lines": self.read.skipped, "commit": None, "left_out": []}
 
 
 @dataclass
@@ -192,8 +193,9 @@ class Comparison:
         return {
             "old": self.old.label, "new": self.new.label, "counts": self.counts(),
             "same": self.same, "changes": [c.as_json() for c in self.changes],
-            "skipped_lines": {"old": old.pop("skipped_lines"), "new": new.pop("skipped_lines")},
-            "commits": {"old": old.pop("commit"), "new": new.pop("commit")},
+            "skipped_lines": {"old": old["skipped_lines"], "new": new["skipped_lines"]},
+            "commits": {"old": old["commit"], "new": new["commit"]},
+            "left_out": {"old": old["left_out"], "new": new["left_out"]},
         }
 
 

@@ -62,7 +62,7 @@ class CommitSide:
                 f"{commit.when:%Y-%m-%d %H:%M:%S} UTC: {mask_config_secrets(commit.summary)}"]
 
     def as_json(self) -> dict[str, Any]:
-        return {"skipped_lines": 0, "commit": self.commit.id}
+        return {"skipped_lines": 0, "commit": self.commit.id, "left_out": []}
 
 
 class RecordsAsConfigs:
@@ -97,7 +97,7 @@ class RecordsAsConfigs:
         return notes
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.records.as_json(), "not_configurations": list(self.left_out)}
+        return {**self.records.as_json(), "left_out": list(self.left_out)}
 
 
 def sides_of(old: str, new: str, *, repo: Path | None = None) -> tuple[Side, Side]:

@@ -112,6 +112,7 @@ def test_a_commit_and_a_records_file_are_compared_as_configurations(repo: Path) 
     assert [(c["change"], c["host"]) for c in as_json["changes"]] == [
         ("fixed", "r3"), ("missing", "r4")]
     assert as_json["same"] == 1 and as_json["commits"] == {"old": None, "new": head(repo)}
+    assert as_json["left_out"] == {"old": ["a/b"], "new": []}
     older = json.loads(diff(folder, "now.jsonl", "HEAD~1", "--json").stdout)
     r1 = [c["diff"] for c in older["changes"] if c["host"] == "r1"][0].splitlines()
     assert r1[:2] == ["--- now.jsonl:r1", "+++ HEAD~1:r1"]
