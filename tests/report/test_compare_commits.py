@@ -16,6 +16,8 @@ import pytest
 
 from nornir_bench.history.repository import ConfigRepository, Written
 from tests.cli.in_process import nornir_bench_here
+from tests.cli.test_devices import ENV_PASSWORD
+from tests.devices import LabProcess
 from tests.report.test_page import in_browser
 
 SECRET = "$1$mERr$Abc9secret"
@@ -196,3 +198,37 @@ def test_report_with_repo_and_no_compare_is_one_line_and_exit_2(repo: Path) -> N
     assert done.returncode == 2
     assert done.stderr == ("nornir-bench: error: --repo DIR names the repository of --compare's "
                            "sides: give --compare OLD (a records file or a revision of DIR)\n")
+
+
+def test_a_backup_runs_records_are_the_same_as_the_commit_it_made(
+    fakenos_lab: LabProcess, tmp_path: Path
+) -> None:
+    """The package's own backup (netmiko) on emulated devices, which print ``show version`` as
+    their configuration here (FakeNOS knows no ``show running-config``): its records,
+    compared with its commit, differ in nothing; a host the records have failed is newly
+    failed against its file."""
+    inventory = fakenos_lab.inventory
+    known = inventory / "known_hosts"
+    (tmp_path / "defaults.yaml").write_text(
+        "username: user\npassword: ${NB_LAB_PASSWORD}\n"
+        f"data: {{known_hosts: {known}, running_config_command: show version}}\n")
+    (tmp_path / "backup.yaml").write_text(
+        "inventory:\n  plugin: SimpleInventory\n  options:\n"
+        f"    host_file: {inventory / 'hosts.yaml'}\n    group_file: {inventory / 'groups.yaml'}\n"
+        f"    defaults_file: {tmp_path / 'defaults.yaml'}\n"
+        "runner: {plugin: threadpool, options: {num_workers: 4}}\n"
+        "task: {name: backup_config}\nlogging: {enabled: false}\n")
+    env = {"NB_LAB_PASSWORD": ENV_PASSWORD}
+    done = nornir_bench_here("backup", "backup.yaml", "--repo", "configs", "-o", "run.jsonl",
+                             "--quiet", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    same = diff(tmp_path, "HEAD", "run.jsonl")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert same.stdout.splitlines()[0].endswith("output changed: 0, same: 4")
+    rows = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    rows[0].update(failed=True, result=None, exception="ConnectionError", message="refused")
+    records(tmp_path / "failed.jsonl", *rows)
+    failed = diff(tmp_path, "HEAD", "failed.jsonl")
+    assert failed.returncode == 1
+    assert failed.stdout.splitlines()[1] == (
+        f"newly failed: {rows[0]['host']}: ConnectionError: refused")
