@@ -4,7 +4,8 @@ and the report page compare when a side is a revision (``HEAD~1``, ``main``, a h
 The repository is only read (never made, locked or written): a backup may run meanwhile. The
 files' text is masked as a run's output is (:func:`~nornir_bench.core.secrets.mask_config_secrets`),
 also in a repository kept with ``--keep-secrets``. Each blob's digest is kept by its id, so the
-two sides of one repository read an unchanged host's file once.
+two sides of one repository read an unchanged host's file once; two commits are compared by
+their blobs' ids, so only the files that differ are read.
 """
 
 from __future__ import annotations
@@ -97,26 +98,34 @@ class CommitReader:
         Raises:
             RepositoryError: the blob cannot be read (a corrupt or missing object).
         """
-        try:
-            found = self.repo[blob]
-            data = found.data if isinstance(found, pygit2.Blob) else b""
-        except (pygit2.GitError, KeyError, ValueError) as exc:
-            raise RepositoryError(f"--repo {self.path}: cannot read blob {blob}: {exc}") from None
-        return mask_config_secrets(data.decode("utf-8", "replace"))
+        return mask_config_secrets(self._raw(blob).decode("utf-8", "replace"))
 
     def digest(self, blob: str) -> int:
-        """A digest of :meth:`text`, within this process: equal texts, equal digests (a
-        configuration's digest is the digest of the records' same text)."""
+        """A digest of the file's text as committed (not masked: masking every file costs more
+        than reading it), within this process: equal texts, equal digests, so a file equals a
+        records file's text result it was written from. A masked repository's files are that
+        text; a file whose digest differs is read again masked for its diff, and one that
+        differs only in what masking hides has none."""
         known = self._digests.get(blob)
         if known is None:
-            known = self._digests[blob] = hash(self.text(blob))
+            known = self._digests[blob] = hash(self._raw(blob).decode("utf-8", "replace"))
         return known
 
-    def each_digest(self, commit: Commit) -> Iterator[tuple[str, str, int]]:
-        """Each host of ``commit`` with its blob id and its text's digest, by host name."""
+    def each_digest(
+        self, commit: Commit, *, by_id: bool = False
+    ) -> Iterator[tuple[str, str, int]]:
+        """Each host of ``commit`` with its blob id and its text's digest (``by_id``: its id's,
+        read from the tree alone: to compare with another commit), by host name."""
         for host in sorted(commit.files):
             blob = commit.files[host]
-            yield host, blob, self.digest(blob)
+            yield host, blob, hash(blob) if by_id else self.digest(blob)
+
+    def _raw(self, blob: str) -> bytes:
+        try:
+            found = self.repo[blob]
+        except (pygit2.GitError, KeyError, ValueError) as exc:
+            raise RepositoryError(f"--repo {self.path}: cannot read blob {blob}: {exc}") from None
+        return found.data if isinstance(found, pygit2.Blob) else b""
 
     def _unknown(self, revision: str) -> str:
         return (f"{revision}: not a revision of {self.path} (a commit's hash, a branch, a tag, "

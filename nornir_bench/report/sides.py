@@ -45,10 +45,11 @@ class CommitSide:
         self.reader = reader
         self.commit = commit
         self.name = self.label = commit.revision
+        self.by_id = False  # digests of blob ids: for a side that is a commit too
 
     def seen(self) -> dict[Key, Seen]:
         return {(host, CONFIG_STEP): Seen(False, None, digest, blob)
-                for host, blob, digest in self.reader.each_digest(self.commit)}
+                for host, blob, digest in self.reader.each_digest(self.commit, by_id=self.by_id)}
 
     def output(self, seen: Seen) -> object:
         return self.reader.text(str(seen.where))
@@ -112,7 +113,10 @@ def sides_of(old: str, new: str, *, repo: Path | None = None) -> tuple[Side, Sid
         return RecordsSide(Path(old)), RecordsSide(Path(new))
     reader = CommitReader(repo)
     before, after = _side(old, reader), _side(new, reader)
-    if isinstance(before, CommitSide) == isinstance(after, CommitSide):
+    if isinstance(before, CommitSide) and isinstance(after, CommitSide):
+        before.by_id = after.by_id = True  # only the files that differ are read
+        return before, after
+    if isinstance(before, RecordsSide) and isinstance(after, RecordsSide):
         return before, after
     return _as_configs(before), _as_configs(after)
 

@@ -121,6 +121,18 @@ def test_a_commit_and_a_records_file_are_compared_as_configurations(repo: Path) 
     assert "-username admin secret 5 ********" in r1
 
 
+def test_files_that_differ_only_in_what_masking_hides_are_the_same(tmp_path: Path) -> None:
+    """Two commits of a repository kept with --keep-secrets, where only a secret changed, are
+    compared by their blobs' ids: the two files differ, their masked texts do not."""
+    written = ConfigRepository(tmp_path / "configs")
+    written.commit_run({"r1": R1_CHANGED}, message)
+    written.commit_run({"r1": R1_CHANGED.replace(SECRET, "$1$other$Xyz")}, message)
+    done = diff(tmp_path, "HEAD~1", "HEAD")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].endswith("output changed: 0, same: 1")
+    assert SECRET not in done.stdout and "$1$other$Xyz" not in done.stdout
+
+
 @pytest.mark.parametrize(
     ("sides", "says"),
     [
