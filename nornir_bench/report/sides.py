@@ -41,11 +41,11 @@ class SideError(NornirBenchError):
 class CommitSide:
     """A commit of a backup repository as a side: each host's file, ok, its text its output."""
 
-    def __init__(self, reader: CommitReader, commit: Commit) -> None:
+    def __init__(self, reader: CommitReader, commit: Commit, *, by_id: bool = False) -> None:
         self.reader = reader
         self.commit = commit
         self.name = self.label = commit.revision
-        self.by_id = False  # digests of blob ids: for a side that is a commit too
+        self.by_id = by_id  # digests of blob ids: for a side that is a commit too
 
     def seen(self) -> dict[Key, Seen]:
         return {(host, CONFIG_STEP): Seen(False, None, digest, blob)
@@ -112,22 +112,22 @@ def sides_of(old: str, new: str, *, repo: Path | None = None) -> tuple[Side, Sid
     if repo is None:
         return RecordsSide(Path(old)), RecordsSide(Path(new))
     reader = CommitReader(repo)
-    before, after = _side(old, reader), _side(new, reader)
-    if isinstance(before, CommitSide) and isinstance(after, CommitSide):
-        before.by_id = after.by_id = True  # only the files that differ are read
-        return before, after
-    if isinstance(before, RecordsSide) and isinstance(after, RecordsSide):
-        return before, after
-    return _as_configs(before), _as_configs(after)
+    before, after = _resolved(old, reader), _resolved(new, reader)
+    commits = isinstance(before, Commit) + isinstance(after, Commit)
+    return (_side(before, reader, commits), _side(after, reader, commits))
 
 
-def _as_configs(side: RecordsSide | CommitSide) -> Side:
-    return RecordsAsConfigs(side) if isinstance(side, RecordsSide) else side
+def _side(found: Path | Commit, reader: CommitReader, commits: int) -> Side:
+    """A side of a comparison with ``commits`` commits among its two sides."""
+    if isinstance(found, Commit):  # two commits: only the files that differ are read
+        return CommitSide(reader, found, by_id=commits == 2)
+    records = RecordsSide(found)
+    return RecordsAsConfigs(records) if commits == 1 else records
 
 
-def _side(given: str, reader: CommitReader) -> RecordsSide | CommitSide:
+def _resolved(given: str, reader: CommitReader) -> Path | Commit:
     if given.startswith(("./", "../", os.sep)):
-        return RecordsSide(Path(given))
+        return Path(given)
     try:
         commit = reader.commit(given)
     except UnknownRevision:
@@ -139,9 +139,9 @@ def _side(given: str, reader: CommitReader) -> RecordsSide | CommitSide:
             f"as ./{given}, or the commit by its hash ({commit.id[:12]})"
         )
     if commit is not None:
-        return CommitSide(reader, commit)
+        return commit
     if is_file:
-        return RecordsSide(Path(given))
+        return Path(given)
     raise SideError(
         f"{given}: neither a records file nor a revision of {reader.path} (a commit's hash, "
         "a branch, a tag, HEAD~1 ...)"
