@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,6 +35,7 @@ __all__ = ["Comparison", "HostChange", "RecordsSide", "Seen", "Side", "compare_r
            "compare_sides"]
 
 Key = tuple[str, int | str | None]  # host, step
+Checks = Sequence[Mapping[str, Any]] | None  # a host's state checks, as its record holds them
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class Side(Protocol):
     def output(self, seen: Seen) -> object:
         """The output of a host it holds, read again."""
 
-    def checks(self, seen: Seen) -> Any:
+    def checks(self, seen: Seen) -> Checks:
         """The state checks of a host it holds, read again (``None``: none)."""
 
     def notes(self) -> list[str]:
@@ -104,7 +105,7 @@ class RecordsSide:
     def output(self, seen: Seen) -> object:
         return record_at(self.path, int(seen.where)).result
 
-    def checks(self, seen: Seen) -> Any:
+    def checks(self, seen: Seen) -> Checks:
         return record_at(self.path, int(seen.where)).checks
 
     def notes(self) -> list[str]:

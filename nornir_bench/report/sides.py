@@ -27,7 +27,7 @@ from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.core.wording import hosts_named
 from nornir_bench.history.commits import Commit, CommitReader, UnknownRevision
-from nornir_bench.report.compare import Key, RecordsSide, Seen, Side
+from nornir_bench.report.compare import Checks, Key, RecordsSide, Seen, Side
 
 __all__ = ["CommitSide", "RecordsAsConfigs", "SideError", "sides_of"]
 
@@ -54,7 +54,7 @@ class CommitSide:
     def output(self, seen: Seen) -> object:
         return self.reader.text(str(seen.where))
 
-    def checks(self, seen: Seen) -> Any:
+    def checks(self, seen: Seen) -> Checks:
         return None
 
     def notes(self) -> list[str]:
@@ -86,7 +86,7 @@ class RecordsAsConfigs:
     def output(self, seen: Seen) -> object:
         return self.records.output(seen)
 
-    def checks(self, seen: Seen) -> Any:
+    def checks(self, seen: Seen) -> Checks:
         return None  # a commit holds no checks: none compared
 
     def notes(self) -> list[str]:
