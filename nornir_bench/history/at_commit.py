@@ -33,16 +33,19 @@ def commit_of(path: Path, revision: str) -> str:
         RepositoryError: ``path`` is not a repository, or ``revision`` names no commit of it.
     """
     with _lock:
+        if (os.getpid(), str(path), revision) in _kept:  # an id given before: each host's
+            return revision
         return str(_commit(_opened(path), path, revision).id)
 
 
-def config_at(path: Path, host: str, commit: str) -> str:
+def config_at(path: Path, host: str, commit: str, max_bytes: int | None = None) -> str:
     """``host``'s configuration as commit ``commit`` (an id :func:`commit_of` gave) of the
     repository at ``path`` holds it: its file's text.
 
     Raises:
         RepositoryError: the commit holds no file of ``host`` (it was not backed up by then,
-            or pruned), or the file is not UTF-8 text; the repository cannot be read.
+            or pruned), one larger than ``max_bytes``, or not UTF-8 text; the repository
+            cannot be read.
     """
     name = file_name(host)
     with _lock:
@@ -58,6 +61,9 @@ def config_at(path: Path, host: str, commit: str) -> str:
                 f"commit {commit[:12]} of {path} holds no {name}: {host} was not backed up by "
                 "then, or was pruned"
             )
+        if max_bytes is not None and found.size > max_bytes:
+            raise RepositoryError(f"{name} at commit {commit[:12]} of {path} is larger than "
+                                  f"{max_bytes:,} bytes: not a configuration")
         data = found.data
     try:
         return data.decode("utf-8")

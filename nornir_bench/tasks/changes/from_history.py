@@ -70,12 +70,9 @@ def history_lines(host: str, source: HistorySource, max_bytes: int) -> list[str]
             one past ``max_bytes``, or empty.
     """
     try:
-        text = config_at(source.repo, host, source.commit)
+        text = config_at(source.repo, host, source.commit, max_bytes)
     except RepositoryError as exc:
         raise ValueError(f"from_history: {exc}") from None
-    if len(text) > max_bytes:
-        raise ValueError(f"from_history: {file_name(host)} at commit {source.commit[:12]} is "
-                         f"larger than {max_bytes:,} bytes: not a configuration")
     try:
         return change_lines(text.splitlines())
     except ValueError as exc:

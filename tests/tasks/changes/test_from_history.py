@@ -106,6 +106,14 @@ def test_a_source_that_names_no_commit_is_refused_in_one_line(
     assert "\n" not in str(caught.value)
 
 
+def test_a_file_past_the_size_cap_is_refused_before_it_is_read(repo: Path) -> None:
+    head = commit_of(repo, "HEAD")
+    with pytest.raises(ValueError, match=rf"^from_history: r1.cfg at commit {head[:12]} of "
+                                         rf"{repo} is larger than 10 bytes: not a "
+                                         "configuration$"):
+        history_lines("r1", history_source({"repo": str(repo)}), 10)
+
+
 def test_a_file_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "configs"
     git = pygit2.init_repository(str(path), initial_head="main")
