@@ -119,16 +119,20 @@ def test_a_revision_the_repository_lacks_or_no_repository_is_refused_before_any_
     assert frr_lab.configs() == restored
 
 
+@pytest.mark.parametrize(("runner", "task"), [("threadpool", "send_config"),
+                                             ("processpool", "asend_config")])
 def test_a_host_the_commit_lacks_fails_naming_the_commit_and_file_the_others_restore(
-    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path, runner: str,
+    task: str,
 ) -> None:
+    """Also on processpool: its workers, forked, read the repository themselves."""
     repo = tmp_path / "history"
     saving = backup_job(frr_lab, tmp_path, *DRIVERS[0][:2])
     saving.write_text(saving.read_text() + "filter: {hosts: [h1, h2]}\n")
     assert backup(saving, repo).returncode == 0
     first = str(commits(repo)[0].id)
     configure(frr_lab, "r2", ROUTE)
-    job = restore_job(frr_lab, tmp_path, "threadpool", "send_config", repo, "HEAD")
+    job = restore_job(frr_lab, tmp_path, runner, task, repo, "HEAD")
     done = run_cli(job, "-o", "out.jsonl")
     assert done.returncode == 1, done.stdout + done.stderr
     rows = records(tmp_path / "out.jsonl")
