@@ -21,7 +21,6 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from nornir_bench.history.at_commit import commit_of
 from nornir_bench.jobs._job_file import JobError, JobFile, one_line
 from nornir_bench.jobs._signatures import parameters_of
 from nornir_bench.tasks import (
@@ -90,6 +89,8 @@ def task_of(
     _check_signature(job, node, params_node, name, task, params)
     _check_own(job, node, name, task, params)
     if name in _RESTORING and isinstance(params.get("from_history"), dict):  # checked
+        from nornir_bench.history.at_commit import commit_of  # pygit2: only for a restore
+
         source = params["from_history"]
         params["from_history"] = {
             **source, "commit": commit_of(Path(source["repo"]), source.get("commit", "HEAD"))}

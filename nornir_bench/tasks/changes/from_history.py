@@ -6,6 +6,9 @@ A file backed up masked (the default) holds ``********`` where the device held a
 restore never sends it: each line of the file holding the mask is left out of both the
 running and the intended configuration, as ``ignore`` leaves lines out, so the device keeps
 the lines it has there (with its own secret), and the result says so once (:func:`notes`).
+
+The repository is read with pygit2, imported by the functions that read it: a change that
+restores nothing does not pay for its import.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ from typing import NamedTuple
 from hier_config.platforms.driver_base import HConfigDriverBase
 
 from nornir_bench.core.secrets import MASK
-from nornir_bench.history.at_commit import commit_of, config_at
-from nornir_bench.history.repository import RepositoryError, file_name
 from nornir_bench.tasks.dialects.config_text import change_lines, parse_config
 
 __all__ = ["HISTORY_KEYS", "HistorySource", "history_lines", "history_source", "masked_lines",
@@ -49,6 +50,9 @@ def history_source(value: object) -> HistorySource:
             "from_history must be {repo: DIR, commit: REV} (commit: HEAD unless given), got "
             f"{value!r}"
         )
+    from nornir_bench.history.at_commit import commit_of
+    from nornir_bench.history.repository import RepositoryError
+
     repo, revision = value["repo"], value.get("commit", DEFAULT_COMMIT)
     if not isinstance(repo, (str, os.PathLike)) or not str(repo):
         raise ValueError(f"from_history: repo must be the backup repository's folder, got "
@@ -69,6 +73,9 @@ def history_lines(host: str, source: HistorySource, max_bytes: int) -> list[str]
         ValueError: the commit holds no file of ``host`` (naming the commit and the file), or
             one past ``max_bytes``, or empty.
     """
+    from nornir_bench.history.at_commit import config_at
+    from nornir_bench.history.repository import RepositoryError, file_name
+
     try:
         text = config_at(source.repo, host, source.commit, max_bytes)
     except RepositoryError as exc:
@@ -95,6 +102,8 @@ def masked_lines(lines: Sequence[str], driver: HConfigDriverBase) -> tuple[re.Pa
 def notes(host: str, source: HistorySource, lines: Sequence[str]) -> tuple[str, ...]:
     """What a restore says in its result: where its intended configuration is from, and, once,
     how many of its lines hold a masked secret and were left out."""
+    from nornir_bench.history.repository import file_name
+
     where = f"{file_name(host)} at commit {source.commit[:12]} of {source.repo}"
     said = [f"intended configuration: {where}"]
     masked = sum(MASK in line for line in lines)
