@@ -136,15 +136,17 @@ def _planned(
             "confirmed (a job gives it one, beside its records)"
         )
     mode = check_mode(given)
+    source = None if given["from_history"] is None else history_source(given["from_history"])
     lines = config_lines(task.host, given["lines"], given["config_file"],
-                         given["template_file"], given["variables"], given["from_history"])
+                         given["template_file"], given["variables"],
+                         None if source is None else source.pinned())
     check_scope(lines, mode.scope, task.host.name)
     driver = driver_for(dialect_of(task.host), replace=mode.replace)
     ignore = mode.ignore
     said: tuple[str, ...] = ()
-    if given["from_history"] is not None:  # a masked secret is never sent
+    if source is not None:  # the lines of one commit, named; a masked secret never sent
         ignore += masked_lines(lines, driver)
-        said = notes(task.host.name, history_source(given["from_history"]), lines)
+        said = notes(task.host.name, source, lines)
     how = ChangeOptions(
         task=which.__name__, host=task.host.name, platform=task.host.platform,
         dry_run=task.is_dry_run(given["dry_run"]), rollback=given["rollback"],

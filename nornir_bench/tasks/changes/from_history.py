@@ -37,6 +37,10 @@ class HistorySource(NamedTuple):
     repo: Path
     commit: str  # the commit's id
 
+    def pinned(self) -> dict[str, str]:
+        """As ``from_history`` names it, its commit the id: read again, the same commit."""
+        return {"repo": str(self.repo), "commit": self.commit}
+
 
 def history_source(value: object) -> HistorySource:
     """``from_history``'s mapping checked, its revision resolved to a commit id.
