@@ -24,6 +24,7 @@ from nornir_bench.tasks.changes.from_history import (
 )
 from nornir_bench.tasks.dialects.config_text import parse_config
 from nornir_bench.tasks.dialects.dialects import driver_for
+from tests.cli.in_process import nornir_bench_here
 from tests.tasks.changes.test_change_flow import ForgetfulDevice, _change
 
 SECRET_LINE = "username admin secret 5 $1$mERr$real"
@@ -208,3 +209,16 @@ def test_a_job_restoring_wrongly_is_one_line_before_any_device(
         load_job(job(tmp_path, params))
     assert says.format(repo=tmp_path / "jobs" / ".." / "configs") in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_scope_the_commits_file_lacks_stops_the_run_before_any_device(
+    repo: Path, tmp_path: Path
+) -> None:
+    """As for any replace's intended configuration (r1's port: nothing listens there)."""
+    path = job(tmp_path, "from_history: {repo: ../configs}\nmode: replace\n"
+                         "scope: [route-map]\n")
+    done = nornir_bench_here("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == ("nornir-bench: error: scope 'route-map' matches no section of the "
+                           "intended configuration of r1: a scope names the first words of "
+                           "sections it holds, such as 'router bgp' or 'ip route'\n")
