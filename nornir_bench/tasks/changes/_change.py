@@ -100,14 +100,16 @@ def _rebuilt(
 class Change:
     """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
     ``no change``, ``changed``; a replace's dry run ``compliant`` or ``drifted``), the diff,
-    the lines that make (or would make) it, the backup file when one was written, and the
-    checks around it (:meth:`~nornir_bench.tasks.checks.state_checks.CheckOutcome.record`)."""
+    the lines that make (or would make) it, the backup file when one was written, the
+    checks around it (:meth:`~nornir_bench.tasks.checks.state_checks.CheckOutcome.record`),
+    and notes on its input (a restore's commit, its masked lines left out)."""
 
     state: str
     diff: str
     backup: str | None = None
     checks: list[dict[str, Any]] = field(default_factory=list)
     remediation: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -118,15 +120,18 @@ class Change:
         record: dict[str, Any] = {"state": self.state, "backup": self.backup}
         if self.remediation:
             record["remediation"] = list(self.remediation)
+        if self.notes:
+            record["notes"] = list(self.notes)
         return record
 
     def text(self) -> str:
-        """The result's text: the state (and backup), then the diff, the remediation and the
-        checks."""
+        """The result's text: the state (and backup), then the diff, the remediation, the
+        notes and the checks."""
         head = self.state + (f" (backup: {self.backup})" if self.backup else "")
         checks = checks_text(self.checks)
         fix = "\nremediation:\n" + "\n".join(self.remediation) if self.remediation else ""
-        return head + (":\n" + self.diff if self.diff else "") + fix + (
+        said = "".join(f"\n{note}" for note in self.notes)
+        return head + (":\n" + self.diff if self.diff else "") + fix + said + (
             "\n" + checks if checks else "")
 
 
