@@ -92,7 +92,8 @@ def mask_config_secrets(text: str) -> str:
             found = lower.find(keyword, end)
     if not lines:
         return text
-    pieces, done = [], 0
+    pieces: list[str] = []
+    done = 0
     for start, end in sorted(lines):
         pieces += (text[done:start], _CONFIG_SECRET.sub(_masked, text[start:end]))
         done = end

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pygit2
 
+from nornir_bench.history.reading import commit_named, open_repository
 from nornir_bench.history.repository import RepositoryError, file_name
 
 __all__ = ["commit_of", "config_at"]
@@ -35,7 +36,7 @@ def commit_of(path: Path, revision: str) -> str:
     with _lock:
         if (os.getpid(), str(path), revision) in _kept:  # an id given before: each host's
             return revision
-        return str(_commit(_opened(path), path, revision).id)
+        return str(commit_named(open_repository(path, str(path)), str(path), revision).id)
 
 
 def config_at(path: Path, host: str, commit: str, max_bytes: int | None = None) -> str:
@@ -80,36 +81,9 @@ def _tree(path: Path, commit: str) -> tuple[pygit2.Repository, pygit2.Tree]:
     if key in _kept:
         _kept.move_to_end(key)
         return _kept[key]
-    repo = _opened(path)
-    found = repo, _commit(repo, path, commit).tree
+    repo = open_repository(path, str(path))
+    found = repo, commit_named(repo, str(path), commit).tree
     _kept[key] = found
     while len(_kept) > _KEPT:
         _kept.popitem(last=False)
     return found
-
-
-def _opened(path: Path) -> pygit2.Repository:
-    if not (Path(path) / ".git").is_dir():
-        raise RepositoryError(f"{path}: not a git repository: give one nornir-bench backup wrote")
-    try:
-        return pygit2.Repository(str(path))
-    except (pygit2.GitError, OSError) as exc:
-        raise RepositoryError(f"{path}: not a usable git repository: {exc}") from None
-
-
-def _commit(repo: pygit2.Repository, path: Path, revision: str) -> pygit2.Commit:
-    try:
-        found = repo.revparse_single(revision).peel(pygit2.Commit)
-        len(found.tree)  # read now: a missing or corrupt tree is found here
-        return found
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        if repo.head_is_unborn:
-            why = " (it has no commit yet)"
-        elif isinstance(exc, KeyError):
-            why = ""
-        else:
-            why = f" ({str(exc).strip() or type(exc).__name__})"
-        raise RepositoryError(
-            f"{path}: no commit {revision!r} in it{why}: give a commit id (or its first "
-            "characters), a branch, a tag, HEAD or HEAD~N"
-        ) from None

@@ -18,13 +18,10 @@ from pathlib import Path
 import pygit2
 
 from nornir_bench.core.secrets import mask_config_secrets
+from nornir_bench.history.reading import commit_named, open_repository
 from nornir_bench.history.repository import RepositoryError, host_of
 
-__all__ = ["Commit", "CommitReader", "UnknownRevision"]
-
-
-class UnknownRevision(RepositoryError):
-    """A revision the repository does not have (or that is not a commit)."""
+__all__ = ["Commit", "CommitReader"]
 
 
 @dataclass(frozen=True)
@@ -55,14 +52,7 @@ class CommitReader:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        if not (path / ".git").exists():
-            raise RepositoryError(
-                f"--repo {path}: not a git repository: give one nornir-bench backup wrote"
-            )
-        try:
-            self.repo = pygit2.Repository(str(path))
-        except (pygit2.GitError, OSError) as exc:
-            raise RepositoryError(f"--repo {path}: not a usable git repository: {exc}") from None
+        self.repo = open_repository(path, f"--repo {path}")
         self._digests: dict[str, int] = {}
 
     def commit(self, revision: str) -> Commit:
@@ -72,12 +62,7 @@ class CommitReader:
             UnknownRevision: no such revision, or it names no commit.
             RepositoryError: the repository cannot be read (a corrupt object).
         """
-        try:  # not found is a KeyError, a malformed revision a ValueError (both GitErrors)
-            commit = self.repo.revparse_single(revision).peel(pygit2.Commit)
-        except (KeyError, ValueError):
-            raise UnknownRevision(self._unknown(revision)) from None
-        except pygit2.GitError as exc:
-            raise RepositoryError(f"--repo {self.path}: cannot read {revision}: {exc}") from None
+        commit = commit_named(self.repo, f"--repo {self.path}", revision)
         try:
             files = {host: str(entry.id) for entry in commit.tree
                      if entry.type_str == "blob"
@@ -126,7 +111,3 @@ class CommitReader:
         except (pygit2.GitError, KeyError, ValueError) as exc:
             raise RepositoryError(f"--repo {self.path}: cannot read blob {blob}: {exc}") from None
         return found.data if isinstance(found, pygit2.Blob) else b""
-
-    def _unknown(self, revision: str) -> str:
-        return (f"{revision}: not a revision of {self.path} (a commit's hash, a branch, a tag, "
-                "HEAD~1 ...)")

@@ -26,7 +26,8 @@ from typing import Any
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.core.wording import hosts_named
-from nornir_bench.history.commits import Commit, CommitReader, UnknownRevision
+from nornir_bench.history.commits import Commit, CommitReader
+from nornir_bench.history.reading import UnknownRevision
 from nornir_bench.report.compare import Checks, Key, RecordsSide, Seen, Side
 
 __all__ = ["CommitSide", "RecordsAsConfigs", "SideError", "sides_of"]
