@@ -18,6 +18,7 @@ from nornir_bench.history.repository import ConfigRepository, Written
 from tests.cli.in_process import nornir_bench_here
 from tests.cli.test_devices import ENV_PASSWORD
 from tests.devices import LabProcess
+from tests.history.unreadable import KINDS, unreadable
 from tests.report.test_page import in_browser
 
 SECRET = "$1$mERr$Abc9secret"
@@ -156,22 +157,11 @@ def test_a_side_that_is_no_commit_or_records_is_one_line_and_exit_2(
     assert done.stderr.startswith(f"nornir-bench: error: {says}"), done.stderr
 
 
-@pytest.mark.parametrize("what", ["missing", "not-a-repository", "corrupt"])
+@pytest.mark.parametrize("what", KINDS)
 def test_a_repository_that_cannot_be_read_is_one_line_and_exit_2(
     repo: Path, tmp_path: Path, what: str
 ) -> None:
-    path = repo
-    if what == "missing":
-        path = tmp_path / "nowhere"
-    elif what == "not-a-repository":
-        path = tmp_path / "plain"
-        path.mkdir()
-    else:
-        for objects in (repo / ".git" / "objects").iterdir():
-            if len(objects.name) == 2:  # a loose object's folder: its files emptied
-                for found in objects.iterdir():
-                    found.chmod(0o644)
-                    found.write_bytes(b"")
+    path = unreadable(repo, tmp_path, what)
     done = nornir_bench_here("diff", "--repo", str(path), "HEAD~1", "HEAD", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
