@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from nornir_bench.history.lock import holding
@@ -29,6 +31,7 @@ from tests.cli.test_backup_routers import (
 from tests.history.test_backup_faults import one_line_error, valid
 from tests.runners.test_config_routers import (
     change_job,
+    lab_job,
     records,
     run_cli,
     run_cli_command,
@@ -96,6 +99,56 @@ def test_a_change_run_commits_the_drift_before_it_and_what_the_routers_run_after
         assert [c.id for c in commits(repo)] == [after.id, before.id, first.id]
         assert f"{repo}: no commit before the change: " in again.stdout
         assert f"{repo}: no commit after the change: " in again.stdout
+
+
+SECRET_TEMPLATE = """\
+router bgp {{ 65000 + host.name[1:] | int }}
+ neighbor {{ peers[host.name] }} password {{ secret }}-{{ host.name }}
+"""
+
+
+def secret_job(lab: RunningRouterLab, folder: Path, secret: str) -> Path:
+    """A change giving each router's first BGP peer the password ``secret``-HOST."""
+    (folder / "secret.j2").write_text(SECRET_TEMPLATE)
+    peers = {host: next(iter(lab.bgp_at_ready[router])) for host, router in lab.hosts().items()}
+    return lab_job(lab, folder, "asyncio",
+                   "    template_file: secret.j2\n"
+                   f"    variables: {{peers: {peers}, secret: {secret}}}\n"
+                   f"    backup_dir: {folder / 'backups'}\n")
+
+
+def every_text(repo: Path) -> str:
+    """Every blob, commit message and ref of the repository, as text."""
+    found = pygit2.Repository(str(repo))
+    texts = [found.references[name].name for name in found.references]
+    for commit in commits(repo):
+        texts.append(commit.message)
+        texts += [entry.read_raw().decode() for entry in commit.tree]
+    return "\n".join(texts)
+
+
+def test_a_change_commits_its_secrets_masked_unless_told_to_keep_them(
+    frr_lab: RunningRouterLab, restored: dict[str, str], tmp_path: Path,
+) -> None:
+    repo = tmp_path / "history"
+    done = run_cli(secret_job(frr_lab, tmp_path, "s3cr3t"), "--repo", str(repo), "--quiet",
+                   "-o", "masked.jsonl")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "password ********" in files(repo)["h1.cfg"]
+    assert "s3cr3t" not in every_text(repo)
+    assert "secrets kept" not in done.stdout
+
+    done = run_cli(secret_job(frr_lab, tmp_path, "k3pt"), "--repo", str(repo), "--quiet",
+                   "--keep-secrets", "-o", "kept.jsonl")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"secrets kept (--keep-secrets): {repo} is readable by its owner alone" \
+        in done.stdout
+    peer = next(iter(frr_lab.bgp_at_ready["r1"]))
+    assert f"neighbor {peer} password k3pt-h1" in files(repo)["h1.cfg"]
+    assert f"neighbor {peer} password s3cr3t-h1" in files(repo, 1)["h1.cfg"]  # before, kept
+    assert stat.S_IMODE(repo.stat().st_mode) == 0o700
+    assert stat.S_IMODE((repo / "h1.cfg").stat().st_mode) == 0o600
+    assert "k3pt" not in commits(repo)[0].message
 
 
 def test_a_jobs_output_repo_is_where_a_backup_commits_and_repo_wins_over_it(
