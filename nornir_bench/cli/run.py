@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="commit the configurations a change (send_config, asend_config) "
                         "read to this git repository (a backup's): before it, where the "
                         "repository's last file differs, and after it; default: the job's "
-                        "output.repo (this option wins over it); not with --check")
+                        "output.repo (this option wins over it); with --check, nothing "
+                        "changes and nothing is committed")
     parser.add_argument("--keep-secrets", action="store_true",
                         help="with a repository, keep passwords and keys in its files (masked "
                         "by default); it is then made readable by its owner alone")

@@ -96,10 +96,7 @@ def change_with_history(
     repository = ConfigRepository(repo)
     with holding(repo, repository.git_dir, wait=wait, on_wait=on_wait):
         done = run_job(_kept(job), **run)
-        try:
-            history = _commit(job, done, repository, keep_secrets)
-        except RepositoryError as exc:
-            history = ChangeHistory(None, None, done.redact(str(exc)))
+        history = _commit(job, done, repository, keep_secrets)
     return done, history
 
 
@@ -116,21 +113,9 @@ def _kept(job: Job) -> Job:
 def _commit(
     job: Job, run: JobRun, repository: ConfigRepository, keep_secrets: bool
 ) -> ChangeHistory:
-    if keep_secrets:
-        owner_only(repository)
-    before: dict[str, str] = {}
-    after: dict[str, str] = {}
-    failed: dict[str, str] = {}
-    rolled_back: dict[str, str] = {}
-    for name, multi in run.result.items():
-        read_before, read_after = configs_of(multi)
-        for text, kept in ((read_before, before), (read_after, after)):
-            if text is not None:
-                kept[name] = text if keep_secrets else run.redact(text)
-        if multi.failed:
-            change = change_of(multi)
-            why = why_failed(run.redact, failure_of(multi))
-            (rolled_back if change and change[0]["state"] == ROLLED_BACK else failed)[name] = why
+    """The before and after commits; a refusal (after the change: it stands) said, with the
+    before commit if it was made."""
+    read = _Read.of(run, keep_secrets)
     name = job.path.name
 
     def before_message(written: Written) -> str:
@@ -140,13 +125,44 @@ def _commit(
         )
 
     def after_message(written: Written) -> str:
-        return run.redact(after_commit_message(name, written, rolled_back, failed))
+        return run.redact(after_commit_message(name, written, read.rolled_back, read.failed))
 
-    drift = repository.commit_run(before, before_message)
-    made = repository.commit_run(after, after_message)
-    if keep_secrets:
-        owner_only(repository)
+    drift = None
+    try:
+        if keep_secrets:
+            owner_only(repository)
+        drift = repository.commit_run(read.before, before_message)
+        made = repository.commit_run(read.after, after_message)
+        if keep_secrets:
+            owner_only(repository)
+    except RepositoryError as exc:
+        return ChangeHistory(drift, None, run.redact(str(exc)))
     return ChangeHistory(drift, made)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What a run's changes read, by host (masked unless secrets are kept), and the hosts
+    whose change was rolled back or failed otherwise, with why."""
+
+    before: dict[str, str]
+    after: dict[str, str]
+    rolled_back: dict[str, str]
+    failed: dict[str, str]
+
+    @classmethod
+    def of(cls, run: JobRun, keep_secrets: bool) -> _Read:
+        read = cls({}, {}, {}, {})
+        for name, multi in run.result.items():
+            for text, kept in zip(configs_of(multi), (read.before, read.after), strict=True):
+                if text is not None:
+                    kept[name] = text if keep_secrets else run.redact(text)
+            if multi.failed:
+                change = change_of(multi)
+                rolled = change is not None and change[0]["state"] == ROLLED_BACK
+                why = why_failed(run.redact, failure_of(multi))
+                (read.rolled_back if rolled else read.failed)[name] = why
+        return read
 
 
 def after_commit_message(
