@@ -57,7 +57,8 @@ def test_a_second_backup_waits_for_the_first_or_with_no_wait_says_who_holds_it(
     configure(frr_lab, "r1", ROUTE)
     with holding(repo, repo / ".git"):  # a backup under way, as far as others can tell
         done = backup(job, repo, "--no-wait")
-        one_line_error(done, f"--repo {repo}: another backup is writing it (pid {os.getpid()} ")
+        one_line_error(done, f"--repo {repo}: another backup or change is writing it (pid "
+                       f"{os.getpid()} ")
         assert len(commits(repo)) == 1
         waiting = subprocess.Popen(
             [sys.executable, "-m", "nornir_bench", "backup", str(job), "--repo", str(repo),
@@ -67,7 +68,8 @@ def test_a_second_backup_waits_for_the_first_or_with_no_wait_says_who_holds_it(
         try:
             assert waiting.stderr is not None
             said = waiting.stderr.readline()  # the event: it says it waits, then waits
-            assert said.startswith(f"waiting for the backup writing {repo} (pid {os.getpid()} ")
+            assert said.startswith(f"waiting for the backup or change writing {repo} (pid "
+                                   f"{os.getpid()} ")
             assert waiting.poll() is None and len(commits(repo)) == 1
         except BaseException:
             waiting.kill()

@@ -16,7 +16,7 @@ from typing import Any
 from hier_config.platforms.driver_base import HConfigDriverBase
 from hier_config.platforms.generic.driver import HConfigDriverGeneric
 
-from nornir_bench.core.changes import CHANGED, DRIFTED, NOT_TOUCHED, WOULD_CHANGE
+from nornir_bench.core.changes import CHANGED, DRIFTED, NOT_TOUCHED, WOULD_CHANGE, ConfigsRead
 from nornir_bench.core.checks import number
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import seconds_text
@@ -66,6 +66,8 @@ class ConfigChangeFailed(Exception):
         diff: how the configuration now differs from the backup (empty once rolled back): a
             device left changed (``core.changes.left_changed``).
         checks: the state checks read around it (``CheckOutcome.record``).
+        configs: the configuration read before and read back last, when asked
+            (``keep_configs``).
     """
 
     # Public as nornir_bench.tasks.changes.config.ConfigChangeFailed: tracebacks and pickles
@@ -74,26 +76,30 @@ class ConfigChangeFailed(Exception):
 
     def __init__(
         self, message: str, *, state: str, backup: str | None, diff: str = "",
-        checks: list[dict[str, Any]] | None = None,
+        checks: list[dict[str, Any]] | None = None, configs: ConfigsRead | None = None,
     ) -> None:
         super().__init__(message)
         self.state = state
         self.backup = backup
         self.diff = diff
         self.checks = checks or []
+        self.configs = configs
 
     @property
     def change(self) -> dict[str, Any]:
         return {"state": self.state, "backup": self.backup}
 
     def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in the parent of a worker process
-        return _rebuilt, (str(self), self.state, self.backup, self.diff, self.checks)
+        return _rebuilt, (str(self), self.state, self.backup, self.diff, self.checks,
+                          self.configs)
 
 
 def _rebuilt(
-    message: str, state: str, backup: str | None, diff: str, checks: list[dict[str, Any]]
+    message: str, state: str, backup: str | None, diff: str, checks: list[dict[str, Any]],
+    configs: ConfigsRead | None = None,
 ) -> ConfigChangeFailed:
-    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff, checks=checks)
+    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff, checks=checks,
+                              configs=configs)
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,8 @@ class Change:
     ``no change``, ``changed``; a replace's dry run ``compliant`` or ``drifted``), the diff,
     the lines that make (or would make) it, the backup file when one was written, the
     checks around it (:meth:`~nornir_bench.tasks.checks.state_checks.CheckOutcome.record`),
-    and notes on its input (a restore's commit, its masked lines left out)."""
+    and notes on its input (a restore's commit, its masked lines left out), and, when asked
+    (``keep_configs``), the configuration read before and after."""
 
     state: str
     diff: str
@@ -110,6 +117,7 @@ class Change:
     checks: list[dict[str, Any]] = field(default_factory=list)
     remediation: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    configs: ConfigsRead | None = None
 
     @property
     def changed(self) -> bool:
@@ -154,6 +162,7 @@ class ChangeOptions:
     replace: bool = False  # mode: replace (else merge)
     scope: tuple[str, ...] = ()
     ignore: tuple[re.Pattern[str], ...] = ()
+    keep_configs: bool = False  # the configurations read kept on the result (ConfigsRead)
 
 
 class AroundChange:

@@ -102,6 +102,8 @@ def _result(host: Host, change: Change, said: tuple[str, ...]) -> Result:
     result = Result(host=host, result=change.text(), changed=change.changed, diff=change.diff)
     result.change = change.record()  # type: ignore[attr-defined]
     result.checks = change.checks  # type: ignore[attr-defined]
+    if change.configs is not None:
+        result.configs = change.configs  # type: ignore[attr-defined]
     return result
 
 
@@ -155,6 +157,7 @@ def _planned(
         settle=float(given["settle"] or 0), confirm=confirm,
         journal=None if given.get("journal_file") is None else str(given["journal_file"]),
         driver=driver, replace=mode.replace, scope=mode.scope, ignore=ignore,
+        keep_configs=bool(given["keep_configs"]),
     )
     progress = ChangeProgress(task)
     return noting(change_flow(lines, how, progress), progress), said
@@ -185,6 +188,7 @@ def send_config(
     confirm: dict[str, float] | None = None,
     journal_file: str | None = None,
     timeout: float = DEFAULT_CONFIG_TIMEOUT,
+    keep_configs: bool = False,
 ) -> Result:
     """Change the host's configuration through nornir-netmiko's connection (blocking): see the
     module for the steps.
@@ -211,10 +215,15 @@ def send_config(
             new login and its checks succeed within the window; else it is reverted.
         journal_file: the journal of pending changes (:mod:`~nornir_bench.tasks.changes.journal`).
         timeout: seconds for each exchange with the device.
+        keep_configs: keep the configuration read before the change and the one read back
+            last on the result, or its error (``configs``, a
+            :class:`~nornir_bench.core.changes.ConfigsRead`): for a job that commits them to
+            its repository (``output.repo``), which sets it.
 
     Returns:
         A ``Result`` whose ``result`` is the state and diff, ``changed`` and ``diff`` set,
-        ``change`` (``state``, ``backup``) and ``checks`` (each check's values).
+        ``change`` (``state``, ``backup``), ``checks`` (each check's values) and, with
+        ``keep_configs``, ``configs``.
 
     Raises:
         ConfigChangeFailed: a line refused, the change not verified, a check failed after it
@@ -249,6 +258,7 @@ async def asend_config(
     confirm: dict[str, float] | None = None,
     journal_file: str | None = None,
     timeout: float = DEFAULT_CONFIG_TIMEOUT,
+    keep_configs: bool = False,
 ) -> Result:
     """:func:`send_config` on scrapli's async driver, on the host's kept session (the one
     ``asend_command`` uses): the same steps, parameters and result."""
