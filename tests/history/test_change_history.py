@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pygit2
@@ -28,6 +26,7 @@ from tests.cli.test_backup_routers import (
     committed,
     configure,
 )
+from tests.history.full_disk import on_full_disk
 from tests.history.test_backup_faults import one_line_error, valid
 from tests.runners.test_config_routers import (
     change_job,
@@ -37,7 +36,6 @@ from tests.runners.test_config_routers import (
     run_cli_command,
     running,
 )
-from tests.waiting import HANG_GUARD
 
 
 def files(repo: Path, commit: int = 0) -> dict[str, str]:
@@ -215,18 +213,8 @@ def test_a_commit_refused_after_the_change_says_the_change_was_made(
     assert backup(backup_job(frr_lab, tmp_path, "asyncio", "abackup_config"), seed).returncode == 0
     first = commits(seed)[0].id
     job = change_job(frr_lab, tmp_path, "asyncio", refuse=[])
-    for folder in (full, after):
-        folder.mkdir()
-    script = (
-        f"mount -t tmpfs -o size=1m tmpfs {full} && cp -a {seed}/. {full}/ && "
-        f"(dd if=/dev/zero of={full}/filler bs=4k 2>/dev/null; true) && "
-        f"{sys.executable} -m nornir_bench run {job} --repo {full} -o "
-        f"{tmp_path / 'full.jsonl'} --quiet; status=$?; rm {full}/filler; "
-        f"cp -a {full}/. {after}/; exit $status"
-    )
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           script], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=HANG_GUARD, check=False)
+    done = on_full_disk(seed, full, after, "run", job, "-o", tmp_path / "full.jsonl",
+                        "--quiet")
     one_line_error(done, f"--repo {full}: cannot write the run: ")
     assert done.stderr.endswith(f"; the change was made (its outcome above, its records in "
                                 f"{tmp_path / 'full.jsonl'}): not committed\n"), done.stderr
