@@ -48,6 +48,17 @@ def test_get_config_with_a_subtree_filter_gives_each_servers_data(
         }]}}
 
 
+def test_a_subtree_filter_of_two_top_elements_reads_both(netconf_lab: RunningNetconfLab) -> None:
+    """(ncclient's ("subtree", XML) form takes one top element: the filter is sent whole.)"""
+    nr = netconf_lab.nornir("threadpool", num_workers=2)
+    with nr:
+        said = results(nr.run(task=netconf_get_config, filter=ETH0 + (
+            '<system xmlns="urn:ietf:params:xml:ns:yang:ietf-system"><hostname/></system>')))
+    for server in netconf_lab.servers():
+        assert said[server]["system"] == {"hostname": server}
+        assert said[server]["interfaces"]["interface"]["name"] == "eth0"
+
+
 def test_async_get_with_an_xpath_filter_on_the_asyncio_runner(
     netconf_lab: RunningNetconfLab,
 ) -> None:
