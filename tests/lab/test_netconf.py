@@ -5,6 +5,8 @@ SSH), its inventory, put back, and removed whole at the end of its block, at SIG
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import signal
 import socket
 import threading
@@ -20,7 +22,8 @@ from nornir_bench.lab.netconf_ready import netconf_rpcs
 from tests.devices import LAB, free_port_range, started, stopped
 from tests.lab.test_labs import owner_killed
 from tests.netconf_lab import skip_without_netconf_lab
-from tests.routers import LAB_READY_TIMEOUT, lab_leftovers, new_lab_name, wait_for
+from tests.routers import LAB_READY_TIMEOUT, guard_pid, lab_leftovers, new_lab_name, wait_for
+from tests.waiting import HANG_GUARD
 
 _CANDIDATE_EDIT = (
     "<edit-config><target><candidate/></target><config>"
@@ -110,8 +113,11 @@ def test_a_netconf_lab_whose_owner_is_killed_is_removed_by_its_guard() -> None:
     assert not wait_for(lambda: lab_leftovers(name))
 
 
-def test_the_command_is_removed_whole_at_sigterm(tmp_path: Path) -> None:
-    """``nornir-bench lab --netconf 2``: a line per server, ``lab ready:``, then SIGTERM:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_command_is_removed_whole_at_ctrl_c_and_sigterm(
+    tmp_path: Path, sig: signal.Signals,
+) -> None:
+    """``nornir-bench lab --netconf 2``: a line per server, ``lab ready:``, then the signal:
     ``lab stopped``, exit 0, nothing left, the password never printed. (A lab of its own.)"""
     skip_without_netconf_lab()
     name = new_lab_name()
@@ -123,13 +129,35 @@ def test_the_command_is_removed_whole_at_sigterm(tmp_path: Path) -> None:
         lab = RunningNetconfLab.attach(name, tmp_path / "inventory")
         assert lab.data("nc2")
     finally:
-        status = stopped(handle, signal.SIGTERM)
+        status = stopped(handle, sig)
     out = "\n".join(handle.stdout)
     assert status == 0, out + handle.stderr()
     assert handle.stdout[0].startswith(f"nc1   127.0.0.1:{port} ")
     assert handle.ready.startswith("lab ready: 2 NETCONF servers (candidate, confirmed commit; ")
     assert handle.stdout[-1].startswith("lab stopped: everything removed in ")
     assert lab.password not in out + handle.stderr()
+    assert not wait_for(lambda: lab_leftovers(name))
+
+
+def test_what_a_lab_killed_with_its_guard_left_is_removed_by_the_next_of_its_name() -> None:
+    """Owner and guard both SIGKILLed (nothing removes the lab then): the next lab of the
+    name removes what it left, starts, and leaves nothing itself. (Labs of its own.)"""
+    skip_without_netconf_lab()
+    name = new_lab_name()
+    spawn = multiprocessing.get_context("spawn")
+    said: Queue[int] = spawn.Queue()
+    owner = spawn.Process(target=own_netconf_lab, args=(name, said))
+    owner.start()
+    try:
+        said.get(timeout=HANG_GUARD)
+        os.kill(guard_pid(name), signal.SIGKILL)
+    finally:
+        owner.kill()
+        owner.join(HANG_GUARD)
+    left = lab_leftovers(name)
+    assert any(thing.startswith("namespace ") for thing in left), left
+    with netconf_lab(1, name=name) as lab:
+        assert lab.changed() == []
     assert not wait_for(lambda: lab_leftovers(name))
 
 
