@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from nornir_bench.lab import LabError, RunningNetconfLab, netconf_lab
+from nornir_bench.lab import LabError, RunningNetconfLab, RunningRouterLab, netconf_lab
 from nornir_bench.lab.netconf_plan import plan_netconf_lab
 from nornir_bench.lab.netconf_ready import netconf_rpcs
 from tests.devices import LAB, free_port_range, started, stopped
@@ -71,6 +71,13 @@ def test_a_changed_server_is_found_and_put_back(netconf_lab: RunningNetconfLab) 
     netconf_lab.restore(["nc1"])
     assert netconf_lab.changed() == []
     assert netconf_lab.pids("nc2") == untouched
+
+
+def test_a_router_labs_attach_does_not_take_a_netconf_lab_for_one(
+    netconf_lab: RunningNetconfLab,
+) -> None:
+    with pytest.raises(LabError, match=f"^no router lab named '{netconf_lab.name}' is running$"):
+        RunningRouterLab.attach(netconf_lab.name)
 
 
 @pytest.mark.parametrize(("options", "said"), [
