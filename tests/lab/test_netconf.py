@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import subprocess
 import threading
 from multiprocessing.queues import Queue
 from pathlib import Path
@@ -135,6 +136,10 @@ def test_the_command_is_removed_whole_at_ctrl_c_and_sigterm(
     try:
         lab = RunningNetconfLab.attach(name, tmp_path / "inventory")
         assert lab.data("nc2")
+        waited = subprocess.run([*LAB, "wait-lab", "--netconf", "2", "--name", name],
+                                capture_output=True, text=True, timeout=HANG_GUARD)
+        assert (waited.returncode, waited.stdout) == (
+            0, "lab ready: 2 NETCONF servers answer NETCONF over SSH\n"), waited.stderr
     finally:
         status = stopped(handle, sig)
     out = "\n".join(handle.stdout)
