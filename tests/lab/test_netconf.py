@@ -93,6 +93,7 @@ def test_bad_options_are_one_line(options: dict[str, object], said: str) -> None
         plan_netconf_lab(**options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # a lab of its own
 def test_a_lab_is_removed_whole_at_the_end_of_its_block(tmp_path: Path) -> None:
     """(A lab of its own: its end is the subject.)"""
     skip_without_netconf_lab()
@@ -112,6 +113,7 @@ def own_netconf_lab(name: str, said: Queue[int]) -> None:
         threading.Event().wait()
 
 
+@pytest.mark.slow  # a lab of its own
 def test_a_netconf_lab_whose_owner_is_killed_is_removed_by_its_guard() -> None:
     """(A lab of its own: its owner is killed.)"""
     skip_without_netconf_lab()
@@ -121,6 +123,7 @@ def test_a_netconf_lab_whose_owner_is_killed_is_removed_by_its_guard() -> None:
     assert not wait_for(lambda: lab_leftovers(name))
 
 
+@pytest.mark.slow  # a lab of its own
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_the_command_is_removed_whole_at_ctrl_c_and_sigterm(
     tmp_path: Path, sig: signal.Signals,
@@ -151,6 +154,7 @@ def test_the_command_is_removed_whole_at_ctrl_c_and_sigterm(
     assert not wait_for(lambda: lab_leftovers(name))
 
 
+@pytest.mark.slow  # a lab of its own
 def test_what_a_lab_killed_with_its_guard_left_is_removed_by_the_next_of_its_name() -> None:
     """Owner and guard both SIGKILLed (nothing removes the lab then): the next lab of the
     name removes what it left, starts, and leaves nothing itself. (Labs of its own.)"""
