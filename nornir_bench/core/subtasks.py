@@ -15,7 +15,7 @@ from nornir_bench.core.execution import Offload, arun_host, child_task, is_async
 if TYPE_CHECKING:
     from nornir.core.task import MultiResult, Task
 
-__all__ = ["arun_subtask", "offloading", "stop_offloading"]
+__all__ = ["arun_subtask", "offloading", "run_blocking", "stop_offloading"]
 
 
 # The offload of the run in progress, so that arun_subtask sends blocking subtasks to the same
@@ -36,6 +36,13 @@ def offloading(offload: Offload | None) -> contextvars.Token[Offload | None]:
 def stop_offloading(token: contextvars.Token[Offload | None]) -> None:
     """Undo :func:`offloading`, so no closed pool stays visible to the caller's context."""
     _current_offload.reset(token)
+
+
+async def run_blocking(call: Callable[[], Any]) -> Any:
+    """Await the blocking ``call`` from an ``async def`` task: run in the run's thread pool
+    (asyncio's default one outside a run), so the loop goes on meanwhile; its return value."""
+    offload = _current_offload.get() or to_thread
+    return await offload(call)
 
 
 async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -> MultiResult:

@@ -9,6 +9,12 @@ from typing import Any
 from nornir_bench.tasks.changes.config import asend_config, send_config
 from nornir_bench.tasks.checks.audit import acheck_state, check_state
 from nornir_bench.tasks.checks.commands import asend_command, send_command
+from nornir_bench.tasks.checks.netconf_read import (
+    anetconf_get,
+    anetconf_get_config,
+    netconf_get,
+    netconf_get_config,
+)
 from nornir_bench.tasks.checks.running_config import abackup_config, backup_config
 from nornir_bench.tasks.synthetic.parsing import parse_interfaces
 from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
@@ -33,6 +39,10 @@ BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
             acheck_state,
             backup_config,
             abackup_config,
+            netconf_get,
+            anetconf_get,
+            netconf_get_config,
+            anetconf_get_config,
         )
     }
 )
