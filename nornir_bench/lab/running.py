@@ -289,6 +289,7 @@ def live_processes() -> Iterator[tuple[int, list[str]]]:
 
 
 def live_lab_namespaces() -> set[str]:
-    """The network namespaces of every router lab whose owner still runs (none for a user
-    who cannot read the labs' states): another session's lab, not anyone's leftover."""
+    """The network namespaces of every lab (routers, NETCONF) whose owner still runs (none
+    for a user who cannot read the labs' states): another session's lab, not anyone's
+    leftover."""
     return {name for state in lab_states() if owner_alive(state) for name in state.namespaces}
