@@ -180,13 +180,15 @@ class AroundChange:
                 backup=None, checks=self.records(),
             )
 
-    def pending(self, backup: str) -> None:
-        """The change waits for confirmation from now on: in the journal before it is sent."""
+    def pending(self, backup: str, *, device_reverts_at: float | None = None) -> None:
+        """The change waits for confirmation from now on: in the journal before it is sent;
+        ``device_reverts_at``: the device reverts it itself by then (a ``time.time()``)."""
         how = self.how
         if how.confirm is None or how.journal is None:
             return
+        device = {} if device_reverts_at is None else {"device_reverts_at": device_reverts_at}
         append_entry(how.journal, how.host, PENDING, backup=backup, task=how.task,
-                     until=time.time() + how.confirm)
+                     until=time.time() + how.confirm, **device)
         self.journal = how.journal
 
     def ended(self, state: str) -> None:
@@ -235,9 +237,10 @@ class AroundChange:
 # -- the plan: what to ask the device, in order (tasks.sessions._plan drives it) -------------
 
 
-def check_around(params: Mapping[str, Any]) -> float | None:
-    """The checks, ``settle`` and ``confirm`` checked; the confirm window, if any."""
-    checks_from(params.get("checks"))
+def check_around(params: Mapping[str, Any], *, netconf: bool = False) -> float | None:
+    """The checks (read over NETCONF: ``netconf``), ``settle`` and ``confirm`` checked; the
+    confirm window, if any."""
+    checks_from(params.get("checks"), netconf=netconf)
     if params.get("settle") is not None:
         number("settle", params["settle"], minimum=0, maximum=MAX_CONFIRM,
                unit="a number of seconds")
