@@ -32,8 +32,8 @@ def config_xml(text: str, where: str = "config") -> str:
     modules side by side).
 
     Raises:
-        ValueError: not well-formed XML, in one line (``where``, the parser's line and
-            column), or holding no element.
+        ValueError: not well-formed XML, in one line (``where``, the parser's line and column
+            in ``text``).
     """
     from lxml import etree
 
@@ -41,31 +41,40 @@ def config_xml(text: str, where: str = "config") -> str:
         raise ValueError(f"{where} must be the XML of the configuration to edit, got {text!r}")
     if len(text) > MAX_CONFIG_XML:
         raise ValueError(f"{where}: larger than {MAX_CONFIG_XML:,} characters: not a change")
-    body = text.strip()
-    if body.startswith("<?xml"):
-        body = body.split("?>", 1)[1] if "?>" in body else body
     try:
-        root = etree.fromstring(f"{_WRAPPER}{body}</config>".encode(), _parser())
+        elements = [etree.fromstring(text.lstrip().encode(), _parser())]
     except etree.XMLSyntaxError as exc:
-        raise ValueError(f"{where}: not well-formed XML: {_said(exc)}") from None
-    children = list(root)
-    if not children:
-        raise ValueError(f"{where}: no XML element to edit, got {text.strip()[:60]!r}")
-    if len(children) == 1 and etree.QName(children[0]).localname == "config":
-        root = children[0]
-    return str(etree.tostring(root, encoding="unicode"))
+        if not str(exc.msg).startswith("Extra content at the end of the document"):
+            raise ValueError(f"{where}: not well-formed XML: {_said(exc)}") from None
+        elements = _side_by_side(text.lstrip(), where)
+    if len(elements) == 1 and etree.QName(elements[0]).localname == "config":
+        return str(etree.tostring(elements[0], encoding="unicode"))
+    config = etree.Element(f"{{{NETCONF_NS}}}config", nsmap={None: NETCONF_NS})
+    config.extend(elements)
+    return str(etree.tostring(config, encoding="unicode"))
+
+
+def _side_by_side(text: str, where: str) -> list[Any]:
+    """The elements of ``text``, several at its top level."""
+    from lxml import etree
+
+    try:
+        return list(etree.fromstring(f"{_WRAPPER}{text}</config>".encode(), _parser()))
+    except etree.XMLSyntaxError as exc:
+        raise ValueError(f"{where}: not well-formed XML: {_said(exc, len(_WRAPPER))}") from None
 
 
 _WRAPPER = f'<config xmlns="{NETCONF_NS}">'
 _POSITION = re.compile(r",? line \d+, column \d+$")
 
 
-def _said(exc: Any) -> str:
-    """The parser's error in one line, at its place in the user's text (not the wrapper's)."""
+def _said(exc: Any, shift: int = 0) -> str:
+    """The parser's error in one line, at its place in the user's text (``shift``: the
+    characters put before its first line)."""
     message = _POSITION.sub("", " ".join(str(exc.msg).split()))
     line, column = exc.position
     if line == 1:
-        column = max(1, column - len(_WRAPPER))
+        column = max(1, column - shift)
     return f"line {line}, column {column}: {message}"
 
 
