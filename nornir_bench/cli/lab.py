@@ -22,8 +22,8 @@ __all__ = [
 ]
 
 LAB_HELP = (
-    "run emulated SSH devices (FakeNOS), or real FRR routers (--routers, as root), on loopback "
-    "until Ctrl-C"
+    "run emulated SSH devices (FakeNOS), real FRR routers (--routers, as root), or NETCONF "
+    "servers (--netconf, as root) on loopback until Ctrl-C"
 )
 WAIT_LAB_HELP = (
     "wait until every device of a lab (started with `nornir-bench lab ... &`) accepts "
@@ -69,6 +69,18 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
         help="the routers' SSH server listens only inside a namespace of the lab's own; an "
         "OpenSSH bastion on 127.0.0.1 is the only way in (the inventory's jump_host)",
     )
+    netconf = parser.add_argument_group(
+        "NETCONF servers (root; apt-get install -y netconfd openssh-server)"
+    )
+    netconf.add_argument(
+        "--netconf",
+        type=int,
+        metavar="N",
+        help="N NETCONF servers (yuma123 netconfd: candidate, validate, confirmed commit; "
+        "ietf-interfaces, ietf-ip, ietf-system), each in a network namespace of its own, "
+        "behind one OpenSSH server on 127.0.0.1 (a port each, from --port, default 2830; "
+        "--name default netconf; --write and --hosts as for routers)",
+    )
 
 
 def _add_router_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -87,7 +99,6 @@ def _add_router_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     )
     routers.add_argument(
         "--name",
-        default=DEFAULT_LAB_NAME,
         help=f"the router lab's name: its namespaces are nb-NAME-rK (default {DEFAULT_LAB_NAME})",
     )
     return routers
@@ -128,6 +139,20 @@ def _add_lab_description(parser: argparse.ArgumentParser) -> argparse._ArgumentG
 
 def lab_command(args: argparse.Namespace) -> int:
     """Run the lab described by ``args`` until signalled; the exit status (0)."""
+    if args.netconf is not None:
+        from nornir_bench.lab import LabError
+        from nornir_bench.lab.netconf_command import run_netconf_lab
+
+        if (args.inventory is not None or args.count is not None or args.platforms
+                or args.routers is not None or args.max_startups is not None or args.bastion
+                or args.topology != "chain"):
+            raise LabError(
+                "--netconf makes a lab of NETCONF servers: leave out INVENTORY, --count, "
+                "--platform, --routers, --topology, --max-startups and --bastion"
+            )
+        run_netconf_lab(args.netconf, port=args.port, name=args.name, write=args.write,
+                        hosts=args.hosts)
+        return 0
     if args.routers is not None:
         from nornir_bench.lab import LabError
         from nornir_bench.lab.router_command import run_router_lab
@@ -186,9 +211,10 @@ def wait_lab_command(args: argparse.Namespace) -> int:
 
     if args.routers is not None:
         from nornir_bench.lab.router_ready import wait_for_named_lab
+        from nornir_bench.lab.topology import DEFAULT_LAB_NAME
 
         try:
-            plan = wait_for_named_lab(args.name, args.timeout)
+            plan = wait_for_named_lab(args.name or DEFAULT_LAB_NAME, args.timeout)
         except LabNotReady as exc:
             print(f"nornir-bench: {exc}", file=sys.stderr)
             return 1

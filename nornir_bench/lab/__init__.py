@@ -7,6 +7,9 @@ the emulated-RTT TCP server, each started and stopped from Python as from the co
   it, its routers driven as root, its logins counted, its baseline put back
   (:meth:`RunningRouterLab.restore`); :meth:`RunningRouterLab.attach` drives a lab another
   process runs;
+- :func:`~nornir_bench.lab.labs.netconf_lab`: NETCONF servers (yuma123's netconfd, each in
+  a namespace of its own) behind OpenSSH's ``netconf`` subsystem, yielding a
+  :class:`RunningNetconfLab` (:mod:`~nornir_bench.lab.netconf_running`);
 - :mod:`~nornir_bench.lab.device_process`: :func:`device_lab`, FakeNOS devices served by a
   process of their own; :mod:`~nornir_bench.lab.emulator`: :class:`DeviceLab`, the same in
   this process, and :func:`run_lab`, ``nornir-bench lab``;
@@ -38,7 +41,16 @@ from nornir_bench.lab.devices import (
 from nornir_bench.lab.emulator import DeviceLab, lab_devices, run_lab
 from nornir_bench.lab.inventories import nornir_on
 from nornir_bench.lab.inventory_files import render_inventory, write_inventory, write_known_hosts
-from nornir_bench.lab.labs import bastion_lab, new_lab_name, router_lab, throttling_lab
+from nornir_bench.lab.labs import (
+    bastion_lab,
+    netconf_lab,
+    new_lab_name,
+    router_lab,
+    throttling_lab,
+)
+from nornir_bench.lab.netconf import NetconfLab
+from nornir_bench.lab.netconf_ready import NetconfNotReady
+from nornir_bench.lab.netconf_running import RunningNetconfLab
 from nornir_bench.lab.ready import LabNotReady, wait_for_lab
 from nornir_bench.lab.router_ready import RouterNotReady
 from nornir_bench.lab.routers import RouterLab
@@ -55,10 +67,13 @@ __all__ = [
     "LabError",
     "LabNotReady",
     "LabNotRestored",
+    "NetconfLab",
+    "NetconfNotReady",
     "RouterLab",
     "RouterNotReady",
     "RttServer",
     "RttServerStats",
+    "RunningNetconfLab",
     "RunningRouterLab",
     "bastion_lab",
     "device_lab",
@@ -68,6 +83,7 @@ __all__ = [
     "lab_pids",
     "live_lab_namespaces",
     "load_lab_devices",
+    "netconf_lab",
     "new_lab_name",
     "nornir_on",
     "raise_open_file_limit",

@@ -1,5 +1,6 @@
-"""Before a router lab is made: a stale lab of its name removed (its namespaces, its user),
-one still running or a port another process holds refused, naming what holds it."""
+"""Before a lab (routers, NETCONF servers) is made: a stale lab of its name removed (its
+namespaces, its user), one still running or a port another process holds refused, naming what
+holds it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import subprocess
 from collections.abc import Collection
 from pathlib import Path
+from typing import Protocol
 
 from nornir_bench.lab._errors import LabError
 from nornir_bench.lab._system import (
@@ -18,12 +20,31 @@ from nornir_bench.lab._system import (
     teardown,
 )
 from nornir_bench.lab.ports import port_free, port_holder
-from nornir_bench.lab.topology import LabPlan
 
-__all__ = ["refuse_held_ports", "remove_stale", "user_exists"]
+__all__ = ["PlannedLab", "refuse_held_ports", "remove_stale", "user_exists"]
 
 
-def remove_stale(plan: LabPlan, running_here: Collection[str] = ()) -> None:
+class PlannedLab(Protocol):
+    """What the checks before a lab is made read of its plan, whatever the lab's kind."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def kind(self) -> str:
+        """How the lab is called in messages (``router lab``, ``NETCONF lab``)."""
+        ...
+
+    def exposed_ports(self) -> list[tuple[int, str]]:
+        """Its ports on this machine's 127.0.0.1, each with what listens there
+        (``router r1``)."""
+        ...
+
+
+def remove_stale(plan: PlannedLab, running_here: Collection[str] = ()) -> None:
     """A lab of the same name whose process is gone is removed; one still running is an error.
     Namespaces of the name that no state records (a start killed early) go too, and so does
     every other lab whose owner and guard were both killed (no one else would remove it).
@@ -38,7 +59,7 @@ def remove_stale(plan: LabPlan, running_here: Collection[str] = ()) -> None:
         mine = state.owner == os.getpid()
         if plan.name in running_here if mine else owner_alive(state):
             raise LabError(
-                f"a router lab named {plan.name!r} is running (process {state.owner}): stop it, "
+                f"a {plan.kind} named {plan.name!r} is running (process {state.owner}): stop it, "
                 "or give this one another --name"
             )
         teardown(state)
@@ -53,20 +74,16 @@ def remove_stale(plan: LabPlan, running_here: Collection[str] = ()) -> None:
         subprocess.run(["userdel", plan.user], capture_output=True, check=False)
 
 
-def refuse_held_ports(plan: LabPlan, ours: int | None = None) -> None:
+def refuse_held_ports(plan: PlannedLab, ours: int | None = None) -> None:
     """A LabError naming the first of the lab's ports that another process (not ``ours``)
-    listens on, and that process: another lab's SSH server is named by its lab. Behind a
-    bastion, the routers' ports are in the lab's own namespace: only the bastion's counts."""
-    wanted = [(r.port, f"router {r.name}") for r in plan.routers]
-    if plan.bastion_port is not None:
-        wanted = [(plan.bastion_port, "the bastion")]
-    for port, what in wanted:
+    listens on, and that process: another lab's SSH server is named by its lab."""
+    for port, what in plan.exposed_ports():
         holder = port_holder(port)
         if (holder is not None and holder == ours) or (holder is None and port_free(port)):
             continue
         lab = next((s for s in lab_states() if holder and s.sshd_pid == holder), None)
         if lab is not None:
-            who = f"router lab {lab.name!r} (process {lab.owner})"
+            who = f"{lab.kind_text} {lab.name!r} (process {lab.owner})"
         elif holder is not None:
             who = f"process {holder} ({_program(holder)})"
         else:

@@ -35,6 +35,7 @@ __all__ = [
     "command",
     "lab_states",
     "password_logins_of",
+    "kill_processes",
     "labs_locked",
     "namespaces_named",
     "owner_alive",
@@ -57,7 +58,7 @@ _NEEDED = (
 )
 _TOOLS = ("ip", "useradd", "userdel", "chpasswd")
 _COMMAND_TIMEOUT = 30.0
-_COMMANDS = frozenset({"ip", "useradd", "chpasswd", "ssh-keygen"})  # what the lab runs to finish
+_COMMANDS = frozenset({"ip", "useradd", "chpasswd", "ssh-keygen", "setsid"})  # run to finish
 _KILL_ROUNDS = 3
 _CAP_NET_ADMIN = 12
 _CAP_SYS_ADMIN = 21
@@ -84,6 +85,15 @@ class LabState:
     """When ``owner`` started (:func:`process_started`): a process given its id since is not it."""
     bastion_port: int | None = None
     """The lab's bastion on 127.0.0.1, the only way to its routers, if it has one."""
+    kind: str = "routers"
+    """``routers`` (FRR behind OpenSSH) or ``netconf`` (netconfd behind OpenSSH)."""
+    made_folders: list[str] = field(default_factory=list)
+    """Folders outside its work folder it made (netconfd's ``~/.yuma``): removed if empty."""
+
+    @property
+    def kind_text(self) -> str:
+        """The lab's kind as messages name it."""
+        return "NETCONF lab" if self.kind == "netconf" else "router lab"
 
     @property
     def path(self) -> Path:
@@ -242,7 +252,8 @@ def pid_alive(pid: int | None) -> bool:
 
 def teardown(state: LabState) -> None:
     """Remove everything ``state`` records: processes, namespaces (and their links), the
-    user, FRR's folders, the work folder, then the state file. Safe to call again.
+    user, FRR's folders, the work folder (sockets, netconfd's files), the folders it made
+    elsewhere if empty, then the state file. Safe to call again.
 
     A lab stopped by a signal (or killed) part-way through its start may leave a command
     running whose process handle it lost (``useradd``, ``ip netns add``, a daemon's launch):
@@ -254,7 +265,7 @@ def teardown(state: LabState) -> None:
         victims |= set(_sshd_pids(state))
         if not victims:
             break
-        _kill(victims)
+        kill_processes(victims)
     for namespace in state.namespaces:
         if namespace in namespaces_named(namespace):
             subprocess.run(["ip", "netns", "del", namespace], capture_output=True, check=False)
@@ -263,6 +274,11 @@ def teardown(state: LabState) -> None:
     if state.user_made:
         subprocess.run(["userdel", state.user], capture_output=True, check=False)
     shutil.rmtree(state.workdir, ignore_errors=True)
+    for made in state.made_folders:  # another lab's server may have written there since
+        try:
+            os.rmdir(made)
+        except OSError:
+            pass
     state.path.with_suffix(".tmp").unlink(missing_ok=True)  # a save cut short
     state.path.unlink(missing_ok=True)
 
@@ -336,7 +352,7 @@ def _user_pids(user: str) -> list[int]:
     return found
 
 
-def _kill(pids: set[int]) -> None:
+def kill_processes(pids: set[int]) -> None:
     """SIGTERM, a moment to exit, then SIGKILL: FRR's daemons remove their sockets on TERM."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:

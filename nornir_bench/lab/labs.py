@@ -1,15 +1,19 @@
-"""The router labs as context managers: what tests and benchmarks start a lab with.
+"""The labs as context managers: what tests and benchmarks start a lab with.
 
 - :func:`router_lab`: FRR routers behind OpenSSH (:class:`~nornir_bench.lab.routers.RouterLab`),
   ready, its inventory written, its baseline taken;
 - :func:`throttling_lab`: one router whose OpenSSH lets few logins through at once
   (``MaxStartups``), many inventory hosts on its port;
-- :func:`bastion_lab`: routers reached only through a bastion (``--bastion``).
+- :func:`bastion_lab`: routers reached only through a bastion (``--bastion``);
+- :func:`netconf_lab`: NETCONF servers (netconfd) behind OpenSSH
+  (:class:`~nornir_bench.lab.netconf.NetconfLab`), yielding a
+  :class:`~nornir_bench.lab.netconf_running.RunningNetconfLab`.
 
-Each yields a :class:`~nornir_bench.lab.running.RunningRouterLab` and removes the lab when the
-block ends, also on an error or Ctrl-C (KeyboardInterrupt); if this process is killed
-(SIGKILL, the OOM killer), the lab's guard process removes it. ``nornir-bench lab --routers``
-is the same lab, kept until SIGINT or SIGTERM (:mod:`~nornir_bench.lab.router_command`).
+The router labs yield a :class:`~nornir_bench.lab.running.RunningRouterLab`. Each lab is
+removed when the block ends, also on an error or Ctrl-C (KeyboardInterrupt); if this process
+is killed (SIGKILL, the OOM killer), the lab's guard process removes it. ``nornir-bench lab
+--routers`` (``--netconf``) is the same lab, kept until SIGINT or SIGTERM
+(:mod:`~nornir_bench.lab.router_command`, :mod:`~nornir_bench.lab.netconf_command`).
 """
 
 from __future__ import annotations
@@ -20,13 +24,17 @@ import string
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from nornir_bench.lab.netconf import NetconfLab
+from nornir_bench.lab.netconf_plan import plan_netconf_lab
+from nornir_bench.lab.netconf_running import RunningNetconfLab
 from nornir_bench.lab.ports import free_port_range
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.running import RunningRouterLab
 from nornir_bench.lab.topology import plan_lab
 
 __all__ = [
-    "THROTTLING_MAX_STARTUPS", "bastion_lab", "new_lab_name", "router_lab", "throttling_lab",
+    "THROTTLING_MAX_STARTUPS", "bastion_lab", "netconf_lab", "new_lab_name", "router_lab",
+    "throttling_lab",
 ]
 
 THROTTLING_MAX_STARTUPS = "1"
@@ -115,4 +123,39 @@ def bastion_lab(
     names as every host's jump host. Otherwise as :func:`router_lab`."""
     with router_lab(routers, name=name, port=port, write=write, hosts=hosts, bastion=True,
                     timeout=timeout) as lab:
+        yield lab
+
+
+@contextmanager
+def netconf_lab(
+    servers: int = 2, *, name: str | None = None, port: int | None = None,
+    write: str | os.PathLike[str] | None = None, hosts: int | None = None,
+    timeout: float = 60.0,
+) -> Iterator[RunningNetconfLab]:
+    """A NETCONF lab made in this process, ready, removed when the block ends.
+
+    Args:
+        servers: how many netconfd servers (1 to 100), each in a namespace of its own.
+        name: its name (its namespaces, user and work folder derive from it); a new one
+            (:func:`new_lab_name`) if not given.
+        port: the first server's SSH port on 127.0.0.1, the others after it; free ports if
+            not given.
+        write: a folder to write its inventory to (:meth:`RunningNetconfLab.write_inventory`).
+        hosts: that many inventory hosts spread over the servers, instead of one a server.
+        timeout: seconds it has to become ready (every server answering a NETCONF session).
+
+    Raises:
+        LabError: bad options, what the machine lacks, a lab of that name running, a port
+            held (each in one line), or a system command that failed.
+        NetconfNotReady: not ready within ``timeout``.
+    """
+    plan = plan_netconf_lab(
+        servers, port=free_port_range(servers) if port is None else port,
+        name=new_lab_name() if name is None else name,
+    )
+    with NetconfLab(plan) as made:
+        lab = made.running(write)
+        if write is not None:
+            lab.write_inventory(write, hosts)
+        lab.wait_ready(timeout)
         yield lab

@@ -17,7 +17,7 @@ from nornir_bench.lab.ports import free_port_range
 from nornir_bench.lab.routers import DEFAULT_ROUTER_PORT, RouterLab, check_max_startups
 from nornir_bench.lab.topology import DEFAULT_LAB_NAME, plan_lab
 
-__all__ = ["router_hosts", "run_router_lab"]
+__all__ = ["Interrupted", "router_hosts", "run_router_lab", "signals_interrupt"]
 
 
 def run_router_lab(
@@ -51,7 +51,7 @@ def run_router_lab(
     def say(text: str) -> None:
         print(text, file=out or sys.stdout, flush=True)
 
-    with _signals_interrupt():
+    with signals_interrupt():
         lab = RouterLab(plan, max_startups=max_startups)
         try:
             started = time.monotonic()
@@ -72,7 +72,7 @@ def run_router_lab(
                 "removes them")
             while True:
                 signal.pause()
-        except _Interrupted:
+        except Interrupted:
             pass
         finally:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: the guard finishes
@@ -82,14 +82,15 @@ def run_router_lab(
                 say(f"lab stopped: everything removed in {time.monotonic() - ended:.1f} s")
 
 
-class _Interrupted(BaseException):
+class Interrupted(BaseException):
     """SIGINT or SIGTERM reached the lab: it stops."""
 
 
 @contextmanager
-def _signals_interrupt() -> Iterator[None]:
+def signals_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` inside: a lab command stops."""
     def interrupt(signum: int, frame: object) -> None:
-        raise _Interrupted
+        raise Interrupted
 
     previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -25,13 +25,12 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from nornir_bench.lab._errors import LabError
 from nornir_bench.lab._preflight import refuse_held_ports, remove_stale, user_exists
+from nornir_bench.lab._sshd import add_login_user, make_host_key, reap, start_guard, start_sshd
 from nornir_bench.lab._system import (
     FRR_DAEMONS,
     FRR_ETC,
@@ -46,8 +45,7 @@ from nornir_bench.lab._system import (
 )
 from nornir_bench.lab.bastion import Bastion
 from nornir_bench.lab.devices import LabDevice
-from nornir_bench.lab.ports import listening_ports
-from nornir_bench.lab.router_ready import LOGIN_TIMEOUT, wait_for_router_lab
+from nornir_bench.lab.router_ready import wait_for_router_lab
 from nornir_bench.lab.running import PLATFORM, RunningRouterLab, host_key_of
 from nornir_bench.lab.topology import LabPlan
 
@@ -141,7 +139,7 @@ class RouterLab:
             )
             self.state.save()  # before anything is made: whatever follows can be removed
         try:
-            self._guard = _start_guard(self.state)
+            self._guard = start_guard(self.state)
             self._make_user()
             self._make_namespaces()
             self._start_routers()
@@ -166,7 +164,7 @@ class RouterLab:
         teardown(self.state)
         for process in (self._sshd, self._guard):
             if process is not None:
-                _reap(process)
+                reap(process)
         self._sshd = self._guard = None
         self.state = None
         _RUNNING_HERE.discard(self.plan.name)
@@ -175,16 +173,9 @@ class RouterLab:
         assert self.state is not None
         if user_exists(self.user):
             raise LabError(f"user {self.user} exists already and is not the lab's: remove it")
-        self.state.user_made = True
-        self.state.save()
         # Group frr first: a configuration its vtysh saves is a new file of the user's, which
         # FRR's daemons (user frr) must be able to read.
-        command(
-            "useradd", "--system", "--no-create-home", "--home-dir", "/", "--shell", "/bin/sh",
-            "--gid", "frr", "--groups", "frrvty", "--comment",
-            f"nornir-bench lab {self.plan.name}", self.user,
-        )
-        command("chpasswd", stdin=f"{self.user}:{self.password}\n")
+        add_login_user(self.state, self.password, "--gid", "frr", "--groups", "frrvty")
 
     def _make_namespaces(self) -> None:
         plan = self.plan
@@ -250,32 +241,11 @@ class RouterLab:
 
     def _start_sshd(self) -> None:
         assert self.state is not None
-        work = Path(self.state.workdir)
-        key = work / "ssh_host_ed25519_key"
-        command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
-        config = work / "sshd_config"
-        config.write_text(self._sshd_config(key), encoding="utf-8")
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # OpenSSH's privilege separation
+        key = make_host_key(self.state.workdir)
         inside = [] if self.plan.management is None else [
             "ip", "netns", "exec", self.plan.management]
-        with open(work / "sshd.log", "wb") as log:
-            self._sshd = subprocess.Popen(
-                [*inside, "/usr/sbin/sshd", "-D", "-e", "-f", str(config)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-            )
-        self.state.sshd_pid = self._sshd.pid
-        self.state.save()
-        ends = time.monotonic() + LOGIN_TIMEOUT
-        ports = {r.port for r in self.plan.routers}
-        while not ports <= listening_ports(self._sshd.pid):  # its own, not another's
-            if self._sshd.poll() is not None or time.monotonic() > ends:
-                refuse_held_ports(self.plan, self._sshd.pid)  # taken since they were checked
-                said = (work / "sshd.log").read_text(errors="replace").strip().splitlines()
-                raise LabError(
-                    "the lab's SSH server did not start: "
-                    + (said[-1] if said else f"exit {self._sshd.returncode}")
-                )
-            time.sleep(0.02)
+        self._sshd = start_sshd(self.plan, self.state, self._sshd_config(key),
+                                [r.port for r in self.plan.routers], inside)
 
     def _sshd_config(self, key: Path) -> str:
         assert self.state is not None
@@ -322,26 +292,6 @@ def check_max_startups(spec: str | None) -> str | None:
             f"at most FULL, RATE a percentage), as OpenSSH's MaxStartups, got {spec!r}"
         )
     return spec
-
-
-def _start_guard(state: LabState) -> subprocess.Popen[bytes]:
-    """The process that removes the lab if this one dies without doing so: it waits for its
-    standard input (a pipe only this process holds) to close."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "nornir_bench.lab._guard", state.name, str(state.owner)],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,  # a Ctrl-C in the terminal is the lab's to handle, not its
-    )
-
-
-def _reap(process: subprocess.Popen[bytes]) -> None:
-    if process.stdin is not None:
-        process.stdin.close()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _write(path: Path, text: str, user: str, group: str) -> None:

@@ -88,6 +88,17 @@ class LabPlan:
         """The lab's own login user on this machine (a system-wide name: one per lab)."""
         return f"nbl-{self.name}"
 
+    @property
+    def kind(self) -> str:
+        return "router lab"
+
+    def exposed_ports(self) -> list[tuple[int, str]]:
+        """Its ports on 127.0.0.1: a router's each, or only the bastion's (behind a bastion,
+        the routers' ports are in the lab's own namespace)."""
+        if self.bastion_port is not None:
+            return [(self.bastion_port, "the bastion")]
+        return [(r.port, f"router {r.name}") for r in self.routers]
+
     def interface(self, link: Link, side: int) -> str:
         """The name, inside router ``side``'s namespace, of its end of ``link``."""
         other = link.b if side == link.a else link.a
@@ -139,11 +150,11 @@ class LabPlan:
         return f"hostname {self.routers[index].name}\n"
 
 
-def check_lab_name(name: object) -> str:
+def check_lab_name(name: object, kind: str = "router lab") -> str:
     """``name`` if it can name a lab (its namespaces, user and FRR pathspaces derive from it)."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise LabError(
-            "a router lab's name must be 1-10 lowercase letters and digits, starting with a "
+            f"a {kind}'s name must be 1-10 lowercase letters and digits, starting with a "
             f"letter, got {name!r}"
         )
     return name
