@@ -23,10 +23,11 @@ from nornir.core.task import AggregatedResult, MultiResult, Task
 from nornir_bench.core.library_warnings import filterwarnings_lines
 from tests.waiting import HANG_GUARD
 
-# Real device peers on loopback (FakeNOS lab, RTT server) and real FRR routers (as root), shared
+# Real device peers on loopback (FakeNOS lab, RTT server), real FRR routers and NETCONF servers
+# (as root), shared
 # by every test folder: one lab of each kind per session (per xdist worker), made when a test
 # first asks for it.
-pytest_plugins = ["tests.devices", "tests.routers"]
+pytest_plugins = ["tests.devices", "tests.routers", "tests.netconf_lab"]
 
 
 # The modules of the ``test`` extra the tests import, by the extra's names for them: a missing
@@ -40,6 +41,9 @@ TEST_DEPENDENCIES = {
     "fakenos": "fakenos",
     "textfsm": "textfsm",
     "ntc_templates": "ntc-templates",
+    "ncclient": "ncclient",
+    "scrapli_netconf": "scrapli-netconf",
+    "xmltodict": "xmltodict",
     "mypy": "mypy",
     "importlinter": "import-linter",
     "xdist": "pytest-xdist",
@@ -157,7 +161,7 @@ SLOW_RUNNERS = {"processpool", "dask", "asyncio-uvloop"}
 # Fixtures that start labs or clusters.
 SLOW_FIXTURES = {
     "fakenos_lab", "frr_lab", "throttling_lab", "bastion_lab", "session_labs", "corpus_lab",
-    "sites_cluster",
+    "sites_cluster", "netconf_lab",
 }
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -309,9 +310,9 @@ def wait_for(check: Callable[[], Any], pause: float = 0.1) -> Any:
 
 
 def lab_leftovers(name: str) -> list[str]:
-    """What lab ``name`` left on this machine: namespaces, FRR and vtysh processes, its SSH
-    server and sessions, its guard, its user and group (and memberships), FRR's folders, its
-    state file."""
+    """What lab ``name`` left on this machine: namespaces, FRR, vtysh and netconfd processes,
+    its SSH server and sessions, its guard, its user and group (and memberships), FRR's
+    folders, its work folder, its state file."""
     prefix = f"nb-{name}-"
     left: list[str] = []
     try:
@@ -323,6 +324,8 @@ def lab_leftovers(name: str) -> list[str]:
         if (
             (f"-N {prefix}" in line and ("/usr/lib/frr/" in line or "vtysh" in argv[0]))
             or ("sshd" in argv[0] and f"nornir-bench-lab-{name}-" in line)
+            or (Path(argv[0]).name in ("netconfd", "netconf-subsystem")
+                and f"nornir-bench-lab-{name}-" in line)
             or line.startswith(f"sshd: nbl-{name} ")
             or line.startswith(f"sshd: nbl-{name}@")
             or _is_guard(argv, name)
@@ -336,6 +339,8 @@ def lab_leftovers(name: str) -> list[str]:
                 left.append(f"{path}: {entry}")
     for folder in ("/etc/frr", "/var/run/frr"):
         left += [f"{folder}/{n}" for n in os.listdir(folder) if n.startswith(prefix)]
+    work = Path(tempfile.gettempdir()).glob(f"nornir-bench-lab-{name}-*")
+    left += [f"work folder {folder}" for folder in work]
     for suffix in (".json", ".tmp"):  # .tmp: a save cut short
         if (STATE_FOLDER / f"{name}{suffix}").exists():
             left.append(f"state file {STATE_FOLDER / name}{suffix}")

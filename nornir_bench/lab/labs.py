@@ -158,4 +158,5 @@ def netconf_lab(
         if write is not None:
             lab.write_inventory(write, hosts)
         lab.wait_ready(timeout)
+        lab.take_baseline()
         yield lab

@@ -33,6 +33,7 @@ __all__ = ["RunningNetconfLab"]
 
 _ACCEPTED = re.compile(r"\bAccepted \S+ for ")
 _DATASTORES = ("running", "candidate")
+_DATA = re.compile(r"<data[ >].*</data>|<data/>", re.S)
 
 
 class RunningNetconfLab:
@@ -58,6 +59,7 @@ class RunningNetconfLab:
         self.inventory = None if inventory is None else Path(inventory)
         """The folder of the inventory written for it (``hosts.yaml``, ``groups.yaml``,
         ``defaults.yaml``, ``known_hosts``), if any."""
+        self._baseline: dict[str, str] = {}
 
     @classmethod
     def attach(cls, name: str,
@@ -157,9 +159,36 @@ class RunningNetconfLab:
         """Each server's configuration (:meth:`config`), by server."""
         return {server: self.config(server, source) for server in self.servers()}
 
-    def restore(self, timeout: float = 30.0) -> None:
-        """Every server started again from the configuration it started from: what was
-        committed, left in its candidate, locked or pending confirmation is gone.
+    def data(self, server: str, source: str = "running") -> str:
+        """``server``'s configuration in ``source``: the ``<data>`` of its ``<get-config>``
+        reply, as text (the reply's message id and time of last change left out)."""
+        reply = self.config(server, source)
+        found = _DATA.search(reply)
+        return "" if found is None else found.group(0)
+
+    def take_baseline(self) -> None:
+        """Each server's running configuration now is what :meth:`changed` compares with
+        (taken by :func:`~nornir_bench.lab.labs.netconf_lab` once the lab is ready)."""
+        self._baseline = {server: self.data(server) for server in self.servers()}
+
+    def changed(self) -> list[str]:
+        """The servers whose running or candidate configuration is not their baseline's
+        (:meth:`take_baseline`; :meth:`restore` puts them back).
+
+        Raises:
+            LabError: no baseline was taken.
+        """
+        if not self._baseline:
+            raise LabError(f"NETCONF lab {self.name!r} has no baseline: take one first")
+        return [
+            server for server in self.servers()
+            if any(self.data(server, source) != self._baseline[server] for source in _DATASTORES)
+        ]
+
+    def restore(self, servers: list[str] | None = None, timeout: float = 30.0) -> None:
+        """The servers (all by default) started again from the configuration they started
+        from: what was committed, left in a candidate, locked or pending confirmation is
+        gone.
 
         Raises:
             LabError: a server that did not start again; NetconfNotReady: one that did not
@@ -167,10 +196,11 @@ class RunningNetconfLab:
         """
         from nornir_bench.lab.netconf import start_netconfd, wait_for_netconfd
 
-        _kill_netconfd([server.namespace for server in self.plan.servers])
-        for server in self.plan.servers:
+        chosen = [self.plan.server(name) for name in (servers or self.servers())]
+        _kill_netconfd([server.namespace for server in chosen])
+        for server in chosen:
             start_netconfd(server, self.workdir, self.user)
-        for server in self.plan.servers:
+        for server in chosen:
             wait_for_netconfd(server, self.workdir)
         wait_for_netconf_lab(self.plan, self.password, timeout)
 

@@ -1,0 +1,148 @@
+"""The NETCONF lab (nornir_bench/lab/netconf*.py): made, ready (a NETCONF session answered over
+SSH), its inventory, put back, and removed whole at the end of its block, at SIGTERM to
+``nornir-bench lab --netconf``, and by its guard when its owner is killed."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import threading
+from multiprocessing.queues import Queue
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from nornir_bench.lab import LabError, RunningNetconfLab, netconf_lab
+from nornir_bench.lab.netconf_plan import plan_netconf_lab
+from nornir_bench.lab.netconf_ready import netconf_rpcs
+from tests.devices import LAB, free_port_range, started, stopped
+from tests.lab.test_labs import owner_killed
+from tests.netconf_lab import skip_without_netconf_lab
+from tests.routers import LAB_READY_TIMEOUT, lab_leftovers, new_lab_name, wait_for
+
+_CANDIDATE_EDIT = (
+    "<edit-config><target><candidate/></target><config>"
+    '<interfaces xmlns="urn:ietf:params:xml:ns:yang:ietf-interfaces"><interface>'
+    "<name>eth1</name><description>changed by a test</description>"
+    "</interface></interfaces></config></edit-config>"
+)
+
+
+def test_each_server_answers_with_its_own_configuration(netconf_lab: RunningNetconfLab) -> None:
+    """Each server's running configuration is its own (its host name, its loopback's
+    address): servers sharing a folder would share a datastore file."""
+    for number, server in enumerate(netconf_lab.servers(), 1):
+        data = netconf_lab.data(server)
+        assert f"<hostname>{server}</hostname>" in data
+        assert f"<ip>192.0.2.{number}</ip>" in data
+        assert "ietf-interfaces" in data
+
+
+def test_its_inventory_reaches_each_server_with_its_host_key(
+    netconf_lab: RunningNetconfLab,
+) -> None:
+    assert netconf_lab.inventory is not None
+    yaml = YAML(typ="safe")
+    hosts = yaml.load(netconf_lab.inventory / "hosts.yaml")
+    groups = yaml.load(netconf_lab.inventory / "groups.yaml")
+    defaults = yaml.load(netconf_lab.inventory / "defaults.yaml")
+    assert {name: host["port"] for name, host in hosts.items()} == {
+        s.name: s.port for s in netconf_lab.plan.servers}
+    assert groups == {"netconf": {"platform": "netconf"}}
+    assert defaults["username"] == netconf_lab.user
+    known = Path(defaults["data"]["known_hosts"]).read_text().splitlines()
+    assert known == [f"[127.0.0.1]:{s.port} {netconf_lab.host_key}"
+                     for s in netconf_lab.plan.servers]
+
+
+def test_a_changed_server_is_found_and_put_back(netconf_lab: RunningNetconfLab) -> None:
+    """A candidate edited (not committed) counts as a change; restore starts the server again
+    from its starting configuration, the other one untouched."""
+    untouched = netconf_lab.pids("nc2")
+    (reply,) = asyncio.run(netconf_rpcs(netconf_lab.user, netconf_lab.password,
+                                        netconf_lab.plan.server("nc1").port, [_CANDIDATE_EDIT]))
+    assert "<ok/>" in reply
+    assert netconf_lab.changed() == ["nc1"]
+    netconf_lab.restore(["nc1"])
+    assert netconf_lab.changed() == []
+    assert netconf_lab.pids("nc2") == untouched
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ({"servers": 0}, "--netconf must be a whole number from 1 to 100, got 0"),
+    ({"servers": 2, "port": 65535}, "--port must leave room for 2 ports up to 65535, from 1 "
+                                    "to 65534, got 65535"),
+    ({"servers": 1, "name": "Net-1"}, "a NETCONF lab's name must be 1-10 lowercase letters"),
+])
+def test_bad_options_are_one_line(options: dict[str, object], said: str) -> None:
+    options = {"port": 2830, "name": "nc", **options}
+    with pytest.raises(LabError, match="^" + said.replace("(", r"\(")):
+        plan_netconf_lab(**options)  # type: ignore[arg-type]
+
+
+def test_a_lab_is_removed_whole_at_the_end_of_its_block(tmp_path: Path) -> None:
+    """(A lab of its own: its end is the subject.)"""
+    skip_without_netconf_lab()
+    name = new_lab_name()
+    with netconf_lab(1, name=name, write=tmp_path) as lab:
+        assert lab.pids() and lab.changed() == []
+        workdir = lab.workdir
+        assert lab_leftovers(name)  # what the check below looks for is there while it runs
+    assert not workdir.exists()
+    assert not wait_for(lambda: lab_leftovers(name))
+
+
+def own_netconf_lab(name: str, said: Queue[int]) -> None:
+    """A process owning NETCONF lab ``name``, until killed."""
+    with netconf_lab(1, name=name) as lab:
+        said.put(lab.owner)
+        threading.Event().wait()
+
+
+def test_a_netconf_lab_whose_owner_is_killed_is_removed_by_its_guard() -> None:
+    """(A lab of its own: its owner is killed.)"""
+    skip_without_netconf_lab()
+    name = new_lab_name()
+    owner = owner_killed(own_netconf_lab, name)
+    assert owner
+    assert not wait_for(lambda: lab_leftovers(name))
+
+
+def test_the_command_is_removed_whole_at_sigterm(tmp_path: Path) -> None:
+    """``nornir-bench lab --netconf 2``: a line per server, ``lab ready:``, then SIGTERM:
+    ``lab stopped``, exit 0, nothing left, the password never printed. (A lab of its own.)"""
+    skip_without_netconf_lab()
+    name = new_lab_name()
+    port = free_port_range(2)
+    handle = started([*LAB, "lab", "--netconf", "2", "--name", name, "--port", str(port),
+                      "--write", str(tmp_path / "inventory")], "lab ready:", tmp_path,
+                     timeout=LAB_READY_TIMEOUT)
+    try:
+        lab = RunningNetconfLab.attach(name, tmp_path / "inventory")
+        assert lab.data("nc2")
+    finally:
+        status = stopped(handle, signal.SIGTERM)
+    out = "\n".join(handle.stdout)
+    assert status == 0, out + handle.stderr()
+    assert handle.stdout[0].startswith(f"nc1   127.0.0.1:{port} ")
+    assert handle.ready.startswith("lab ready: 2 NETCONF servers (candidate, confirmed commit; ")
+    assert handle.stdout[-1].startswith("lab stopped: everything removed in ")
+    assert lab.password not in out + handle.stderr()
+    assert not wait_for(lambda: lab_leftovers(name))
+
+
+def test_a_port_held_is_refused_naming_its_holder() -> None:
+    """(A lab of its own, never made.)"""
+    skip_without_netconf_lab()
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        name = new_lab_name()
+        with pytest.raises(LabError, match=rf"^port {port} \(NETCONF server nc1\) is held by "
+                                           r"process \d+ \(python"):
+            with netconf_lab(1, name=name, port=port):
+                pass
+    assert not wait_for(lambda: lab_leftovers(name))
