@@ -62,19 +62,10 @@ def data(reply: str) -> str:
     return found.group(0)
 
 
-@pytest.fixture(scope="module")
-def module_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningNetconfLab]:
-    from nornir_bench.lab.labs import netconf_lab
-
-    with netconf_lab(2, write=tmp_path_factory.mktemp("netconf-inventory")) as lab:
-        yield lab
-
-
 @pytest.fixture
-def lab(module_lab: RunningNetconfLab) -> Iterator[RunningNetconfLab]:
-    """The module's lab, each server put back to its first configuration after the test."""
-    yield module_lab
-    module_lab.restore()
+def lab(netconf_lab: RunningNetconfLab) -> RunningNetconfLab:
+    """The session's NETCONF lab (tests/netconf_lab.py), put back after the test."""
+    return netconf_lab
 
 
 def run(lab: RunningNetconfLab, task: Any, tmp_path: Path, runner: str = "threadpool",
