@@ -15,7 +15,7 @@ from nornir_bench.core.execution import Offload, arun_host, child_task, is_async
 if TYPE_CHECKING:
     from nornir.core.task import MultiResult, Task
 
-__all__ = ["arun_subtask", "current_offload", "offloading", "stop_offloading"]
+__all__ = ["arun_subtask", "offloading", "run_blocking", "stop_offloading"]
 
 
 # The offload of the run in progress, so that arun_subtask sends blocking subtasks to the same
@@ -33,15 +33,16 @@ def offloading(offload: Offload | None) -> contextvars.Token[Offload | None]:
     return _current_offload.set(offload)
 
 
-def current_offload() -> Offload:
-    """The pool a coroutine of the run sends its blocking calls to (asyncio's default one
-    outside a run's session)."""
-    return _current_offload.get() or to_thread
-
-
 def stop_offloading(token: contextvars.Token[Offload | None]) -> None:
     """Undo :func:`offloading`, so no closed pool stays visible to the caller's context."""
     _current_offload.reset(token)
+
+
+async def run_blocking(call: Callable[[], Any]) -> Any:
+    """Await the blocking ``call`` from an ``async def`` task: run in the run's thread pool
+    (asyncio's default one outside a run), so the loop goes on meanwhile; its return value."""
+    offload = _current_offload.get() or to_thread
+    return await offload(call)
 
 
 async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -> MultiResult:
@@ -62,7 +63,7 @@ async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -
         raise RuntimeError("arun_subtask must be called from within a running task")
     kwargs.setdefault("severity_level", task.severity_level)
     sub = child_task(task, subtask, **kwargs)
-    offload = None if is_async_task(subtask) else current_offload()
+    offload = None if is_async_task(subtask) else (_current_offload.get() or to_thread)
     multi = await arun_host(sub, host, offload=offload)
     task.results.append(multi[0] if len(multi) == 1 else multi)  # type: ignore[arg-type]
     if multi.failed:

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 JOB_KEYS = (SETTING, KNOWN_HOSTS)
-CONNECTIONS = ("netmiko", "scrapli_async")  # the device tasks' connections
+CONNECTIONS = ("netmiko", "scrapli_async", "ncclient")  # the device tasks' connections
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Tasks for nornir-bench: device commands, TCP pings, simulated round trips, CPU-bound parsing.
+"""Tasks for nornir-bench: device commands, NETCONF reads, TCP pings, simulated round trips,
+CPU-bound parsing.
 
 Each blocking task has an awaitable twin for the event-loop runners (``send_command`` /
 ``asend_command``, ``tcp_ping`` / ``atcp_ping``, ``sim_rtt`` / ``asim_rtt``);
@@ -48,8 +49,17 @@ if TYPE_CHECKING:
     from nornir_bench.tasks.changes.netconf_config import anetconf_edit_config, netconf_edit_config
     from nornir_bench.tasks.checks.audit import StateCheckFailed, acheck_state, check_state
     from nornir_bench.tasks.checks.commands import asend_command, send_command
+    from nornir_bench.tasks.checks.netconf_read import (
+        NetconfCapabilityMissing,
+        anetconf_get,
+        anetconf_get_config,
+        netconf_get,
+        netconf_get_config,
+    )
     from nornir_bench.tasks.checks.output_parsers import OutputNotParsed, parse_output
     from nornir_bench.tasks.checks.running_config import abackup_config, backup_config
+    from nornir_bench.tasks.dialects.netconf_xml import NetconfFilterError
+    from nornir_bench.tasks.sessions.netconf_session import NetconfSession
     from nornir_bench.tasks.sessions.scrapli_session import ScrapliSession
     from nornir_bench.tasks.synthetic.parsing import parse_interfaces, show_interfaces_output
     from nornir_bench.tasks.synthetic.simulated import (
@@ -83,6 +93,15 @@ __getattr__, __dir__ = lazy_exports(
         "nornir_bench.core.task_traits": ("TaskTraits", "traits_of", "with_traits"),
         "nornir_bench.tasks.checks.commands": ("asend_command", "send_command"),
         "nornir_bench.tasks.checks.running_config": ("abackup_config", "backup_config"),
+        "nornir_bench.tasks.checks.netconf_read": (
+            "NetconfCapabilityMissing",
+            "anetconf_get",
+            "anetconf_get_config",
+            "netconf_get",
+            "netconf_get_config",
+        ),
+        "nornir_bench.tasks.dialects.netconf_xml": ("NetconfFilterError",),
+        "nornir_bench.tasks.sessions.netconf_session": ("NetconfSession",),
         "nornir_bench.tasks.changes.config": ("ConfigChangeFailed", "asend_config", "send_config"),
         "nornir_bench.tasks.changes.netconf_config": ("anetconf_edit_config",
                                                       "netconf_edit_config"),
@@ -105,6 +124,13 @@ __getattr__, __dir__ = lazy_exports(
 __all__ = [
     "ConfigChangeFailed",
     "JournalError",
+    "NetconfCapabilityMissing",
+    "NetconfFilterError",
+    "NetconfSession",
+    "anetconf_get",
+    "anetconf_get_config",
+    "netconf_get",
+    "netconf_get_config",
     "OutputNotParsed",
     "StateCheckFailed",
     "abackup_config",

@@ -10,6 +10,12 @@ from nornir_bench.tasks.changes.config import asend_config, send_config
 from nornir_bench.tasks.changes.netconf_config import anetconf_edit_config, netconf_edit_config
 from nornir_bench.tasks.checks.audit import acheck_state, check_state
 from nornir_bench.tasks.checks.commands import asend_command, send_command
+from nornir_bench.tasks.checks.netconf_read import (
+    anetconf_get,
+    anetconf_get_config,
+    netconf_get,
+    netconf_get_config,
+)
 from nornir_bench.tasks.checks.running_config import abackup_config, backup_config
 from nornir_bench.tasks.synthetic.parsing import parse_interfaces
 from nornir_bench.tasks.synthetic.simulated import asim_rtt, sim_rtt
@@ -36,6 +42,10 @@ BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
             acheck_state,
             backup_config,
             abackup_config,
+            netconf_get,
+            anetconf_get,
+            netconf_get_config,
+            anetconf_get_config,
         )
     }
 )

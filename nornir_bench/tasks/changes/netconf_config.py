@@ -29,6 +29,7 @@ Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._netconf_
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -38,7 +39,7 @@ from nornir.core.task import Result
 
 from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
-from nornir_bench.core.subtasks import current_offload
+from nornir_bench.core.subtasks import run_blocking
 from nornir_bench.core.task_traits import with_traits
 from nornir_bench.tasks._needs import needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
@@ -54,7 +55,7 @@ from nornir_bench.tasks.changes.backups import (
 from nornir_bench.tasks.changes.config_input import MAX_CONFIG_BYTES, rendered
 from nornir_bench.tasks.checks.state_checks import checks_from, resolved
 from nornir_bench.tasks.dialects.netconf_xml import config_xml
-from nornir_bench.tasks.sessions._netconf_plan import andrive, ndrive
+from nornir_bench.tasks.sessions._netconf_plan import ndrive
 from nornir_bench.tasks.sessions._plan import Plan
 
 if TYPE_CHECKING:
@@ -213,8 +214,7 @@ def netconf_edit_config(
         ConfigChangeFailed: the lock refused, an ``<rpc-error>``, a check failed after the
             change (cancelled, rolled back or not), the session lost mid-change.
     """
-    plan = _planned(netconf_edit_config, task, locals())
-    return _result(task.host, ndrive(task, plan, timeout))
+    return _changed(netconf_edit_config, task, locals())
 
 
 @_changing
@@ -237,8 +237,15 @@ async def anetconf_edit_config(
     journal_file: str | None = None,
     timeout: float = DEFAULT_NETCONF_TIMEOUT,
 ) -> Result:
-    """:func:`netconf_edit_config` for the asyncio runner: the same steps, parameters and
-    result, each RPC off the event loop. Cancelled (a deadline, a second Ctrl-C) the session
-    is dropped at once: the server gives the lock back and reverts a confirmed commit."""
-    plan = _planned(anetconf_edit_config, task, locals())
-    return _result(task.host, await andrive(task, plan, timeout, current_offload()))
+    """:func:`netconf_edit_config` for event-loop runners: the same change, run whole in the
+    run's thread pool (the loop goes on meanwhile), its RPCs bounded by the host's deadline
+    as the blocking task's are."""
+    params = dict(locals())
+    del params["task"]
+    result: Result = await run_blocking(
+        functools.partial(_changed, anetconf_edit_config, task, params))
+    return result
+
+
+def _changed(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) -> Result:
+    return _result(task.host, ndrive(task, _planned(which, task, given), given["timeout"]))

@@ -10,7 +10,7 @@ A check is a mapping, as a job file gives it::
   step runs on), or on the host named by the changed host's data key ``host_from`` (each
   router's own neighbour: ``host_from: bgp_neighbour``); or, around a NETCONF change,
   ``xpath`` instead: a ``<get>`` with that XPath filter, its data parsed to Python
-  (:func:`~nornir_bench.tasks.dialects.netconf_xml.xml_data`);
+  (:func:`~nornir_bench.tasks.dialects.netconf_xml.parse_data`);
 - ``parse``: ``json`` (the default), ``textfsm`` or ``ttp``, with ``template_file`` for the
   last two (:mod:`nornir_bench.tasks.checks.output_parsers`);
 - ``path``: the value to take, a JMESPath expression (the language of Ansible's
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.read_only import READ_ONLY_COMMANDS, reads_only_commands
 from nornir_bench.tasks.checks.output_parsers import check_parser, parse_output
-from nornir_bench.tasks.dialects.netconf_xml import xml_data
+from nornir_bench.tasks.dialects.netconf_xml import parse_data
 from nornir_bench.tasks.sessions._netconf_requests import Get
 from nornir_bench.tasks.sessions._plan import Command, PastDeadline, Plan
 
@@ -356,7 +356,7 @@ def read_checks(
     for check in checks:
         try:
             if check.xpath is not None:
-                data = xml_data((yield Get(check.xpath, check.host)))
+                data = parse_data((yield Get(check.xpath, check.host)))
                 values.append((check.take(data), None))
                 continue
             text = yield Command(check.command, check.host)

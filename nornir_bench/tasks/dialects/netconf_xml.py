@@ -1,22 +1,133 @@
-"""A NETCONF configuration as XML, no device touched: the user's ``<config>`` checked
-(:func:`config_xml`), a datastore's contents as text one can diff (:func:`config_text`,
-:func:`xml_diff`), and XML data as Python (:func:`xml_data`) for checks to take values from
-with JMESPath.
+"""NETCONF's XML, no device touched: a read's filter checked and made, a reply's data as Python.
 
-The user's XML is parsed without entities, DTDs or network access: it comes from a job file
-or a template, and a configuration needs none of them.
+- :func:`netconf_filter`: ``filter`` (a subtree: XML text) or ``xpath`` (an expression, with
+  its ``namespaces`` prefixes), checked once (a job's load, a task's start) and made into
+  ncclient's ``filter`` argument; a mistake is one line saying what is allowed.
+- :func:`parse_data`: the ``<data>`` of a ``<get>`` or ``<get-config>`` reply as dicts and
+  lists (xmltodict's mapping: an element's children by name, a repeated element a list, text
+  as strings), namespace declarations left out; elements named in ``force_list`` are lists
+  even when the reply holds one (``interface``: one interface or many read alike).
+- :func:`config_xml`: a change's XML (``<config>``, or the elements inside one) checked and
+  made the ``<config>`` an ``<edit-config>`` takes, without entities, DTDs or network access
+  (it comes from a job file or a template); a mistake is one line at its line and column.
+- :func:`config_text`, :func:`xml_diff`: a datastore's contents as indented text (what a
+  change's backup holds) and two of them diffed; :func:`as_config`: a ``<data>`` made the
+  ``<config>`` that puts it back.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["NETCONF_NS", "as_config", "config_text", "config_xml", "xml_data", "xml_diff"]
+__all__ = [
+    "DATASTORES", "NETCONF_NS", "XPATH_CAPABILITY", "NetconfFilterError", "as_config",
+    "check_datastore", "check_force_list", "config_text", "config_xml", "netconf_filter",
+    "parse_data", "xml_diff",
+]
 
+DATASTORES = ("running", "candidate", "startup")
+XPATH_CAPABILITY = "urn:ietf:params:netconf:capability:xpath:1.0"
 NETCONF_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 MAX_CONFIG_XML = 16 * 1024 * 1024
+
+
+class NetconfFilterError(ValueError):
+    """A filter that cannot be sent: what was wrong and what is allowed, in one line."""
+
+
+def netconf_filter(
+    subtree: object = None, xpath: object = None, namespaces: object = None
+) -> tuple[str, Any] | None:
+    """ncclient's ``filter`` for a read: ``("subtree", XML)``, ``("xpath", (namespaces,
+    expression))``, or ``None`` (the whole datastore).
+
+    Raises:
+        NetconfFilterError: both given, text that is not well-formed XML (its line and
+            line), an empty expression, ``namespaces`` that is not prefixes to URIs.
+    """
+    if subtree is not None and xpath is not None:
+        raise NetconfFilterError("give filter (a subtree) or xpath, not both")
+    if namespaces is not None and xpath is None:
+        raise NetconfFilterError("namespaces are the prefixes of an xpath: give xpath too")
+    if subtree is not None:
+        if not isinstance(subtree, str) or not subtree.strip():
+            raise NetconfFilterError(f"filter must be a subtree as XML text, got {subtree!r}")
+        _well_formed(subtree)
+        return ("subtree", subtree.strip())
+    if xpath is not None:
+        if not isinstance(xpath, str) or not xpath.strip():
+            raise NetconfFilterError(f"xpath must be a non-empty expression, got {xpath!r}")
+        prefixes = _prefixes(namespaces)
+        return ("xpath", (prefixes, xpath.strip()) if prefixes else xpath.strip())
+    return None
+
+
+def _well_formed(text: str) -> None:
+    from xml.etree import ElementTree
+
+    try:
+        # a subtree filter may hold several top elements: wrapped, as ncclient sends it
+        ElementTree.fromstring(f"<filter>{text}</filter>")
+    except ElementTree.ParseError as exc:
+        what = str(exc).split(":", 1)[0]
+        raise NetconfFilterError(
+            f"filter is not well-formed XML: {what} (line {exc.position[0]})"
+        ) from None
+
+
+def _prefixes(namespaces: object) -> dict[str, str]:
+    if namespaces is None:
+        return {}
+    if not isinstance(namespaces, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, str) and v for k, v in namespaces.items()
+    ):
+        raise NetconfFilterError(
+            "namespaces must map each prefix of the xpath to its namespace URI, e.g. "
+            f"{{if: urn:ietf:params:xml:ns:yang:ietf-interfaces}}, got {namespaces!r}"
+        )
+    return dict(namespaces)
+
+
+def check_datastore(source: object) -> str:
+    """``source`` if it names a datastore a ``<get-config>`` reads."""
+    if source not in DATASTORES:
+        raise NetconfFilterError(
+            f"source must be one of {', '.join(DATASTORES)}, got {source!r}"
+        )
+    return str(source)
+
+
+def check_force_list(force_list: object) -> tuple[str, ...]:
+    """``force_list`` as element names (a list of strings)."""
+    if force_list is None:
+        return ()
+    if isinstance(force_list, str) or not isinstance(force_list, Sequence) or not all(
+        isinstance(name, str) and name for name in force_list
+    ):
+        raise NetconfFilterError(
+            f"force_list must be a list of element names, e.g. [interface], got {force_list!r}"
+        )
+    return tuple(force_list)
+
+
+def parse_data(data_xml: str, force_list: Sequence[str] = ()) -> dict[str, Any]:
+    """The content of a reply's ``<data>`` element (``data_xml``: the element as text) as
+    Python: ``{}`` for an empty one."""
+    import xmltodict
+
+    def drop_namespaces(path: Any, key: str, value: Any) -> tuple[str, Any] | None:
+        return None if key == "@xmlns" or key.startswith("@xmlns:") else (key, value)
+
+    parsed = xmltodict.parse(data_xml, postprocessor=drop_namespaces,
+                             force_list=tuple(force_list) or None)
+    data = next(iter(parsed.values())) if parsed else None  # the <data> element
+    return dict(data) if isinstance(data, Mapping) else {}
+
+
+# -- a change's configuration -----------------------------------------------------------
 
 
 def _parser() -> Any:
@@ -109,33 +220,3 @@ def xml_diff(before: str, after: str) -> str:
     lines = difflib.unified_diff(before.splitlines(), after.splitlines(), "running",
                                  "candidate", lineterm="", n=2)
     return "\n".join(lines)
-
-
-def xml_data(xml: str) -> Any:
-    """XML data (``<data>``, as ``<get>`` returns it) as Python: an element holding others as
-    a mapping of their local names (one that repeats as a list), a leaf as its text (``None``
-    when empty)."""
-    from lxml import etree
-
-    root = etree.fromstring(xml.encode(), _parser())
-    return _value(root) or {}
-
-
-def _value(element: Any) -> Any:
-    from lxml import etree
-
-    children = [child for child in element if isinstance(child.tag, str)]
-    if not children:
-        text = (element.text or "").strip()
-        return text or None
-    found: dict[str, Any] = {}
-    for child in children:
-        name = etree.QName(child).localname
-        value = _value(child)
-        if name not in found:
-            found[name] = value
-        elif isinstance(found[name], list):  # no value is a list: this one is the repeats'
-            found[name].append(value)
-        else:
-            found[name] = [found[name], value]
-    return found

@@ -1,23 +1,19 @@
 """A NETCONF conversation written once, as a plan (as :mod:`~nornir_bench.tasks.sessions._plan`
-writes a CLI one), and the two drivers that run it on ncclient: :func:`ndrive` (blocking) and
-:func:`andrive` (async: each RPC off the event loop, in the run's pool of threads).
+writes a CLI one), and the driver that runs it on the host's NETCONF session
+(:mod:`~nornir_bench.tasks.sessions.netconf_session`, ncclient): :func:`ndrive`. An async
+task runs it whole in the run's thread pool.
 
 The plan yields NETCONF requests (:data:`NetconfRequest`), and ``Wait`` and ``Login`` as a CLI
 plan does; a device's ``<rpc-error>`` is thrown into it as :class:`NetconfRefused`, where it
-stands. The session is the plan's own, opened when it starts: it ends with a
-``<close-session>`` when the plan returns, and is dropped (its connection closed, no RPC sent)
-when the plan raises, is cancelled or is given up at its deadline, so that a hung server holds
-nothing: the server then releases the candidate's lock and discards what was not committed,
-and reverts a confirmed commit not yet confirmed.
+stands. Each RPC waits at most the host's time left; past its deadline nothing more is sent.
+A plan that raises (the session failed, a reply did not come, the deadline passed) has its
+session dropped, no RPC sent: the server then gives the candidate's lock back, discards what
+was not committed, and reverts a confirmed commit not yet confirmed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nornir_bench.core.deadlines import bounded
@@ -38,59 +34,38 @@ from nornir_bench.tasks.sessions._netconf_requests import (
     refused,
 )
 from nornir_bench.tasks.sessions._plan import Login, Plan, Wait, private_copy, within_the_deadline
+from nornir_bench.tasks.sessions.netconf_session import NetconfSession, netconf_session
 
 if TYPE_CHECKING:
-    from nornir.core.inventory import Host
     from nornir.core.task import Task
 
-__all__ = ["andrive", "close_session", "ndrive", "open_session"]
+__all__ = ["ndrive"]
 
 T = TypeVar("T")
 
 
-# -- the session -------------------------------------------------------------------------
-
-
-def open_session(host: Host, timeout: float) -> Any:
-    """An ncclient manager logged in to ``host`` within ``timeout``."""
-    import ncclient.transport.session
-    from ncclient import manager
-
-    # ncclient's session thread sends a request only when its select() wakes, every TICK
-    # (0.1 s): a hundred milliseconds added to each RPC.
-    ncclient.transport.session.TICK = min(ncclient.transport.session.TICK, 0.01)
-    return manager.connect(
-        host=host.hostname, port=host.port or 830, username=host.username,
-        password=host.password, hostkey_verify=False, look_for_keys=False, allow_agent=False,
-        timeout=timeout,
-    )
-
-
-def close_session(session: Any, *, polite: bool) -> None:
-    """``<close-session>`` (``polite``), or the connection dropped with no RPC sent."""
-    with contextlib.suppress(Exception):
-        if polite:
-            session.close_session()
-        else:
-            session._session.close()  # ncclient has no public way to drop a session
-
-
 def _answer(task: Task, session: Any, request: NetconfRequest | Login, timeout: float,
-            others: dict[str, Any]) -> Any:
-    """``request`` on ``session`` (blocking), each RPC within ``timeout`` and the host's
-    deadline; an ``<rpc-error>`` raised as :class:`NetconfRefused`."""
+            others: dict[str, NetconfSession]) -> Any:
+    """``request`` on ``session`` (an ncclient manager; blocking), each RPC within ``timeout``
+    and the host's deadline; an ``<rpc-error>`` raised as :class:`NetconfRefused`."""
     from lxml import etree
     from ncclient.operations import RPCError
 
     within_the_deadline(task)
-    if isinstance(request, Login):
-        close_session(open_session(private_copy(task.host), bounded(task, timeout)), polite=True)
+    if isinstance(request, Login):  # a session of its own, as the CLI change's new login
+        fresh = NetconfSession()
+        try:
+            fresh.login(private_copy(task.host), bounded(task, timeout))
+        finally:
+            fresh.close()
         return None
     if isinstance(request, Get) and request.host is not None:
         other = others.get(request.host.name)
         if other is None:
-            other = others[request.host.name] = open_session(request.host, bounded(task, timeout))
-        session = other
+            other = others[request.host.name] = NetconfSession()
+        if not other.is_open:
+            other.login(private_copy(request.host), bounded(task, timeout))
+        session = other.manager
     session.timeout = bounded(task, timeout)
     name = _RPC_NAMES[type(request)]
     try:
@@ -137,65 +112,38 @@ def _advance(plan: Plan[T], answer: Any, error: Exception | None) -> tuple[bool,
         return True, done.value
 
 
-# -- the drivers ---------------------------------------------------------------------------
+# -- the driver ----------------------------------------------------------------------------
 
 
 def ndrive(task: Task, plan: Plan[T], timeout: float) -> T:
-    """``plan`` on a NETCONF session of its own to the task's host (ncclient, blocking)."""
-    others: dict[str, Any] = {}
-    session = open_session(task.host, bounded(task, timeout))
-    polite = False
-    try:
-        done, request = _advance(plan, None, None)
-        while not done:
-            try:
-                if isinstance(request, Wait):
-                    within_the_deadline(task)
-                    time.sleep(bounded(task, request.seconds))
-                    answer = None
-                else:
-                    answer = _answer(task, session, request, timeout, others)
-                error = None
-            except Exception as exc:  # noqa: BLE001 - the plan says what it means where it is
-                answer, error = None, exc
-            done, request = _advance(plan, answer, error)
-        polite = True
-        return request  # type: ignore[no-any-return]
-    finally:
-        _close_all(session, others, polite)
-
-
-async def andrive(task: Task, plan: Plan[T], timeout: float,
-                  offload: Callable[[Callable[[], Any]], Any]) -> T:
-    """``plan`` on a NETCONF session of its own to the task's host, each blocking call
-    ``offload``-ed (the run's pool of threads); cancelled, the session is dropped."""
-    others: dict[str, Any] = {}
-    session = await offload(lambda: open_session(task.host, bounded(task, timeout)))
-    polite = False
-    try:
-        done, request = _advance(plan, None, None)
-        while not done:
-            try:
-                if isinstance(request, Wait):
-                    await asyncio.sleep(request.seconds)
-                    answer = None
-                else:
-                    answer = await offload(functools.partial(
-                        _answer, task, session, request, timeout, others))
-                error = None
-            except Exception as exc:  # noqa: BLE001 - the plan says what it means where it is
-                answer, error = None, exc
-            done, request = _advance(plan, answer, error)
-        polite = True
-    finally:
-        if polite:
-            await offload(lambda: _close_all(session, others, True))
-        else:  # cancelled or failed: dropped here, at once, whatever its thread is doing
-            _close_all(session, others, False)
-    return request  # type: ignore[no-any-return]
-
-
-def _close_all(session: Any, others: dict[str, Any], polite: bool) -> None:
-    close_session(session, polite=polite)
-    for other in others.values():
-        close_session(other, polite=polite)
+    """``plan`` on the host's NETCONF session (logged in if it is not), held while the plan
+    runs; what it returns. The session stays open for the host's next task, unless the plan
+    raised: then it is dropped."""
+    others: dict[str, NetconfSession] = {}
+    session = netconf_session(task.host)
+    with session.lock:
+        ended = False
+        try:
+            manager = session.manager
+            if manager is None or not session.is_open:
+                manager = session.login(task.host, bounded(task, timeout))
+            done, request = _advance(plan, None, None)
+            while not done:
+                try:
+                    if isinstance(request, Wait):
+                        within_the_deadline(task)
+                        time.sleep(bounded(task, request.seconds))
+                        answer = None
+                    else:
+                        answer = _answer(task, manager, request, timeout, others)
+                    error = None
+                except Exception as exc:  # noqa: BLE001 - the plan says what it means where it is
+                    answer, error = None, exc
+                done, request = _advance(plan, answer, error)
+            ended = True
+            return request  # type: ignore[no-any-return]
+        finally:
+            if not ended:
+                session.drop()
+            for other in others.values():
+                other.close()
