@@ -57,7 +57,7 @@ def _answer(task: Task, session: Any, request: NetconfRequest | Login, timeout: 
         try:
             fresh.login(private_copy(task.host), bounded(task, timeout))
         finally:
-            fresh.close()
+            fresh.drop()  # logged in and answered: that is all a new login has to show
         return None
     if isinstance(request, Get) and request.host is not None:
         other = others.get(request.host.name)

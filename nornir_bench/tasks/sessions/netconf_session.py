@@ -153,6 +153,7 @@ class NetconfSession:
             if silent is not None:
                 raise silent from exc
             raise
+        _first_reply(self.manager, timeout)
         return self.manager
 
     def close(self) -> None:
@@ -175,6 +176,35 @@ class NetconfSession:
         if manager is not None:
             with contextlib.suppress(Exception):
                 manager._session.close()
+
+
+_NOTHING = ("subtree", "<nothing xmlns='urn:nornir-bench:nothing'/>")
+_FIRST_WAIT = 1.0
+
+
+def _first_reply(manager: Manager, timeout: float) -> None:
+    """A first request answered, sent again until it is, within ``timeout``: yuma123's
+    netconfd drops a request it reads together with the client's hello (it never answers
+    it), which a request sent at once after the login can be, on a loaded machine. A
+    ``<get-config>`` of nothing: any reply (data or an ``<rpc-error>``) will do."""
+    from ncclient.operations import RPCError, TimeoutExpiredError
+
+    wait, left, given = _FIRST_WAIT, timeout, manager.timeout
+    try:
+        while True:
+            manager.timeout = min(wait, left)
+            try:
+                manager.get_config(source="running", filter=_NOTHING)
+                return
+            except RPCError:
+                return
+            except TimeoutExpiredError:
+                left -= manager.timeout
+                if left <= 0:
+                    raise
+                wait *= 2
+    finally:
+        manager.timeout = given
 
 
 def _b64(key: SSHKey) -> str:
