@@ -164,6 +164,11 @@ QUICK = [
         rf"200 hosts, 100 in flight, 1 in 10 taking 0\.5 s, the others 0\.1 s: ideal {N} s",
         *(rf"{runner} +{N} s +{N} x ideal  failed 0" for runner in ("threadpool", "asyncio")),
     ]),
+    Quick("bench_netconf_change", ["bench_netconf_change.py"], [
+        r"bench_netconf_change: 4 hosts over 2 netconfd servers, 1 rounds; .*",
+        *(rf"\| {runner} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {N} \| <= 1\.5 {MET} \|"
+          for runner in ("threadpool", "asyncio")),
+    ], needs="netns"),
     Quick("bench_open_files", ["bench_open_files.py"], [
         r"hard: 300 hosts in flight",
         rf" +asyncio +\S+: {N} s, 300/300 ok; said: .*in flight.*",

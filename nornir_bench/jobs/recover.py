@@ -6,7 +6,9 @@ A job whose change steps take ``confirm`` writes a journal beside its records
 no run holds and that still has changes ``pending`` (or whose revert failed) belongs to a run
 that died before confirming them: each such router is taken back to its backup
 (``restore_config`` / ``arestore_config``, on the job's inventory, loaded again from the job
-file the journal names), and the journal and the run's records say what became of it.
+file the journal names), and the journal and the run's records say what became of it. A
+change the device reverts itself (a NETCONF confirmed commit: ``device_reverts_at``) gets
+nothing sent: it is journaled reverted, by the device.
 """
 
 from __future__ import annotations
