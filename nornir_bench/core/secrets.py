@@ -30,6 +30,7 @@ from nornir_bench.core.exceptions import NornirBenchError
 
 __all__ = [
     "MASK",
+    "mask_xml_secrets",
     "Redactor",
     "SecretError",
     "encoded_forms",
@@ -70,6 +71,20 @@ def mask_config_secrets(text: str) -> str:
     masked: passwords, secrets, keys, SNMP communities. Prose is left as written: the
     project's own messages (``the password was not sent``) hold no secret."""
     return _CONFIG_SECRET.sub(lambda m: m[0] if m["prose"] else m["keep"] + MASK, text)
+
+
+# An XML element holding a secret (NETCONF's <password>, <shared-secret>, <key>): its text.
+_XML_SECRET = re.compile(
+    r"(?P<open><(?:[\w.-]+:)?(?P<name>[\w.-]*(?:pass|secret|key|token|community)[\w.-]*)"
+    r"(?:\s[^<>]*)?>)(?P<text>[^<]+)(?=</)",
+    re.IGNORECASE,
+)
+
+
+def mask_xml_secrets(text: str) -> str:
+    """``text`` (XML configuration, a diff of it) with the text of each element whose name
+    says it holds a secret masked: ``<password>********</password>``."""
+    return _XML_SECRET.sub(lambda m: m["open"] + MASK, text)
 
 
 class SecretError(NornirBenchError, ValueError):

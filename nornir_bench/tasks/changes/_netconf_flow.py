@@ -23,7 +23,7 @@ from nornir_bench.core.changes import (
     ROLLED_BACK,
     WOULD_CHANGE,
 )
-from nornir_bench.core.secrets import mask_config_secrets
+from nornir_bench.core.secrets import mask_config_secrets, mask_xml_secrets
 from nornir_bench.tasks.changes._change import (
     AroundChange,
     Change,
@@ -88,11 +88,11 @@ def _locked(
     except NetconfRefused as refused:
         yield from _discarded()
         raise ConfigChangeFailed(
-            mask_config_secrets(f"{refused}: candidate discarded, running untouched"),
+            _masked(f"{refused}: candidate discarded, running untouched"),
             state=NOT_TOUCHED, backup=None, checks=around.records(),
         ) from None
     candidate = config_text(candidate_xml)
-    diff = mask_config_secrets(xml_diff(running, candidate))
+    diff = _masked(xml_diff(running, candidate))
     if how.dry_run or not diff:
         yield DiscardChanges()
         return Change(WOULD_CHANGE if diff else NO_CHANGE, diff, checks=around.records())
@@ -110,11 +110,16 @@ def _locked(
             f"; the server reverts its confirmed commit itself (when the session ends, or "
             f"{confirm_timeout} s after it)")
         raise ConfigChangeFailed(
-            mask_config_secrets(
+            _masked(
                 f"the session failed during the change ({type(exc).__name__}: {exc}): state "
                 f"unknown{reverts}, backup at {saved}"
             ), state=INTERRUPTED, backup=saved, checks=around.records(),
         ) from exc
+
+
+def _masked(text: str) -> str:
+    """``text`` (XML, a diff of it, a message quoting it) with its secrets masked."""
+    return mask_xml_secrets(mask_config_secrets(text))
 
 
 def _discarded() -> Plan[None]:
@@ -136,7 +141,7 @@ def _committed(
         yield from _discarded()
         around.ended(REVERTED)
         raise ConfigChangeFailed(
-            mask_config_secrets(f"{refused}: candidate discarded, running untouched"),
+            _masked(f"{refused}: candidate discarded, running untouched"),
             state=NOT_TOUCHED, backup=saved, checks=around.records(),
         ) from None
     problem = yield from around.read_after()
@@ -145,14 +150,14 @@ def _committed(
             yield Commit()  # the confirming one
         around.ended(CONFIRMED)
         now = config_text((yield GetConfig(RUNNING)))
-        return Change(CHANGED, mask_config_secrets(xml_diff(running, now)) or diff, saved,
+        return Change(CHANGED, _masked(xml_diff(running, now)) or diff, saved,
                       checks=around.records())
     if confirm_timeout is None and not how.rollback:
         now = config_text((yield GetConfig(RUNNING)))
         raise ConfigChangeFailed(
             f"{problem}; not rolled back (rollback: false): running differs from the backup "
             f"at {saved}", state=NOT_ROLLED_BACK, backup=saved,
-            diff=mask_config_secrets(xml_diff(running, now)), checks=around.records(),
+            diff=_masked(xml_diff(running, now)), checks=around.records(),
         )
     if confirm_timeout is not None:
         yield CancelCommit()
@@ -162,7 +167,7 @@ def _committed(
         yield Commit()
         how_undone = "rolled back: the configuration before committed again"
     now = config_text((yield GetConfig(RUNNING)))
-    left = mask_config_secrets(xml_diff(running, now))
+    left = _masked(xml_diff(running, now))
     if not left:
         around.ended(REVERTED)
         raise ConfigChangeFailed(f"{problem}; {how_undone} (backup at {saved})",

@@ -268,3 +268,18 @@ def test_a_server_hung_mid_change_ends_the_host_at_its_task_timeout_its_state_sa
     assert error.change is not None and error.change["state"] == INTERRUPTED
     assert "interrupted during change: state unknown, backup at " in str(error)
     wait_until(lambda: data(lab.config("nc1")) == before, "nc1 reverted", every=0.5)
+
+
+def test_a_secret_in_the_xml_is_masked_in_the_diff_and_kept_in_the_backup(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    user = ("<system xmlns='urn:ietf:params:xml:ns:yang:ietf-system'><authentication><user>"
+            "<name>ops</name><password>$0$hunter2</password></user></authentication></system>")
+    result = run(lab, netconf_edit_config, tmp_path, config=user)
+    assert not result.failed, str(result["nc1"][0].exception)
+    change = result["nc1"][0]
+    assert "+      <password>********</password>" in change.diff
+    assert "hunter2" not in change.diff + change.result
+    assert "hunter2" in lab.config("nc1")
+    backup = Path(change.change["backup"])
+    assert oct(backup.stat().st_mode & 0o777) == "0o600"
