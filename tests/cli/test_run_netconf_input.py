@@ -37,6 +37,12 @@ INTERFACE = ("<interfaces xmlns='urn:ietf:params:xml:ns:yang:ietf-interfaces'><i
          "config_file: bad.xml}}\n",
          "give the XML as exactly one of config, config_file, template_file, not config "
          "and config_file"),
+        (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
+         "confirm: {within: 5, new_login: yes please}}}\n",
+         "confirm.new_login must be true or false, got 'yes please'"),
+        ("task: {name: send_config, params: {lines: [hostname r1], confirm: {within: 5, "
+         "new_login: true}}}\n",
+         "confirm must be {within: SECONDS}, got "),
     ],
 )
 def test_a_mistake_in_a_netconf_change_is_one_line_and_exit_2(

@@ -144,6 +144,7 @@ class ChangeOptions:
     checks: tuple[StateCheck, ...] = ()
     settle: float = 0.0
     confirm: float | None = None  # the window, in seconds
+    new_login: bool = True  # with confirm, a new login must succeed too
     journal: str | None = None
     driver: HConfigDriverBase = field(default_factory=HConfigDriverGeneric)
     replace: bool = False  # mode: replace (else merge)
@@ -197,8 +198,8 @@ class AroundChange:
 
     def read_after(self) -> Plan[str | None]:
         """Why the change must be undone (``None``: every check holds): the checks read once,
-        or, with ``confirm``, again until they hold, a new login included, within its
-        window."""
+        or, with ``confirm``, again until they hold, a new login included (``new_login``),
+        within its window."""
         how = self.how
         if not how.checks and how.confirm is None:
             return None
@@ -207,7 +208,7 @@ class AroundChange:
         until = None if how.confirm is None else time.monotonic() + how.confirm
         while True:
             problem = None
-            if how.confirm is not None:
+            if how.confirm is not None and how.new_login:
                 try:
                     yield Login()
                 except PastDeadline:
@@ -247,8 +248,14 @@ def check_around(params: Mapping[str, Any], *, netconf: bool = False) -> float |
     confirm = params.get("confirm")
     if confirm is None:
         return None
-    if not isinstance(confirm, Mapping) or list(confirm) != ["within"]:
-        raise ValueError(f"confirm must be {{within: SECONDS}}, got {confirm!r}")
+    keys = (["within"], ["new_login", "within"]) if netconf else (["within"],)
+    if not isinstance(confirm, Mapping) or sorted(confirm) not in keys:
+        allowed = "{within: SECONDS} or {within: SECONDS, new_login: true}" if netconf \
+            else "{within: SECONDS}"
+        raise ValueError(f"confirm must be {allowed}, got {confirm!r}")
+    if not isinstance(confirm.get("new_login", False), bool):
+        raise ValueError(f"confirm.new_login must be true or false, got "
+                         f"{confirm['new_login']!r}")
     within = number("confirm.within", confirm["within"], above=0, maximum=MAX_CONFIRM,
                     unit="a number of seconds")
     if params.get("rollback") is False:

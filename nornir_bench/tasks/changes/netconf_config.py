@@ -19,9 +19,10 @@ Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._netconf_
    {within: S}`` a confirmed commit: the server reverts it by itself unless confirmed
    within ``S`` + ``timeout`` seconds, or as soon as this session ends (a run killed, a
    deadline); the journal records it pending, as the device's own promise.
-7. **Checks after** (with ``confirm``: a new login too, tried again each second within the
-   window). They hold: the confirming ``<commit>``. One fails: ``<cancel-commit>`` (with
-   ``confirm``), else the configuration before committed again (``rollback``, on by default).
+7. **Checks after** (with ``confirm``: tried again each second within the window, and with
+   ``new_login: true`` a new login too). They hold: the confirming ``<commit>``. One fails:
+   ``<cancel-commit>`` (with ``confirm``), else the configuration before committed again
+   (``rollback``, on by default).
 8. **Unlock**, on every path that leaves the session usable; on the others (an exception,
    a deadline, a cancel) the session is dropped, which gives the lock back and discards the
    candidate on the server's side.
@@ -151,6 +152,7 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
         backup=backup_writer(task.host, given["backup_dir"]),
         checks=resolved(task, checks_from(given["checks"], netconf=True)),
         settle=float(given["settle"] or 0), confirm=confirm,
+        new_login=confirm is not None and bool(given["confirm"].get("new_login", False)),
         journal=None if given.get("journal_file") is None else str(given["journal_file"]),
     )
     # The server waits for the confirming commit the window and one more RPC's time: the
@@ -201,8 +203,9 @@ def netconf_edit_config(
         backup_dir: the folder of the backups (default: the records folder's ``backups/``).
         checks: state checks (each an ``xpath``) read before and after the change.
         settle: seconds to wait after the commit before reading the checks.
-        confirm: ``{within: SECONDS}``: a confirmed commit, confirmed once a new login and
-            the checks succeed within the window; else cancelled (the server reverts it).
+        confirm: ``{within: SECONDS}``: a confirmed commit, confirmed once the checks (and,
+            with ``new_login: true``, a new login) succeed within the window; else cancelled
+            (the server reverts it).
         journal_file: the journal of pending changes.
         timeout: seconds for the login and for each RPC.
 

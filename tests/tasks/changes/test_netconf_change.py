@@ -283,3 +283,17 @@ def test_a_secret_in_the_xml_is_masked_in_the_diff_and_kept_in_the_backup(
     assert "hunter2" in lab.config("nc1")
     backup = Path(change.change["backup"])
     assert oct(backup.stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.parametrize(("new_login", "logins"), [(False, 1), (True, 2)])
+def test_a_new_login_is_part_of_the_confirmation_only_when_asked(
+    lab: RunningNetconfLab, tmp_path: Path, new_login: bool, logins: int
+) -> None:
+    """The device reverts a confirmed commit whose session is lost: confirming needs the
+    checks; a new login (a change that refuses new sessions) only with ``new_login``."""
+    before = lab.logins()
+    result = run(lab, netconf_edit_config, tmp_path, config=description("logged"),
+                 checks=[DESCRIPTION_CHECK], journal_file=str(tmp_path / "run.journal"),
+                 confirm={"within": 20, "new_login": new_login})
+    assert not result.failed, str(result["nc1"][0].exception)
+    assert lab.logins() - before == logins
