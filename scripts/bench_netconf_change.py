@@ -15,8 +15,9 @@ and the round: every run changes something), through ``netconf_edit_config`` (th
 
 - **plain**: lock, edit, validate, diff, ``<commit>``, unlock;
 - **checked**: the same and one check (``<get>`` of eth1 by xpath) before and after;
-- **confirmed**: the check, and ``confirm: {within: 30}``: ``<commit><confirmed/>``, a new
-  login, the check, the confirming ``<commit>``.
+- **confirmed**: the check, and ``confirm: {within: 30}``: ``<commit><confirmed/>``, the
+  check, the confirming ``<commit>``;
+- **new login**: as confirmed, with ``new_login: true``: a new login before the check.
 
 Hosts of one server share its candidate, its lock and its one pending confirmed commit: one
 host a server at a time (``group_limits: {port: 1}``), so a run is as long as the longest
@@ -75,8 +76,9 @@ def main(bench: harness.Bench) -> int:
         work = Path(folder)
         (work / "eth1.j2").write_text(TEMPLATE)
         with netconf_lab(servers, write=work / "inventory", hosts=hosts) as lab:
-            print("| runner | plain (s) | checked (s) | confirmed (s) | confirmed / plain "
-                  "| target |\n|---|---|---|---|---|---|", flush=True)
+            print("| runner | plain (s) | checked (s) | confirmed (s) | new login (s) | "
+                  "confirmed / plain | new login / plain | target |\n"
+                  "|---|---|---|---|---|---|---|---|", flush=True)
             for runner in args.runners:
                 Sides(bench, lab, work, runner, hosts).measure(repeat)
     return 0
@@ -117,15 +119,20 @@ class Sides:
             "plain": lambda: self.run(),
             "checked": lambda: self.run(checks=[CHECK]),
             "confirmed": lambda: self.run(checks=[CHECK], confirm={"within": WITHIN}),
+            "new login": lambda: self.run(checks=[CHECK], confirm={"within": WITHIN,
+                                                                    "new_login": True}),
         }, repeat, mirror=True)
         spread = {name: Spread.of(times) for name, times in sides.items()}
         ratio = spread["confirmed"].median / spread["plain"].median
+        login = spread["new login"].median / spread["plain"].median
         print(f"| {self.runner} | {spread['plain'].text()} | {spread['checked'].text()} | "
-              f"{spread['confirmed'].text()} | {ratio:.2f} | "
-              f"{met(ratio <= TARGET and not self.failed, f'<= {TARGET}')} |", flush=True)
+              f"{spread['confirmed'].text()} | {spread['new login'].text()} | {ratio:.2f} | "
+              f"{login:.2f} | {met(ratio <= TARGET and not self.failed, f'<= {TARGET}')} |",
+              flush=True)
         for failure in self.failed:
             print(f"  {self.runner}: {failure}", flush=True)
-        self.bench.record({name: s.median for name, s in spread.items()} | {"ratio": ratio},
+        self.bench.record({name: s.median for name, s in spread.items()}
+                          | {"ratio": ratio, "new_login_ratio": login},
                           runner=self.runner, hosts=self.hosts, repeat=repeat,
                           failed=len(self.failed))
 
