@@ -33,7 +33,7 @@ from nornir_bench.core.exceptions import TaskTimeout
 from nornir_bench.lab import RunningNetconfLab
 from nornir_bench.tasks import anetconf_edit_config, netconf_edit_config
 from tests.cli.test_run import nornir_bench_here
-from tests.waiting import still_alive, wait_until
+from tests.waiting import HANG_GUARD, still_alive, wait_until
 
 IETF_INTERFACES = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
 
@@ -297,3 +297,33 @@ def test_a_new_login_is_part_of_the_confirmation_only_when_asked(
                  confirm={"within": 20, "new_login": new_login})
     assert not result.failed, str(result["nc1"][0].exception)
     assert lab.logins() - before == logins
+
+
+def test_sigterm_in_the_confirm_window_lets_the_change_end_cancelled_and_unlocked(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    """SIGTERM (as a first Ctrl-C) starts no new host and lets the one in its window end: its
+    check never holds, so at the window's end <cancel-commit>, journaled reverted by the run
+    itself, the candidate unlocked; exit 143."""
+    before = data(lab.config("nc1"))
+    never = "{xpath: \"/interfaces/interface[name='eth1']\", " \
+            "path: interfaces.interface.description, expect: {equals: never}}"
+    path = change_job(lab, tmp_path, f"config: \"{description('stopped')}\", "
+                                     f"checks: [{never}], confirm: {{within: 4}}")
+    journal = tmp_path / "out.journal"
+    run = subprocess.Popen([sys.executable, "-m", "nornir_bench", "run", str(path), "-q", "-o",
+                            str(tmp_path / "out.jsonl")], cwd=tmp_path,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: journal.exists() and "pending" in journal_states(journal),
+                   "the confirmed commit on nc1", every=0.1)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(HANG_GUARD) == 143
+    finally:
+        run.kill()
+        run.wait()
+    assert journal_states(journal) == ["pending", "reverted"]
+    assert data(lab.config("nc1")) == before
+    with other_session(lab, "nc1") as session:
+        session.lock("candidate")
+        session.unlock("candidate")
