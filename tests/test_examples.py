@@ -15,7 +15,9 @@ from nornir import InitNornir
 
 from nornir_bench import ThreadPoolRunner
 from nornir_bench.jobs.load import load_job
+from nornir_bench.lab.devices import LabDevice
 from nornir_bench.lab.inventory_files import write_inventory
+from nornir_bench.lab.netconf_plan import plan_netconf_lab
 from nornir_bench.lab.routers import RouterLab
 from nornir_bench.lab.topology import plan_lab
 from tests.devices import LAB, started, stopped
@@ -40,17 +42,23 @@ def test_lab_config_file(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 JOBS = sorted((ROOT / "tasks").glob("*.yaml"))
-IGNORED = shutil.ignore_patterns("frr", "__pycache__")
+IGNORED = shutil.ignore_patterns("frr", "nc", "__pycache__")
 
 
 @pytest.mark.parametrize("path", JOBS, ids=[p.name for p in JOBS])
 def test_every_example_job_is_valid(path: Path, tmp_path: Path) -> None:
-    # A copy of the examples, with the inventory `nornir-bench lab --write inventory/frr` writes
-    # (the router lab's, which is not shipped), so that its jobs are checked as well.
+    # A copy of the examples, with the inventories `nornir-bench lab --write inventory/frr`
+    # and `--netconf ... --write inventory/nc` write (not shipped), so that their jobs are
+    # checked as well.
     shutil.copytree(ROOT / "tasks", tmp_path / "tasks")
     shutil.copytree(ROOT / "inventory", tmp_path / "inventory", ignore=IGNORED)
     plan = plan_lab(3, port=3001, name="frr")
     write_inventory(RouterLab(plan).devices(), tmp_path / "inventory" / "frr")
+    # and the NETCONF lab's (`nornir-bench lab --netconf 3 --write inventory/nc`)
+    servers = plan_netconf_lab(3, port=2830, name="netconf").servers
+    write_inventory([LabDevice(s.name, "127.0.0.1", s.port, "netconf", "nbl-netconf", "pw",
+                               "ssh-ed25519 AAAA") for s in servers],
+                    tmp_path / "inventory" / "nc")
     job = load_job(tmp_path / "tasks" / path.name)
     assert job.task_name and job.settings["inventory"]["plugin"]
 

@@ -19,6 +19,7 @@ import pytest
 
 from nornir_bench.lab import new_lab_name
 from nornir_bench.lab._system import LabState, process_started
+from tests.netconf_lab import skip_without_netconf_lab
 from tests.routers import skip_without_router_lab
 from tests.waiting import HANG_GUARD
 
@@ -34,7 +35,8 @@ MET = r"\((met|MISSED)\)"
 class Quick(NamedTuple):
     """A script's quick run: its options beyond ``--quick``, what it needs (``routers``: the
     module's router lab, by ``--lab``; ``labs``: to start router labs of its own, their start
-    and stop being what it measures; ``netns``: network namespaces of its own), the lines it
+    and stop being what it measures; ``netns``: network namespaces of its own; ``netconf``: a
+    NETCONF lab of its own), the lines it
     must print (regexes, one line each), and whether it writes records (``--record``)."""
 
     id: str
@@ -164,11 +166,20 @@ QUICK = [
         rf"200 hosts, 100 in flight, 1 in 10 taking 0\.5 s, the others 0\.1 s: ideal {N} s",
         *(rf"{runner} +{N} s +{N} x ideal  failed 0" for runner in ("threadpool", "asyncio")),
     ]),
+    Quick("bench_netconf", ["bench_netconf.py"], [
+        r"4 hosts on 2 netconfd servers, 2 <get-config> each, 10 at once; medians \(min-max\) "
+        r"of 1",
+        rf"\| ncclient as shipped \(TICK 0\.1 s\), threads \| {SPREAD} \| {SPREAD} \| {N} \|",
+        rf"\| netconf_get_config, threadpool \| {SPREAD} \| {SPREAD} \| {N} \|",
+        rf"\| anetconf_get_config, asyncio \| {SPREAD} \| {SPREAD} \| {N} \|",
+        rf"\| scrapli-netconf, asyncssh \(\+0\.2 s after open\) \| {SPREAD} \| {SPREAD} \| "
+        rf"{N} \|",
+    ], needs="netconf"),
     Quick("bench_netconf_change", ["bench_netconf_change.py"], [
         r"bench_netconf_change: 4 hosts over 2 netconfd servers, 1 rounds; .*",
         *(rf"\| {runner} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {N} \| {N} \| "
           rf"<= 1\.5 {MET} \|" for runner in ("threadpool", "asyncio")),
-    ], needs="netns"),
+    ], needs="netconf"),
     Quick("bench_open_files", ["bench_open_files.py"], [
         r"hard: 300 hosts in flight",
         rf" +asyncio +\S+: {N} s, 300/300 ok; said: .*in flight.*",
@@ -272,6 +283,8 @@ def test_a_script_runs_quick_and_prints_its_figures(
         skip_without_router_lab()
     if quick.needs == "routers":
         command += ["--lab", request.getfixturevalue("frr_lab").name]
+    if quick.needs == "netconf":
+        skip_without_netconf_lab()
     if quick.needs == "netns" and (os.geteuid() != 0 or shutil.which("ip") is None):
         pytest.skip("network namespaces need root and iproute2")
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=400)

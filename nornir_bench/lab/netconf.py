@@ -107,7 +107,7 @@ class NetconfLab:
                 topology="netconf",
                 owner_started=process_started(os.getpid()),
                 kind="netconf",
-                # netconfd makes it whatever its home says, and leaves it empty
+                # netconfd reads it whatever its home says; one made is removed if left empty
                 made_folders=[] if yuma.exists() else [os.fspath(yuma)],
             )
             self.state.save()  # before anything is made: whatever follows can be removed
@@ -173,7 +173,7 @@ def start_netconfd(server: NetconfServer, workdir: str | os.PathLike[str], user:
     (folder / "backup-cfg.xml").unlink(missing_ok=True)  # a killed one's pending rollback
     (folder / "data").mkdir(exist_ok=True)  # $YUMA_HOME/data: its transaction id, or it ends
     log = folder / "netconfd.log"
-    if log.exists():  # netconfd appends: the last run's end is not this one's
+    if log.exists():  # the last run's, ending "log close", until the new one truncates it
         log.replace(folder / "netconfd.log.1")
     server.startup(workdir).write_text(server.startup_config(), encoding="utf-8")
     env = {**os.environ, "HOME": os.fspath(folder), "YUMA_HOME": os.fspath(folder)}

@@ -179,13 +179,13 @@ async def anetconf_get_config(
 
 
 def _checked(subtree: object, xpath: object, namespaces: object, force_list: object,
-             timeout: object) -> tuple[str, Any] | None:
+             timeout: object) -> str | tuple[str, Any] | None:
     check_force_list(force_list)
     number("timeout", timeout, above=0, unit="a number of seconds")
     return netconf_filter(subtree, xpath, namespaces)
 
 
-def _read(task: Task, operation: str, source: str | None, flt: tuple[str, Any] | None,
+def _read(task: Task, operation: str, source: str | None, flt: str | tuple[str, Any] | None,
           force_list: list[str] | None, parse: bool, timeout: float) -> Result:
     """One read on the host's session (opened if it is not); the session is dropped when the
     reply did not come (a late one must not answer the next request)."""
@@ -200,9 +200,7 @@ def _read(task: Task, operation: str, source: str | None, flt: tuple[str, Any] |
         manager = session.manager
         if manager is None or not session.is_open:
             manager = session.login(host, wait)
-        if flt is not None and flt[0] == "xpath" and (
-            XPATH_CAPABILITY not in manager.server_capabilities
-        ):
+        if isinstance(flt, tuple) and XPATH_CAPABILITY not in manager.server_capabilities:
             raise NetconfCapabilityMissing(
                 f"{host.name} does not advertise :xpath ({XPATH_CAPABILITY}): give a subtree "
                 "filter instead"

@@ -40,9 +40,10 @@ class NetconfFilterError(ValueError):
 
 def netconf_filter(
     subtree: object = None, xpath: object = None, namespaces: object = None
-) -> tuple[str, Any] | None:
-    """ncclient's ``filter`` for a read: ``("subtree", XML)``, ``("xpath", (namespaces,
-    expression))``, or ``None`` (the whole datastore).
+) -> str | tuple[str, Any] | None:
+    """ncclient's ``filter`` for a read: a subtree as the whole ``<filter>`` element (text:
+    ncclient's tuple form takes one top element only, a subtree filter may hold several),
+    ``("xpath", (namespaces, expression))``, or ``None`` (the whole datastore).
 
     Raises:
         NetconfFilterError: both given, text that is not well-formed XML (its line and
@@ -56,7 +57,7 @@ def netconf_filter(
         if not isinstance(subtree, str) or not subtree.strip():
             raise NetconfFilterError(f"filter must be a subtree as XML text, got {subtree!r}")
         _well_formed(subtree)
-        return ("subtree", subtree.strip())
+        return f'<filter xmlns="{NETCONF_NS}" type="subtree">{subtree.strip()}</filter>'
     if xpath is not None:
         if not isinstance(xpath, str) or not xpath.strip():
             raise NetconfFilterError(f"xpath must be a non-empty expression, got {xpath!r}")
@@ -69,7 +70,7 @@ def _well_formed(text: str) -> None:
     from xml.etree import ElementTree
 
     try:
-        # a subtree filter may hold several top elements: wrapped, as ncclient sends it
+        # a subtree filter may hold several top elements: wrapped, as it is sent
         ElementTree.fromstring(f"<filter>{text}</filter>")
     except ElementTree.ParseError as exc:
         what = str(exc).split(":", 1)[0]

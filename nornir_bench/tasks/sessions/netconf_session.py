@@ -14,7 +14,9 @@ opens it as the CLI tasks open theirs:
   tasks/sessions/host_keys.py): ncclient is given the one key the known hosts trust (for
   ``accept-new``, the key a key-exchange-only probe showed and recorded), and fails a login
   whose server shows another, before authenticating;
-- ``timeout`` for the login and for each reply (ncclient's ``timeout``).
+- ``timeout`` for the login and for each reply (ncclient's ``timeout``);
+- a first request answered before the login returns (:func:`_first_answer`: netconfd drops
+  a request it reads with the client's hello).
 
 ncclient's session thread looks for outgoing messages every ``TICK`` seconds (0.1 s): each
 request waits up to that long before it is sent. The first session opened sets it to 0.01 s
@@ -27,6 +29,7 @@ import base64
 import contextlib
 import socket
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.known_hosts import matched
@@ -53,6 +56,8 @@ CONNECTION_NAME = "ncclient"
 DEFAULT_NETCONF_PORT = 830
 _TICK = 0.01
 _CLOSE_WAIT = 5.0  # seconds a <close-session> is given when the session closes
+_FIRST_WAIT = 0.5
+_EMPTY_FILTER = '<filter xmlns="urn:ietf:params:xml:ns:netconf:base:1.0" type="subtree"/>'
 # ncclient's device handlers, by the names a nornir inventory gives platforms.
 _HANDLERS = {
     "junos": "junos", "juniper_junos": "junos", "iosxr": "iosxr", "cisco_xr": "iosxr",
@@ -153,7 +158,11 @@ class NetconfSession:
             if silent is not None:
                 raise silent from exc
             raise
-        _first_reply(self.manager, timeout)
+        try:
+            _first_answer(self.manager, timeout)
+        except BaseException:
+            self.close()
+            raise
         return self.manager
 
     def close(self) -> None:
@@ -168,7 +177,6 @@ class NetconfSession:
         with contextlib.suppress(Exception):
             manager._session.close()  # the transport, whatever the device said
 
-
     def drop(self) -> None:
         """End the session at once, no RPC sent (a server that may not answer): the server
         sees it end as if the client died."""
@@ -178,33 +186,35 @@ class NetconfSession:
                 manager._session.close()
 
 
-_NOTHING = ("subtree", "<nothing xmlns='urn:nornir-bench:nothing'/>")
-_FIRST_WAIT = 1.0
+def _first_answer(manager: Manager, timeout: float) -> None:
+    """Return once the server answered a request of this session.
 
+    netconfd never answers a request it reads in one piece with the client's ``<hello>``
+    (seen with 50 logins at once on the lab): a read that follows the login would wait out its
+    timeout. An empty ``<get-config>`` (an empty filter selects nothing) is sent until one is
+    answered, the wait doubling from :data:`_FIRST_WAIT` up to ``timeout``; an ``<rpc-error>``
+    is an answer too. ncclient matches replies to requests by message id, so a late reply to
+    an earlier one answers nothing else.
 
-def _first_reply(manager: Manager, timeout: float) -> None:
-    """A first request answered, sent again until it is, within ``timeout``: yuma123's
-    netconfd drops a request it reads together with the client's hello (it never answers
-    it), which a request sent at once after the login can be, on a loaded machine. A
-    ``<get-config>`` of nothing: any reply (data or an ``<rpc-error>``) will do."""
+    Raises:
+        ncclient.operations.TimeoutExpiredError: nothing answered within ``timeout``.
+    """
     from ncclient.operations import RPCError, TimeoutExpiredError
 
-    wait, left, given = _FIRST_WAIT, timeout, manager.timeout
-    try:
-        while True:
-            manager.timeout = min(wait, left)
-            try:
-                manager.get_config(source="running", filter=_NOTHING)
-                return
-            except RPCError:
-                return
-            except TimeoutExpiredError:
-                left -= manager.timeout
-                if left <= 0:
-                    raise
-                wait *= 2
-    finally:
-        manager.timeout = given
+    ends = time.monotonic() + timeout
+    wait = _FIRST_WAIT
+    while True:
+        manager.timeout = max(_FIRST_WAIT, min(wait, ends - time.monotonic()))
+        try:
+            manager.get_config(source="running", filter=_EMPTY_FILTER)
+        except RPCError:
+            return
+        except TimeoutExpiredError:
+            if time.monotonic() >= ends:
+                raise
+            wait *= 2
+        else:
+            return
 
 
 def _b64(key: SSHKey) -> str:
