@@ -24,13 +24,23 @@ host a server at a time (``group_limits: {port: 1}``), so a run is as long as th
 server's hosts one after the other, whatever ``num_workers``. The sides alternate, ``--repeat``
 rounds each, medians; target: confirmed within 1.5x plain, every host changed.
 
+**sigkill**: ``nornir-bench run`` of the confirmed change on every host, in a process of its
+own (threadpool, a check that cannot hold, ``confirm: {within: 600}``: 660 s on the servers'
+timers), SIGKILLed once each server holds a pending confirmed commit (the journal says so and
+its running configuration shows it); then each server's running ``<data>`` read every 0.1 s
+until it is byte for byte what it was before (target: within its confirm-timeout + 5 s, with
+no controller running); then ``nornir-bench recover JOURNAL`` (target: nothing sent, the
+servers unchanged).
+
 ``--quick``: 2 servers, 4 hosts, 1 round.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +50,10 @@ from harness.stats import Spread
 from harness.tables import met
 
 RUNNERS = ("threadpool", "asyncio")
+PARTS = ("overhead", "sigkill")
+KILL_WITHIN = 600  # sigkill: the confirm window, far longer than the run lives
+PENDING_SECONDS = 120.0  # sigkill: for every server to hold its pending commit
+BACK_SECONDS = 60.0  # sigkill: for every server to be back, at most (its timer: 660 s)
 TARGET = 1.5
 WITHIN = 30
 CHECK = {"name": "eth1 described", "xpath": "/interfaces/interface[name='eth1']",
@@ -57,6 +71,8 @@ PARSER.add_argument("--repeat", type=harness.whole(), help="rounds of each side 
                     "quick 1)")
 PARSER.add_argument("--runners", nargs="+", choices=RUNNERS, default=list(RUNNERS),
                     help="the runners (default both)")
+PARSER.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                    help="the parts to run (default all)")
 
 
 def main(bench: harness.Bench) -> int:
@@ -76,12 +92,74 @@ def main(bench: harness.Bench) -> int:
         work = Path(folder)
         (work / "eth1.j2").write_text(TEMPLATE)
         with netconf_lab(servers, write=work / "inventory", hosts=hosts) as lab:
-            print("| runner | plain (s) | checked (s) | confirmed (s) | new login (s) | "
-                  "confirmed / plain | new login / plain | target |\n"
-                  "|---|---|---|---|---|---|---|---|", flush=True)
-            for runner in args.runners:
-                Sides(bench, lab, work, runner, hosts).measure(repeat)
+            if "overhead" in args.parts:
+                print("| runner | plain (s) | checked (s) | confirmed (s) | new login (s) | "
+                      "confirmed / plain | new login / plain | target |\n"
+                      "|---|---|---|---|---|---|---|---|", flush=True)
+                for runner in args.runners:
+                    Sides(bench, lab, work, runner, hosts).measure(repeat)
+            if "sigkill" in args.parts:
+                sigkill(bench, lab, work)
     return 0
+
+
+def data(reply: str) -> str:
+    """A ``<get-config>`` reply's ``<data>``: its ``last-modified`` moves at a revert too."""
+    return reply[reply.find("<data"):reply.rfind("</data>")]
+
+
+def sigkill(bench: harness.Bench, lab: Any, work: Path) -> None:
+    from harness.jobs import nornir_bench, run_job, write_job
+    from harness.owned import Child
+    from nornir_bench.tasks.changes.journal import read_journal
+    from nornir_bench.tasks.changes.netconf_config import DEFAULT_NETCONF_TIMEOUT
+
+    servers = lab.servers()
+    before = {server: data(lab.config(server)) for server in servers}
+    never = {**CHECK, "expect": {"equals": "never"}}
+    job = write_job(work / "sigkill" / "job.json", runner="threadpool", inventory=lab.inventory,
+                    options={"num_workers": 50, "group_limits": {"port": 1}},
+                    task="netconf_edit_config",
+                    params={"template_file": str(work / "eth1.j2"), "variables": {"round": 0},
+                            "checks": [never], "confirm": {"within": KILL_WITHIN}})
+    folder = job.parent
+    journal = folder / "run.journal"
+
+    def all_pending() -> bool:
+        try:
+            pending = len(read_journal(journal).pending())
+        except (OSError, ValueError):
+            return False
+        return pending >= len(servers) and all(
+            data(lab.config(server)) != before[server] for server in servers)
+
+    with Child(nornir_bench("run", str(job), "-q", "-o", str(folder / "run.jsonl")), folder,
+               "run") as child:
+        ends = time.monotonic() + PENDING_SECONDS
+        while child.process.poll() is None and time.monotonic() < ends and not all_pending():
+            time.sleep(0.2)
+        pending = child.process.poll() is None and all_pending()
+        os.kill(child.pid, signal.SIGKILL)
+        killed = time.monotonic()
+    back: dict[str, float] = {}
+    while len(back) < len(servers) and time.monotonic() - killed < BACK_SECONDS:
+        for server in servers:
+            if server not in back and data(lab.config(server)) == before[server]:
+                back[server] = time.monotonic() - killed
+        time.sleep(0.1)
+    recovered = run_job("recover", str(journal))
+    nothing = recovered.output.count("nothing to send")
+    same = sum(data(lab.config(server)) == before[server] for server in servers)
+    slowest = max(back.values(), default=float("nan"))
+    device_wait = KILL_WITHIN + int(DEFAULT_NETCONF_TIMEOUT)  # the servers' confirm-timeout
+    print(f"\nsigkill: {len(servers)} servers each pending: {pending}; back byte for byte: "
+          f"{len(back)}/{len(servers)}, the last {slowest:.1f} s after the SIGKILL "
+          f"({met(len(back) == len(servers), f'<= {device_wait + 5} s')}); recover: "
+          f"exit {recovered.status}, nothing to send for {nothing}, servers unchanged "
+          f"{same}/{len(servers)} ({met(same == len(servers) and recovered.status == 0, 'all')})",
+          flush=True)
+    bench.record({"back": len(back), "slowest": slowest, "unchanged_after_recover": same},
+                 part="sigkill", servers=len(servers))
 
 
 class Sides:
