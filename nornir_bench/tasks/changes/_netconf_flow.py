@@ -69,7 +69,14 @@ def netconf_flow(
             checks=around.records(),
         ) from None
     change = yield from _locked(config, how, progress, around, confirm_timeout)
-    yield Unlock()
+    try:
+        yield Unlock()
+    except NetconfRefused as refused:  # the session is dropped, which frees the lock
+        raise ConfigChangeFailed(
+            f"{change.state}, and then {refused}: the session is dropped to give the lock "
+            "back", state=change.state, backup=change.backup, diff=change.diff,
+            checks=change.checks,
+        ) from None
     return change
 
 
