@@ -109,13 +109,13 @@ def _locked(
     around.pending(saved, device_reverts_at=until)
     try:
         return (yield from _committed(running_xml, running, diff, saved, how, around,
-                                           confirm_timeout))
+                                      confirm_timeout))
     except (ConfigChangeFailed, PastDeadline):
         raise
     except Exception as exc:  # the session failed under the change: what holds is unknown
         reverts = "" if confirm_timeout is None else (
-            f"; the server reverts its confirmed commit itself (when the session ends, or "
-            f"{confirm_timeout} s after it)")
+            f"; the server reverts its confirmed commit itself (when this session ends, or "
+            f"{confirm_timeout} s after the commit)")
         raise ConfigChangeFailed(
             _masked(
                 f"the session failed during the change ({type(exc).__name__}: {exc}): state "
