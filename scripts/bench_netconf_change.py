@@ -103,11 +103,6 @@ def main(bench: harness.Bench) -> int:
     return 0
 
 
-def data(reply: str) -> str:
-    """A ``<get-config>`` reply's ``<data>``: its ``last-modified`` moves at a revert too."""
-    return reply[reply.find("<data"):reply.rfind("</data>")]
-
-
 def sigkill(bench: harness.Bench, lab: Any, work: Path) -> None:
     from harness.jobs import nornir_bench, run_job, write_job
     from harness.owned import Child
@@ -115,7 +110,7 @@ def sigkill(bench: harness.Bench, lab: Any, work: Path) -> None:
     from nornir_bench.tasks.changes.netconf_config import DEFAULT_NETCONF_TIMEOUT
 
     servers = lab.servers()
-    before = {server: data(lab.config(server)) for server in servers}
+    before = {server: lab.data(server) for server in servers}
     never = {**CHECK, "expect": {"equals": "never"}}
     job = write_job(work / "sigkill" / "job.json", runner="threadpool", inventory=lab.inventory,
                     options={"num_workers": 50, "group_limits": {"port": 1}},
@@ -131,7 +126,7 @@ def sigkill(bench: harness.Bench, lab: Any, work: Path) -> None:
         except (OSError, ValueError):
             return False
         return pending >= len(servers) and all(
-            data(lab.config(server)) != before[server] for server in servers)
+            lab.data(server) != before[server] for server in servers)
 
     with Child(nornir_bench("run", str(job), "-q", "-o", str(folder / "run.jsonl")), folder,
                "run") as child:
@@ -144,12 +139,12 @@ def sigkill(bench: harness.Bench, lab: Any, work: Path) -> None:
     back: dict[str, float] = {}
     while len(back) < len(servers) and time.monotonic() - killed < BACK_SECONDS:
         for server in servers:
-            if server not in back and data(lab.config(server)) == before[server]:
+            if server not in back and lab.data(server) == before[server]:
                 back[server] = time.monotonic() - killed
         time.sleep(0.1)
     recovered = run_job("recover", str(journal))
     nothing = recovered.output.count("nothing to send")
-    same = sum(data(lab.config(server)) == before[server] for server in servers)
+    same = sum(lab.data(server) == before[server] for server in servers)
     slowest = max(back.values(), default=float("nan"))
     device_wait = KILL_WITHIN + int(DEFAULT_NETCONF_TIMEOUT)  # the servers' confirm-timeout
     print(f"\nsigkill: {len(servers)} servers each pending: {pending}; back byte for byte: "

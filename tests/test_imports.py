@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -61,6 +62,21 @@ def test_a_threadpool_benchmark_run_imports_none_of_it_either() -> None:
         "assert run_benchmark(2, 0, hosts=3).summary.ok == 3"
     )
     assert heavy_in(modules) == []
+
+
+def test_a_change_job_that_restores_nothing_imports_no_git_library(tmp_path: Path) -> None:
+    """pygit2 is a restore's (``from_history``) and a backup's, not every change's."""
+    job = tmp_path / "job.yaml"
+    job.write_text("inventory: {plugin: SimpleInventory, options: {host_file: hosts.yaml}}\n"
+                   "task: {name: send_config, params: {lines: [hostname r1]}}\n"
+                   "logging: {enabled: false}\n")
+    (tmp_path / "hosts.yaml").write_text("r1: {hostname: 127.0.0.1}\n")
+    modules = modules_after(
+        "from nornir_bench.jobs.load import load_job\n"
+        f"load_job({str(job)!r}).nornir()"
+    )
+    assert "nornir_bench.tasks.changes.config" in modules
+    assert "pygit2" not in modules
 
 
 def test_nornir_bench_help_imports_no_command() -> None:

@@ -30,8 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", metavar="JOB.yaml", type=Path,
                         help="a job file whose task is backup_config (netmiko) or "
                         "abackup_config (scrapli): its inventory, runner and filter")
-    parser.add_argument("--repo", metavar="DIR", type=Path, required=True,
-                        help="the git repository (made if DIR is new or empty)")
+    parser.add_argument("--repo", metavar="DIR", type=Path,
+                        help="the git repository (made if DIR is new or empty); default: the "
+                        "job's output.repo (this option wins over it)")
     parser.add_argument("--prune", action="store_true",
                         help="remove the files of hosts no longer among the job's")
     parser.add_argument("--keep-secrets", action="store_true",
@@ -61,16 +62,21 @@ def command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     job = load_job(args.job, Overrides(limit=args.limit, runner=args.runner,
                                        workers=args.workers))
+    repo = args.repo or job.repo
+    if repo is None:
+        print(f"nornir-bench: error: no repository to back up into: give --repo DIR, or "
+              f"output: {{repo: DIR}} in {job.path}", file=sys.stderr)
+        return EXIT_USAGE
     done = backup_job(
-        job, args.repo, prune=args.prune, keep_secrets=args.keep_secrets,
+        job, repo, prune=args.prune, keep_secrets=args.keep_secrets,
         wait=not args.no_wait, on_wait=_said, output=args.output,
         progress=False if args.quiet else None, on_stopping=_say_stopping, push=args.push,
     )
     run, written = done.run, done.written
     print(f"backup of job {job.path}: task {job.task_name} on {run.hosts:,} hosts, runner "
-          f"{job.runner_plugin}, repository {args.repo}")
+          f"{job.runner_plugin}, repository {repo}")
     if args.keep_secrets:
-        print(f"secrets kept (--keep-secrets): {args.repo} is readable by its owner alone; "
+        print(f"secrets kept (--keep-secrets): {repo} is readable by its owner alone; "
               "whoever can read a copy of it reads the devices' passwords and keys")
     counts = (f"{hosts_text(len(written.changed))} changed, {len(written.unchanged):,} unchanged, "
               f"{len(done.failed):,} failed" + (f", {len(written.removed):,} removed"
@@ -90,7 +96,7 @@ def command(args: argparse.Namespace) -> int:
         print(f"pushed main to {args.push}")
     elif args.push is not None:
         print(f"push to {args.push} refused: {done.push_refused}; the commit stays in "
-              f"{args.repo} (give --push again once the remote takes it)")
+              f"{repo} (give --push again once the remote takes it)")
     print(f"per-host records: {run.output}")
     if run.interrupted:
         return interrupted_status(args.terminated)

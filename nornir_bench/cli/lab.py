@@ -27,7 +27,8 @@ LAB_HELP = (
 )
 WAIT_LAB_HELP = (
     "wait until every device of a lab (started with `nornir-bench lab ... &`) accepts "
-    "connections (with --routers: logins, and BGP established)"
+    "connections (with --routers: logins, and BGP established; with --netconf: NETCONF "
+    "sessions answered)"
 )
 RTT_SERVER_HELP = "run the emulated-RTT device: echoes each request line after a delay"
 
@@ -69,6 +70,11 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
         help="the routers' SSH server listens only inside a namespace of the lab's own; an "
         "OpenSSH bastion on 127.0.0.1 is the only way in (the inventory's jump_host)",
     )
+    _add_netconf_argument(parser, "; --write and --hosts as for routers")
+
+
+def _add_netconf_argument(parser: argparse.ArgumentParser, more: str = "") -> None:
+    """--netconf: shared by ``lab`` and ``wait-lab``."""
     netconf = parser.add_argument_group(
         "NETCONF servers (root; apt-get install -y netconfd openssh-server)"
     )
@@ -79,7 +85,7 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
         help="N NETCONF servers (yuma123 netconfd: candidate, validate, confirmed commit; "
         "ietf-interfaces, ietf-ip, ietf-system), each in a network namespace of its own, "
         "behind one OpenSSH server on 127.0.0.1 (a port each, from --port, default 2830; "
-        "--name default netconf; --write and --hosts as for routers)",
+        f"--name default netconf){more}",
     )
 
 
@@ -196,6 +202,7 @@ def add_wait_lab_arguments(parser: argparse.ArgumentParser) -> None:
 
     _add_lab_description(parser)
     _add_router_arguments(parser)
+    _add_netconf_argument(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -209,6 +216,18 @@ def wait_lab_command(args: argparse.Namespace) -> int:
     """Wait for the lab described by ``args``; 0 once ready, 1 when it is not in time."""
     from nornir_bench.lab.ready import LabNotReady
 
+    if args.netconf is not None:
+        from nornir_bench.lab.netconf_plan import DEFAULT_NETCONF_LAB_NAME
+        from nornir_bench.lab.netconf_ready import wait_for_named_netconf_lab
+
+        try:
+            servers = wait_for_named_netconf_lab(args.name or DEFAULT_NETCONF_LAB_NAME,
+                                                 args.timeout)
+        except LabNotReady as exc:
+            print(f"nornir-bench: {exc}", file=sys.stderr)
+            return 1
+        print(f"lab ready: {servers} NETCONF servers answer NETCONF over SSH")
+        return 0
     if args.routers is not None:
         from nornir_bench.lab.router_ready import wait_for_named_lab
         from nornir_bench.lab.topology import DEFAULT_LAB_NAME

@@ -1,6 +1,7 @@
 """``nornir-bench diff OLD.jsonl NEW.jsonl`` (two runs compared) and ``nornir-bench report
-RECORDS...`` (a page of what runs did), from the records files ``run`` writes; ``nornir-bench
-recover [JOURNAL]``: the changes a dead run left pending confirmation, reverted."""
+RECORDS...`` (a page of what runs did), from the records files ``run`` writes, or with ``--repo
+DIR`` commits of a backup repository as sides; ``nornir-bench recover [JOURNAL]``: the changes
+a dead run left pending confirmation, reverted."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 from nornir_bench.cli._common import EXIT_FAILED_HOSTS, EXIT_OK
 
-DIFF_HELP = "compare two runs from their records files: what failed, was fixed, or changed"
+DIFF_HELP = ("compare two runs from their records files, or commits of a backup repository: "
+             "what failed, was fixed, or changed")
 REPORT_HELP = "a page of what runs did, from their records files: one HTML file, offline"
 RECOVER_HELP = ("revert the changes a run that died left pending confirmation (confirm), "
                 "from its journal")
@@ -20,9 +22,15 @@ RECOVER_HELP = ("revert the changes a run that died left pending confirmation (c
 def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("Exit status: 0 the runs are the same (hosts still failing for the same "
                      "cause included), 1 they differ, 2 bad input (a file that is not a records "
-                     "file), as diff's.")
-    parser.add_argument("old", metavar="OLD.jsonl", type=Path, help="the earlier run's records")
-    parser.add_argument("new", metavar="NEW.jsonl", type=Path, help="the later run's records")
+                     "file; with --repo, a revision it does not have, a side both a file and a "
+                     "revision or neither, a repository that cannot be read), as diff's.")
+    parser.add_argument("old", metavar="OLD", help="the earlier run's records file (with "
+                        "--repo: or a revision, e.g. HEAD~1)")
+    parser.add_argument("new", metavar="NEW", help="the later run's records file (with "
+                        "--repo: or a revision, e.g. HEAD)")
+    parser.add_argument("--repo", metavar="DIR", type=Path,
+                        help="a repository nornir-bench backup writes: OLD and NEW may be its "
+                        "revisions (a hash, a branch, a tag, HEAD~1); ./NAME is a file")
     parser.add_argument("--json", action="store_true",
                         help="print the comparison as one JSON document, for programs")
     parser.add_argument("--no-diffs", action="store_true",
@@ -30,9 +38,10 @@ def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def diff_command(args: argparse.Namespace, **_: object) -> int:
-    from nornir_bench.report.compare import compare_runs
+    from nornir_bench.report.compare import compare_sides
+    from nornir_bench.report.sides import sides_of
 
-    comparison = compare_runs(args.old, args.new)
+    comparison = compare_sides(*sides_of(args.old, args.new, repo=args.repo))
     if args.json:
         json.dump(comparison.as_json(), sys.stdout, ensure_ascii=False)
         print()
@@ -44,19 +53,28 @@ def diff_command(args: argparse.Namespace, **_: object) -> int:
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = ("Exit status: 0 the page is written, 2 bad input (a file that is not a "
-                     "records file, an output that cannot be written).")
-    parser.add_argument("records", metavar="RECORDS.jsonl", type=Path, nargs="+",
-                        help="records files of runs (each a section of the page)")
+                     "records file, an output that cannot be written; with --repo, a revision "
+                     "it does not have, a side both a file and a revision or neither, a "
+                     "repository that cannot be read).")
+    parser.add_argument("records", metavar="RECORDS.jsonl", nargs="+",
+                        help="records files of runs (each a section of the page); with --repo "
+                        "and --compare, the first may be a revision (compared, no section)")
     parser.add_argument("-o", "--output", metavar="PAGE.html", type=Path,
                         default=Path("report.html"), help="the page (default: report.html)")
-    parser.add_argument("--compare", metavar="OLD.jsonl", type=Path,
-                        help="also compare the (first) run with this earlier one")
+    parser.add_argument("--compare", metavar="OLD",
+                        help="also compare the (first) run with this earlier one (with --repo: "
+                        "or a revision, e.g. HEAD~1)")
+    parser.add_argument("--repo", metavar="DIR", type=Path,
+                        help="a repository nornir-bench backup writes: --compare's sides may "
+                        "be its revisions")
 
 
 def report_command(args: argparse.Namespace, **_: object) -> int:
     from nornir_bench.report.page import write_report
+    from nornir_bench.report.sides import report_sides
 
-    written = write_report(args.records, args.output, compare=args.compare)
+    records, compared = report_sides(args.records, args.compare, repo=args.repo)
+    written = write_report(records, args.output, compared=compared)
     hosts = f"{written.hosts:,} host{'s' * (written.hosts != 1)}"
     print(f"report: {written.path} ({hosts}, {written.size / 1e6:.1f} MB)")
     for note in written.notes:

@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nornir_bench.cli._common import (
     EXIT_FAILED_HOSTS,
     EXIT_OK,
+    EXIT_USAGE,
     add_job_overrides,
     by_signal,
     interrupted_status,
@@ -18,6 +20,9 @@ from nornir_bench.cli._common import (
 )
 from nornir_bench.core.wording import hosts_text
 from nornir_bench.jobs.show import MAX_CHARS, MAX_LINES
+
+if TYPE_CHECKING:
+    from nornir_bench.jobs.change_history import ChangeHistory
 
 HELP = "run a YAML job file's task on its inventory"
 
@@ -49,6 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write each device's CLI session, masked, next to the records "
                         "(RECORDS/sessions/HOST.log), as the job's output: {session_logs: "
                         "true} does")
+    parser.add_argument("--repo", metavar="DIR", type=Path,
+                        help="commit the configurations a change (send_config, asend_config) "
+                        "read to this git repository (a backup's): before it, where the "
+                        "repository's last file differs, and after it; default: the job's "
+                        "output.repo (this option wins over it); with --check, nothing "
+                        "changes and nothing is committed")
+    parser.add_argument("--keep-secrets", action="store_true",
+                        help="with a repository, keep passwords and keys in its files (masked "
+                        "by default); it is then made readable by its owner alone")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="with a repository another backup or change is writing, say who "
+                        "and exit 2 before any device is touched, rather than wait for it")
     add_job_overrides(parser)
     parser.add_argument("-e", "--extra-var", metavar="KEY=VALUE", type=variable, action="append",
                         dest="variables", default=[],
@@ -62,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    from nornir_bench.jobs.change_history import change_with_history, keeps_configs
     from nornir_bench.jobs.load import Overrides, load_job
     from nornir_bench.jobs.run import run_job
     from nornir_bench.jobs.show import failure_lines, interruption, result_lines, step_lines
@@ -70,11 +88,19 @@ def command(args: argparse.Namespace) -> int:
                           variables=dict(args.variables))
     job = load_job(args.job, overrides)
     # A records file that cannot be written is a RecordsError: one line naming it, exit 2.
-    run = run_job(
-        job, output=args.output, progress=False if args.quiet else None,
-        on_stopping=_say_stopping, check=args.check, rerun_failed=args.rerun_failed,
-        session_logs=args.session_logs,
-    )
+    options = dict(output=args.output, progress=False if args.quiet else None,
+                   on_stopping=_say_stopping, check=args.check,
+                   rerun_failed=args.rerun_failed, session_logs=args.session_logs)
+    # The job's repository is a backup's too: only a change commits to it (never --check).
+    repo = args.repo or (job.repo if keeps_configs(job) else None)
+    history = None
+    if repo is None or args.check:
+        run = run_job(job, **options)
+    else:
+        run, history = change_with_history(
+            job, repo, keep_secrets=args.keep_secrets, wait=not args.no_wait, on_wait=_said,
+            **options,
+        )
     what = f"{len(job.steps)} steps" if job.stepped else f"task {job.task_name}"
     how = (", a dry run (--check): nothing changed" if args.check else "") + (
         f", only the hosts that failed or never started in {args.rerun_failed}"
@@ -98,7 +124,13 @@ def command(args: argparse.Namespace) -> int:
             + (" (hosts in flight abandoned: their devices may not have finished)"
                if run.abandoned else "")
         )
+    if history is not None:
+        _say_history(history, repo, args.keep_secrets)
     print(f"per-host records: {run.output}")
+    if history is not None and history.refused is not None:
+        print(f"nornir-bench: error: {history.refused}; the change was made (its outcome "
+              f"above, its records in {run.output}): not committed", file=sys.stderr)
+        return EXIT_USAGE
     if run.interrupted:
         return interrupted_status(args.terminated)
     from nornir_bench.core.changes import DRIFTED
@@ -106,6 +138,26 @@ def command(args: argparse.Namespace) -> int:
     # A compliance check (--check of a replace) fails as a failed host does when any drifted.
     drifted = run.summary.changes.get(DRIFTED)
     return EXIT_FAILED_HOSTS if run.summary.failed or drifted else EXIT_OK
+
+
+def _say_history(history: ChangeHistory, repo: Path | None, keep_secrets: bool) -> None:
+    if keep_secrets:
+        print(f"secrets kept (--keep-secrets): {repo} is readable by its owner alone; whoever "
+              "can read a copy of it reads the devices' passwords and keys")
+    for written, what in ((history.before, "before the change"),
+                          (history.after, "after the change")):
+        if written is None:
+            continue
+        if written.commit is None:
+            print(f"{repo}: no commit {what}: no host's configuration differed from its last "
+                  "file")
+        else:
+            print(f"{repo}: commit {written.commit[:12]} {what}: "
+                  f"{hosts_text(len(written.changed))} differed from the last file")
+
+
+def _said(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _say_stopping() -> None:

@@ -6,8 +6,9 @@ read it from here, so they agree.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nornir_bench.core.failures import each_result
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANGED",
     "COMPLIANT",
+    "ConfigsRead",
     "DRIFTED",
     "note_change",
     "noted_change",
@@ -31,6 +33,7 @@ __all__ = [
     "change_of",
     "changed_of",
     "checks_of",
+    "configs_of",
     "left_changed",
     "note_left_changed",
 ]
@@ -113,3 +116,60 @@ def note_left_changed(multi: MultiResult) -> None:
     for item in each_result(multi):
         if item.exception is not None and not item.changed and left_changed(item.exception):
             item.changed = True
+
+
+class ConfigsRead(NamedTuple):
+    """The running configuration a change read before it sent anything, and the one it read
+    back last (after the change, or after its rollback), as the device printed them: kept on
+    the result (``configs``) only when asked (``keep_configs``: a job committing its change to
+    a repository), zlib-compressed, so that what a worker sends back stays small.
+
+    Attributes:
+        packed_before: the text before, compressed.
+        packed_after: the text read back last, compressed; ``None`` when nothing was read
+            after (nothing was sent, or the device could not be read again).
+    """
+
+    packed_before: bytes
+    packed_after: bytes | None
+
+    @classmethod
+    def of(cls, before: str, after: str | None) -> ConfigsRead:
+        return cls(_packed(before), None if after is None else _packed(after))
+
+    @classmethod
+    def unchanged(cls, text: str) -> ConfigsRead:
+        """Read before, and still what the device runs (nothing sent): one copy, pickled once."""
+        packed = _packed(text)
+        return cls(packed, packed)
+
+    @property
+    def before(self) -> str:
+        return zlib.decompress(self.packed_before).decode("utf-8")
+
+    @property
+    def after(self) -> str | None:
+        return None if self.packed_after is None else \
+            zlib.decompress(self.packed_after).decode("utf-8")
+
+
+def _packed(text: str) -> bytes:
+    return zlib.compress(text.encode("utf-8"), 1)  # fast: the worker's CPU is the run's
+
+
+def configs_of(multi: MultiResult) -> tuple[str | None, str | None]:
+    """The configuration a host's changes read first, before anything was sent, and the one
+    the device runs after them (each ``None`` when unknown): from every result and error that
+    holds :class:`ConfigsRead` (``configs``), in order. A change that ended after it without
+    saying what it left (stopped in flight, or not read again) makes the after unknown."""
+    before = after = None
+    for item in each_result(multi):
+        for holder in (item, item.exception):
+            configs = getattr(holder, "configs", None)
+            change = getattr(holder, "change", None)
+            if isinstance(configs, ConfigsRead):
+                before = configs.before if before is None else before
+                after = configs.after
+            elif isinstance(change, Mapping) and change.get("state") != NOT_TOUCHED:
+                after = None
+    return before, after

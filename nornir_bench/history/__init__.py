@@ -7,5 +7,9 @@ backup run (``nornir-bench backup``), written with pygit2 (libgit2; docs/backup.
   holds it;
 - :mod:`~nornir_bench.history.log`: a host's history, the commits that changed its file with
   their diffs (``nornir-bench history HOST``);
-- :mod:`~nornir_bench.history.push`: the branch pushed to a remote (``--push``).
+- :mod:`~nornir_bench.history.push`: the branch pushed to a remote (``--push``);
+- :mod:`~nornir_bench.history.at_commit`: a host's file at a commit, what a restore replaces
+  to (``send_config``'s ``from_history``).
+
+Below the tasks in the layers: a change reads it; it imports only :mod:`nornir_bench.core`.
 """

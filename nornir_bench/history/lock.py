@@ -1,5 +1,6 @@
-"""One backup at a time writes a repository: an exclusive ``flock`` on a file in its git folder,
-which the kernel lets go however the holder ends (SIGKILL included), so no lock is ever stale.
+"""One run at a time (a backup, or a change committing its history) writes a repository: an
+exclusive ``flock`` on a file in its git folder, which the kernel lets go however the holder
+ends (SIGKILL included), so no lock is ever stale.
 
 The holder writes who it is (process, machine, since when) in the file, so that a backup that
 will not wait can say who holds it.
@@ -24,7 +25,8 @@ LOCK_FILE = "nornir-bench-backup.lock"
 
 
 class RepositoryBusy(RepositoryError):
-    """Another backup holds the repository, and this one was told not to wait."""
+    """Another run (a backup or a change) holds the repository, and this one was told not
+    to wait."""
 
 
 @contextlib.contextmanager
@@ -41,7 +43,7 @@ def holding(
         on_wait: told who holds it, once, before waiting.
 
     Raises:
-        RepositoryBusy: held by another backup, and ``wait`` is false.
+        RepositoryBusy: held by another backup or change, and ``wait`` is false.
     """
     path = git_dir / LOCK_FILE
     try:
@@ -57,11 +59,11 @@ def holding(
             holder = _holder(descriptor)
             if not wait:
                 raise RepositoryBusy(
-                    f"--repo {repo}: another backup is writing it ({holder}); --no-wait: "
+                    f"--repo {repo}: another backup or change is writing it ({holder}); --no-wait: "
                     "not waiting"
                 ) from None
             if on_wait is not None:
-                on_wait(f"waiting for the backup writing {repo} ({holder})")
+                on_wait(f"waiting for the backup or change writing {repo} ({holder})")
             fcntl.flock(descriptor, fcntl.LOCK_EX)
         since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         with contextlib.suppress(OSError):  # who holds it is a courtesy: a full disk refuses it

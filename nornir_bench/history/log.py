@@ -16,6 +16,7 @@ from pathlib import Path
 import pygit2
 
 from nornir_bench.core.secrets import mask_config_secrets
+from nornir_bench.history.reading import open_repository
 from nornir_bench.history.repository import RepositoryError, file_name
 
 __all__ = ["HostChange", "host_history"]
@@ -45,7 +46,7 @@ def host_history(path: Path, host: str) -> Iterator[HostChange]:
     Raises:
         RepositoryError: ``path`` is not a repository a backup made, or it cannot be read.
     """
-    repo = _opened(path)
+    repo = open_repository(path, f"--repo {path}")
     if repo.head_is_unborn:
         return
     name = file_name(host)
@@ -65,17 +66,6 @@ def host_history(path: Path, host: str) -> Iterator[HostChange]:
             )
     except (pygit2.GitError, KeyError, ValueError) as exc:
         raise RepositoryError(f"--repo {path}: cannot read its history: {exc}") from None
-
-
-def _opened(path: Path) -> pygit2.Repository:
-    if not (path / ".git").exists():
-        raise RepositoryError(
-            f"--repo {path}: not a git repository: give one nornir-bench backup wrote"
-        )
-    try:
-        return pygit2.Repository(str(path))
-    except (pygit2.GitError, OSError) as exc:
-        raise RepositoryError(f"--repo {path}: not a usable git repository: {exc}") from None
 
 
 def _blob(repo: pygit2.Repository, tree: pygit2.Tree, name: str) -> pygit2.Blob | None:

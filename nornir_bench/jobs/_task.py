@@ -4,7 +4,9 @@
 imported from the job's folder or the current one; ``params`` (a ``..._file`` or ``..._dir``
 found from the job's folder, as the inventory's files are) are checked against the task's
 signature (names, then types) and by the task's own check (``check_params_with``), so that a
-task that cannot run with them fails before the inventory loads.
+task that cannot run with them fails before the inventory loads. A change's ``from_history``
+has its ``repo`` found from the job's folder too, and its ``commit`` resolved once, here, so
+that every host of the run restores from the same commit whatever is committed meanwhile.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from nornir_bench.tasks import (
 __all__ = ["TASK_KEYS", "read_task", "task_of"]
 
 TASK_KEYS = ("name", "params")
+
+# The tasks whose from_history restores a host's file at a commit: pinned to the commit.
+_RESTORING = ("send_config", "asend_config")
 
 # nr.run's own arguments: a task parameter of the same name would never reach the task.
 _RUN_ARGUMENTS = ("task", "raise_on_error", "on_good", "on_failed", "name")
@@ -69,6 +74,9 @@ def task_of(
             else check
             for check in checks
         ]
+    source = params.get("from_history")
+    if isinstance(source, dict) and isinstance(source.get("repo"), str):
+        params["from_history"] = {**source, "repo": str(job.relative(source["repo"]))}
     for key in params:
         if key in _RUN_ARGUMENTS:
             raise job.error(
@@ -80,6 +88,12 @@ def task_of(
             )
     _check_signature(job, node, params_node, name, task, params)
     _check_own(job, node, name, task, params)
+    if name in _RESTORING and isinstance(params.get("from_history"), dict):  # checked
+        from nornir_bench.history.at_commit import commit_of  # pygit2: only for a restore
+
+        source = params["from_history"]
+        params["from_history"] = {
+            **source, "commit": commit_of(Path(source["repo"]), source.get("commit", "HEAD"))}
     return name, task, params
 
 

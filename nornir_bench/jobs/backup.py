@@ -36,7 +36,14 @@ from nornir_bench.jobs.run import run_job
 from nornir_bench.jobs.show import why_failed
 from nornir_bench.tasks.checks.running_config import BACKUP_TASKS
 
-__all__ = ["BackupRun", "backup_job", "check_backup_job", "commit_message"]
+__all__ = [
+    "BackupRun",
+    "backup_job",
+    "check_backup_job",
+    "commit_message",
+    "names_text",
+    "owner_only",
+]
 
 NAMES_SHOWN = 100  # hosts a commit message names in each list, then how many more
 
@@ -113,7 +120,7 @@ def _backup(
     on_stopping: Callable[[], None] | None,
 ) -> BackupRun:
     if keep_secrets:
-        _owner_only(repository)
+        owner_only(repository)
     run = run_job(job, output=output, progress=progress, on_stopping=on_stopping)
     configs: dict[str, str] = {}
     failed: dict[str, str] = {}
@@ -131,7 +138,7 @@ def _backup(
 
     written = repository.commit_run(configs, message, remove=remove)
     if keep_secrets:
-        _owner_only(repository)
+        owner_only(repository)
     return BackupRun(run, written, failed, unread)
 
 
@@ -146,9 +153,9 @@ def commit_message(job: str, written: Written, failed: dict[str, str], unread: i
         counts.append(f"{unread:,} not read (interrupted)")
     lines = [f"backup: {', '.join(counts)} (job {job})", ""]
     if written.changed:
-        lines.append(f"changed: {_names(written.changed)}")
+        lines.append(f"changed: {names_text(written.changed)}")
     if written.removed:
-        lines.append(f"removed (--prune): {_names(written.removed)}")
+        lines.append(f"removed (--prune): {names_text(written.removed)}")
     if failed:
         lines.append("failed (their last good file kept):")
         shown = sorted(failed)[:NAMES_SHOWN]
@@ -158,13 +165,14 @@ def commit_message(job: str, written: Written, failed: dict[str, str], unread: i
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _names(hosts: Sequence[str]) -> str:
+def names_text(hosts: Sequence[str]) -> str:
+    """The first :data:`NAMES_SHOWN` of ``hosts``, then how many more."""
     shown = ", ".join(hosts[:NAMES_SHOWN])
     return shown + (f" ... and {len(hosts) - NAMES_SHOWN:,} more" if len(hosts) > NAMES_SHOWN
                     else "")
 
 
-def _owner_only(repository: ConfigRepository) -> None:
+def owner_only(repository: ConfigRepository) -> None:
     """The repository readable by its owner alone: it holds the devices' secrets."""
     try:
         os.chmod(repository.path, 0o700)

@@ -3,7 +3,8 @@
 A job is a nornir configuration file (``inventory``, ``runner``, ``core``, ``logging``, ``ssh``,
 ``user_defined``: handed to ``InitNornir`` as they are) plus ``task`` (``name``: a built-in task
 or ``module:function``; ``params``), an optional ``filter`` (``hosts``, ``groups``,
-``platform``) and an optional ``output`` (``path`` of the JSON Lines records). Instead of
+``platform``) and an optional ``output`` (``path`` of the JSON Lines records, ``repo`` of the
+configurations' git repository). Instead of
 ``task``, ``steps`` lists tasks run one after the other on the same hosts and connections, each
 with its own optional ``filter`` and ``on_failed`` (:mod:`~nornir_bench.jobs._steps`)::
 
@@ -86,6 +87,9 @@ class Job:
         steps: its tasks, run one after the other (one for a job with ``task``).
         filter: the hosts to run on.
         output: where the JSON Lines records go, if the job says.
+        repo: the git repository its configurations are committed to (``output.repo``), if
+            the job names one: a backup's, and a change's before and after
+            (:mod:`~nornir_bench.jobs.change_history`).
         secrets: passwords and secrets the job holds, to be masked in all output.
         stepped: the job gave ``steps`` (rather than one ``task``).
         session_logs: a session log per device (``output: {session_logs: true}``; see
@@ -101,6 +105,7 @@ class Job:
     steps: tuple[Step, ...]
     filter: HostFilter = field(default_factory=HostFilter)
     output: Path | None = None
+    repo: Path | None = None
     secrets: frozenset[str] = frozenset()
     stepped: bool = False
     session_logs: bool = False
@@ -251,7 +256,7 @@ def load_job(path: str | Path, overrides: Overrides | None = None) -> Job:
         "ssh": config_settings(job, root, "ssh", SSHConfig, paths=("config_file",)),
         "user_defined": job.plain(job.mapping(root, "user_defined"), "user_defined"),
     }
-    output = _output(job, root)
+    output, repo = _output(job, root)
     return Job(
         session_logs=_session_logs(job, root),
         path=job.path,
@@ -259,6 +264,7 @@ def load_job(path: str | Path, overrides: Overrides | None = None) -> Job:
         steps=steps,
         filter=read_filter(job, root),
         output=output,
+        repo=repo,
         secrets=frozenset(job.secrets),
         stepped=stepped,
         overrides=overrides,
@@ -266,11 +272,14 @@ def load_job(path: str | Path, overrides: Overrides | None = None) -> Job:
     )
 
 
-def _output(job: JobFile, root: CommentedMap) -> Path | None:
-    """Where the ``output`` section says the records go, if it does."""
+def _output(job: JobFile, root: CommentedMap) -> tuple[Path | None, Path | None]:
+    """Where the ``output`` section says the records go, and the repository of the
+    configurations (``repo``), where it does."""
     node = job.mapping(root, "output")
-    job.keys(node, ("path", "session_logs"), "output")
-    return job.relative(job.string(node, "path", "output")) if "path" in node else None
+    job.keys(node, ("path", "session_logs", "repo"), "output")
+    found = [job.relative(job.string(node, key, "output")) if key in node else None
+             for key in ("path", "repo")]
+    return found[0], found[1]
 
 
 def _session_logs(job: JobFile, root: CommentedMap) -> bool:

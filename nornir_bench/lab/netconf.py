@@ -27,21 +27,19 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from nornir_bench.lab._errors import LabError
 from nornir_bench.lab._preflight import refuse_held_ports, remove_stale, user_exists
 from nornir_bench.lab._sshd import add_login_user, make_host_key, reap, start_guard, start_sshd
 from nornir_bench.lab._system import LabState, command, labs_locked, process_started, teardown
-from nornir_bench.lab.netconf_plan import NETCONF_SUBSYSTEM, NETCONFD, NetconfPlan, NetconfServer
+from nornir_bench.lab.netconf_plan import NETCONF_SUBSYSTEM, NETCONFD, NetconfPlan
 from nornir_bench.lab.netconf_ready import wait_for_netconf_lab
 from nornir_bench.lab.netconf_running import RunningNetconfLab
+from nornir_bench.lab.netconf_server import start_netconfd, wait_for_netconfd
 
-__all__ = ["NetconfLab", "check_netconf_lab_needs", "start_netconfd", "wait_for_netconfd"]
+__all__ = ["NetconfLab", "check_netconf_lab_needs"]
 
-SERVER_START_TIMEOUT = 10.0
-_LOG_CLOSED = "*** log close"  # the last line netconfd logs as it ends
 _FOLDER_MODE = 0o710  # root's, entered by the lab user's group: the sockets its sessions reach
 _NEEDED = (NETCONFD, NETCONF_SUBSYSTEM, "/usr/sbin/sshd", "/usr/bin/ssh-keygen")
 _TOOLS = ("ip", "setsid", "useradd", "userdel", "chpasswd")
@@ -161,43 +159,6 @@ class NetconfLab:
             folder.mkdir(exist_ok=True)
             shutil.chown(folder, "root", self.plan.user)
             folder.chmod(_FOLDER_MODE)
-
-
-def start_netconfd(server: NetconfServer, workdir: str | os.PathLike[str], user: str) -> None:
-    """``server``'s netconfd started in its namespace from its starting configuration, written
-    anew (what the server saved of its running configuration is replaced), detached from this
-    process (``setsid --fork``: whoever restarts a server need not reap it; teardown finds it
-    in its namespace)."""
-    folder = server.folder(workdir)
-    server.socket(workdir).unlink(missing_ok=True)  # a server killed leaves its socket
-    (folder / "backup-cfg.xml").unlink(missing_ok=True)  # a killed one's pending rollback
-    (folder / "data").mkdir(exist_ok=True)  # $YUMA_HOME/data: its transaction id, or it ends
-    log = folder / "netconfd.log"
-    if log.exists():  # the last run's, ending "log close", until the new one truncates it
-        log.replace(folder / "netconfd.log.1")
-    server.startup(workdir).write_text(server.startup_config(), encoding="utf-8")
-    env = {**os.environ, "HOME": os.fspath(folder), "YUMA_HOME": os.fspath(folder)}
-    with open(folder / "netconfd.out", "ab") as out:
-        subprocess.run(
-            ["setsid", "--fork", "ip", "netns", "exec", server.namespace,
-             *server.netconfd_command(workdir, user)],
-            cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, check=True,
-            timeout=SERVER_START_TIMEOUT,
-        )
-
-
-def wait_for_netconfd(server: NetconfServer, workdir: str | os.PathLike[str]) -> None:
-    """Return once ``server``'s netconfd listens on its socket; LabError with the end of its
-    log if it ended first (its log closed) or did not listen in time."""
-    ends = time.monotonic() + SERVER_START_TIMEOUT
-    log = server.folder(workdir) / "netconfd.log"
-    while not server.socket(workdir).exists():
-        said = log.read_text(errors="replace") if log.exists() else ""
-        if _LOG_CLOSED in said or time.monotonic() > ends:
-            lines = [line for line in said.splitlines() if line.strip() and "***" not in line]
-            why = lines[-1] if lines else "no socket"
-            raise LabError(f"netconfd of {server.name} did not start: {why}")
-        time.sleep(0.02)
 
 
 def check_netconf_lab_needs() -> None:

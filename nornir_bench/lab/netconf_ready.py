@@ -18,7 +18,7 @@ from nornir_bench.lab.ready import LabNotReady
 
 __all__ = [
     "HELLO_TIMEOUT", "NetconfNotReady", "netconf_rpcs", "netconf_session_answered",
-    "wait_for_netconf_lab",
+    "wait_for_named_netconf_lab", "wait_for_netconf_lab",
 ]
 
 HELLO_TIMEOUT = 10.0
@@ -56,6 +56,32 @@ def wait_for_netconf_lab(plan: NetconfPlan, password: str, timeout: float = 60.0
                 f"NETCONF lab not ready after {timeout:g} s: {names}: no NETCONF session "
                 f"({problem})"
             )
+        time.sleep(_POLL)
+
+
+def wait_for_named_netconf_lab(name: str, timeout: float = 60.0) -> int:
+    """``nornir-bench wait-lab --netconf``: wait for the NETCONF lab named ``name``, started by
+    another process (its state file appears as it starts), to be ready; its server count.
+
+    The state is read again at each look: the state a killed lab left (its process gone) is
+    not this lab's, and a lab started again under the name has another password.
+
+    Raises:
+        NetconfNotReady: no such lab, or not ready, at ``timeout``.
+    """
+    from nornir_bench.lab._system import owner_alive, read_state
+    from nornir_bench.lab.netconf_plan import plan_netconf_lab
+
+    deadline = time.monotonic() + timeout
+    while True:
+        state = read_state(name)
+        if (state is not None and state.kind == "netconf" and state.sshd_pid is not None
+                and owner_alive(state)):
+            plan = plan_netconf_lab(len(state.ports), port=min(state.ports.values()), name=name)
+            wait_for_netconf_lab(plan, state.password, max(deadline - time.monotonic(), _POLL))
+            return len(plan.servers)
+        if time.monotonic() >= deadline:
+            raise NetconfNotReady(f"no NETCONF lab named {name!r} started within {timeout:g} s")
         time.sleep(_POLL)
 
 

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.lab._errors import LabError
-from nornir_bench.lab._system import command, kill_processes, owner_alive, read_state
+from nornir_bench.lab._system import owner_alive, read_state
 from nornir_bench.lab.devices import LabDevice
 from nornir_bench.lab.inventories import nornir_on, router_hosts
 from nornir_bench.lab.inventory_files import write_inventory
 from nornir_bench.lab.netconf_plan import NETCONF_PLATFORM, NetconfPlan, plan_netconf_lab
 from nornir_bench.lab.netconf_ready import netconf_rpcs, wait_for_netconf_lab
+from nornir_bench.lab.netconf_server import start_netconfd, stop_netconfd, wait_for_netconfd
 from nornir_bench.lab.running import host_key_of, live_processes
 
 if TYPE_CHECKING:
@@ -194,10 +195,8 @@ class RunningNetconfLab:
             LabError: a server that did not start again; NetconfNotReady: one that did not
                 answer within ``timeout``.
         """
-        from nornir_bench.lab.netconf import start_netconfd, wait_for_netconfd
-
         chosen = [self.plan.server(name) for name in (servers or self.servers())]
-        _kill_netconfd([server.namespace for server in chosen])
+        stop_netconfd(chosen)
         for server in chosen:
             start_netconfd(server, self.workdir, self.user)
         for server in chosen:
@@ -236,11 +235,3 @@ class RunningNetconfLab:
 
     def close(self) -> None:
         """Nothing held (the lab itself is its owner's to stop): as the router lab's."""
-
-
-def _kill_netconfd(namespaces: list[str]) -> None:
-    """Whatever runs in ``namespaces`` (their netconfd) killed and waited for."""
-    pids = {int(p) for namespace in namespaces
-            for p in command("ip", "netns", "pids", namespace).split() if p.isdigit()}
-    if pids:
-        kill_processes(pids)

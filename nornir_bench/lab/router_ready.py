@@ -43,7 +43,8 @@ def wait_for_named_lab(name: str, timeout: float = 60.0) -> LabPlan:
 
     def running() -> tuple[LabPlan, str] | None:
         state = read_state(name)
-        if state is None or state.sshd_pid is None or not owner_alive(state):
+        if (state is None or state.kind != "routers" or state.sshd_pid is None
+                or not owner_alive(state)):
             return None
         plan = plan_lab(
             len(state.ports), topology=state.topology, port=min(state.ports.values()), name=name,

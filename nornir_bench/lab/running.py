@@ -97,7 +97,8 @@ class RunningRouterLab:
             LabError: no lab of that name runs.
         """
         state = read_state(name)
-        if state is None or state.sshd_pid is None or not owner_alive(state):
+        if (state is None or state.kind != "routers" or state.sshd_pid is None
+                or not owner_alive(state)):
             raise LabError(f"no router lab named {name!r} is running")
         plan = plan_lab(len(state.ports), topology=state.topology,
                         port=min(state.ports.values()), name=name,

@@ -12,33 +12,108 @@ The files are streamed: each record is kept as its outcome, cause and a hash of 
 with where its line is; the lines of the hosts whose output or checks changed are read again
 for their diffs. So two files of 100,000 hosts of running configurations are compared in the
 memory of their digests.
+
+A side may also be a commit of a backup repository (:mod:`nornir_bench.report.sides`): the
+engine compares two :class:`Side` objects, each a host's outcome and digest by key, read again
+for its diff.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nornir_bench.core.wording import shortened
 from nornir_bench.processors.records_file import RecordsRead, each_record_at, record_at
 from nornir_bench.report.checks import CheckDrift, checks_digest, drifted
 
-__all__ = ["Comparison", "HostChange", "compare_runs"]
+__all__ = ["Comparison", "HostChange", "RecordsSide", "Seen", "Side", "compare_runs",
+           "compare_sides"]
 
 Key = tuple[str, int | str | None]  # host, step
+Checks = Sequence[Mapping[str, Any]] | None  # a host's state checks, as its record holds them
 
 
 @dataclass(frozen=True)
-class _Seen:
+class Seen:
+    """A host as one side holds it: its outcome, a digest of its output, and where to read it
+    again (a records line's offset, a blob's id)."""
+
     failed: bool
     cause: str | None
     digest: int
-    offset: int
-    checks: int | None  # a digest of the checks' states, None: none recorded
+    where: int | str
+    checks: int | None = None  # a digest of the checks' states, None: none recorded
+    text: bool = True  # its output is text (a configuration can be), not a mapping or None
+    left_out: bool = False  # not comparable (with a commit: not a configuration): not compared
+
+
+class Side(Protocol):
+    """One side of a comparison: a records file, or a commit of a backup repository."""
+
+    @property
+    def name(self) -> str:
+        """What the diffs' ``---``/``+++`` lines and the page call it (``old.jsonl``)."""
+
+    @property
+    def label(self) -> str:
+        """What ``--json`` calls it (the path as given, the revision)."""
+
+    def seen(self) -> dict[Key, Seen]:
+        """Each host (and step) it holds, in its order; a host's last record counts."""
+
+    def output(self, seen: Seen) -> object:
+        """The output of a host it holds, read again."""
+
+    def checks(self, seen: Seen) -> Checks:
+        """The state checks of a host it holds, read again (``None``: none)."""
+
+    def notes(self) -> list[str]:
+        """Lines to say below the comparison: lines skipped, the commit a revision is."""
+
+    def as_json(self) -> dict[str, Any]:
+        """What ``--json`` says of it beside its label: ``skipped_lines``, ``commit`` (its id,
+        or ``None``), ``left_out`` (the hosts it leaves out of the comparison)."""
+
+
+class RecordsSide:
+    """A records file as a side, streamed (see the module)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.read = RecordsRead(path)
+        self.name = path.name
+        self.label = str(path)
+
+    def seen(self) -> dict[Key, Seen]:
+        seen: dict[Key, Seen] = {}
+        for offset, record in each_record_at(self.path, read=self.read):
+            cause = None
+            if record.failed:
+                message = (record.message or "").strip().splitlines()
+                cause = (record.exception or "failed") + (f": {message[0]}" if message else "")
+            seen[(record.host, record.step)] = Seen(
+                record.failed, cause, _digest(record.result), offset,
+                checks_digest(record.checks), isinstance(record.result, str),
+            )
+        return seen
+
+    def output(self, seen: Seen) -> object:
+        return record_at(self.path, int(seen.where)).result
+
+    def checks(self, seen: Seen) -> Checks:
+        return record_at(self.path, int(seen.where)).checks
+
+    def notes(self) -> list[str]:
+        note = self.read.note()
+        return [note] if note else []
+
+    def as_json(self) -> dict[str, Any]:
+        return {"skipped_lines": self.read.skipped, "commit": None, "left_out": []}
 
 
 @dataclass
@@ -70,8 +145,8 @@ class Comparison:
     """What differs between two runs (``changes``, in :data:`KINDS` order, then host order),
     and how many hosts were the same."""
 
-    old: RecordsRead
-    new: RecordsRead
+    old: Side
+    new: Side
     changes: list[HostChange] = field(default_factory=list)
     same: int = 0
 
@@ -108,16 +183,20 @@ class Comparison:
             yield from (f"  {change.label()}: {drift.said()}" for drift in change.drift)
             if diffs and change.diff:
                 yield from ("    " + row for row in change.diff.splitlines())
-        for read in (self.old, self.new):
-            note = read.note()
-            if note:
-                yield note
+        yield from self.notes()
+
+    def notes(self) -> list[str]:
+        """What the sides say of themselves (lines skipped, the commit a revision is)."""
+        return [*self.old.notes(), *self.new.notes()]
 
     def as_json(self) -> dict[str, Any]:
+        old, new = self.old.as_json(), self.new.as_json()
         return {
-            "old": str(self.old.path), "new": str(self.new.path), "counts": self.counts(),
+            "old": self.old.label, "new": self.new.label, "counts": self.counts(),
             "same": self.same, "changes": [c.as_json() for c in self.changes],
-            "skipped_lines": {"old": self.old.skipped, "new": self.new.skipped},
+            "skipped_lines": {"old": old["skipped_lines"], "new": new["skipped_lines"]},
+            "commits": {"old": old["commit"], "new": new["commit"]},
+            "left_out": {"old": old["left_out"], "new": new["left_out"]},
         }
 
 
@@ -127,9 +206,22 @@ def compare_runs(old: Path, new: Path) -> Comparison:
     Raises:
         RecordsFileError: either file cannot be read or is not a records file.
     """
-    comparison = Comparison(RecordsRead(old), RecordsRead(new))
-    before = _seen(old, comparison.old)
-    after = _seen(new, comparison.new)
+    return compare_sides(RecordsSide(old), RecordsSide(new))
+
+
+def compare_sides(old: Side, new: Side) -> Comparison:
+    """Compare two sides: records files, or commits (:mod:`nornir_bench.report.sides`).
+
+    Raises:
+        RecordsFileError: a records file cannot be read or is not a records file.
+        RepositoryError: a commit's files cannot be read.
+    """
+    comparison = Comparison(old, new)
+    before = old.seen()
+    after = new.seen()
+    for key in [key for seen in (before, after) for key, one in seen.items() if one.left_out]:
+        before.pop(key, None)
+        after.pop(key, None)
     changes: dict[str, list[HostChange]] = {kind: [] for kind in KINDS}
     for key, now in after.items():
         was = before.get(key)
@@ -149,8 +241,7 @@ def compare_runs(old: Path, new: Path) -> Comparison:
             continue
         change = HostChange(*key, kind, was.cause, now.cause)
         if _checks_differ(was, now):
-            change.drift = drifted(record_at(old, was.offset).checks,
-                                   record_at(new, now.offset).checks)
+            change.drift = drifted(old.checks(was), new.checks(now))
         if kind == "output changed":
             if was.digest != now.digest:
                 change.diff = _output_diff(old, was, new, now, key[0])
@@ -166,20 +257,7 @@ def compare_runs(old: Path, new: Path) -> Comparison:
     return comparison
 
 
-def _seen(path: Path, read: RecordsRead) -> dict[Key, _Seen]:
-    seen: dict[Key, _Seen] = {}
-    for offset, record in each_record_at(path, read=read):
-        cause = None
-        if record.failed:
-            message = (record.message or "").strip().splitlines()
-            cause = (record.exception or "failed") + (f": {message[0]}" if message else "")
-        seen[(record.host, record.step)] = _Seen(
-            record.failed, cause, _digest(record.result), offset, checks_digest(record.checks),
-        )
-    return seen
-
-
-def _checks_differ(was: _Seen, now: _Seen) -> bool:
+def _checks_differ(was: Seen, now: Seen) -> bool:
     """Whether both records hold checks, in states that differ (older records hold none)."""
     return None not in (was.checks, now.checks) and was.checks != now.checks
 
@@ -195,10 +273,10 @@ def _digest(value: object) -> int:
     return hash(value if isinstance(value, str) else repr(value))
 
 
-def _output_diff(old: Path, was: _Seen, new: Path, now: _Seen, host: str) -> str:
+def _output_diff(old: Side, was: Seen, new: Side, now: Seen, host: str) -> str:
     """The unified diff of a host's output, old to new (its lines read again)."""
-    before = _text(record_at(old, was.offset).result)
-    after = _text(record_at(new, now.offset).result)
+    before = _text(old.output(was))
+    after = _text(new.output(now))
     return "".join(difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True),
         f"{old.name}:{host}", f"{new.name}:{host}", n=3,

@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from nornir_bench.bench.summary import change_counts
 from nornir_bench.core.exceptions import NornirBenchError
@@ -45,6 +45,9 @@ from nornir_bench.report.aggregate import (
 from nornir_bench.report.checks import checks_section
 from nornir_bench.report.compliance import compliance_section
 from nornir_bench.report.plots import latency, timeline
+
+if TYPE_CHECKING:
+    from nornir_bench.report.compare import Comparison, Side
 
 __all__ = ["ReportError", "Written", "write_report"]
 
@@ -65,11 +68,20 @@ class Written:
     notes: tuple[str, ...]
 
 
-def write_report(records: Sequence[Path], output: Path, *, compare: Path | None = None) -> Written:
-    """Write the page of the runs of ``records`` to ``output`` (see the module).
+def write_report(
+    records: Sequence[Path],
+    output: Path,
+    *,
+    compare: Path | None = None,
+    compared: tuple[Side, Side] | None = None,
+) -> Written:
+    """Write the page of the runs of ``records`` to ``output`` (see the module), with the
+    comparison of the first run with ``compare``'s, or of ``compared``'s two sides (records
+    files or commits: :func:`nornir_bench.report.sides.report_sides`).
 
     Raises:
         RecordsFileError: a file cannot be read or is not a records file.
+        RepositoryError: a commit's files cannot be read.
         ReportError: the page cannot be written.
     """
     try:
@@ -81,15 +93,24 @@ def write_report(records: Sequence[Path], output: Path, *, compare: Path | None 
         ) from None
     runs = [load_run(path) for path in records]
     comparison = None
-    if compare is not None:
-        from nornir_bench.report.compare import compare_runs
+    if compared is None and compare is not None:
+        from nornir_bench.report.compare import RecordsSide
 
-        comparison = compare_runs(compare, records[0])
+        compared = (RecordsSide(compare), RecordsSide(records[0]))
+    if compared is not None:
+        from nornir_bench.report.compare import compare_sides
+
+        comparison = compare_sides(*compared)
     body = [_run_section(run) for run in runs]
     if comparison is not None:
         body.append(_comparison_section(comparison))
     hosts = sum(step.hosts for run in runs for step in run.steps.values())
-    title = "nornir-bench report: " + ", ".join(path.name for path in records)
+    if not runs and comparison is not None:  # two commits: the hosts compared
+        hosts = comparison.same + len(comparison.changes)
+    names = [path.name for path in records]
+    if comparison is not None and comparison.new.label not in map(str, records):
+        names.insert(0, comparison.new.name)  # a commit: a side with no section of its own
+    title = "nornir-bench report: " + ", ".join(names)
     page = _PAGE.format(title=_e(title), body="\n".join(body), total=hosts)
     notes = tuple(n for run in runs if (n := run.read.note()) is not None)
     if not output.parent.exists():  # made, and said: a mistyped folder shows
@@ -177,7 +198,7 @@ def _changes(step: StepView) -> str:
             + more)
 
 
-def _comparison_section(comparison: Any) -> str:
+def _comparison_section(comparison: Comparison) -> str:
     counts = comparison.counts()
     head = ", ".join(f"{kind}: {n:,}" for kind, n in counts.items())
     rows = []
@@ -188,10 +209,12 @@ def _comparison_section(comparison: Any) -> str:
             f"<div class='example'>{_e(drift.said())}</div>" for drift in change.drift)
         rows.append(f"<tr><td>{_e(change.kind)}</td><td>{_e(change.label())}</td>"
                     f"<td>{cause}</td><td>{diff}</td></tr>")
-    return (f"<section class='compare'><h2>Compared with {_e(comparison.old.path.name)}</h2>"
+    notes = "".join(f"<p class='note'>{_e(note)}</p>" for note in comparison.notes())
+    return (f"<section class='compare'><h2>{_e(comparison.new.name)} compared with "
+            f"{_e(comparison.old.name)}</h2>"
             f"<p class='summary' data-differ='{len(comparison.changes)}'>{_e(head)}, same: "
-            f"{comparison.same:,}</p><table><tr><th>change</th><th>host</th><th>cause</th>"
-            "<th>output</th></tr>" + "".join(rows) + "</table></section>")
+            f"{comparison.same:,}</p>{notes}<table><tr><th>change</th><th>host</th>"
+            "<th>cause</th><th>output</th></tr>" + "".join(rows) + "</table></section>")
 
 
 _PAGE = """<!DOCTYPE html>

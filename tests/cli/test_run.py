@@ -724,7 +724,7 @@ def test_rerun_failed_with_a_file_that_is_not_this_jobs_records_exits_2_in_one_l
         ('{lines: ["ip route 1.1.1.0/24 Null0\\nreload"]}', "config line 1 holds a line break: "
          "give one line per list item, got 'ip route 1.1.1.0/24 Null0\\nreload'"),
         ("{lines: [a], config_file: c.txt}", "give the config as exactly one of lines, "
-         "config_file, template_file, not lines and config_file"),
+         "config_file, template_file, from_history, not lines and config_file"),
     ],
     ids=["empty", "missing-template", "line-break", "two-sources"],
 )

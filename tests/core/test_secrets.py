@@ -131,6 +131,29 @@ def test_secrets_in_configuration_text_are_masked(line: str, masked: str) -> Non
     assert Redactor()(line) == masked  # whatever a job shows, records or logs
 
 
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        # the first and last lines, no newline at the end, keywords in any case
+        ("PASSWORD one\nhostname r1\nsnmp-server Community two RO",
+         "PASSWORD ********\nhostname r1\nsnmp-server Community ******** RO"),
+        # two secrets on a line, a line holding a keyword but no setting, Windows line ends
+        ("key chain k\r\n key-string 7 three secret four\r\n",
+         "key chain k\r\n key-string 7 ******** secret ********\r\n"),
+        # a character whose lowercase is two: the text is scanned whole
+        ("description \u0130stanbul\nusername x secret 5 five\n",
+         "description \u0130stanbul\nusername x secret 5 ********\n"),
+        # a keyword inside a longer word, and the same line found by two keywords
+        ("keychain\nusername a password secret-x\n",
+         "keychain\nusername a password ********\n"),
+    ],
+)
+def test_every_line_of_a_configuration_holding_a_secret_is_masked(text: str, masked: str) -> None:
+    """The configuration is scanned only where a keyword is: none is missed on the first or
+    last line, in capitals, beside another, or when lowercasing changes the text's length."""
+    assert mask_config_secrets(text) == masked
+
+
 def test_the_terminal_is_masked_line_by_line_and_put_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -25,6 +25,7 @@ from tests.cli.test_backup_routers import (
     commits,
     configure,
 )
+from tests.history.full_disk import on_full_disk
 from tests.waiting import HANG_GUARD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +58,8 @@ def test_a_second_backup_waits_for_the_first_or_with_no_wait_says_who_holds_it(
     configure(frr_lab, "r1", ROUTE)
     with holding(repo, repo / ".git"):  # a backup under way, as far as others can tell
         done = backup(job, repo, "--no-wait")
-        one_line_error(done, f"--repo {repo}: another backup is writing it (pid {os.getpid()} ")
+        one_line_error(done, f"--repo {repo}: another backup or change is writing it (pid "
+                       f"{os.getpid()} ")
         assert len(commits(repo)) == 1
         waiting = subprocess.Popen(
             [sys.executable, "-m", "nornir_bench", "backup", str(job), "--repo", str(repo),
@@ -67,7 +69,8 @@ def test_a_second_backup_waits_for_the_first_or_with_no_wait_says_who_holds_it(
         try:
             assert waiting.stderr is not None
             said = waiting.stderr.readline()  # the event: it says it waits, then waits
-            assert said.startswith(f"waiting for the backup writing {repo} (pid {os.getpid()} ")
+            assert said.startswith(f"waiting for the backup or change writing {repo} (pid "
+                                   f"{os.getpid()} ")
             assert waiting.poll() is None and len(commits(repo)) == 1
         except BaseException:
             waiting.kill()
@@ -157,18 +160,8 @@ def test_a_full_disk_stops_the_command_in_one_line_and_leaves_the_repository_as_
     assert backup(job, seed).returncode == 0
     first = commits(seed)[0].id
     configure(frr_lab, "r1", ROUTE)
-    for folder in (full, after):
-        folder.mkdir()
-    script = (
-        f"mount -t tmpfs -o size=1m tmpfs {full} && cp -a {seed}/. {full}/ && "
-        f"(dd if=/dev/zero of={full}/filler bs=4k 2>/dev/null; true) && "
-        f"{sys.executable} -m nornir_bench backup {job} --repo {full} -o "
-        f"{tmp_path / 'full.jsonl'} --quiet; status=$?; rm {full}/filler; "
-        f"cp -a {full}/. {after}/; exit $status"
-    )
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                           script], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=HANG_GUARD, check=False)
+    done = on_full_disk(seed, full, after, "backup", job, "-o", tmp_path / "full.jsonl",
+                        "--quiet")
     one_line_error(done, f"--repo {full}: cannot write the run: ")
     assert "No space left on device" in done.stderr or "space" in done.stderr.lower()
     assert commits(after)[0].id == first

@@ -10,6 +10,7 @@ import pytest
 
 from nornir_bench.cli.main import main
 from nornir_bench.history.repository import ConfigRepository, Written
+from tests.history.unreadable import KINDS, unreadable
 
 
 def message(written: Written) -> str:
@@ -72,23 +73,11 @@ def test_a_host_no_commit_holds_is_one_line_and_exit_1(
     )
 
 
-@pytest.mark.parametrize("what", ["missing", "not-a-repository", "corrupt"])
+@pytest.mark.parametrize("what", KINDS)
 def test_a_repository_that_cannot_be_read_is_one_line_and_exit_2(
     repo: Path, tmp_path: Path, what: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = repo
-    if what == "missing":
-        path = tmp_path / "nowhere"
-    elif what == "not-a-repository":
-        path = tmp_path / "plain"
-        path.mkdir()
-        (path / "r1.cfg").write_text("hostname r1\n")
-    else:
-        for objects in (repo / ".git" / "objects").iterdir():
-            if len(objects.name) == 2:  # a loose object's folder: its files emptied
-                for found in objects.iterdir():
-                    found.chmod(0o644)
-                    found.write_bytes(b"")
+    path = unreadable(repo, tmp_path, what)
     assert main(["history", "r1", "--repo", str(path)]) == 2
     captured = capsys.readouterr()
     lines = captured.err.splitlines()

@@ -5,8 +5,11 @@ SSH), its inventory, put back, and removed whole at the end of its block, at SIG
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import signal
 import socket
+import subprocess
 import threading
 from multiprocessing.queues import Queue
 from pathlib import Path
@@ -14,13 +17,14 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from nornir_bench.lab import LabError, RunningNetconfLab, netconf_lab
+from nornir_bench.lab import LabError, RunningNetconfLab, RunningRouterLab, netconf_lab
 from nornir_bench.lab.netconf_plan import plan_netconf_lab
 from nornir_bench.lab.netconf_ready import netconf_rpcs
 from tests.devices import LAB, free_port_range, started, stopped
 from tests.lab.test_labs import owner_killed
 from tests.netconf_lab import skip_without_netconf_lab
-from tests.routers import LAB_READY_TIMEOUT, lab_leftovers, new_lab_name, wait_for
+from tests.routers import LAB_READY_TIMEOUT, guard_pid, lab_leftovers, new_lab_name, wait_for
+from tests.waiting import HANG_GUARD
 
 _CANDIDATE_EDIT = (
     "<edit-config><target><candidate/></target><config>"
@@ -70,6 +74,13 @@ def test_a_changed_server_is_found_and_put_back(netconf_lab: RunningNetconfLab) 
     assert netconf_lab.pids("nc2") == untouched
 
 
+def test_a_router_labs_attach_does_not_take_a_netconf_lab_for_one(
+    netconf_lab: RunningNetconfLab,
+) -> None:
+    with pytest.raises(LabError, match=f"^no router lab named '{netconf_lab.name}' is running$"):
+        RunningRouterLab.attach(netconf_lab.name)
+
+
 @pytest.mark.parametrize(("options", "said"), [
     ({"servers": 0}, "--netconf must be a whole number from 1 to 100, got 0"),
     ({"servers": 2, "port": 65535}, "--port must leave room for 2 ports up to 65535, from 1 "
@@ -82,6 +93,7 @@ def test_bad_options_are_one_line(options: dict[str, object], said: str) -> None
         plan_netconf_lab(**options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # a lab of its own
 def test_a_lab_is_removed_whole_at_the_end_of_its_block(tmp_path: Path) -> None:
     """(A lab of its own: its end is the subject.)"""
     skip_without_netconf_lab()
@@ -101,6 +113,7 @@ def own_netconf_lab(name: str, said: Queue[int]) -> None:
         threading.Event().wait()
 
 
+@pytest.mark.slow  # a lab of its own
 def test_a_netconf_lab_whose_owner_is_killed_is_removed_by_its_guard() -> None:
     """(A lab of its own: its owner is killed.)"""
     skip_without_netconf_lab()
@@ -110,8 +123,12 @@ def test_a_netconf_lab_whose_owner_is_killed_is_removed_by_its_guard() -> None:
     assert not wait_for(lambda: lab_leftovers(name))
 
 
-def test_the_command_is_removed_whole_at_sigterm(tmp_path: Path) -> None:
-    """``nornir-bench lab --netconf 2``: a line per server, ``lab ready:``, then SIGTERM:
+@pytest.mark.slow  # a lab of its own
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_the_command_is_removed_whole_at_ctrl_c_and_sigterm(
+    tmp_path: Path, sig: signal.Signals,
+) -> None:
+    """``nornir-bench lab --netconf 2``: a line per server, ``lab ready:``, then the signal:
     ``lab stopped``, exit 0, nothing left, the password never printed. (A lab of its own.)"""
     skip_without_netconf_lab()
     name = new_lab_name()
@@ -122,14 +139,41 @@ def test_the_command_is_removed_whole_at_sigterm(tmp_path: Path) -> None:
     try:
         lab = RunningNetconfLab.attach(name, tmp_path / "inventory")
         assert lab.data("nc2")
+        waited = subprocess.run([*LAB, "wait-lab", "--netconf", "2", "--name", name],
+                                capture_output=True, text=True, timeout=HANG_GUARD)
+        assert (waited.returncode, waited.stdout) == (
+            0, "lab ready: 2 NETCONF servers answer NETCONF over SSH\n"), waited.stderr
     finally:
-        status = stopped(handle, signal.SIGTERM)
+        status = stopped(handle, sig)
     out = "\n".join(handle.stdout)
     assert status == 0, out + handle.stderr()
     assert handle.stdout[0].startswith(f"nc1   127.0.0.1:{port} ")
     assert handle.ready.startswith("lab ready: 2 NETCONF servers (candidate, confirmed commit; ")
     assert handle.stdout[-1].startswith("lab stopped: everything removed in ")
     assert lab.password not in out + handle.stderr()
+    assert not wait_for(lambda: lab_leftovers(name))
+
+
+@pytest.mark.slow  # a lab of its own
+def test_what_a_lab_killed_with_its_guard_left_is_removed_by_the_next_of_its_name() -> None:
+    """Owner and guard both SIGKILLed (nothing removes the lab then): the next lab of the
+    name removes what it left, starts, and leaves nothing itself. (Labs of its own.)"""
+    skip_without_netconf_lab()
+    name = new_lab_name()
+    spawn = multiprocessing.get_context("spawn")
+    said: Queue[int] = spawn.Queue()
+    owner = spawn.Process(target=own_netconf_lab, args=(name, said))
+    owner.start()
+    try:
+        said.get(timeout=HANG_GUARD)
+        os.kill(guard_pid(name), signal.SIGKILL)
+    finally:
+        owner.kill()
+        owner.join(HANG_GUARD)
+    left = lab_leftovers(name)
+    assert any(thing.startswith("namespace ") for thing in left), left
+    with netconf_lab(1, name=name) as lab:
+        assert lab.changed() == []
     assert not wait_for(lambda: lab_leftovers(name))
 
 

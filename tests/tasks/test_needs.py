@@ -39,6 +39,8 @@ def test_every_builtin_task_says_what_it_needs() -> None:
         "acheck_state": Needs(("scrapli", "asyncssh", "jmespath"), install=EXTRA),
         "backup_config": Needs(("netmiko", "nornir_netmiko"), ("netmiko",), EXTRA),
         "abackup_config": Needs(("scrapli", "asyncssh"), install=EXTRA),
+        **{name: Needs(("ncclient", "xmltodict"), install=EXTRA) for name in (
+            "netconf_get", "anetconf_get", "netconf_get_config", "anetconf_get_config")},
         "tcp_ping": Needs(descriptors=1),
         "atcp_ping": Needs(descriptors=1),
         "sim_rtt": Needs(descriptors=0),

@@ -21,7 +21,8 @@ def test_the_builtin_tasks_that_only_read() -> None:
     always = {name for name, task in BUILTIN_TASKS.items() if is_read_only(task, {})}
     assert always == {"sim_rtt", "asim_rtt", "tcp_ping", "atcp_ping", "parse_interfaces",
                       "check_state", "acheck_state",  # their checks' commands only read
-                      "backup_config", "abackup_config"}
+                      "backup_config", "abackup_config",
+                      "netconf_get", "anetconf_get", "netconf_get_config", "anetconf_get_config"}
 
 
 @pytest.mark.parametrize("task", [send_command, asend_command])

@@ -16,7 +16,7 @@ from typing import Any
 from hier_config.platforms.driver_base import HConfigDriverBase
 from hier_config.platforms.generic.driver import HConfigDriverGeneric
 
-from nornir_bench.core.changes import CHANGED, DRIFTED, NOT_TOUCHED, WOULD_CHANGE
+from nornir_bench.core.changes import CHANGED, DRIFTED, NOT_TOUCHED, WOULD_CHANGE, ConfigsRead
 from nornir_bench.core.checks import number
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import seconds_text
@@ -66,6 +66,8 @@ class ConfigChangeFailed(Exception):
         diff: how the configuration now differs from the backup (empty once rolled back): a
             device left changed (``core.changes.left_changed``).
         checks: the state checks read around it (``CheckOutcome.record``).
+        configs: the configuration read before and read back last, when asked
+            (``keep_configs``).
     """
 
     # Public as nornir_bench.tasks.changes.config.ConfigChangeFailed: tracebacks and pickles
@@ -74,40 +76,48 @@ class ConfigChangeFailed(Exception):
 
     def __init__(
         self, message: str, *, state: str, backup: str | None, diff: str = "",
-        checks: list[dict[str, Any]] | None = None,
+        checks: list[dict[str, Any]] | None = None, configs: ConfigsRead | None = None,
     ) -> None:
         super().__init__(message)
         self.state = state
         self.backup = backup
         self.diff = diff
         self.checks = checks or []
+        self.configs = configs
 
     @property
     def change(self) -> dict[str, Any]:
         return {"state": self.state, "backup": self.backup}
 
     def __reduce__(self) -> tuple[Any, ...]:  # rebuilt in the parent of a worker process
-        return _rebuilt, (str(self), self.state, self.backup, self.diff, self.checks)
+        return _rebuilt, (str(self), self.state, self.backup, self.diff, self.checks,
+                          self.configs)
 
 
 def _rebuilt(
-    message: str, state: str, backup: str | None, diff: str, checks: list[dict[str, Any]]
+    message: str, state: str, backup: str | None, diff: str, checks: list[dict[str, Any]],
+    configs: ConfigsRead | None = None,
 ) -> ConfigChangeFailed:
-    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff, checks=checks)
+    return ConfigChangeFailed(message, state=state, backup=backup, diff=diff, checks=checks,
+                              configs=configs)
 
 
 @dataclass(frozen=True)
 class Change:
     """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
     ``no change``, ``changed``; a replace's dry run ``compliant`` or ``drifted``), the diff,
-    the lines that make (or would make) it, the backup file when one was written, and the
-    checks around it (:meth:`~nornir_bench.tasks.checks.state_checks.CheckOutcome.record`)."""
+    the lines that make (or would make) it, the backup file when one was written, the
+    checks around it (:meth:`~nornir_bench.tasks.checks.state_checks.CheckOutcome.record`),
+    and notes on its input (a restore's commit, its masked lines left out), and, when asked
+    (``keep_configs``), the configuration read before and after."""
 
     state: str
     diff: str
     backup: str | None = None
     checks: list[dict[str, Any]] = field(default_factory=list)
     remediation: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    configs: ConfigsRead | None = None
 
     @property
     def changed(self) -> bool:
@@ -118,15 +128,18 @@ class Change:
         record: dict[str, Any] = {"state": self.state, "backup": self.backup}
         if self.remediation:
             record["remediation"] = list(self.remediation)
+        if self.notes:
+            record["notes"] = list(self.notes)
         return record
 
     def text(self) -> str:
-        """The result's text: the state (and backup), then the diff, the remediation and the
-        checks."""
+        """The result's text: the state (and backup), then the diff, the remediation, the
+        notes and the checks."""
         head = self.state + (f" (backup: {self.backup})" if self.backup else "")
         checks = checks_text(self.checks)
         fix = "\nremediation:\n" + "\n".join(self.remediation) if self.remediation else ""
-        return head + (":\n" + self.diff if self.diff else "") + fix + (
+        said = "".join(f"\n{note}" for note in self.notes)
+        return head + (":\n" + self.diff if self.diff else "") + fix + said + (
             "\n" + checks if checks else "")
 
 
@@ -150,6 +163,7 @@ class ChangeOptions:
     replace: bool = False  # mode: replace (else merge)
     scope: tuple[str, ...] = ()
     ignore: tuple[re.Pattern[str], ...] = ()
+    keep_configs: bool = False  # the configurations read kept on the result (ConfigsRead)
 
 
 class AroundChange:

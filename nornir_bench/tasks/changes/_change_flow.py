@@ -22,6 +22,7 @@ from nornir_bench.core.changes import (
     ROLLBACK_FAILED,
     ROLLED_BACK,
     WOULD_CHANGE,
+    ConfigsRead,
 )
 from nornir_bench.core.secrets import mask_config_secrets
 from nornir_bench.tasks.changes._change import (
@@ -65,25 +66,28 @@ def change_flow(
         return Change(_dry_state(how, diff), diff, checks=around.records(),
                       remediation=_masked(remediation(before, target)) if how.replace else ())
     if not diff:  # nothing to send; saved all the same, so that a change left unsaved is now
+        kept = ConfigsRead.unchanged(running) if how.keep_configs else None
         if how.save:
-            yield from _save("", None, around)
-        return Change(NO_CHANGE, diff, checks=around.records())
+            yield from _save("", None, around, kept)
+        return Change(NO_CHANGE, diff, checks=around.records(), configs=kept)
     saved = str(how.backup(running))
     progress.sends(saved)
     around.pending(saved)
+    read = _Read(running, how.keep_configs)
     try:
         problem, printed, now = yield from _apply(lines, before, given, target, how)
+        read.after = printed
         if problem is None:
             problem = yield from around.read_after()
         if problem is None:
             around.ended(CONFIRMED)
             diff = mask_config_secrets(config_diff(before, now))
             if how.save:
-                yield from _save(diff, saved, around)
-            return Change(CHANGED, diff, saved, checks=around.records())
+                yield from _save(diff, saved, around, read.kept())
+            return Change(CHANGED, diff, saved, checks=around.records(), configs=read.kept())
         # Rolled back whole: the ignored lines too, so that they are compared with the backup.
         yield from _roll_back(mask_config_secrets(problem), _whole(running, before, how),
-                              _whole(printed, now, how), saved, how, around)
+                              _whole(printed, now, how), saved, how, around, read)
     except ConfigChangeFailed:
         raise
     except Exception as exc:  # the session failed under the change: what holds is unknown
@@ -92,8 +96,27 @@ def change_flow(
                 f"the session failed during the change ({type(exc).__name__}: {exc}): state "
                 f"unknown, backup at {saved}"
             ), state=INTERRUPTED, backup=saved, checks=around.records(),
+            configs=read.kept(after_known=False),
         ) from exc
     raise AssertionError("a rollback ends in an error")  # pragma: no cover
+
+
+class _Read:
+    """The configuration a change read before, and the one it read back last, kept for the
+    result when the change is asked to (``keep_configs``)."""
+
+    __slots__ = ("after", "before", "keep")
+
+    def __init__(self, before: str, keep: bool) -> None:
+        self.before, self.keep = before, keep
+        self.after: str | None = None
+
+    def kept(self, *, after_known: bool = True) -> ConfigsRead | None:
+        """What the result keeps: ``None`` unless asked; the after ``None`` once unknown (the
+        session failed, the device not read again)."""
+        if not self.keep:
+            return None
+        return ConfigsRead.of(self.before, self.after if after_known else None)
 
 
 def _target(before: HConfig, given: HConfig, how: ChangeOptions) -> HConfig:
@@ -154,7 +177,7 @@ def _refused(lines: Sequence[str], sent: Sequence[str], index: int, said: str) -
 
 def _roll_back(
     problem: str, before: HConfig, now: HConfig, saved: str, how: ChangeOptions,
-    around: AroundChange,
+    around: AroundChange, read: _Read,
 ) -> Plan[None]:
     """Back to ``before`` (backed up in ``saved``), or not (``rollback: false``): always ends
     in :class:`ConfigChangeFailed` saying which."""
@@ -163,10 +186,11 @@ def _roll_back(
             f"{problem}; not rolled back (rollback: false): the configuration differs from "
             f"the backup at {saved}", state=NOT_ROLLED_BACK, backup=saved,
             diff=mask_config_secrets(config_diff(before, now)), checks=around.records(),
+            configs=read.kept(),
         )
     why = ""
     try:
-        now = yield from restoring(before, now)
+        now, read.after = yield from restoring(before, now, read.after or "")
     except PastDeadline:
         raise
     except Exception as exc:  # noqa: BLE001 - the device could not be reached to restore it
@@ -175,7 +199,7 @@ def _roll_back(
         around.ended(REVERTED)
         raise ConfigChangeFailed(
             f"{problem}; rolled back to the backup at {saved}", state=ROLLED_BACK, backup=saved,
-            checks=around.records(),
+            checks=around.records(), configs=read.kept(),
         )
     around.ended(REVERT_FAILED)
     left = "" if why else mask_config_secrets(config_diff(before, now))
@@ -184,11 +208,13 @@ def _roll_back(
             f"{problem}; ROLLBACK FAILED{why}: the configuration differs from the backup at "
             f"{saved}" + (f":\n{left}" if left else "")
         ), state=ROLLBACK_FAILED, backup=saved, diff=left or "state unknown",
-        checks=around.records(),
+        checks=around.records(), configs=read.kept(after_known=not why),
     )
 
 
-def _save(diff: str, saved: str | None, around: AroundChange) -> Plan[None]:
+def _save(
+    diff: str, saved: str | None, around: AroundChange, configs: ConfigsRead | None
+) -> Plan[None]:
     """``write memory``, checked: a reply refusing it, or an error on the way, fails the host
     with :data:`NOT_SAVED`. A change made (``diff``, backed up in ``saved``) stays: it
     verified, and saving is no reason to undo it."""
@@ -206,4 +232,4 @@ def _save(diff: str, saved: str | None, around: AroundChange) -> Plan[None]:
         f"at {saved})" if diff else "not saved (nothing to change: the change was made before)"
     )
     raise ConfigChangeFailed(mask_config_secrets(f"{SAVE!r} {why}; {made}"), state=NOT_SAVED,
-                             backup=saved, diff=diff, checks=around.records())
+                             backup=saved, diff=diff, checks=around.records(), configs=configs)

@@ -6,8 +6,10 @@ that a blocking and an async driver run against the device:
 
 1. **The lines**: ``lines`` (a list), ``config_file``, or ``template_file`` (Jinja2, rendered
    for each host with ``host`` and ``variables``; an undefined variable fails the host before
-   its device is touched). In a job file, a ``..._file`` is found from the job's folder
-   (:mod:`~nornir_bench.tasks.changes.config_input`).
+   its device is touched), or ``from_history`` (a restore: the host's file at a commit of the
+   backup repository, with ``mode: replace``; lines holding a masked secret left out,
+   :mod:`~nornir_bench.tasks.changes.from_history`). In a job file, a ``..._file`` is found
+   from the job's folder (:mod:`~nornir_bench.tasks.changes.config_input`).
 2. **What they aim at** (:mod:`~nornir_bench.tasks.dialects.config_text`, hier_config in the host's
    dialect): ``mode: merge`` (the default), the running configuration with the lines applied
    as the device would; ``mode: replace``, the lines as the whole intended configuration, or
@@ -43,6 +45,7 @@ backup file holds them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +76,7 @@ from nornir_bench.tasks.changes.config_input import (
     config_lines,
     prepare_config,
 )
+from nornir_bench.tasks.changes.from_history import history_source, masked_lines, notes
 from nornir_bench.tasks.checks.state_checks import checks_from, resolved
 from nornir_bench.tasks.dialects.dialects import dialect_of, driver_for
 from nornir_bench.tasks.sessions._plan import Plan, adrive, drive
@@ -93,10 +97,13 @@ DEFAULT_CONFIG_TIMEOUT = 60.0
 """Seconds for the login, and again for each exchange with the device."""
 
 
-def _result(host: Host, change: Change) -> Result:
+def _result(host: Host, change: Change, said: tuple[str, ...]) -> Result:
+    change = dataclasses.replace(change, notes=said) if said else change
     result = Result(host=host, result=change.text(), changed=change.changed, diff=change.diff)
     result.change = change.record()  # type: ignore[attr-defined]
     result.checks = change.checks  # type: ignore[attr-defined]
+    if change.configs is not None:
+        result.configs = change.configs  # type: ignore[attr-defined]
     return result
 
 
@@ -115,9 +122,12 @@ def _dry_run_only(params: Mapping[str, Any]) -> bool:
 # -- the tasks ---------------------------------------------------------------------------
 
 
-def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) -> Plan[Change]:
+def _planned(
+    which: Callable[..., Any], task: Task, given: Mapping[str, Any]
+) -> tuple[Plan[Change], tuple[str, ...]]:
     """The change ``which`` (``send_config``, ``asend_config``) makes on the task's host, as a
-    plan not yet started: the parameters checked, the lines rendered."""
+    plan not yet started: the parameters checked, the lines rendered; and what its result
+    notes (a restore's source, its masked lines left out)."""
     require_libraries(which)
     timeout = given["timeout"]
     number(f"{which.__name__}: timeout", timeout, above=0, unit="a number of seconds")
@@ -128,9 +138,17 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
             "confirmed (a job gives it one, beside its records)"
         )
     mode = check_mode(given)
+    source = None if given["from_history"] is None else history_source(given["from_history"])
     lines = config_lines(task.host, given["lines"], given["config_file"],
-                         given["template_file"], given["variables"])
+                         given["template_file"], given["variables"],
+                         None if source is None else source.pinned())
     check_scope(lines, mode.scope, task.host.name)
+    driver = driver_for(dialect_of(task.host), replace=mode.replace)
+    ignore = mode.ignore
+    said: tuple[str, ...] = ()
+    if source is not None:  # the lines of one commit, named; a masked secret never sent
+        ignore += masked_lines(lines, driver)
+        said = notes(task.host.name, source, lines)
     how = ChangeOptions(
         task=which.__name__, host=task.host.name, platform=task.host.platform,
         dry_run=task.is_dry_run(given["dry_run"]), rollback=given["rollback"],
@@ -138,11 +156,11 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
         checks=resolved(task, checks_from(given["checks"])),
         settle=float(given["settle"] or 0), confirm=confirm,
         journal=None if given.get("journal_file") is None else str(given["journal_file"]),
-        driver=driver_for(dialect_of(task.host), replace=mode.replace), replace=mode.replace,
-        scope=mode.scope, ignore=mode.ignore,
+        driver=driver, replace=mode.replace, scope=mode.scope, ignore=ignore,
+        keep_configs=bool(given["keep_configs"]),
     )
     progress = ChangeProgress(task)
-    return noting(change_flow(lines, how, progress), progress)
+    return noting(change_flow(lines, how, progress), progress), said
 
 
 @_changing
@@ -157,6 +175,7 @@ def send_config(
     template_file: str | None = None,
     variables: dict[str, Any] | None = None,
     *,
+    from_history: dict[str, Any] | None = None,
     mode: str = "merge",
     scope: list[str] | None = None,
     ignore: list[str] | None = None,
@@ -169,12 +188,16 @@ def send_config(
     confirm: dict[str, float] | None = None,
     journal_file: str | None = None,
     timeout: float = DEFAULT_CONFIG_TIMEOUT,
+    keep_configs: bool = False,
 ) -> Result:
     """Change the host's configuration through nornir-netmiko's connection (blocking): see the
     module for the steps.
 
     Args:
-        lines, config_file, template_file: the change, exactly one of them.
+        lines, config_file, template_file, from_history: the change, exactly one of them;
+            ``from_history`` (``{repo: DIR, commit: REV}``, ``commit`` ``HEAD`` unless given)
+            restores the host's file at that commit of a backup repository, with
+            ``mode: replace``.
         variables: the template's variables besides ``host``.
         mode: ``merge`` (the lines are added to the configuration) or ``replace`` (they are
             the whole intended configuration, or the sections ``scope`` names).
@@ -192,18 +215,23 @@ def send_config(
             new login and its checks succeed within the window; else it is reverted.
         journal_file: the journal of pending changes (:mod:`~nornir_bench.tasks.changes.journal`).
         timeout: seconds for each exchange with the device.
+        keep_configs: keep the configuration read before the change and the one read back
+            last on the result, or its error (``configs``, a
+            :class:`~nornir_bench.core.changes.ConfigsRead`): for a job that commits them to
+            its repository (``output.repo``), which sets it.
 
     Returns:
         A ``Result`` whose ``result`` is the state and diff, ``changed`` and ``diff`` set,
-        ``change`` (``state``, ``backup``) and ``checks`` (each check's values).
+        ``change`` (``state``, ``backup``), ``checks`` (each check's values) and, with
+        ``keep_configs``, ``configs``.
 
     Raises:
         ConfigChangeFailed: a line refused, the change not verified, a check failed after it
             (rolled back or not).
         ValueError: no lines, a missing file, a template error.
     """
-    plan = _planned(send_config, task, locals())
-    return _result(task.host, drive(task, plan, timeout))
+    plan, said = _planned(send_config, task, locals())
+    return _result(task.host, drive(task, plan, timeout), said)
 
 
 @_changing
@@ -217,6 +245,7 @@ async def asend_config(
     template_file: str | None = None,
     variables: dict[str, Any] | None = None,
     *,
+    from_history: dict[str, Any] | None = None,
     mode: str = "merge",
     scope: list[str] | None = None,
     ignore: list[str] | None = None,
@@ -229,11 +258,12 @@ async def asend_config(
     confirm: dict[str, float] | None = None,
     journal_file: str | None = None,
     timeout: float = DEFAULT_CONFIG_TIMEOUT,
+    keep_configs: bool = False,
 ) -> Result:
     """:func:`send_config` on scrapli's async driver, on the host's kept session (the one
     ``asend_command`` uses): the same steps, parameters and result."""
-    plan = _planned(asend_config, task, locals())
+    plan, said = _planned(asend_config, task, locals())
     # Cancelled (a deadline, a second Ctrl-C, an awaiting caller's cancel), the change stops
     # where it is: its session is dropped, and what it did is noted on the task (the
     # deadline's error says it; a first Ctrl-C cancels nothing, the change ends).
-    return _result(task.host, await adrive(task, plan, timeout))
+    return _result(task.host, await adrive(task, plan, timeout), said)

@@ -1,5 +1,6 @@
 """A change's input, checked before any device is touched: its lines (from ``lines``, a
-``config_file`` or a Jinja2 ``template_file``), its ``mode``, ``scope`` and ``ignore``; for a
+``config_file``, a Jinja2 ``template_file``, or a host's file at a commit of the backup
+repository, ``from_history``), its ``mode``, ``scope`` and ``ignore``; for a
 job, once when it is loaded (:func:`check_config_params`) and for each host before the step
 starts (:func:`prepare_config`).
 """
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from nornir_bench.core.checks import number
 from nornir_bench.tasks.changes._change import ConfigInputError, check_around
 from nornir_bench.tasks.changes._templates import check_template
+from nornir_bench.tasks.changes.from_history import history_lines, history_source
 from nornir_bench.tasks.dialects.config_text import change_lines, ignoring, scoped
 from nornir_bench.tasks.dialects.dialects import dialect_of, driver_for
 
@@ -48,6 +50,8 @@ def check_config_params(params: Mapping[str, Any]) -> None:
     mode = check_mode(params)
     if params.get("template_file") is not None:
         check_template(Path(params["template_file"]))
+    elif params.get("from_history") is not None:
+        pass  # each host's own file: its scope checked per host (prepare_config)
     elif mode.scope:  # the same lines for every host: their scope checked once
         check_scope(config_lines(None, params.get("lines"),  # type: ignore[arg-type]
                                   params.get("config_file")), mode.scope)
@@ -77,6 +81,11 @@ def check_mode(params: Mapping[str, Any]) -> ConfigMode:
         )
     if scope and mode != "replace":
         raise ValueError("scope names what a replace replaces: give mode: replace with it")
+    if params.get("from_history") is not None and mode != "replace":
+        raise ValueError(
+            "from_history restores a host's configuration as a replace: give mode: replace "
+            "with it (and scope to restore only some sections)"
+        )
     ignore = params.get("ignore") or []
     if not isinstance(ignore, list):
         raise ValueError(f"ignore must be a list of regular expressions, got {ignore!r}")
@@ -108,6 +117,8 @@ def _check_sources(params: Mapping[str, Any]) -> None:
         if not isinstance(source, list):
             raise ValueError(f"lines must be a list of config lines, got {source!r}")
         change_lines(source)
+    elif given[0] == "from_history":
+        history_source(source)
     elif not isinstance(source, (str, os.PathLike)) or not Path(source).is_file():
         raise ValueError(f"{given[0]}: no such file: {source}")
     variables = params.get("variables")
@@ -117,7 +128,7 @@ def _check_sources(params: Mapping[str, Any]) -> None:
         number("timeout", params["timeout"], above=0, unit="a number of seconds")
 
 
-_SOURCES = ("lines", "config_file", "template_file")
+_SOURCES = ("lines", "config_file", "template_file", "from_history")
 
 
 def config_lines(
@@ -126,11 +137,15 @@ def config_lines(
     config_file: str | os.PathLike[str] | None = None,
     template_file: str | os.PathLike[str] | None = None,
     variables: Mapping[str, Any] | None = None,
+    from_history: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """The change's lines for ``host``, from exactly one of ``lines``, ``config_file`` and
-    ``template_file`` (Jinja2, with ``host`` and ``variables``; undefined names fail)."""
-    _check_sources({"lines": lines, "config_file": config_file,
-                    "template_file": template_file, "variables": variables})
+    """The change's lines for ``host``, from exactly one of ``lines``, ``config_file``,
+    ``template_file`` (Jinja2, with ``host`` and ``variables``; undefined names fail) and
+    ``from_history`` (the host's file at a commit of a backup repository)."""
+    if from_history is not None and lines is config_file is template_file is None:
+        return history_lines(host.name, history_source(from_history), MAX_CONFIG_BYTES)
+    _check_sources({"lines": lines, "config_file": config_file, "template_file": template_file,
+                    "from_history": from_history, "variables": variables})
     if lines is not None:
         return change_lines(lines)
     if config_file is not None:
@@ -185,8 +200,9 @@ def _environment(folder: str) -> Any:
 def prepare_config(host: Host, params: Mapping[str, Any]) -> None:
     """A host's lines made as the task will make them, before any device is touched: a
     template's error (an undefined variable, its own exception, past the size cap) is a
-    ``ValueError`` naming the template. Lines and files are the same for every host, and
-    checked once when the job is loaded. A replace on a host without a driver for its
+    ``ValueError`` naming the template; a host whose file the commit of ``from_history``
+    lacks, one naming the commit and the file. Lines and files are the same for every host,
+    and checked once when the job is loaded. A replace on a host without a driver for its
     dialect, or whose intended configuration its scope misses, stops the run
     (:class:`ConfigInputError`)."""
     mode = check_mode(params)
@@ -195,9 +211,10 @@ def prepare_config(host: Host, params: Mapping[str, Any]) -> None:
             driver_for(dialect_of(host), replace=True)
         except ValueError as exc:
             raise ConfigInputError(f"{host.name}: {exc}") from None
-    if params.get("template_file") is not None:
-        lines = config_lines(host, template_file=params["template_file"],
-                             variables=params.get("variables"))
+    if params.get("template_file") is not None or params.get("from_history") is not None:
+        lines = config_lines(host, template_file=params.get("template_file"),
+                             variables=params.get("variables"),
+                             from_history=params.get("from_history"))
         try:
             check_scope(lines, mode.scope, host.name)
         except ValueError as exc:

@@ -38,16 +38,18 @@ __all__ = ["ROUNDS", "RestoreFailed", "arestore_config", "restore_config", "rest
 ROUNDS = 3
 
 
-def restoring(before: HConfig, now: HConfig) -> Plan[HConfig]:
-    """``now`` taken back to ``before``, in :data:`ROUNDS` rounds at most (see the module);
-    the configuration read back last."""
+def restoring(before: HConfig, now: HConfig, printed: str) -> Plan[tuple[HConfig, str]]:
+    """``now`` (as the device printed it: ``printed``) taken back to ``before``, in
+    :data:`ROUNDS` rounds at most (see the module); the configuration read back last, parsed
+    and as printed."""
     for _ in range(ROUNDS):
         undo = remediation(now, before)
         if not undo:
             break
         yield Send(tuple(undo))
-        now = parse_config((yield Read()), before.driver)
-    return now
+        printed = yield Read()
+        now = parse_config(printed, before.driver)
+    return now, printed
 
 
 class RestoreFailed(Exception):
@@ -69,7 +71,8 @@ def _rebuilt(message: str, backup: str, diff: str) -> RestoreFailed:
 def _restore(task: Task, backup: str) -> Plan[str]:
     driver = driver_for(dialect_of(task.host), replace=False)
     before = parse_config(Path(backup).read_text(encoding="utf-8"), driver)
-    now = yield from restoring(before, parse_config((yield Read()), driver))
+    printed: str = yield Read()
+    now, _ = yield from restoring(before, parse_config(printed, driver), printed)
     if same(now, before):
         return ""
     return mask_config_secrets(config_diff(before, now))

@@ -5,6 +5,7 @@ not hold it; the lines it sends, computed from the running configuration; a repl
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,6 +16,7 @@ from nornir_bench.core.changes import (
     CHANGED,
     COMPLIANT,
     DRIFTED,
+    INTERRUPTED,
     NO_CHANGE,
     NOT_ROLLED_BACK,
     NOT_TOUCHED,
@@ -200,3 +202,44 @@ def test_a_check_not_read_before_the_change_says_why_in_its_record(tmp_path: Pat
     assert record["failure"].startswith("before the change, not read: ")
     assert record["failure"].split("not read: ", 1)[1] in str(failed.value)  # the same reason
     assert checks_text([record]) == f"check 'peers' (same): {record['failure']}"
+
+
+def _text(lines: list[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def test_asked_to_the_configurations_read_before_and_after_are_kept_and_travel_pickled(
+    tmp_path: Path,
+) -> None:
+    """``keep_configs``: what the change read first and read back last (after the change,
+    after its rollback; the same text when nothing was sent; nothing after when the session
+    dropped under it), kept through a pickle as a worker sends it; not asked, nothing."""
+    assert _change(ForgetfulDevice(), tmp_path).configs is None
+    device = ForgetfulDevice()
+    made = _change(device, tmp_path, lines=(HELD,), keep_configs=True)
+    assert made.configs is not None
+    assert (made.configs.before, made.configs.after) == (_text(RUNNING), _text(device.lines))
+    assert HELD in made.configs.after
+    same = _change(device, tmp_path, lines=(HELD,), keep_configs=True)
+    assert same.state == NO_CHANGE and same.configs is not None
+    assert same.configs.before == same.configs.after == _text(device.lines)
+
+    forgetful = ForgetfulDevice(drops=(DROPPED,))
+    with pytest.raises(ConfigChangeFailed) as failed:
+        _change(forgetful, tmp_path, keep_configs=True)
+    assert failed.value.state == ROLLED_BACK
+    error = pickle.loads(pickle.dumps(failed.value))
+    assert (error.configs.before, error.configs.after) == (_text(RUNNING), _text(RUNNING))
+
+    # The session drops under the lines sent, as a driver says it: raised into the plan.
+    how = ChangeOptions(task="send_config", host="r1", platform="ios", dry_run=False,
+                        rollback=True, save=False, backup=lambda text: tmp_path / "r1.cfg",
+                        keep_configs=True)
+    progress = ChangeProgress(SimpleNamespace(parent_task=None))  # type: ignore[arg-type]
+    plan = change_flow([HELD], how, progress)
+    assert isinstance(next(plan), Read)
+    assert isinstance(plan.send(_text(RUNNING)), Send)
+    with pytest.raises(ConfigChangeFailed) as failed:
+        plan.throw(ConnectionResetError("the session dropped"))
+    assert failed.value.state == INTERRUPTED and failed.value.configs is not None
+    assert (failed.value.configs.before, failed.value.configs.after) == (_text(RUNNING), None)

@@ -3,15 +3,14 @@ engine: the happy paths on threadpool and asyncio, its dry run, and its faults, 
 handling it tests would miss: a candidate another session holds locked, an ``<rpc-error>`` at
 the edit or at the validation, a check that fails inside the confirm window.
 
-A server's configuration is compared as its ``<data>`` (the reply's ``last-modified`` stamp
-moves at every commit, a revert's too)."""
+A server's configuration is compared as its ``<data>`` (``lab.data``: the reply's
+``last-modified`` stamp moves at every commit, a revert's too)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -55,13 +54,6 @@ DESCRIPTION_CHECK = {"name": "eth1 described", "xpath": "/interfaces/interface[n
                      "path": "interfaces.interface.description", "expect": "present"}
 
 
-def data(reply: str) -> str:
-    """A ``<get-config>`` reply's ``<data>``, as the server wrote it."""
-    found = re.search(r"<data>.*</data>", reply, re.S)
-    assert found is not None, reply
-    return found.group(0)
-
-
 @pytest.fixture
 def lab(netconf_lab: RunningNetconfLab) -> RunningNetconfLab:
     """The session's NETCONF lab (tests/netconf_lab.py), put back after the test."""
@@ -99,7 +91,7 @@ def journal_states(path: Path) -> list[str]:
 def test_a_confirmed_commit_with_a_check_is_confirmed_on_both_runners(
     lab: RunningNetconfLab, tmp_path: Path, runner: str, task: Any
 ) -> None:
-    before = data(lab.config("nc2"))
+    before = lab.data("nc2")
     journal = tmp_path / "run.journal"
     result = run(lab, task, tmp_path, runner, hosts=("nc1", "nc2"),
                  config=description("to the core"), checks=[DESCRIPTION_CHECK],
@@ -110,9 +102,9 @@ def test_a_confirmed_commit_with_a_check_is_confirmed_on_both_runners(
         assert "+    <description>to the core</description>" in result[name][0].diff
         assert result[name][0].checks[0]["after"] == "to the core"
         assert "<description>to the core</description>" in lab.config(name)
-        assert data(lab.config(name, "candidate")) == data(lab.config(name))
+        assert lab.data(name, "candidate") == lab.data(name)
     assert sorted(journal_states(journal)) == ["confirmed", "confirmed", "pending", "pending"]
-    assert data(lab.config("nc2")) != before
+    assert lab.data("nc2") != before
     with other_session(lab, "nc1") as session:  # unlocked: another session takes the lock
         session.lock("candidate")
         session.unlock("candidate")
@@ -121,30 +113,30 @@ def test_a_confirmed_commit_with_a_check_is_confirmed_on_both_runners(
 def test_a_dry_run_shows_the_candidate_against_running_and_changes_nothing(
     lab: RunningNetconfLab, tmp_path: Path
 ) -> None:
-    before, candidate = data(lab.config("nc1")), data(lab.config("nc1", "candidate"))
+    before, candidate = lab.data("nc1"), lab.data("nc1", "candidate")
     result = run(lab, netconf_edit_config, tmp_path, config=description("dry"), dry_run=True)
     assert not result.failed, str(result["nc1"][0].exception)
     assert result["nc1"][0].change["state"] == WOULD_CHANGE
     assert "-    <description>spare</description>\n+    <description>dry</description>" in \
         result["nc1"][0].diff
-    assert data(lab.config("nc1")) == before
-    assert data(lab.config("nc1", "candidate")) == candidate
+    assert lab.data("nc1") == before
+    assert lab.data("nc1", "candidate") == candidate
     assert not (tmp_path / "backups").exists()
 
 
 def test_a_candidate_another_session_holds_fails_the_host_naming_it_and_sends_nothing(
     lab: RunningNetconfLab, tmp_path: Path
 ) -> None:
-    before = data(lab.config("nc1"))
+    before = lab.data("nc1")
     with other_session(lab, "nc1") as holder:
         holder.lock("candidate")
         result = run(lab, netconf_edit_config, tmp_path, config=description("locked out"))
-        candidate = data(lab.config("nc1", "candidate"))
+        candidate = lab.data("nc1", "candidate")
     error = result["nc1"][0].exception
     assert str(error) == (f"<lock> refused: lock-denied: lock denied (held by session "
                           f"{holder.session_id}): nothing sent")
     assert error.change == {"state": NOT_TOUCHED, "backup": None}
-    assert data(lab.config("nc1")) == before
+    assert lab.data("nc1") == before
     assert "locked out" not in candidate
 
 
@@ -161,14 +153,14 @@ def test_a_candidate_another_session_holds_fails_the_host_naming_it_and_sends_no
 def test_an_rpc_error_at_the_edit_or_the_validation_is_named_the_candidate_discarded(
     lab: RunningNetconfLab, tmp_path: Path, runner: str, task: Any, config: str, said: str
 ) -> None:
-    before = data(lab.config("nc1"))
+    before = lab.data("nc1")
     result = run(lab, task, tmp_path, runner, config=config)
     error = result["nc1"][0].exception
     assert str(error).startswith(said), str(error)
     assert str(error).endswith(": candidate discarded, running untouched")
     assert error.change == {"state": NOT_TOUCHED, "backup": None}
-    assert data(lab.config("nc1")) == before
-    assert data(lab.config("nc1", "candidate")) == before
+    assert lab.data("nc1") == before
+    assert lab.data("nc1", "candidate") == before
     with other_session(lab, "nc1") as session:  # the lock was given back
         session.lock("candidate")
         session.unlock("candidate")
@@ -177,7 +169,7 @@ def test_an_rpc_error_at_the_edit_or_the_validation_is_named_the_candidate_disca
 def test_a_check_failing_in_the_confirm_window_cancels_the_commit_byte_for_byte(
     lab: RunningNetconfLab, tmp_path: Path
 ) -> None:
-    before = data(lab.config("nc1"))
+    before = lab.data("nc1")
     journal = tmp_path / "run.journal"
     never = {**DESCRIPTION_CHECK, "expect": {"equals": "something else"}}
     result = run(lab, anetconf_edit_config, tmp_path, "asyncio", config=description("bad"),
@@ -187,7 +179,7 @@ def test_a_check_failing_in_the_confirm_window_cancels_the_commit_byte_for_byte(
     assert "after the change, check 'eth1 described' (equals 'something else'): 'bad', not " \
            "'something else' (not confirmed within 1 s); <cancel-commit> sent: the server " \
            "reverted its confirmed commit" in str(error)
-    assert data(lab.config("nc1")) == before
+    assert lab.data("nc1") == before
     assert journal_states(journal) == ["pending", "reverted"]
 
 
@@ -213,7 +205,7 @@ def test_a_run_killed_inside_the_confirm_window_is_reverted_by_the_server_not_re
     """SIGKILL while the run waits for a check inside its window: the server reverts the
     confirmed commit by itself (its session gone), byte for byte, with no controller
     running; ``recover`` afterwards sends nothing and changes nothing."""
-    before = data(lab.config("nc1"))
+    before = lab.data("nc1")
     never = "{xpath: \"/interfaces/interface[name='eth1']\", " \
             "path: interfaces.interface.description, expect: {equals: never}}"
     path = change_job(lab, tmp_path, f"config: \"{description('killed')}\", "
@@ -229,12 +221,12 @@ def test_a_run_killed_inside_the_confirm_window_is_reverted_by_the_server_not_re
     finally:
         run.kill()
         run.wait()
-    wait_until(lambda: data(lab.config("nc1")) == before, "nc1 reverted by itself", every=0.5)
+    wait_until(lambda: lab.data("nc1") == before, "nc1 reverted by itself", every=0.5)
     done = nornir_bench_here("recover", str(journal), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "recover: nc1: nothing to send: the device reverts its confirmed commit itself" \
         in done.stdout
-    assert data(lab.config("nc1")) == before
+    assert lab.data("nc1") == before
     assert journal_states(journal) == ["pending", "reverted"]
     assert json.loads(journal.read_text().splitlines()[-1])["by"] == "device"
 
@@ -245,7 +237,7 @@ def test_a_server_hung_mid_change_ends_the_host_at_its_task_timeout_its_state_sa
     """netconfd stopped (SIGSTOP) once the confirmed commit is in, while the change waits to
     read its check: the host ends at its task_timeout, saying how far the change got; its
     session dropped, the server reverts the commit once it runs again."""
-    before = data(lab.config("nc1"))
+    before = lab.data("nc1")
     nr = lab.nornir("threadpool", task_timeout=8).filter(name="nc1")
     ended: list[Any] = []
     thread = threading.Thread(target=lambda: ended.append(nr.run(
@@ -267,7 +259,7 @@ def test_a_server_hung_mid_change_ends_the_host_at_its_task_timeout_its_state_sa
     assert isinstance(error, TaskTimeout), error
     assert error.change is not None and error.change["state"] == INTERRUPTED
     assert "interrupted during change: state unknown, backup at " in str(error)
-    wait_until(lambda: data(lab.config("nc1")) == before, "nc1 reverted", every=0.5)
+    wait_until(lambda: lab.data("nc1") == before, "nc1 reverted", every=0.5)
 
 
 def test_a_secret_in_the_xml_is_masked_in_the_diff_and_kept_in_the_backup(
@@ -305,7 +297,7 @@ def test_sigterm_in_the_confirm_window_lets_the_change_end_cancelled_and_unlocke
     """SIGTERM (as a first Ctrl-C) starts no new host and lets the one in its window end: its
     check never holds, so at the window's end <cancel-commit>, journaled reverted by the run
     itself, the candidate unlocked; exit 143."""
-    before = data(lab.config("nc1"))
+    before = lab.data("nc1")
     never = "{xpath: \"/interfaces/interface[name='eth1']\", " \
             "path: interfaces.interface.description, expect: {equals: never}}"
     path = change_job(lab, tmp_path, f"config: \"{description('stopped')}\", "
@@ -323,7 +315,7 @@ def test_sigterm_in_the_confirm_window_lets_the_change_end_cancelled_and_unlocke
         run.kill()
         run.wait()
     assert journal_states(journal) == ["pending", "reverted"]
-    assert data(lab.config("nc1")) == before
+    assert lab.data("nc1") == before
     with other_session(lab, "nc1") as session:
         session.lock("candidate")
         session.unlock("candidate")

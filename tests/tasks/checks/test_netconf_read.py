@@ -4,6 +4,8 @@ checked before the password, a session kept across runs and one the server ended
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -174,3 +176,29 @@ def test_accept_new_records_a_new_servers_key_and_reads(
     recorded = (tmp_path / "known_hosts").read_text().splitlines()
     assert sorted(recorded) == sorted(
         f"[127.0.0.1]:{s.port} {netconf_lab.host_key}" for s in netconf_lab.plan.servers)
+
+
+def test_a_server_that_hangs_fails_its_host_at_the_timeout_and_its_session_is_dropped(
+    netconf_lab: RunningNetconfLab,
+) -> None:
+    """nc1's netconfd stopped (SIGSTOP) after the login: its read fails at ``timeout``,
+    nc2's does not wait for it; once nc1 runs again, the next read logs in anew (a late
+    reply must not answer the next request)."""
+    from ncclient.operations import TimeoutExpiredError
+
+    nr = netconf_lab.nornir("threadpool", num_workers=2)
+    with nr:
+        nr.run(task=netconf_get_config, filter=ETH0)
+        (server,) = netconf_lab.pids("nc1")
+        os.kill(server, signal.SIGSTOP)
+        try:
+            said = results(nr.run(task=netconf_get_config, filter=ETH0, timeout=2))
+        finally:
+            os.kill(server, signal.SIGCONT)
+        assert isinstance(said["nc1"], TimeoutExpiredError), said
+        assert not isinstance(said["nc2"], BaseException), said
+        assert CONNECTION_NAME in nr.inventory.hosts["nc1"].connections  # emptied, not gone
+        logins = netconf_lab.logins()
+        again = results(nr.run(task=netconf_get_config, filter=ETH0, on_failed=True))
+        assert netconf_lab.logins() == logins + 1
+    assert not any(isinstance(value, BaseException) for value in again.values()), again
