@@ -319,3 +319,18 @@ def test_sigterm_in_the_confirm_window_lets_the_change_end_cancelled_and_unlocke
     with other_session(lab, "nc1") as session:
         session.lock("candidate")
         session.unlock("candidate")
+
+
+def test_check_from_the_command_line_records_the_diff_and_changes_nothing(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    """``nornir-bench run --check``: the candidate against running as the record's diff,
+    ``would change``, the server's running and candidate as before."""
+    before = lab.data("nc1")
+    path = change_job(lab, tmp_path, f"config: \"{description('checked')}\"")
+    done = nornir_bench_here("run", str(path), "--check", "-q", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert record["change"] == {"state": WOULD_CHANGE, "backup": None}
+    assert "+    <description>checked</description>" in record["diff"]
+    assert lab.data("nc1") == before == lab.data("nc1", "candidate")
