@@ -30,6 +30,7 @@ from nornir_bench.core.exceptions import NornirBenchError
 
 __all__ = [
     "MASK",
+    "mask_xml_secrets",
     "Redactor",
     "SecretError",
     "encoded_forms",
@@ -99,6 +100,20 @@ def mask_config_secrets(text: str) -> str:
         done = end
     pieces.append(text[done:])
     return "".join(pieces)
+
+
+# An XML element holding a secret (NETCONF's <password>, <shared-secret>, <key>): its text.
+_XML_SECRET = re.compile(
+    r"(?P<open><(?:[\w.-]+:)?(?P<name>[\w.-]*(?:pass|secret|key|token|community)[\w.-]*)"
+    r"(?:\s[^<>]*)?>)(?P<text>[^<]+)(?=</)",
+    re.IGNORECASE,
+)
+
+
+def mask_xml_secrets(text: str) -> str:
+    """``text`` (XML configuration, a diff of it) with the text of each element whose name
+    says it holds a secret masked: ``<password>********</password>``."""
+    return _XML_SECRET.sub(lambda m: m["open"] + MASK, text)
 
 
 class SecretError(NornirBenchError, ValueError):

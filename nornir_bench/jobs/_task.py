@@ -115,8 +115,8 @@ def _check_signature(
     if "confirm" in params and "confirm" not in taken.names:  # not only a name it lacks
         raise job.error(
             params_node, "confirm",
-            f"task {name} cannot revert a change, so it takes no confirm (send_config and "
-            "asend_config do)", at_key=True,
+            f"task {name} cannot revert a change, so it takes no confirm (send_config, "
+            "asend_config, netconf_edit_config and anetconf_edit_config do)", at_key=True,
         )
     if unknown is not None:
         raise job.error(

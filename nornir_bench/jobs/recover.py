@@ -6,7 +6,9 @@ A job whose change steps take ``confirm`` writes a journal beside its records
 no run holds and that still has changes ``pending`` (or whose revert failed) belongs to a run
 that died before confirming them: each such router is taken back to its backup
 (``restore_config`` / ``arestore_config``, on the job's inventory, loaded again from the job
-file the journal names), and the journal and the run's records say what became of it.
+file the journal names), and the journal and the run's records say what became of it. A
+change the device reverts itself (a NETCONF confirmed commit: ``device_reverts_at``) gets
+nothing sent: it is journaled reverted, by the device.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -29,6 +32,7 @@ from nornir_bench.jobs._signatures import parameters_of
 from nornir_bench.processors.records import encoded, host_record
 from nornir_bench.tasks.changes.journal import (
     JOURNAL_SUFFIX,
+    PENDING,
     REVERT_FAILED,
     REVERTED,
     Journal,
@@ -161,6 +165,7 @@ def recover_journal(path: Path, say: Callable[[str], None]) -> Recovered:
                 done.busy.append(path)
             return done
         journal = read_journal(path)  # as it is now that nobody writes it
+        _reverted_by_device(journal, done, say)
         if journal.pending():
             _revert(journal, done, say)
     finally:
@@ -177,6 +182,22 @@ def _trusted(path: Path) -> None:
             f"{path}: not recovered: a journal must be yours and writable by you alone (it "
             "names the job and the backups sent to the devices)"
         )
+
+
+def _reverted_by_device(journal: Journal, done: Recovered, say: Callable[[str], None]) -> None:
+    """The changes the device itself reverts (a NETCONF confirmed commit, not confirmed):
+    nothing to send; journaled reverted, by the device, and taken out of ``journal``."""
+    for name, entry in sorted(journal.pending().items()):
+        at = entry.get("device_reverts_at")
+        if entry["state"] != PENDING or not isinstance(at, (int, float)):
+            continue
+        append_entry(journal.path, name, REVERTED, backup=entry.get("backup"), by="device")
+        del journal.hosts[name]
+        done.reverted.append(name)
+        when = datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds")
+        say(f"recover: {name}: nothing to send: the device reverts its confirmed commit itself "
+            f"(when the run's session ended, or at {when} at the latest; backup at "
+            f"{entry.get('backup')}, journal {journal.path})")
 
 
 def _revert(journal: Journal, done: Recovered, say: Callable[[str], None]) -> None:

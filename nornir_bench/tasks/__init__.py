@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     )
     from nornir_bench.tasks.changes.config import ConfigChangeFailed, asend_config, send_config
     from nornir_bench.tasks.changes.journal import JournalError, read_journal
+    from nornir_bench.tasks.changes.netconf_config import anetconf_edit_config, netconf_edit_config
     from nornir_bench.tasks.checks.audit import StateCheckFailed, acheck_state, check_state
     from nornir_bench.tasks.checks.commands import asend_command, send_command
     from nornir_bench.tasks.checks.netconf_read import (
@@ -102,6 +103,8 @@ __getattr__, __dir__ = lazy_exports(
         "nornir_bench.tasks.dialects.netconf_xml": ("NetconfFilterError",),
         "nornir_bench.tasks.sessions.netconf_session": ("NetconfSession",),
         "nornir_bench.tasks.changes.config": ("ConfigChangeFailed", "asend_config", "send_config"),
+        "nornir_bench.tasks.changes.netconf_config": ("anetconf_edit_config",
+                                                      "netconf_edit_config"),
         "nornir_bench.tasks.synthetic.parsing": ("parse_interfaces", "show_interfaces_output"),
         "nornir_bench.tasks.synthetic.simulated": (
             "MAX_RTT",
@@ -147,6 +150,7 @@ __all__ = [
     "TaskTraits",
     "TcpPing",
     "asend_command",
+    "anetconf_edit_config",
     "asend_config",
     "asim_rtt",
     "atcp_ping",
@@ -162,6 +166,7 @@ __all__ = [
     "reads_only_commands",
     "require_libraries",
     "send_command",
+    "netconf_edit_config",
     "send_config",
     "show_interfaces_output",
     "sim_rtt",

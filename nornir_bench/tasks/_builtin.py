@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any
 
 from nornir_bench.tasks.changes.config import asend_config, send_config
+from nornir_bench.tasks.changes.netconf_config import anetconf_edit_config, netconf_edit_config
 from nornir_bench.tasks.checks.audit import acheck_state, check_state
 from nornir_bench.tasks.checks.commands import asend_command, send_command
 from nornir_bench.tasks.checks.netconf_read import (
@@ -30,6 +31,8 @@ BUILTIN_TASKS: Mapping[str, Callable[..., Any]] = MappingProxyType(
             asend_command,
             send_config,
             asend_config,
+            netconf_edit_config,
+            anetconf_edit_config,
             tcp_ping,
             atcp_ping,
             sim_rtt,

@@ -157,6 +157,7 @@ class ChangeOptions:
     checks: tuple[StateCheck, ...] = ()
     settle: float = 0.0
     confirm: float | None = None  # the window, in seconds
+    new_login: bool = True  # with confirm, a new login must succeed too
     journal: str | None = None
     driver: HConfigDriverBase = field(default_factory=HConfigDriverGeneric)
     replace: bool = False  # mode: replace (else merge)
@@ -194,13 +195,15 @@ class AroundChange:
                 backup=None, checks=self.records(),
             )
 
-    def pending(self, backup: str) -> None:
-        """The change waits for confirmation from now on: in the journal before it is sent."""
+    def pending(self, backup: str, *, device_reverts_at: float | None = None) -> None:
+        """The change waits for confirmation from now on: in the journal before it is sent;
+        ``device_reverts_at``: the device reverts it itself by then (a ``time.time()``)."""
         how = self.how
         if how.confirm is None or how.journal is None:
             return
+        device = {} if device_reverts_at is None else {"device_reverts_at": device_reverts_at}
         append_entry(how.journal, how.host, PENDING, backup=backup, task=how.task,
-                     until=time.time() + how.confirm)
+                     until=time.time() + how.confirm, **device)
         self.journal = how.journal
 
     def ended(self, state: str) -> None:
@@ -209,8 +212,8 @@ class AroundChange:
 
     def read_after(self) -> Plan[str | None]:
         """Why the change must be undone (``None``: every check holds): the checks read once,
-        or, with ``confirm``, again until they hold, a new login included, within its
-        window."""
+        or, with ``confirm``, again until they hold, a new login included (``new_login``),
+        within its window."""
         how = self.how
         if not how.checks and how.confirm is None:
             return None
@@ -219,7 +222,7 @@ class AroundChange:
         until = None if how.confirm is None else time.monotonic() + how.confirm
         while True:
             problem = None
-            if how.confirm is not None:
+            if how.confirm is not None and how.new_login:
                 try:
                     yield Login()
                 except PastDeadline:
@@ -249,17 +252,24 @@ class AroundChange:
 # -- the plan: what to ask the device, in order (tasks.sessions._plan drives it) -------------
 
 
-def check_around(params: Mapping[str, Any]) -> float | None:
-    """The checks, ``settle`` and ``confirm`` checked; the confirm window, if any."""
-    checks_from(params.get("checks"))
+def check_around(params: Mapping[str, Any], *, netconf: bool = False) -> float | None:
+    """The checks (read over NETCONF: ``netconf``), ``settle`` and ``confirm`` checked; the
+    confirm window, if any."""
+    checks_from(params.get("checks"), netconf=netconf)
     if params.get("settle") is not None:
         number("settle", params["settle"], minimum=0, maximum=MAX_CONFIRM,
                unit="a number of seconds")
     confirm = params.get("confirm")
     if confirm is None:
         return None
-    if not isinstance(confirm, Mapping) or list(confirm) != ["within"]:
-        raise ValueError(f"confirm must be {{within: SECONDS}}, got {confirm!r}")
+    keys = (["within"], ["new_login", "within"]) if netconf else (["within"],)
+    if not isinstance(confirm, Mapping) or sorted(confirm) not in keys:
+        allowed = "{within: SECONDS} or {within: SECONDS, new_login: true}" if netconf \
+            else "{within: SECONDS}"
+        raise ValueError(f"confirm must be {allowed}, got {confirm!r}")
+    if not isinstance(confirm.get("new_login", False), bool):
+        raise ValueError(f"confirm.new_login must be true or false, got "
+                         f"{confirm['new_login']!r}")
     within = number("confirm.within", confirm["within"], above=0, maximum=MAX_CONFIRM,
                     unit="a number of seconds")
     if params.get("rollback") is False:

@@ -33,6 +33,7 @@ __all__ = [
     "check_scope",
     "config_lines",
     "prepare_config",
+    "rendered",
 ]
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
@@ -152,7 +153,16 @@ def config_lines(
         if path.stat().st_size > MAX_CONFIG_BYTES:
             raise ValueError(f"{path}: larger than {MAX_CONFIG_BYTES:,} bytes: not a change")
         return change_lines(path.read_text(encoding="utf-8").splitlines())
-    path = Path(template_file)  # type: ignore[arg-type]
+    assert template_file is not None
+    return change_lines(rendered(host, template_file, variables).splitlines())
+
+
+def rendered(
+    host: Host, template_file: str | os.PathLike[str], variables: Mapping[str, Any] | None
+) -> str:
+    """``template_file`` (Jinja2) rendered for ``host`` with ``variables``: a ValueError
+    naming the template for its own error, an undefined name, a text past the size cap."""
+    path = Path(template_file)
     environment = _environment(str(path.parent))
     chunks: list[str] = []
     size = 0
@@ -169,7 +179,7 @@ def config_lines(
             f"template {path}: renders past {MAX_CONFIG_BYTES:,} characters for {host.name}: "
             "not a change"
         )
-    return change_lines("".join(chunks).splitlines())
+    return "".join(chunks)
 
 
 @functools.lru_cache(maxsize=32)

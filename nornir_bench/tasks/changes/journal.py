@@ -12,6 +12,9 @@ alone); its first line says whose::
     {"host": "r1", "state": "pending", "backup": ".../backups/r1-....cfg",
      "task": "asend_config", "until": 1795856460.0, "at": "..."}
 
+A NETCONF change's entry adds ``device_reverts_at`` (a ``time.time()``): the device reverts
+its confirmed commit itself, by then at the latest, and ``recover`` has nothing to send for it.
+
 A change still ``pending`` (or ``revert failed``) once no run holds the journal is reverted
 by ``nornir-bench recover`` or by the next ``nornir-bench run`` on the same records folder
 (:mod:`nornir_bench.jobs.recover`). A running run holds a shared ``flock`` on its journal;

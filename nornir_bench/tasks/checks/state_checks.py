@@ -8,7 +8,9 @@ A check is a mapping, as a job file gives it::
 
 - ``command``: one line, run on ``host`` (an inventory host's name; by default the host the
   step runs on), or on the host named by the changed host's data key ``host_from`` (each
-  router's own neighbour: ``host_from: bgp_neighbour``);
+  router's own neighbour: ``host_from: bgp_neighbour``); or, around a NETCONF change,
+  ``xpath`` instead: a ``<get>`` with that XPath filter, its data parsed to Python
+  (:func:`~nornir_bench.tasks.dialects.netconf_xml.parse_data`);
 - ``parse``: ``json`` (the default), ``textfsm`` or ``ttp``, with ``template_file`` for the
   last two (:mod:`nornir_bench.tasks.checks.output_parsers`);
 - ``path``: the value to take, a JMESPath expression (the language of Ansible's
@@ -34,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.read_only import READ_ONLY_COMMANDS, reads_only_commands
 from nornir_bench.tasks.checks.output_parsers import check_parser, parse_output
+from nornir_bench.tasks.dialects.netconf_xml import parse_data
+from nornir_bench.tasks.sessions._netconf_requests import Get
 from nornir_bench.tasks.sessions._plan import Command, PastDeadline, Plan
 
 if TYPE_CHECKING:
@@ -53,7 +57,8 @@ __all__ = [
 
 EXPECTS = ("same", "no_fewer", "present", "absent", "equals")
 _RELATIVE = ("same", "no_fewer")
-_KEYS = ("name", "host", "host_from", "command", "parse", "template_file", "path", "expect")
+_KEYS = ("name", "host", "host_from", "command", "xpath", "parse", "template_file", "path",
+         "expect")
 HOSTS = "_hosts"
 """The key a job gives a ``host_from`` check, with every host it may name (a worker has no
 inventory to find them in)."""
@@ -75,6 +80,7 @@ class StateCheck:
     template_file: str | None = None
     host_from: str | None = None
     hosts: Mapping[str, Host] | None = None
+    xpath: str | None = None  # read over NETCONF, instead of the command
 
     @property
     def host_name(self) -> str | None:
@@ -130,6 +136,7 @@ class CheckOutcome:
         check = self.check
         return {
             "name": check.name, "host": check.host_name, "command": check.command,
+            **({"xpath": check.xpath} if check.xpath is not None else {}),
             "path": check.path, "expect": check.expect,
             **({"value": check.value} if check.expect == "equals" else {}),
             "before": self.before, "after": self.after if self.after_read else None,
@@ -162,13 +169,14 @@ def checks_text(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def checks_from(
-    given: object, *, audit: bool = False, where: str = "checks"
+    given: object, *, audit: bool = False, where: str = "checks", netconf: bool = False
 ) -> tuple[StateCheck, ...]:
     """The checks of a task's ``checks`` parameter, each checked before any device is touched.
 
     Args:
         audit: checks read once (no change to compare with): ``same`` and ``no_fewer`` are
             refused.
+        netconf: checks around a NETCONF change: each reads an ``xpath``, not a command.
 
     Raises:
         ValueError: a mapping that is not a check, naming its place (``checks[2].path``) and
@@ -181,28 +189,20 @@ def checks_from(
         raise ValueError(f"{where} must be a list of 1 to {MAX_CHECKS} checks, got {given!r}")
     if len(given) > MAX_CHECKS:
         raise ValueError(f"{where}: at most {MAX_CHECKS} checks, got {len(given)}")
-    return tuple(_check(item, f"{where}[{k + 1}]", audit) for k, item in enumerate(given))
+    return tuple(_check(item, f"{where}[{k + 1}]", audit, netconf)
+                 for k, item in enumerate(given))
 
 
-def _check(item: object, where: str, audit: bool) -> StateCheck:
+def _check(item: object, where: str, audit: bool, netconf: bool) -> StateCheck:
     if isinstance(item, StateCheck):
         return item
     if not isinstance(item, Mapping):
-        raise ValueError(f"{where} must be a mapping with a command, got {item!r}")
+        raise ValueError(f"{where} must be a mapping with a {_READS[netconf]}, got {item!r}")
     unknown = [key for key in item if key not in (*_KEYS, HOSTS)]
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r}; a check takes {', '.join(_KEYS)}")
-    command = item.get("command")
-    if not isinstance(command, str) or not command.strip() or "\n" in command:
-        raise ValueError(f"{where}.command must be one line of text, got {command!r}")
-    if not reads_only_commands({"command": command}):  # --check runs them: they must not write
-        raise ValueError(
-            f"{where}.command: a check reads, and {command!r} may not: it must start with "
-            f"{', '.join(READ_ONLY_COMMANDS)}"
-        )
-    parse = item.get("parse", "json")
-    check_parser({"parse": parse, "template_file": item.get("template_file")},
-                 where=f"{where}.parse")
+    reads = _xpath_read(item, where, netconf) if netconf or "xpath" in item \
+        else _command_read(item, where)
     path = item.get("path")
     if path is not None:
         if not isinstance(path, str) or not path.strip():
@@ -226,12 +226,50 @@ def _check(item: object, where: str, audit: bool) -> StateCheck:
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"{where}.name must be text, got {name!r}")
-    return StateCheck(
-        name=name or (f"{command} | {path}" if path else command), command=command.strip(),
-        parse=parse, path=path, expect=expect, value=value, host=host,
-        template_file=None if item.get("template_file") is None else str(item["template_file"]),
-        host_from=host_from, hosts=item.get(HOSTS),
+    read = reads.xpath or reads.command
+    return replace(
+        reads, name=name or (f"{read} | {path}" if path else read), path=path, expect=expect,
+        value=value, host=host, host_from=host_from, hosts=item.get(HOSTS),
     )
+
+
+_READS = {False: "command", True: "xpath"}
+
+
+def _command_read(item: Mapping[str, Any], where: str) -> StateCheck:
+    """What a check reads by a command: the command and its parser."""
+    command = item.get("command")
+    if not isinstance(command, str) or not command.strip() or "\n" in command:
+        raise ValueError(f"{where}.command must be one line of text, got {command!r}")
+    if not reads_only_commands({"command": command}):  # --check runs them: they must not write
+        raise ValueError(
+            f"{where}.command: a check reads, and {command!r} may not: it must start with "
+            f"{', '.join(READ_ONLY_COMMANDS)}"
+        )
+    parse = item.get("parse", "json")
+    check_parser({"parse": parse, "template_file": item.get("template_file")},
+                 where=f"{where}.parse")
+    return StateCheck(
+        name="", command=command.strip(), parse=parse,
+        template_file=None if item.get("template_file") is None else str(item["template_file"]),
+    )
+
+
+def _xpath_read(item: Mapping[str, Any], where: str, netconf: bool) -> StateCheck:
+    """What a check reads over NETCONF: ``<get>`` of an ``xpath`` (the data is XML: no
+    parser)."""
+    if not netconf:
+        raise ValueError(f"{where}.xpath: a check by xpath reads over NETCONF, around "
+                         "netconf_edit_config or anetconf_edit_config; give a command here")
+    for key in ("command", "parse", "template_file"):
+        if key in item:
+            raise ValueError(f"{where}.{key}: a NETCONF change's check reads its data with "
+                             "<get> and an xpath: give xpath, not command, parse or "
+                             "template_file")
+    xpath = item.get("xpath")
+    if not isinstance(xpath, str) or not xpath.strip() or "\n" in xpath:
+        raise ValueError(f"{where}.xpath must be an XPath expression on one line, got {xpath!r}")
+    return StateCheck(name="", command="", xpath=xpath.strip())
 
 
 def _expect(given: object, where: str) -> tuple[str, Any]:
@@ -317,6 +355,10 @@ def read_checks(
     values: list[tuple[Any, str | None]] = []
     for check in checks:
         try:
+            if check.xpath is not None:
+                data = parse_data((yield Get(check.xpath, check.host)))
+                values.append((check.take(data), None))
+                continue
             text = yield Command(check.command, check.host)
             data = parse_output(
                 text, check.parse, command=check.command, template_file=check.template_file,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nornir_bench.core.deadlines import bounded, time_left
 from nornir_bench.core.exceptions import SessionClosed
+from nornir_bench.tasks.sessions._netconf_requests import NetconfRequest
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -87,7 +88,7 @@ class Login:
     reached (the session in use may outlive what a change did to the device's access)."""
 
 
-Request = Read | Send | Save | Command | Wait | Login
+Request = Read | Send | Save | Command | Wait | Login | NetconfRequest
 Plan = Generator[Request, Any, T]
 
 

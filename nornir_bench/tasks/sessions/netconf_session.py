@@ -177,6 +177,14 @@ class NetconfSession:
         with contextlib.suppress(Exception):
             manager._session.close()  # the transport, whatever the device said
 
+    def drop(self) -> None:
+        """End the session at once, no RPC sent (a server that may not answer): the server
+        sees it end as if the client died."""
+        manager, self.manager = self.manager, None
+        if manager is not None:
+            with contextlib.suppress(Exception):
+                manager._session.close()
+
 
 def _first_answer(manager: Manager, timeout: float) -> None:
     """Return once the server answered a request of this session.
