@@ -55,10 +55,11 @@ _SECRET_KEY = re.compile(r"pass|secret|token|passphrase", re.IGNORECASE)
 # A keyword after ``the`` or a possessive is a noun in a sentence (``the password was not
 # sent``), not a setting: no configuration syntax puts those words there (a short list: a
 # username ``a`` would make ``a password x`` a setting). ``community`` ending a hyphenated word
-# is a setting holding no secret (``send-community both``).
+# is a setting holding no secret (``send-community both``). A keyword just after ``<``, ``</``
+# or a namespace's ``:`` is an XML element's name (mask_xml_secrets masks its text).
 _CONFIG_SECRET = re.compile(
     r"(?P<prose>\b(?:the|its|their|your|our)[ \t]+)?"
-    r"(?P<keep>\b(?:password|secret|key-string|authentication-key"
+    r"(?P<keep>(?<![<:/])\b(?:password|secret|key-string|authentication-key"
     r"|message-digest-key[ \t]+\d+[ \t]+md5|(?<!-)community|(?:tacacs|radius)-server[ \t]+key"
     r"|pre-shared-key(?:[ \t]+address[ \t]+\S+)?|key[ \t]+(?:0|6|7))"
     r"(?:[ \t]+[0-9]{1,2}(?=[ \t]))?[ \t]+)(?P<value>\S+)",
@@ -198,15 +199,23 @@ class Redactor(logging.Filter):
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
+        if "<" in text:  # XML a device sent (NETCONF's <password>...</password>)
+            text = mask_xml_secrets(text)
         return mask_config_secrets(text)
 
     def value(self, obj: Any) -> Any:
         """``obj`` with every string inside it (through dicts, lists, tuples and sets) masked,
-        before anything encodes it: encoding may escape a secret past recognition."""
+        before anything encodes it: encoding may escape a secret past recognition. A value
+        under a key that names a secret (``password``, ``shared-secret``: parsed device data,
+        a NETCONF reply's) is masked whole."""
         if isinstance(obj, str):
             return self(obj)
         if isinstance(obj, Mapping):
-            return {self.value(k): self.value(v) for k, v in obj.items()}
+            return {
+                self.value(k): MASK if is_secret_key(k) and secret_text(v) is not None
+                else self.value(v)
+                for k, v in obj.items()
+            }
         if isinstance(obj, (list, tuple, set, frozenset)):
             return [self.value(item) for item in obj]
         return obj

@@ -154,6 +154,19 @@ def test_every_line_of_a_configuration_holding_a_secret_is_masked(text: str, mas
     assert mask_config_secrets(text) == masked
 
 
+def test_secrets_in_parsed_device_data_and_in_xml_are_masked_in_what_is_recorded() -> None:
+    """A NETCONF read's result, parsed (a mapping) or as the XML the device sent: a user's
+    password under its key, a secret element's text; a setting that is no secret kept."""
+    data = {"system": {"authentication": {"user": [
+        {"name": "ops", "password": "$0$s3cret", "shared-secret": 123456}]},
+        "keep_secrets": True}}
+    assert Redactor().value(data) == {"system": {"authentication": {"user": [
+        {"name": "ops", "password": "********", "shared-secret": "********"}]},
+        "keep_secrets": True}}
+    xml = '<user><name>ops</name><password xmlns:x="y">$0$s3cret</password></user>'
+    assert Redactor()(xml) == '<user><name>ops</name><password xmlns:x="y">********</password></user>'
+
+
 def test_the_terminal_is_masked_line_by_line_and_put_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
