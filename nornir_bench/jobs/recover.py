@@ -35,6 +35,7 @@ from nornir_bench.tasks.changes.journal import (
     PENDING,
     REVERT_FAILED,
     REVERTED,
+    UNKNOWN,
     Journal,
     JournalError,
     append_entry,
@@ -191,8 +192,18 @@ def _reverted_by_device(journal: Journal, done: Recovered, say: Callable[[str], 
         at = entry.get("device_reverts_at")
         if entry["state"] != PENDING or not isinstance(at, (int, float)):
             continue
-        append_entry(journal.path, name, REVERTED, backup=entry.get("backup"), by="device")
         del journal.hosts[name]
+        if entry.get("confirming"):
+            append_entry(journal.path, name, UNKNOWN, backup=entry.get("backup"), by="recover")
+            done.failed[name] = (
+                "state unknown: the run died sending the commit that confirms the change: the "
+                "device holds the change (confirmed) or the configuration before it (reverted by "
+                f"itself); read it to know (backup at {entry.get('backup')}, journal "
+                f"{journal.path})"
+            )
+            say(f"recover: {name}: {done.failed[name]}")
+            continue
+        append_entry(journal.path, name, REVERTED, backup=entry.get("backup"), by="device")
         done.reverted.append(name)
         when = datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds")
         say(f"recover: {name}: nothing to send: the device reverts its confirmed commit itself "

@@ -93,3 +93,37 @@ def test_a_run_recovering_a_dead_runs_change_prints_no_logging_warning(tmp_path:
         f"(journal {dead})"
     ]
     assert read_journal(dead).hosts["gone"]["state"] == REVERT_FAILED  # recovery ran
+
+
+@pytest.mark.parametrize("confirming", [False, True])
+def test_a_netconf_change_left_pending_is_the_devices_unless_the_run_died_confirming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], confirming: bool
+) -> None:
+    """A confirmed commit the run left pending is reverted by the device itself: nothing to
+    send. Once the confirming commit was on its way, the device may hold the change: recover
+    says the state is unknown (exit 1) and never that it was reverted; nothing is sent either
+    way, and a second recover has nothing left to do."""
+    from nornir_bench.cli._common import EXIT_FAILED_HOSTS, EXIT_OK
+    from nornir_bench.cli.main import main
+
+    journal = tmp_path / "run.journal"
+    start_journal(journal, job=str(tmp_path / "gone.yaml"), records=None)  # no job: none sent
+    append_entry(journal, "nc1", PENDING, backup=str(tmp_path / "nc1.xml"),
+                 task="netconf_edit_config", device_reverts_at=1_800_000_000.0)
+    if confirming:
+        append_entry(journal, "nc1", PENDING, confirming=True)
+    status = main(["recover", str(journal)])
+    said = capsys.readouterr().out
+    entry = read_journal(journal).hosts["nc1"]
+    if confirming:
+        assert status == EXIT_FAILED_HOSTS
+        assert said.startswith("recover: nc1: state unknown: the run died sending the commit "
+                               "that confirms the change: the device holds the change"), said
+        assert entry["state"] == "unknown" and "reverts" not in said
+    else:
+        assert status == EXIT_OK
+        assert said.startswith("recover: nc1: nothing to send: the device reverts its confirmed "
+                               "commit itself"), said
+        assert entry["state"] == "reverted" and entry["by"] == "device"
+    assert not read_journal(journal).pending()
+    assert main(["recover", str(journal)]) == EXIT_OK

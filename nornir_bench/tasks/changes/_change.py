@@ -206,6 +206,13 @@ class AroundChange:
                      until=time.time() + how.confirm, **device)
         self.journal = how.journal
 
+    def confirming(self) -> None:
+        """The confirmation is about to be sent to the device (a NETCONF ``<commit>`` ending a
+        confirmed commit): a run that dies from now on leaves a change whose state only the
+        device knows."""
+        if self.journal is not None:
+            append_entry(self.journal, self.how.host, PENDING, confirming=True)
+
     def ended(self, state: str) -> None:
         if self.journal is not None:
             append_entry(self.journal, self.how.host, state)

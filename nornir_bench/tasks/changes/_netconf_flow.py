@@ -154,6 +154,7 @@ def _committed(
     problem = yield from around.read_after()
     if problem is None:
         if confirm_timeout is not None:
+            around.confirming()
             yield Commit()  # the confirming one
         around.ended(CONFIRMED)
         now = config_text((yield GetConfig(RUNNING)))

@@ -14,6 +14,9 @@ alone); its first line says whose::
 
 A NETCONF change's entry adds ``device_reverts_at`` (a ``time.time()``): the device reverts
 its confirmed commit itself, by then at the latest, and ``recover`` has nothing to send for it.
+Just before the confirming ``<commit>`` is sent, the entry is marked ``confirming``: a run that
+dies then leaves a change the device may hold (the commit confirmed) or have reverted, and
+``recover`` says so (``unknown``) rather than that it was reverted.
 
 A change still ``pending`` (or ``revert failed``) once no run holds the journal is reverted
 by ``nornir-bench recover`` or by the next ``nornir-bench run`` on the same records folder
@@ -37,6 +40,7 @@ __all__ = [
     "CONFIRMED",
     "JOURNAL_SUFFIX",
     "PENDING",
+    "UNKNOWN",
     "REVERTED",
     "REVERT_FAILED",
     "Journal",
@@ -47,7 +51,8 @@ __all__ = [
 ]
 
 PENDING, CONFIRMED, REVERTED, REVERT_FAILED = "pending", "confirmed", "reverted", "revert failed"
-STATES = (PENDING, CONFIRMED, REVERTED, REVERT_FAILED)
+UNKNOWN = "unknown"  # a run died confirming a change the device holds or reverted: not known
+STATES = (PENDING, CONFIRMED, REVERTED, REVERT_FAILED, UNKNOWN)
 JOURNAL_SUFFIX = ".journal"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
