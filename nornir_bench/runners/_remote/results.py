@@ -136,7 +136,7 @@ class HookRecorder(NoOpProcessor):
 def relink(multi: MultiResult, host: Host | None) -> None:
     """Point every result at ``host``: the parent's, as results arrive; ``None`` in a worker,
     before they are sent (a copy of the host in every result would be pickled for nothing)."""
-    for item in multi:  # as each_result walks them, without a generator: once a host, twice
+    for item in multi:  # each_result's walk without its generator: every host, on both sides
         if isinstance(item, list):
             relink(item, host)  # type: ignore[arg-type]
         else:
