@@ -16,6 +16,11 @@ result holding a failed subtask could not come back from a worker. The rebuilt e
 the subtask's ``result`` and, in place of the ``Task`` (which holds the whole ``Nornir``
 object), the task's name, so ``str()`` reads as before. Unpickling needs nothing registered:
 the pickle names the function that rebuilds it.
+
+A ``Result`` goes as the values of its attributes, their names once a batch (a shape shared by
+the batch's results), and a :class:`~nornir_bench.core.host_task.HostResults` as its name
+and items, not as the dict pickle would write key by key for each: every host's results cross
+on every run. Both are rebuilt as the same objects, shared references and cycles included.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from typing import Any
 
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.inventory import Group, Host
+from nornir.core.task import Result
+
+from nornir_bench.core.host_task import HostResults
 
 __all__ = ["HostList", "cloud_dumps", "cloudpickles", "dumps", "round_trips"]
 
@@ -89,10 +97,56 @@ class HostList:
         return (_rebuild_hosts, (Host, [_slot_values(host) for host in self.hosts]))
 
 
+# The attribute names of results, as tuples shared by every result of that shape: pickled once
+# a pickle, then referred to. Results have a handful of shapes (nornir's own attributes, and
+# the few a runner or a task adds); a cache this size never fills but for a hostile task.
+_SHAPES: dict[tuple[str, ...], tuple[str, ...]] = {}
+_MOST_SHAPES = 64
+_NEWOBJ = copyreg.__newobj__  # type: ignore[attr-defined]  # pickled as NEWOBJ: cls.__new__(cls)
+
+
+def _set_result_state(result: Result, state: tuple[tuple[str, ...], tuple[Any, ...]]) -> None:
+    names, values = state
+    result.__dict__.update(zip(names, values, strict=True))
+
+
+def _reduce_result(result: Result) -> tuple[Any, ...]:
+    # Created first and its attributes set after (``state_setter``): a value that refers back
+    # to its result unpickles as it does with pickle's own reduction.
+    attributes = result.__dict__
+    names = tuple(attributes)
+    shared = _SHAPES.get(names)
+    if shared is None:
+        shared = names
+        if len(_SHAPES) < _MOST_SHAPES:
+            _SHAPES[names] = names
+    return (_NEWOBJ, (Result,), (shared, tuple(attributes.values())), None, None,
+            _set_result_state)
+
+
+def _set_host_results_state(
+    results: HostResults, state: tuple[dict[str, Any] | None, str]
+) -> None:
+    own, results.name = state
+    if own:  # attributes a task or processor set on the results
+        vars(results).update(own)
+
+
+def _reduce_host_results(results: HostResults) -> tuple[Any, ...]:
+    try:
+        name = results.name
+    except AttributeError:  # never set: as pickle's own reduction has it
+        return results.__reduce_ex__(pickle.HIGHEST_PROTOCOL)  # type: ignore[return-value]
+    return (_NEWOBJ, (HostResults,), (results.__dict__ or None, name),
+            iter(results), None, _set_host_results_state)
+
+
 _REDUCERS: dict[type, Any] = {
     NornirSubTaskError: _reduce_subtask_error,
     Host: _reduce_host,
     Group: _reduce_host,
+    Result: _reduce_result,
+    HostResults: _reduce_host_results,
 }
 
 

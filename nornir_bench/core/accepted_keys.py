@@ -51,6 +51,8 @@ class AcceptedKeys:
 
     def take(self) -> tuple[AcceptedKey, ...]:
         """The keys noted since the last take (a worker sends them with its next host)."""
+        if not self._keys:  # nearly always, once a host: a key noted meanwhile goes next time
+            return ()
         with self._lock:
             taken, self._keys = tuple(self._keys), []
         return taken

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from nornir.core.exceptions import NornirSubTaskError
 from nornir.core.inventory import Host
+from nornir.core.task import Result
 
 from nornir_bench.core._pickling import cloud_dumps, dumps
 from tests.conftest import make_nornir, result_view
@@ -128,6 +129,32 @@ def test_a_hosts_results_pickle_with_their_name_and_their_own_attributes() -> No
     results.noted = 3  # type: ignore[attr-defined]
     copy = pickle.loads(dumps(results))
     assert (copy.name, list(copy), copy.noted) == ("task", ["done"], 3)
+
+
+class CheckedResult(Result):
+    """A task's own kind of result."""
+
+
+def test_results_sent_as_their_values_come_back_as_the_same_objects() -> None:
+    """Results go as the values of their attributes (their names once a pickle): every
+    attribute, the kind of result, and what refers to what come back as they were, a result
+    met twice (a subtask's, in its hook's event too) and one that refers to itself included."""
+    from nornir_bench.core.host_task import HostResults
+
+    results = HostResults("task")
+    first = Result(host=None, result={"routes": 3}, changed=True, name="task")
+    first.worker = "h:1"  # type: ignore[attr-defined]
+    itself = Result(host=None, name="sub")
+    itself.result = itself
+    results.extend([first, itself, CheckedResult(host=None, result="ok")])
+    for pickled in (dumps([results, first]), cloud_dumps([results, first])):
+        copy, copy_of_first = pickle.loads(pickled)
+        assert type(copy) is HostResults and copy.name == "task"
+        assert [type(item) for item in copy] == [Result, Result, CheckedResult]
+        assert vars(copy[0]) == vars(first) and list(vars(copy[0])) == list(vars(first))
+        assert copy[0] is copy_of_first
+        assert copy[1].result is copy[1]
+        assert vars(copy[2]) == vars(results[2])
 
 
 def _device_errors() -> list[BaseException]:

@@ -171,12 +171,27 @@ class WorkerHosts:
         the places do."""
         self.queue.put((index, host))
         if self.draining < self.places.limit:
-            self.draining += 1
-            marking = None if self.marked is None else self.marked()
-            drain = self._drain(marking)
-            step = drain if marking is None else marking.around(drain)
-            task = self._context.run(asyncio.get_running_loop().create_task, step)  # a copy
-            self.drainers.add(task)
+            self._add_drainer(asyncio.get_running_loop())
+
+    def start_all(self, indices: list[int], hosts: list[Host]) -> None:
+        """:meth:`start` each of ``hosts``, the run's hosts ``indices``, in order: a chunk as
+        it arrives, the places counted once for it."""
+        put = self.queue.put
+        for waiting in zip(indices, hosts, strict=True):
+            put(waiting)
+        more = min(len(indices), self.places.limit - self.draining)
+        if more > 0:
+            loop = asyncio.get_running_loop()
+            for _ in range(more):
+                self._add_drainer(loop)
+
+    def _add_drainer(self, loop: asyncio.AbstractEventLoop) -> None:
+        """One more coroutine draining the run's hosts, in a copy of the run's context."""
+        self.draining += 1
+        marking = None if self.marked is None else self.marked()
+        drain = self._drain(marking)
+        step = drain if marking is None else marking.around(drain)
+        self.drainers.add(self._context.run(loop.create_task, step))
 
     async def _drain(self, marking: Marking | None) -> None:
         """One of the run's places: the hosts waiting, one after the other, until none is."""
@@ -210,8 +225,9 @@ class WorkerHosts:
                 return
             if len(multi):
                 multi[0].worker = self.worker  # type: ignore[attr-defined]
-            # Each attribute of a nornir Host is a call of its own (__getattribute__): read once.
-            kept = tuple(host.connections) if self.keep_connections else ()
+            # Each attribute of a nornir Host is a call of its own (__getattribute__): read once,
+            # its own slot (connections are never inherited).
+            kept = tuple(_get(host, "connections")) if self.keep_connections else ()
             if kept or self.held:
                 self.held.note(host.name, host if kept else None)
             left = self.offloads and left_a_call(multi)
@@ -260,6 +276,8 @@ class WorkerHosts:
         await self.session.aclose()
         self._files.close()  # the soft limit of open files back, the terminal as it was
 
+
+_get = object.__getattribute__
 
 _named: tuple[int, str] = (0, "")
 

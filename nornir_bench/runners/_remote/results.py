@@ -16,6 +16,7 @@ processor see what they would see in process.
 
 from __future__ import annotations
 
+import operator
 import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -43,6 +44,7 @@ __all__ = [
     "SubtaskCompleted",
     "SubtaskStarted",
     "exceptions_round_trip",
+    "failed",
     "packed",
     "portable",
     "relink",
@@ -126,14 +128,27 @@ class HookRecorder(NoOpProcessor):
         for event in events:
             if isinstance(event, SubtaskCompleted):
                 relink(event.result, None)
-        return FinishedHost(index, multi, host.data, events, tuple(held), accepted)
+        # The host's own data (nornir's __getattribute__ would only hand it over, a call later).
+        data = object.__getattribute__(host, "data")
+        return FinishedHost(index, multi, data, events, tuple(held), accepted)
 
 
 def relink(multi: MultiResult, host: Host | None) -> None:
     """Point every result at ``host``: the parent's, as results arrive; ``None`` in a worker,
     before they are sent (a copy of the host in every result would be pickled for nothing)."""
-    for item in each_result(multi):
-        item.host = host
+    for item in multi:  # each_result's walk without its generator: every host, on both sides
+        if isinstance(item, list):
+            relink(item, host)  # type: ignore[arg-type]
+        else:
+            item.host = host
+
+
+def failed(multi: MultiResult) -> bool:
+    """``multi.failed``, as nornir's ``MultiResult`` computes it, in a C loop."""
+    return any(map(_failed, multi))
+
+
+_failed = operator.attrgetter("failed")
 
 
 def packed(
@@ -156,7 +171,7 @@ def exceptions_round_trip(finished: list[FinishedHost]) -> bool:
     return all(
         round_trips(item.exception)
         for done in finished
-        if done.result.failed
+        if failed(done.result)
         for item in each_result(done.result)
         if item.exception is not None
     )
@@ -307,4 +322,4 @@ class ResultSettler:
     def _store(self, index: int, multi: MultiResult) -> None:
         self.result[object.__getattribute__(self.hosts[index], "name")] = multi
         self.remaining -= 1
-        self.settled(index, multi.failed)
+        self.settled(index, failed(multi))

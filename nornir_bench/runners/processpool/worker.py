@@ -139,9 +139,7 @@ async def _serve(conn: Connection, cell: RunningHost, spec: RunSpec | None) -> N
                 await run.aclose()  # its threads stop; the connections stay in ``held``
                 run = None
             elif isinstance(message, RunHosts) and run is not None:
-                hosts: list[Host] = pickle.loads(message.hosts)
-                for index, host in zip(message.indices, hosts, strict=True):
-                    run.start(index, host)
+                run.start_all(message.indices, pickle.loads(message.hosts))
             elif isinstance(message, CloseConnections):
                 await close_held(held, message.connections)
                 send(conn, Closed())
