@@ -164,7 +164,8 @@ def test_secrets_in_parsed_device_data_and_in_xml_are_masked_in_what_is_recorded
         {"name": "ops", "password": "********", "shared-secret": "********"}]},
         "keep_secrets": True}}
     xml = '<user><name>ops</name><password xmlns:x="y">$0$s3cret</password></user>'
-    assert Redactor()(xml) == '<user><name>ops</name><password xmlns:x="y">********</password></user>'
+    masked = '<user><name>ops</name><password xmlns:x="y">********</password></user>'
+    assert Redactor()(xml) == masked
 
 
 def test_the_terminal_is_masked_line_by_line_and_put_back(
