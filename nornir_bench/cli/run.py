@@ -70,8 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-e", "--extra-var", metavar="KEY=VALUE", type=variable, action="append",
                         dest="variables", default=[],
                         help="a template variable (a string), over the job's variables, for "
-                        "each step whose task takes variables (send_config, asend_config); "
-                        "repeatable")
+                        "each step whose task takes variables (send_config, asend_config and "
+                        "the NETCONF edits); repeatable")
     parser.add_argument("--show", action="store_true",
                         help="after the run, print each host's result (device output), "
                         f"masked, at most {MAX_LINES} lines and {MAX_CHARS:,} characters a "

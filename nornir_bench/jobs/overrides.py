@@ -185,7 +185,7 @@ def with_variables(
         names = ", ".join(sorted({step.task_name for step in steps}))
         raise JobError(
             f"-e {next(iter(variables))}=...: no task of the job takes variables ({names}); "
-            "send_config and asend_config do, for their template"
+            f"{_variable_takers()} do, for their template"
         )
     secrets.update(value for key, value in variables.items() if is_secret_key(key) and value)
     changed = []
@@ -202,6 +202,18 @@ def with_variables(
                     raise JobError(f"-e: {step.label}: {exc}") from None
         changed.append(step)
     return tuple(changed)
+
+
+def _variable_takers() -> str:
+    """The built-in tasks that take ``variables``, in words."""
+    from nornir_bench.tasks._builtin import BUILTIN_TASKS
+
+    names = []
+    for name, task in BUILTIN_TASKS.items():
+        taken = parameters_of(task, skip=1)
+        if taken is not None and "variables" in taken.names:
+            names.append(name)
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
 
 
 def _named_parameters(step: Step) -> list[str]:

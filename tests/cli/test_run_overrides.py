@@ -130,7 +130,8 @@ def test_e_for_a_job_whose_tasks_take_no_variables_is_refused(tmp_path: Path) ->
     assert done.returncode == 2
     assert done.stderr == (
         "nornir-bench: error: -e a=...: no task of the job takes variables (mytasks:workers); "
-        "send_config and asend_config do, for their template\n"
+        "send_config, asend_config, netconf_edit_config and anetconf_edit_config do, for their "
+        "template\n"
     )
 
 
