@@ -214,8 +214,10 @@ MUTANTS = [
         "a confirmed change is pending in its journal before its first line is sent",
         "nornir_bench/tasks/changes/_change_flow.py",
         "    around.pending(saved)\n"
+        "    read = _Read(running, how.keep_configs)\n"
         "    try:\n"
         "        problem, printed, now = yield from _apply(lines, before, given, target, how)\n",
+        "    read = _Read(running, how.keep_configs)\n"
         "    try:\n"
         "        problem, printed, now = yield from _apply(lines, before, given, target, how)\n"
         "        around.pending(saved)\n",

@@ -272,7 +272,9 @@ def test_cpu_and_memory_leave_out_a_child_of_the_shell_that_exec_d_the_script() 
     cpu_low = 100 * (user + system - 0.01) / (wall + 0.005) - 0.5
     cpu_high = 100 * (user + system + 0.01) / (wall - 0.005) + 0.5
     assert cpu_low <= cpu <= cpu_high, done.stdout
-    assert max_rss < 200, done.stdout  # the child held 300 MiB
+    # The child held 300 MiB: counted, the peak would be at least that. (The script's own
+    # peak is about 22 MiB; once, on a loaded machine, it read 201.)
+    assert max_rss < 300, done.stdout
 
 
 @pytest.mark.parametrize("runner", ["processpool", "dask"])

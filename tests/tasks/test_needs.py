@@ -41,6 +41,8 @@ def test_every_builtin_task_says_what_it_needs() -> None:
         "abackup_config": Needs(("scrapli", "asyncssh"), install=EXTRA),
         **{name: Needs(("ncclient", "xmltodict"), install=EXTRA) for name in (
             "netconf_get", "anetconf_get", "netconf_get_config", "anetconf_get_config")},
+        **{name: Needs(("ncclient", "lxml", "xmltodict", "jinja2"), install=EXTRA)
+           for name in ("netconf_edit_config", "anetconf_edit_config")},
         "tcp_ping": Needs(descriptors=1),
         "atcp_ping": Needs(descriptors=1),
         "sim_rtt": Needs(descriptors=0),

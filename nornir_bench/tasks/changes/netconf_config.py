@@ -42,7 +42,7 @@ from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
 from nornir_bench.core.subtasks import run_blocking
 from nornir_bench.core.task_traits import with_traits
-from nornir_bench.tasks._needs import needs, require_libraries
+from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.changes._change import Change, ChangeOptions, check_around
 from nornir_bench.tasks.changes._netconf_flow import netconf_flow
@@ -72,8 +72,10 @@ __all__ = [
 
 DEFAULT_NETCONF_TIMEOUT = 60.0
 """Seconds for the login, and again for each RPC."""
-NETCONF_EXTRA = "pip install 'nornir-bench[netconf]'"
 _SOURCES = ("config", "config_file", "template_file")
+# ncclient speaks NETCONF (lxml, its dependency, reads the XML); xmltodict parses the data
+# checks read; Jinja2 renders a template.
+_LIBRARIES = ["ncclient", "lxml", "xmltodict", "jinja2"]
 
 
 def check_netconf_params(params: Mapping[str, Any]) -> None:
@@ -173,7 +175,7 @@ def _dry_run_only(params: Mapping[str, Any]) -> bool:
 
 @_changing
 @read_only(when=_dry_run_only)
-@needs(libraries=["ncclient", "lxml", "jinja2"], install=NETCONF_EXTRA)
+@needs(libraries=_LIBRARIES, install=DEVICES_EXTRA)
 @check_params_with(check_netconf_params)
 def netconf_edit_config(
     task: Task,
@@ -222,7 +224,7 @@ def netconf_edit_config(
 
 @_changing
 @read_only(when=_dry_run_only)
-@needs(libraries=["ncclient", "lxml", "jinja2"], install=NETCONF_EXTRA)
+@needs(libraries=_LIBRARIES, install=DEVICES_EXTRA)
 @check_params_with(check_netconf_params)
 async def anetconf_edit_config(
     task: Task,
