@@ -103,7 +103,13 @@ def test_a_confirmed_commit_with_a_check_is_confirmed_on_both_runners(
         assert result[name][0].checks[0]["after"] == "to the core"
         assert "<description>to the core</description>" in lab.config(name)
         assert lab.data(name, "candidate") == lab.data(name)
-    assert sorted(journal_states(journal)) == ["confirmed", "confirmed", "pending", "pending"]
+    # Each host: pending before its commit, marked confirming before the confirming one
+    # (a run dying then leaves a change only the device knows), then confirmed.
+    entries = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+    for name in ("nc1", "nc2"):
+        assert [(e["state"], e.get("confirming", False)) for e in entries
+                if e["host"] == name] == [("pending", False), ("pending", True),
+                                          ("confirmed", False)]
     assert lab.data("nc2") != before
     with other_session(lab, "nc1") as session:  # unlocked: another session takes the lock
         session.lock("candidate")
