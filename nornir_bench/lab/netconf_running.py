@@ -36,13 +36,7 @@ _DATA = re.compile(r"<data[ >].*</data>|<data/>", re.S)
 class RunningNetconfLab(RunningSshLab[NetconfPlan]):
     """A NETCONF lab that runs (see the module).
 
-    Args:
-        plan: its servers.
-        password: its login user's password.
-        workdir: its work folder (the servers' folders, the SSH server's key and log).
-        sshd_pid: its SSH server's process id.
-        owner: the process that made it (which removes it).
-        inventory: the folder of an inventory written for it, if any.
+    Made as :class:`~nornir_bench.lab._running.RunningSshLab` is (``plan``: its servers).
     """
 
     kind = "netconf"

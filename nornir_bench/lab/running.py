@@ -46,13 +46,7 @@ _SHOW_BGP = "show bgp ipv4 unicast summary json"
 class RunningRouterLab(RunningSshLab[LabPlan]):
     """A router lab that runs (see the module).
 
-    Args:
-        plan: its routers and links.
-        password: its login user's password.
-        workdir: its work folder (keys, configuration and logs of its SSH servers).
-        sshd_pid: its SSH server's process id.
-        owner: the process that made it (which removes it).
-        inventory: the folder of an inventory written for it, if any.
+    Made as :class:`~nornir_bench.lab._running.RunningSshLab` is (``plan``: its routers and links).
     """
 
     kind = "routers"
