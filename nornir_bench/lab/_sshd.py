@@ -14,12 +14,15 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 from nornir_bench.lab._errors import LabError
 from nornir_bench.lab._preflight import PlannedLab, refuse_held_ports, remove_stale, user_exists
 from nornir_bench.lab._system import LabState, command, labs_locked, process_started, teardown
 from nornir_bench.lab.ports import listening_ports
+
+if TYPE_CHECKING:
+    from nornir_bench.lab._running import RunningSshLab
 
 __all__ = ["HOST_KEY", "SSHD_START_TIMEOUT", "KindFields", "SshLab", "add_login_user",
            "make_host_key", "reap", "start_guard", "start_sshd"]
@@ -30,7 +33,7 @@ HOST_KEY = "ssh_host_ed25519_key"
 SSHD_START_TIMEOUT = 10.0
 
 PlanT = TypeVar("PlanT", bound=PlannedLab)
-RunningT = TypeVar("RunningT")
+RunningT = TypeVar("RunningT", bound="RunningSshLab[Any]")
 LabT = TypeVar("LabT", bound="SshLab[Any, Any]")
 
 # The labs of any kind this process made and has not stopped: another of the name made here is
@@ -59,9 +62,8 @@ class SshLab(ABC, Generic[PlanT, RunningT]):
         plan: what it is made of.
     """
 
-    _running_type: Callable[..., RunningT]
-    """The kind's running lab, made as ``(plan, password, workdir, *, sshd_pid, owner,
-    inventory)``."""
+    _running_type: type[RunningT]
+    """The kind's running lab."""
     _login_options: tuple[str, ...] = ()
     """``useradd``'s options for its login user (its groups)."""
 
