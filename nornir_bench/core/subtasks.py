@@ -1,12 +1,14 @@
-"""``task.run`` for ``async def`` tasks (:func:`arun_subtask`), and the run's thread pool its
-blocking subtasks run in (:func:`offloading`), as an event-loop run's session sets it.
+"""``task.run`` for ``async def`` tasks (:func:`arun_subtask`), the run's thread pool its
+blocking subtasks run in (:func:`offloading`), as an event-loop run's session sets it, and the
+async twin of a blocking task that runs it there (:func:`async_twin`).
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from nornir.core.exceptions import NornirSubTaskError
 
@@ -15,7 +17,10 @@ from nornir_bench.core.execution import Offload, arun_host, child_task, is_async
 if TYPE_CHECKING:
     from nornir.core.task import MultiResult, Task
 
-__all__ = ["arun_subtask", "offloading", "run_blocking", "stop_offloading"]
+__all__ = ["arun_subtask", "async_twin", "offloading", "run_blocking", "stop_offloading"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 # The offload of the run in progress, so that arun_subtask sends blocking subtasks to the same
@@ -69,3 +74,19 @@ async def arun_subtask(task: Task, subtask: Callable[..., Any], **kwargs: Any) -
     if multi.failed:
         raise NornirSubTaskError(task=sub, result=multi)
     return multi
+
+
+def async_twin(
+    blocking: Callable[_P, _R], *, name: str, doc: str,
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """The ``async def`` twin of the blocking task ``blocking``, named ``name``: the same call
+    run whole in the run's thread pool (:func:`run_blocking`; the loop goes on meanwhile),
+    with ``blocking``'s parameters, traits (``core.task_traits``) and module."""
+    async def twin(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        result: _R = await run_blocking(functools.partial(blocking, *args, **kwargs))
+        return result
+
+    functools.update_wrapper(twin, blocking)
+    twin.__name__ = twin.__qualname__ = name
+    twin.__doc__ = doc
+    return twin

@@ -59,7 +59,8 @@ def remove_stale(plan: PlannedLab, running_here: Collection[str] = ()) -> None:
         mine = state.owner == os.getpid()
         if plan.name in running_here if mine else owner_alive(state):
             raise LabError(
-                f"a {plan.kind} named {plan.name!r} is running (process {state.owner}): stop it, "
+                f"a {state.kind_text} named {plan.name!r} is running (process {state.owner}): "
+                "stop it, "
                 "or give this one another --name"
             )
         teardown(state)

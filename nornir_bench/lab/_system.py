@@ -31,7 +31,6 @@ __all__ = [
     "FRR_DAEMONS",
     "LabState",
     "STATE_FOLDER",
-    "check_router_lab_needs",
     "command",
     "lab_states",
     "password_logins_of",
@@ -49,19 +48,9 @@ STATE_FOLDER = Path("/run/nornir-bench/labs")
 FRR_ETC = Path("/etc/frr")
 FRR_RUN = Path("/var/run/frr")
 FRR_DAEMONS = ("zebra", "staticd", "bgpd")
-_FRR_BIN = Path("/usr/lib/frr")
-_NEEDED = (
-    *(str(_FRR_BIN / daemon) for daemon in FRR_DAEMONS),
-    "/usr/bin/vtysh",
-    "/usr/sbin/sshd",
-    "/usr/bin/ssh-keygen",
-)
-_TOOLS = ("ip", "useradd", "userdel", "chpasswd")
 _COMMAND_TIMEOUT = 30.0
 _COMMANDS = frozenset({"ip", "useradd", "chpasswd", "ssh-keygen", "setsid"})  # run to finish
 _KILL_ROUNDS = 3
-_CAP_NET_ADMIN = 12
-_CAP_SYS_ADMIN = 21
 
 
 @dataclass
@@ -159,38 +148,6 @@ def labs_locked() -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)  # releases the lock
-
-
-def check_router_lab_needs() -> None:
-    """Raise :class:`LabError` naming what the router lab lacks: root (or CAP_NET_ADMIN and
-    CAP_SYS_ADMIN), FRR and OpenSSH's server, and the command that installs them."""
-    if not _privileged():
-        raise LabError(
-            "the router lab needs root, or CAP_NET_ADMIN and CAP_SYS_ADMIN, to make network "
-            "namespaces and a login user: run it as root (in a container: --cap-add NET_ADMIN "
-            "--cap-add SYS_ADMIN)"
-        )
-    missing = [path for path in _NEEDED if not os.access(path, os.X_OK)]
-    missing += [tool for tool in _TOOLS if shutil.which(tool) is None]
-    if missing:
-        raise LabError(
-            f"the router lab needs FRR and OpenSSH's server (missing: {', '.join(missing)}): "
-            "apt-get install -y frr openssh-server"
-        )
-
-
-def _privileged() -> bool:
-    if os.geteuid() == 0:
-        return True
-    try:
-        status = Path("/proc/self/status").read_text(encoding="ascii")
-    except OSError:
-        return False
-    for line in status.splitlines():
-        if line.startswith("CapEff:"):
-            caps = int(line.split()[1], 16)
-            return all(caps >> bit & 1 for bit in (_CAP_NET_ADMIN, _CAP_SYS_ADMIN))
-    return False
 
 
 def password_logins_of(user: str, key: Path | str) -> list[str]:

@@ -4,12 +4,9 @@ or SIGTERM, and removed."""
 from __future__ import annotations
 
 import os
-import signal
-import sys
-import time
 from typing import TextIO
 
-from nornir_bench.lab._errors import LabError
+from nornir_bench.lab._command import check_hosts, run_until_signal
 from nornir_bench.lab.netconf import NetconfLab
 from nornir_bench.lab.netconf_plan import (
     DEFAULT_NETCONF_LAB_NAME,
@@ -17,7 +14,6 @@ from nornir_bench.lab.netconf_plan import (
     YANG_MODULES,
     plan_netconf_lab,
 )
-from nornir_bench.lab.router_command import Interrupted, signals_interrupt
 
 __all__ = ["run_netconf_lab"]
 
@@ -40,34 +36,14 @@ def run_netconf_lab(
         servers, port=DEFAULT_NETCONF_PORT if port is None else port,
         name=DEFAULT_NETCONF_LAB_NAME if name is None else name,
     )
-    if hosts is not None and not 1 <= hosts <= 100_000:
-        raise LabError(f"--hosts must be a whole number from 1 to 100000, got {hosts!r}")
-
-    def say(text: str) -> None:
-        print(text, file=out or sys.stdout, flush=True)
-
-    with signals_interrupt():
-        lab = NetconfLab(plan)
-        try:
-            started = time.monotonic()
-            lab.start()
-            for server in plan.servers:
-                say(f"{server.name:<5} 127.0.0.1:{server.port:<5}  netconfd  "
-                    f"netns {server.namespace}")
-            if write is not None:
-                files = lab.running().write_inventory(write, hosts)
-                say(f"inventory written: {', '.join(os.fspath(f) for f in files)}")
-            lab.wait_ready(timeout)
-            say(f"lab ready: {len(plan.servers)} NETCONF servers (candidate, confirmed commit; "
-                f"{', '.join(YANG_MODULES)}) answer NETCONF over SSH, in "
-                f"{time.monotonic() - started:.1f} s; Ctrl-C or SIGTERM removes them")
-            while True:
-                signal.pause()
-        except Interrupted:
-            pass
-        finally:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: the guard finishes
-            ended = time.monotonic()
-            lab.stop()
-            if lab.made:  # a refusal (a name running, a port held) made nothing to remove
-                say(f"lab stopped: everything removed in {time.monotonic() - ended:.1f} s")
+    check_hosts(hosts)
+    run_until_signal(
+        NetconfLab(plan), write=write, hosts=hosts, timeout=timeout, out=out,
+        made_lines=lambda: (
+            f"{server.name:<5} 127.0.0.1:{server.port:<5}  netconfd  netns {server.namespace}"
+            for server in plan.servers),
+        ready_line=lambda took: (
+            f"lab ready: {len(plan.servers)} NETCONF servers (candidate, confirmed commit; "
+            f"{', '.join(YANG_MODULES)}) answer NETCONF over SSH, in {took:.1f} s; Ctrl-C or "
+            "SIGTERM removes them"),
+    )

@@ -14,7 +14,8 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from nornir_bench.lab._system import check_router_lab_needs, owner_alive, read_state
+from nornir_bench.lab._needs import check_router_lab_needs
+from nornir_bench.lab._system import owner_alive, read_state
 from nornir_bench.lab.ready import LabNotReady
 from nornir_bench.lab.topology import LabPlan, plan_lab
 

@@ -20,28 +20,21 @@ made is :mod:`._preflight`'s.
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from nornir_bench.lab._errors import LabError
-from nornir_bench.lab._preflight import refuse_held_ports, remove_stale, user_exists
-from nornir_bench.lab._sshd import add_login_user, make_host_key, reap, start_guard, start_sshd
+from nornir_bench.lab._needs import check_router_lab_needs
+from nornir_bench.lab._sshd import KindFields, SshLab
 from nornir_bench.lab._system import (
     FRR_DAEMONS,
     FRR_ETC,
     FRR_RUN,
     LabState,
-    check_router_lab_needs,
     command,
-    labs_locked,
     password_logins_of,
-    process_started,
-    teardown,
 )
 from nornir_bench.lab.bastion import Bastion
 from nornir_bench.lab.devices import LabDevice
@@ -54,15 +47,12 @@ __all__ = ["DEFAULT_ROUTER_PORT", "PLATFORM", "RouterLab", "check_max_startups",
 DEFAULT_ROUTER_PORT = 2201
 
 _FRR_BIN = Path("/usr/lib/frr")
-# The labs this process made and has not stopped: another of the name made here is refused,
-# as one of another process is (their state files name this process either way).
-_RUNNING_HERE: set[str] = set()
 
 
 _MAX_STARTUPS = re.compile(r"(?P<start>[0-9]{1,6})(?::(?P<rate>[0-9]{1,3}):(?P<full>[0-9]{1,6}))?")
 
 
-class RouterLab:
+class RouterLab(SshLab[LabPlan, RunningRouterLab]):
     """One router lab: :meth:`start` makes it, :meth:`stop` removes it (also as a context
     manager, and through its guard if this process dies first).
 
@@ -71,20 +61,15 @@ class RouterLab:
         max_startups: sshd's ``MaxStartups``; ``None`` keeps OpenSSH's default (10:30:100).
     """
 
-    def __init__(self, plan: LabPlan, *, max_startups: str | None = None) -> None:
-        self.plan = plan
-        self.max_startups = check_max_startups(max_startups)
-        self.password = secrets.token_urlsafe(18)
-        self.state: LabState | None = None
-        self._sshd: subprocess.Popen[bytes] | None = None
-        self._guard: subprocess.Popen[bytes] | None = None
-        self.bastion: Bastion | None = None
-        self.made = False
-        """Whether :meth:`start` got past its refusals to making the lab."""
+    _running_type = RunningRouterLab
+    # Group frr first: a configuration its vtysh saves is a new file of the user's, which
+    # FRR's daemons (user frr) must be able to read.
+    _login_options = ("--gid", "frr", "--groups", "frrvty")
 
-    @property
-    def user(self) -> str:
-        return self.plan.user
+    def __init__(self, plan: LabPlan, *, max_startups: str | None = None) -> None:
+        super().__init__(plan)
+        self.max_startups = check_max_startups(max_startups)
+        self.bastion: Bastion | None = None
 
     def devices(self) -> list[LabDevice]:
         """A device per router, as an inventory reaches it (before :meth:`start`, without
@@ -94,88 +79,33 @@ class RouterLab:
         return [LabDevice(r.name, "127.0.0.1", r.port, PLATFORM, self.user, self.password)
                 for r in self.plan.routers]
 
-    def running(self, inventory: str | os.PathLike[str] | None = None) -> RunningRouterLab:
-        """The lab as tests and benchmarks drive it, once started (``inventory``: the folder
-        of an inventory written for it)."""
-        if self.state is None:
-            raise LabError(f"router lab {self.plan.name!r} is not started")
-        return RunningRouterLab(self.plan, self.password, self.state.workdir,
-                                sshd_pid=self.state.sshd_pid, owner=self.state.owner,
-                                inventory=inventory)
-
-    def __enter__(self) -> RouterLab:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        """Make the lab; on any error part-way, remove what was made and raise.
-
-        Raises:
-            LabError: what the lab needs and lacks, a lab of that name already running, a
-                port in use (naming what holds it), or the system command that failed.
-        """
+    def _check_needs(self) -> None:
         check_router_lab_needs()
-        with labs_locked():  # taking turns with a killed lab's guard: it never removes this one
-            remove_stale(self.plan, _RUNNING_HERE)
-            refuse_held_ports(self.plan)
-            self.made = True
-            _RUNNING_HERE.add(self.plan.name)
-            workdir = tempfile.mkdtemp(prefix=f"nornir-bench-lab-{self.plan.name}-")
-            self.state = LabState(
-                name=self.plan.name,
-                owner=os.getpid(),
-                namespaces=[r.namespace for r in self.plan.routers]
-                + ([self.plan.management] if self.plan.management else []),
-                user=self.user,
-                password=self.password,
-                workdir=workdir,
-                ports={r.name: r.port for r in self.plan.routers},
-                topology=self.plan.topology,
-                owner_started=process_started(os.getpid()),
-                bastion_port=self.plan.bastion_port,
-            )
-            self.state.save()  # before anything is made: whatever follows can be removed
-        try:
-            self._guard = start_guard(self.state)
-            self._make_user()
-            self._make_namespaces()
-            self._start_routers()
-            self._start_sshd()
-            if self.plan.management is not None:
-                self.bastion = Bastion(self.plan.management, self.plan.bastion_port or 0,
-                                       self.user, workdir)
-                self.bastion.start()
-        except BaseException:
-            self.stop()
-            raise
 
-    def stop(self) -> None:
-        """Remove everything the lab made (what is gone already is skipped)."""
-        if self.state is None:
-            return
+    def _state_fields(self) -> KindFields:
+        return KindFields(
+            namespaces=[r.namespace for r in self.plan.routers]
+            + ([self.plan.management] if self.plan.management else []),
+            ports={r.name: r.port for r in self.plan.routers},
+            topology=self.plan.topology,
+            bastion_port=self.plan.bastion_port,
+        )
+
+    def _make(self, state: LabState) -> None:
+        self._make_namespaces()
+        self._start_routers()
+        inside = [] if self.plan.management is None else [
+            "ip", "netns", "exec", self.plan.management]
+        self._serve_ssh(self._sshd_config, [r.port for r in self.plan.routers], inside)
+        if self.plan.management is not None:
+            self.bastion = Bastion(self.plan.management, self.plan.bastion_port or 0,
+                                   self.user, state.workdir)
+            self.bastion.start()
+
+    def _stop_parts(self) -> None:
         if self.bastion is not None:
             self.bastion.stop()
             self.bastion = None
-        if self._sshd is not None:
-            self._sshd.terminate()
-        teardown(self.state)
-        for process in (self._sshd, self._guard):
-            if process is not None:
-                reap(process)
-        self._sshd = self._guard = None
-        self.state = None
-        _RUNNING_HERE.discard(self.plan.name)
-
-    def _make_user(self) -> None:
-        assert self.state is not None
-        if user_exists(self.user):
-            raise LabError(f"user {self.user} exists already and is not the lab's: remove it")
-        # Group frr first: a configuration its vtysh saves is a new file of the user's, which
-        # FRR's daemons (user frr) must be able to read.
-        add_login_user(self.state, self.password, "--gid", "frr", "--groups", "frrvty")
 
     def _make_namespaces(self) -> None:
         plan = self.plan
@@ -238,14 +168,6 @@ class RouterLab:
                         f"{logs}"
                     )
             started.clear()
-
-    def _start_sshd(self) -> None:
-        assert self.state is not None
-        key = make_host_key(self.state.workdir)
-        inside = [] if self.plan.management is None else [
-            "ip", "netns", "exec", self.plan.management]
-        self._sshd = start_sshd(self.plan, self.state, self._sshd_config(key),
-                                [r.port for r in self.plan.routers], inside)
 
     def _sshd_config(self, key: Path) -> str:
         assert self.state is not None

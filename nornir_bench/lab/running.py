@@ -12,28 +12,20 @@ or a benchmark changed it.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import re
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nornir_bench.lab._errors import LabError
-from nornir_bench.lab._system import lab_states, owner_alive, read_state
+from nornir_bench.lab._running import RunningSshLab, host_key_of
+from nornir_bench.lab._system import LabState, lab_states, owner_alive
 from nornir_bench.lab.baseline import Baseline
 from nornir_bench.lab.bastion import Bastion
-from nornir_bench.lab.devices import LabDevice
-from nornir_bench.lab.inventories import nornir_on, router_hosts
-from nornir_bench.lab.inventory_files import write_inventory
 from nornir_bench.lab.router_ready import wait_for_router_lab
-from nornir_bench.lab.topology import LabPlan, plan_lab
+from nornir_bench.lab.topology import LabPlan, Router, plan_lab
 from nornir_bench.lab.vtysh import vtysh
-
-if TYPE_CHECKING:
-    from nornir.core import Nornir
 
 __all__ = [
     "PLATFORM",
@@ -44,8 +36,6 @@ __all__ = [
     "live_processes",
 ]
 
-_ACCEPTED = re.compile(r"\bAccepted \S+ for ")  # OpenSSH logs each login it took so
-
 PLATFORM = "cisco_ios"
 """The inventory's platform: netmiko's ``cisco_ios`` and scrapli's IOS-XE driver both drive
 vtysh's Cisco-like CLI."""
@@ -53,39 +43,19 @@ vtysh's Cisco-like CLI."""
 _SHOW_BGP = "show bgp ipv4 unicast summary json"
 
 
-def host_key_of(workdir: str | os.PathLike[str]) -> str:
-    """The SSH host key of the lab whose work folder is ``workdir`` (its state file's
-    ``workdir``), as OpenSSH writes a public key: its routers' known-hosts entry."""
-    public = Path(workdir) / "ssh_host_ed25519_key.pub"
-    return " ".join(public.read_text(encoding="utf-8").split()[:2])
-
-
-class RunningRouterLab:
+class RunningRouterLab(RunningSshLab[LabPlan]):
     """A router lab that runs (see the module).
 
-    Args:
-        plan: its routers and links.
-        password: its login user's password.
-        workdir: its work folder (keys, configuration and logs of its SSH servers).
-        sshd_pid: its SSH server's process id.
-        owner: the process that made it (which removes it).
-        inventory: the folder of an inventory written for it, if any.
+    Made as :class:`~nornir_bench.lab._running.RunningSshLab` is (``plan``: its routers and links).
     """
 
-    def __init__(self, plan: LabPlan, password: str, workdir: str | os.PathLike[str], *,
-                 sshd_pid: int | None, owner: int,
-                 inventory: str | os.PathLike[str] | None = None) -> None:
-        self.plan = plan
-        self.password = password
-        self.workdir = Path(workdir)
-        self.sshd_pid = sshd_pid
-        self.owner = owner
-        self.inventory = None if inventory is None else Path(inventory)
-        """The folder of the inventory written for it (``hosts.yaml``, ``groups.yaml``,
-        ``defaults.yaml``, ``known_hosts``), if any."""
-        self.baseline: Baseline | None = None
-        """What :meth:`restore` puts it back to: taken by :meth:`wait_ready` (or
-        :meth:`take_baseline`)."""
+    kind = "routers"
+    kind_text = "router lab"
+    platform = PLATFORM
+    config_platform = "frr"
+    baseline: Baseline | None = None
+    """What :meth:`restore` puts it back to: taken by :meth:`wait_ready` (or
+    :meth:`take_baseline`)."""
 
     @classmethod
     def attach(cls, name: str, inventory: str | os.PathLike[str] | None = None, *,
@@ -96,71 +66,31 @@ class RunningRouterLab:
         Raises:
             LabError: no lab of that name runs.
         """
-        state = read_state(name)
-        if (state is None or state.kind != "routers" or state.sshd_pid is None
-                or not owner_alive(state)):
-            raise LabError(f"no router lab named {name!r} is running")
-        plan = plan_lab(len(state.ports), topology=state.topology,
-                        port=min(state.ports.values()), name=name,
-                        bastion_port=state.bastion_port)
-        lab = cls(plan, state.password, state.workdir, sshd_pid=state.sshd_pid,
-                  owner=state.owner, inventory=inventory)
+        lab = cls._attached(name, inventory)
         if baseline:
             lab.take_baseline()
         return lab
 
-    @property
-    def name(self) -> str:
-        return self.plan.name
+    @classmethod
+    def _plan_of(cls, state: LabState) -> LabPlan:
+        return plan_lab(len(state.ports), topology=state.topology,
+                        port=min(state.ports.values()), name=state.name,
+                        bastion_port=state.bastion_port)
 
-    @property
-    def user(self) -> str:
-        """Its login user (``nbl-NAME``)."""
-        return self.plan.user
+    def _members(self) -> tuple[Router, ...]:
+        return self.plan.routers
 
-    @property
-    def host_key(self) -> str:
-        """Its routers' SSH host key (``ssh-ed25519 AAAA...``)."""
-        return host_key_of(self.workdir)
+    def _jump(self) -> tuple[dict[str, Any] | None, str]:
+        """Its bastion, if it has one: the inventory's way in."""
+        if self.plan.management is None or self.plan.bastion_port is None:
+            return None, ""
+        bastion = Bastion(self.plan.management, self.plan.bastion_port, self.user,
+                          os.fspath(self.workdir))
+        return bastion.jump_host(self.password), bastion.known_hosts_line()
 
     def routers(self) -> list[str]:
         """Its routers' names (``r1``, ``r2`` ...)."""
         return [router.name for router in self.plan.routers]
-
-    def devices(self) -> list[LabDevice]:
-        """A device per router, as an inventory reaches it."""
-        key = self.host_key
-        return [
-            LabDevice(r.name, "127.0.0.1", r.port, PLATFORM, self.user, self.password, key)
-            for r in self.plan.routers
-        ]
-
-    def write_inventory(self, folder: str | os.PathLike[str],
-                        hosts: int | None = None) -> list[Path]:
-        """A nornir SimpleInventory for it in ``folder``: a host per router (``r1`` ...), or
-        ``hosts`` hosts spread over the routers in turn (``h1`` on r1, ``h2`` on r2 ...);
-        through its bastion if it has one. The files written.
-
-        Raises:
-            LabError: the folder cannot be written.
-        """
-        devices = self.devices()
-        jump, known = None, ""
-        if self.plan.management is not None and self.plan.bastion_port is not None:
-            bastion = Bastion(self.plan.management, self.plan.bastion_port, self.user,
-                              os.fspath(self.workdir))
-            jump, known = bastion.jump_host(self.password), bastion.known_hosts_line()
-        return write_inventory(devices if hosts is None else router_hosts(devices, hosts),
-                               folder, jump, known, config_platform="frr")
-
-    def with_inventory(self, folder: str | os.PathLike[str],
-                       hosts: int | None = None) -> RunningRouterLab:
-        """The same lab (its baseline shared) with an inventory of its own in ``folder``
-        (:meth:`write_inventory`)."""
-        self.write_inventory(folder, hosts)
-        view = copy.copy(self)
-        view.inventory = Path(folder)
-        return view
 
     def hosts(self) -> dict[str, str]:
         """Each host of its inventory, and the router it reaches (by port)."""
@@ -177,16 +107,6 @@ class RunningRouterLab:
         (found,) = [r.asn for r in self.plan.routers if r.name == router]
         return found
 
-    def nornir(self, runner: str = "threadpool", **options: Any) -> Nornir:
-        """A Nornir on its inventory with the runner ``runner`` and its ``options``.
-
-        Raises:
-            LabError: no inventory was written for it.
-        """
-        if self.inventory is None:
-            raise LabError(f"router lab {self.name!r} has no inventory: write one first")
-        return nornir_on(self.inventory, runner, **options)
-
     def vtysh(self, router: str, command: str) -> str:
         """``command`` on ``router``'s FRR as root (not through SSH): what it printed."""
         return vtysh(self.name, router, command)
@@ -202,22 +122,9 @@ class RunningRouterLab:
         said = json.loads(self.vtysh(router, _SHOW_BGP) or "{}")
         return {address: peer["state"] for address, peer in said.get("peers", {}).items()}
 
-    def logins(self) -> int:
-        """The logins its SSH server accepted so far: its log's ``Accepted METHOD for USER``
-        lines (the lab's servers take passwords only)."""
-        log = self.workdir / "sshd.log"
-        return len(_ACCEPTED.findall(log.read_text(errors="replace")))
-
     def pids(self, program: str, router: str | None = None) -> list[int]:
         """Its processes running ``program`` (``bgpd``, ``vtysh`` ...), of one router or all."""
         return lab_pids(self.name, program, router)
-
-    def state(self) -> dict[str, Any]:
-        """Its state file (what it made, its owner, its SSH server), as a dict."""
-        state = read_state(self.name)
-        if state is None:
-            raise LabError(f"router lab {self.name!r} has no state file: it is not running")
-        return asdict(state)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Return once every router accepts a login and all its BGP sessions are up; its

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -20,6 +21,8 @@ from ruamel.yaml import YAML
 from nornir_bench.lab import LabError, RunningNetconfLab, RunningRouterLab, netconf_lab
 from nornir_bench.lab.netconf_plan import plan_netconf_lab
 from nornir_bench.lab.netconf_ready import netconf_rpcs
+from nornir_bench.lab.routers import RouterLab
+from nornir_bench.lab.topology import plan_lab
 from tests.devices import LAB, free_port_range, started, stopped
 from tests.lab.test_labs import owner_killed
 from tests.netconf_lab import skip_without_netconf_lab
@@ -79,6 +82,24 @@ def test_a_router_labs_attach_does_not_take_a_netconf_lab_for_one(
 ) -> None:
     with pytest.raises(LabError, match=f"^no router lab named '{netconf_lab.name}' is running$"):
         RunningRouterLab.attach(netconf_lab.name)
+
+
+def test_a_router_lab_of_a_netconf_labs_name_in_the_same_process_is_refused_naming_it(
+    netconf_lab: RunningNetconfLab,
+) -> None:
+    """The labs this process runs are one set whatever their kind: the NETCONF lab is not
+    taken for one this process left, and is left as it was."""
+    state = netconf_lab.state()
+    says = (f"a NETCONF lab named {netconf_lab.name!r} is running (process {os.getpid()}): "
+            "stop it, or give this one another --name")
+    lab = RouterLab(plan_lab(1, port=free_port_range(1), name=netconf_lab.name))
+    try:
+        with pytest.raises(LabError, match=f"^{re.escape(says)}$"):
+            lab.start()
+    finally:
+        lab.stop()
+    assert netconf_lab.state() == state
+    assert netconf_lab.changed() == []
 
 
 @pytest.mark.parametrize(("options", "said"), [

@@ -30,7 +30,6 @@ Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._netconf_
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -40,7 +39,7 @@ from nornir.core.task import Result
 
 from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
-from nornir_bench.core.subtasks import run_blocking
+from nornir_bench.core.subtasks import async_twin
 from nornir_bench.core.task_traits import with_traits
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
@@ -219,37 +218,20 @@ def netconf_edit_config(
         ConfigChangeFailed: the lock refused, an ``<rpc-error>``, a check failed after the
             change (cancelled, rolled back or not), the session lost mid-change.
     """
-    return _changed(netconf_edit_config, task, locals())
+    return _changed(_running(task), task, locals())
 
 
-@_changing
-@read_only(when=_dry_run_only)
-@needs(libraries=_LIBRARIES, install=DEVICES_EXTRA)
-@check_params_with(check_netconf_params)
-async def anetconf_edit_config(
-    task: Task,
-    config: str | None = None,
-    config_file: str | None = None,
-    template_file: str | None = None,
-    variables: dict[str, Any] | None = None,
-    *,
-    dry_run: bool | None = None,
-    rollback: bool = True,
-    backup_dir: str | None = None,
-    checks: list[dict[str, Any]] | None = None,
-    settle: float | None = None,
-    confirm: dict[str, float] | None = None,
-    journal_file: str | None = None,
-    timeout: float = DEFAULT_NETCONF_TIMEOUT,
-) -> Result:
-    """:func:`netconf_edit_config` for event-loop runners: the same change, run whole in the
-    run's thread pool (the loop goes on meanwhile), its RPCs bounded by the host's deadline
-    as the blocking task's are."""
-    params = dict(locals())
-    del params["task"]
-    result: Result = await run_blocking(
-        functools.partial(_changed, anetconf_edit_config, task, params))
-    return result
+anetconf_edit_config = async_twin(netconf_edit_config, name="anetconf_edit_config", doc="""\
+:func:`netconf_edit_config` for event-loop runners: the same change, run whole in the run's
+thread pool (the loop goes on meanwhile), its RPCs bounded by the host's deadline as the
+blocking task's are.""")
+
+
+def _running(task: Task) -> Callable[..., Any]:
+    """The twin ``task`` runs (the async one runs the blocking one in a thread): the change,
+    its messages and its journal are named after it."""
+    return (anetconf_edit_config if getattr(task, "task", None) is anetconf_edit_config
+            else netconf_edit_config)
 
 
 def _changed(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) -> Result:

@@ -16,7 +16,6 @@ message id, where scrapli-netconf loses a request netconfd reads with its hello.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from nornir.core.task import Result
 from nornir_bench.core.checks import number
 from nornir_bench.core.deadlines import bounded
 from nornir_bench.core.read_only import read_only
-from nornir_bench.core.subtasks import run_blocking
+from nornir_bench.core.subtasks import async_twin
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.dialects.netconf_xml import (
@@ -131,51 +130,12 @@ def netconf_get_config(
     return _read(task, "get-config", source, flt, force_list, parse, timeout)
 
 
-@read_only
-@needs(libraries=_LIBRARIES, install=DEVICES_EXTRA)
-@check_params_with(_check_read)
-async def anetconf_get(
-    task: Task,
-    *,
-    filter: str | None = None,
-    xpath: str | None = None,
-    namespaces: Mapping[str, str] | None = None,
-    force_list: list[str] | None = None,
-    parse: bool = True,
-    timeout: float = DEFAULT_NETCONF_TIMEOUT,
-) -> Result:
-    """:func:`netconf_get` for event-loop runners: the same call in the run's thread pool
-    (the loop goes on meanwhile)."""
-    _checked(filter, xpath, namespaces, force_list, timeout)  # no thread for a mistake
-    call = functools.partial(netconf_get, task, filter=filter, xpath=xpath,
-                             namespaces=namespaces, force_list=force_list, parse=parse,
-                             timeout=timeout)
-    result: Result = await run_blocking(call)
-    return result
+anetconf_get = async_twin(netconf_get, name="anetconf_get", doc="""\
+:func:`netconf_get` for event-loop runners: the same call in the run's thread pool (the loop
+goes on meanwhile).""")
 
-
-@read_only
-@needs(libraries=_LIBRARIES, install=DEVICES_EXTRA)
-@check_params_with(_check_read)
-async def anetconf_get_config(
-    task: Task,
-    *,
-    source: str = "running",
-    filter: str | None = None,
-    xpath: str | None = None,
-    namespaces: Mapping[str, str] | None = None,
-    force_list: list[str] | None = None,
-    parse: bool = True,
-    timeout: float = DEFAULT_NETCONF_TIMEOUT,
-) -> Result:
-    """:func:`netconf_get_config` for event-loop runners, as :func:`anetconf_get`."""
-    check_datastore(source)
-    _checked(filter, xpath, namespaces, force_list, timeout)
-    call = functools.partial(netconf_get_config, task, source=source, filter=filter,
-                             xpath=xpath, namespaces=namespaces, force_list=force_list,
-                             parse=parse, timeout=timeout)
-    result: Result = await run_blocking(call)
-    return result
+anetconf_get_config = async_twin(netconf_get_config, name="anetconf_get_config", doc="""\
+:func:`netconf_get_config` for event-loop runners, as :func:`anetconf_get`.""")
 
 
 def _checked(subtree: object, xpath: object, namespaces: object, force_list: object,

@@ -187,6 +187,8 @@ def test_a_check_failing_in_the_confirm_window_cancels_the_commit_byte_for_byte(
            "reverted its confirmed commit" in str(error)
     assert lab.data("nc1") == before
     assert journal_states(journal) == ["pending", "reverted"]
+    pending = json.loads(journal.read_text().splitlines()[1])
+    assert pending["task"] == "anetconf_edit_config"  # the twin run, not the blocking one it runs
 
 
 def change_job(lab: RunningNetconfLab, tmp_path: Path, params: str) -> Path:
