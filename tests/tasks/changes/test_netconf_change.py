@@ -342,3 +342,27 @@ def test_check_from_the_command_line_records_the_diff_and_changes_nothing(
     assert record["change"] == {"state": WOULD_CHANGE, "backup": None}
     assert "+    <description>checked</description>" in record["diff"]
     assert lab.data("nc1") == before == lab.data("nc1", "candidate")
+
+
+@pytest.mark.parametrize("runner", ["processpool", "dask"])
+def test_a_confirmed_change_runs_on_the_process_runners_as_on_threads(
+    lab: RunningNetconfLab, tmp_path: Path, runner: str
+) -> None:
+    """Through ``nornir-bench run``, on processpool's workers and a Dask cluster's: the
+    change confirmed by the device with its check, journaled pending, confirming, confirmed,
+    and the server's running configuration holding it."""
+    path = change_job(lab, tmp_path, f"config: \"{description(f'from {runner}')}\", "
+                                     f"checks: [{json.dumps(DESCRIPTION_CHECK)}], "
+                                     "confirm: {within: 20}")
+    with path.open("a") as job:
+        job.write(f"runner: {{plugin: {runner}, options: {{num_workers: 2}}}}\n")
+    done = nornir_bench_here("run", str(path), "-q", "-o", "out.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert record["change"]["state"] == CHANGED, record
+    assert f"<description>from {runner}</description>" in lab.config("nc1")
+    assert lab.data("nc1", "candidate") == lab.data("nc1")
+    entries = [json.loads(line) for line in
+               (tmp_path / "out.journal").read_text().splitlines()[1:]]
+    assert [(e["state"], e.get("confirming", False)) for e in entries] == [
+        ("pending", False), ("pending", True), ("confirmed", False)]
