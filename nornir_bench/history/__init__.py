@@ -9,7 +9,9 @@ backup run (``nornir-bench backup``), written with pygit2 (libgit2; docs/backup.
   their diffs (``nornir-bench history HOST``);
 - :mod:`~nornir_bench.history.push`: the branch pushed to a remote (``--push``);
 - :mod:`~nornir_bench.history.at_commit`: a host's file at a commit, what a restore replaces
-  to (``send_config``'s ``from_history``).
+  to (``send_config``'s ``from_history``);
+- :mod:`~nornir_bench.history.volatile`: the lines a device rewrites on its own (the time of
+  its last change), left out of what is kept.
 
 Below the tasks in the layers: a change reads it; it imports only :mod:`nornir_bench.core`.
 """

@@ -24,6 +24,7 @@ from urllib.parse import quote, unquote
 import pygit2
 
 from nornir_bench.core.exceptions import NornirBenchError
+from nornir_bench.history.volatile import without_volatile_lines
 
 __all__ = [
     "BRANCH",
@@ -161,7 +162,7 @@ class ConfigRepository:
         blobs: dict[str, pygit2.Oid] = {}
         unchanged = []
         for host in sorted(configs):
-            data = configs[host].encode("utf-8")
+            data = without_volatile_lines(configs[host]).encode("utf-8")
             name = file_name(host)
             if tree is not None and name in tree and tree[name].id == pygit2.hash(data):
                 unchanged.append(host)

@@ -57,3 +57,40 @@ def test_an_unchanged_run_makes_no_commit_and_a_failed_host_keeps_its_file(
     assert (tmp_path / "history" / "r2.cfg").read_text() == "b\n"
     assert str(pygit2.Repository(str(tmp_path / "history")).head.target) == first.commit
     assert repo.hosts() == {"r1", "r2"}
+
+
+IOS = ("Building configuration...\n\nCurrent configuration : 1234 bytes\n!\n"
+       "! Last configuration change at {at} UTC Sun Dec 6 2026 by netops\n"
+       "! NVRAM config last updated at {at} UTC Sun Dec 6 2026 by netops\n!\n"
+       "hostname r1\nntp clock-period {drift}\n"
+       "interface Gi0/1\n description ! Last configuration change at noon\n!\nend\n")
+
+
+def test_the_lines_a_device_rewrites_on_its_own_make_no_commit(tmp_path: Path) -> None:
+    """IOS prints when its configuration last changed and was saved, and its clock's drift:
+    a backup of an unchanged router must make no commit. A line that only holds such words
+    (a description) is the configuration's, kept."""
+    repo = ConfigRepository(tmp_path / "history")
+    first = repo.commit_run({"r1": IOS.format(at="10:01:02", drift=17179856)}, message)
+    again = repo.commit_run({"r1": IOS.format(at="11:12:13", drift=17179869)}, message)
+    assert first.commit is not None and again == Written(None, (), ("r1",))
+    kept = (tmp_path / "history" / "r1.cfg").read_text()
+    assert kept == ("Building configuration...\n\nCurrent configuration : 1234 bytes\n!\n!\n"
+                    "hostname r1\ninterface Gi0/1\n"
+                    " description ! Last configuration change at noon\n!\nend\n")
+    changed = repo.commit_run({"r1": IOS.format(at="11:12:13", drift=1).replace(
+        "hostname r1", "hostname r1-core")}, message)
+    assert changed.changed == ("r1",)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["!Time: Sun Dec  6 10:01:02 2026", "!Running configuration last done at: Sun Dec  6 10:01",
+     "## Last commit: 2026-12-06 10:01:02 UTC by netops", "## Last changed: 2026-12-06",
+     "! No configuration change since last restart"],
+)
+def test_nxos_and_junos_time_lines_are_left_out_too(line: str) -> None:
+    from nornir_bench.history.volatile import without_volatile_lines
+
+    assert without_volatile_lines(f"hostname a\n{line}\nend") == "hostname a\nend"
+    assert without_volatile_lines(f"hostname a\n{line}\r\nend\r\n") == "hostname a\nend\r\n"

@@ -4,7 +4,9 @@
 Read as a change reads it (the same plan request, :class:`~nornir_bench.tasks.sessions._plan.Read`,
 answered by either driver): the host's ``running_config_command`` data, else its dialect's
 command (``show running-config`` for most). One reader for the change engine and the backups,
-so a backup holds exactly what a change diffs against and a restore goes back to.
+so a backup holds exactly what a change diffs against and a restore goes back to, but for
+the lines a device rewrites on its own (:mod:`~nornir_bench.history.volatile`: the time of
+its last change), which would make every backup of an unchanged device a commit.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from nornir.core.task import Result
 
 from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
+from nornir_bench.history.volatile import without_volatile_lines
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks.sessions._plan import Plan, Read, adrive, drive
 
@@ -29,7 +32,7 @@ BACKUP_TASKS = ("backup_config", "abackup_config")
 
 def _read_running() -> Plan[str]:
     text: str = yield Read()
-    return text
+    return without_volatile_lines(text)
 
 
 @read_only
@@ -41,7 +44,8 @@ def backup_config(task: Task, *, timeout: float = 60.0) -> Result:
         timeout: seconds for the login, and again for the command.
 
     Returns:
-        A ``Result`` whose ``result`` is the configuration's text, as the device printed it.
+        A ``Result`` whose ``result`` is the configuration's text, as the device printed
+        it but for the lines it rewrites on its own.
     """
     require_libraries(backup_config)
     number("timeout", timeout, above=0, unit="a number of seconds")
