@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import resource
 from pathlib import Path
@@ -61,3 +62,19 @@ def make_private_folder(folder: Path) -> None:
     for parent in reversed(missing):
         with contextlib.suppress(FileExistsError):  # another run made it meanwhile
             parent.mkdir(mode=0o700)
+
+
+def locked_at_once(descriptor: int) -> bool:
+    """Whether an exclusive ``flock`` on ``descriptor`` was taken without waiting: ``False``
+    when another process holds one (released when the descriptor is closed).
+
+    Raises:
+        OSError: the lock could not be asked for at all (not a lock held elsewhere).
+    """
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        return False
+    return True

@@ -9,7 +9,6 @@ will not wait can say who holds it.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import socket
@@ -17,6 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
+from nornir_bench.core.files import locked_at_once
 from nornir_bench.history.repository import RepositoryError
 
 __all__ = ["LOCK_FILE", "RepositoryBusy", "holding"]
@@ -51,11 +51,7 @@ def holding(
     except OSError as exc:
         raise RepositoryError(f"--repo {repo}: cannot open its lock: {exc.strerror}") from None
     try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
+        if not locked_at_once(descriptor):
             holder = _holder(descriptor)
             if not wait:
                 raise RepositoryBusy(

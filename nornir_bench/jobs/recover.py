@@ -14,7 +14,6 @@ nothing sent: it is journaled reverted, by the device.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import stat
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from nornir_bench.core.changes import change_of
-from nornir_bench.core.files import records_folder
+from nornir_bench.core.files import locked_at_once, records_folder
 from nornir_bench.core.secrets import Redactor
 from nornir_bench.jobs._job_file import JobError, one_line
 from nornir_bench.jobs._signatures import parameters_of
@@ -155,11 +154,7 @@ def recover_journal(path: Path, say: Callable[[str], None]) -> Recovered:
     done = Recovered()
     descriptor = os.open(path, os.O_RDONLY)
     try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
+        if not locked_at_once(descriptor):
             if journal.pending():
                 say(f"recover: {path}: held by a run still going (pid "
                     f"{journal.header.get('pid')}): left to it")
