@@ -18,6 +18,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn, TextIO, TypeVar
 
 from nornir_bench.core.library_warnings import quiet_library_deprecations
@@ -115,6 +116,21 @@ def limit_patterns(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--limit {text!r}: ")) from None
     return text
+
+
+def add_repository_options(parser: argparse.ArgumentParser, *, repo_help: str) -> None:
+    """The options naming the backup repository a command commits to (``--repo``, what it
+    does there in ``repo_help``), keeping its secrets, and not waiting for its lock: backup's
+    and run's alike."""
+    parser.add_argument("--repo", metavar="DIR", type=Path,
+                        help=f"{repo_help}; default: the job's output.repo (this option wins "
+                        "over it)")
+    parser.add_argument("--keep-secrets", action="store_true",
+                        help="keep passwords and keys in the repository's files (masked by "
+                        "default); it is then made readable by its owner alone")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="when another backup or change is writing the repository, say "
+                        "who and exit 2 before any device is touched, rather than wait for it")
 
 
 def add_job_overrides(parser: argparse.ArgumentParser, *, limit_note: str = "") -> None:

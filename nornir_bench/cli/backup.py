@@ -12,6 +12,7 @@ from nornir_bench.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     add_job_overrides,
+    add_repository_options,
     by_signal,
     interrupted_status,
 )
@@ -30,20 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", metavar="JOB.yaml", type=Path,
                         help="a job file whose task is backup_config (netmiko) or "
                         "abackup_config (scrapli): its inventory, runner and filter")
-    parser.add_argument("--repo", metavar="DIR", type=Path,
-                        help="the git repository (made if DIR is new or empty); default: the "
-                        "job's output.repo (this option wins over it)")
+    add_repository_options(parser, repo_help="the git repository (made if DIR is new or "
+                           "empty)")
     parser.add_argument("--prune", action="store_true",
                         help="remove the files of hosts no longer among the job's")
-    parser.add_argument("--keep-secrets", action="store_true",
-                        help="keep passwords and keys in the files (masked by default); the "
-                        "repository is then made readable by its owner alone")
     parser.add_argument("--push", metavar="REMOTE",
                         help="then push the branch to REMOTE (a remote of the repository, a "
                         "URL or a path); a refused push keeps the commit here")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="when another backup is writing the repository, say who and "
-                        "exit 2 rather than wait for it")
     parser.add_argument("--output", "-o", metavar="PATH", type=Path,
                         help="the run's JSON Lines records (default: as nornir-bench run)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")

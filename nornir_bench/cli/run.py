@@ -14,6 +14,7 @@ from nornir_bench.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     add_job_overrides,
+    add_repository_options,
     by_signal,
     interrupted_status,
     variable,
@@ -54,18 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write each device's CLI session, masked, next to the records "
                         "(RECORDS/sessions/HOST.log), as the job's output: {session_logs: "
                         "true} does")
-    parser.add_argument("--repo", metavar="DIR", type=Path,
-                        help="commit the configurations a change (send_config, asend_config) "
-                        "read to this git repository (a backup's): before it, where the "
-                        "repository's last file differs, and after it; default: the job's "
-                        "output.repo (this option wins over it); with --check, nothing "
-                        "changes and nothing is committed")
-    parser.add_argument("--keep-secrets", action="store_true",
-                        help="with a repository, keep passwords and keys in its files (masked "
-                        "by default); it is then made readable by its owner alone")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="with a repository another backup or change is writing, say who "
-                        "and exit 2 before any device is touched, rather than wait for it")
+    add_repository_options(
+        parser, repo_help="commit the configurations a change (send_config, asend_config) "
+        "read to this git repository (a backup's): before it, where the repository's last "
+        "file differs, and after it; with --check, nothing changes and nothing is committed")
     add_job_overrides(parser)
     parser.add_argument("-e", "--extra-var", metavar="KEY=VALUE", type=variable, action="append",
                         dest="variables", default=[],
