@@ -25,10 +25,12 @@ from nornir_bench.core.closing import is_close_connections_task
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
+    from nornir.core.plugins.connections import ConnectionPlugin
 
 __all__ = [
     "CLOSE_TIMEOUT",
     "abandon_connections",
+    "kept_session",
     "HeldConnections",
     "aclose_connection",
     "aclose_connections",
@@ -46,6 +48,7 @@ CLOSE_TIMEOUT = 5.0
 
 
 Holder = TypeVar("Holder")
+S = TypeVar("S", bound="ConnectionPlugin")  # a session kept as a host's connection
 
 
 class HeldConnections(dict[str, Holder]):
@@ -148,6 +151,23 @@ async def aclose_connection(
         await _aclose(host.name, name, cast(Callable[[], Awaitable[Any]], aclose))
     else:
         await offload(functools.partial(_close, host.name, name, connection))
+
+
+def kept_session(
+    host: Host, name: str, make: Callable[[], S], usable: Callable[[Any], bool]
+) -> S:
+    """The session ``host`` keeps as ``name`` if ``usable`` says it is, else one ``make``
+    makes (not yet open), kept in its place; a leftover that is not usable is closed first.
+    No wait between the look-up and the insertion: every task on the host gets the same
+    object, whose own lock orders their requests."""
+    session = host.connections.get(name)
+    if session is not None and usable(session):
+        return cast(S, session)
+    if session is not None:
+        session.close()
+    fresh = make()
+    host.connections[name] = fresh
+    return fresh
 
 
 def abandon_connections(host: Host) -> None:

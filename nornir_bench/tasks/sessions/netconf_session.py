@@ -32,6 +32,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.connections import kept_session
 from nornir_bench.core.known_hosts import matched
 from nornir_bench.core.liveness import socket_open
 from nornir_bench.tasks.sessions._ssh_banner import no_banner, watched_connection
@@ -224,11 +225,5 @@ def _b64(key: SSHKey) -> str:
 
 def netconf_session(host: Host) -> NetconfSession:
     """The host's session, created (not yet open) on first use: log in under its lock."""
-    session = host.connections.get(CONNECTION_NAME)
-    if isinstance(session, NetconfSession):
-        return session
-    if session is not None:
-        session.close()
-    fresh = NetconfSession()
-    host.connections[CONNECTION_NAME] = fresh
-    return fresh
+    return kept_session(host, CONNECTION_NAME, NetconfSession,
+                        lambda kept: isinstance(kept, NetconfSession))

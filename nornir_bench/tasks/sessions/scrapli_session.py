@@ -24,6 +24,7 @@ import typing
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from nornir_bench.core.connections import kept_session
 from nornir_bench.core.liveness import bytes_waiting, socket_open
 from nornir_bench.tasks.sessions._scrapli_drivers import (
     CONNECTION_NAME,
@@ -54,14 +55,8 @@ def session_of(host: Host) -> ScrapliSession:
     session object, whose lock then orders their commands. A session left over from another
     event loop (a run whose runner did not close it) is closed and replaced.
     """
-    session = host.connections.get(CONNECTION_NAME)
-    if isinstance(session, ScrapliSession) and session.belongs_here():
-        return session
-    if session is not None:
-        session.close()
-    fresh = ScrapliSession()
-    host.connections[CONNECTION_NAME] = fresh
-    return fresh
+    return kept_session(host, CONNECTION_NAME, ScrapliSession,
+                        lambda kept: isinstance(kept, ScrapliSession) and kept.belongs_here())
 
 
 class ScrapliSession:
