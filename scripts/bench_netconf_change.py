@@ -17,11 +17,14 @@ and the round: every run changes something), through ``netconf_edit_config`` (th
 - **checked**: the same and one check (``<get>`` of eth1 by xpath) before and after;
 - **confirmed**: the check, and ``confirm: {within: 30}``: ``<commit><confirmed/>``, the
   check, the confirming ``<commit>``;
-- **new login**: as confirmed, with ``new_login: true``: a new login before the check.
+- **new login**: as confirmed, with ``new_login: true``: a new login before the check;
+- **lock wait**: as confirmed, every host at once, taking turns at its server's lock
+  (``lock_wait``) instead of by ``group_limits``.
 
 Hosts of one server share its candidate, its lock and its one pending confirmed commit: one
-host a server at a time (``group_limits: {port: 1}``), so a run is as long as the longest
-server's hosts one after the other, whatever ``num_workers``. The sides alternate, ``--repeat``
+host a server at a time (``group_limits: {port: 1}``, or, for **lock wait**, the server's
+lock), so a run is as long as the longest server's hosts one after the other, whatever
+``num_workers``. The sides alternate, ``--repeat``
 rounds each, medians; target: confirmed within 1.5x plain, every host changed.
 
 **sigkill**: ``nornir-bench run`` of the confirmed change on every host, in a process of its
@@ -56,6 +59,7 @@ PENDING_SECONDS = 120.0  # sigkill: for every server to hold its pending commit
 BACK_SECONDS = 60.0  # sigkill: for every server to be back, at most (its timer: 660 s)
 TARGET = 1.5
 WITHIN = 30
+LOCK_WAIT = 120  # lock wait: a host's wait for its server's lock, at most
 CHECK = {"name": "eth1 described", "xpath": "/interfaces/interface[name='eth1']",
          "path": "interfaces.interface.description", "expect": "present"}
 TEMPLATE = ("<interfaces xmlns='urn:ietf:params:xml:ns:yang:ietf-interfaces'><interface>"
@@ -94,8 +98,9 @@ def main(bench: harness.Bench) -> int:
         with netconf_lab(servers, write=work / "inventory", hosts=hosts) as lab:
             if "overhead" in args.parts:
                 print("| runner | plain (s) | checked (s) | confirmed (s) | new login (s) | "
-                      "confirmed / plain | new login / plain | target |\n"
-                      "|---|---|---|---|---|---|---|---|", flush=True)
+                      "lock wait (s) | confirmed / plain | new login / plain | "
+                      "lock wait / confirmed | target |\n"
+                      "|---|---|---|---|---|---|---|---|---|---|", flush=True)
                 for runner in args.runners:
                     Sides(bench, lab, work, runner, hosts).measure(repeat)
             if "sigkill" in args.parts:
@@ -166,11 +171,14 @@ class Sides:
         self.round = 0
         self.failed: list[str] = []
 
-    def run(self, **params: Any) -> float:
+    def run(self, *, turns: bool = True, **params: Any) -> float:
+        """One run of the change with ``params``, one host a server at a time by the run's
+        ``group_limits`` (``turns``) or else by the servers' locks; its wall time."""
         from nornir_bench.tasks import anetconf_edit_config, netconf_edit_config
 
         self.round += 1
-        nr = self.lab.nornir(self.runner, num_workers=self.hosts, group_limits={"port": 1})
+        limits = {"group_limits": {"port": 1}} if turns else {}
+        nr = self.lab.nornir(self.runner, num_workers=self.hosts, **limits)
         task = anetconf_edit_config if self.runner == "asyncio" else netconf_edit_config
         watch = harness.Stopwatch().start()
         result = nr.run(task=task, template_file=str(self.work / "eth1.j2"),
@@ -194,18 +202,22 @@ class Sides:
             "confirmed": lambda: self.run(checks=[CHECK], confirm={"within": WITHIN}),
             "new login": lambda: self.run(checks=[CHECK], confirm={"within": WITHIN,
                                                                     "new_login": True}),
+            "lock wait": lambda: self.run(checks=[CHECK], confirm={"within": WITHIN},
+                                          lock_wait=LOCK_WAIT, turns=False),
         }, repeat, mirror=True)
         spread = {name: Spread.of(times) for name, times in sides.items()}
         ratio = spread["confirmed"].median / spread["plain"].median
         login = spread["new login"].median / spread["plain"].median
+        waited = spread["lock wait"].median / spread["confirmed"].median
         print(f"| {self.runner} | {spread['plain'].text()} | {spread['checked'].text()} | "
-              f"{spread['confirmed'].text()} | {spread['new login'].text()} | {ratio:.2f} | "
-              f"{login:.2f} | {met(ratio <= TARGET and not self.failed, f'<= {TARGET}')} |",
-              flush=True)
+              f"{spread['confirmed'].text()} | {spread['new login'].text()} | "
+              f"{spread['lock wait'].text()} | {ratio:.2f} | {login:.2f} | {waited:.2f} | "
+              f"{met(ratio <= TARGET and not self.failed, f'<= {TARGET}')} |", flush=True)
         for failure in self.failed:
             print(f"  {self.runner}: {failure}", flush=True)
         self.bench.record({name: s.median for name, s in spread.items()}
-                          | {"ratio": ratio, "new_login_ratio": login},
+                          | {"ratio": ratio, "new_login_ratio": login,
+                             "lock_wait_ratio": waited},
                           runner=self.runner, hosts=self.hosts, repeat=repeat,
                           failed=len(self.failed))
 

@@ -43,6 +43,9 @@ INTERFACE = ("<interfaces xmlns='urn:ietf:params:xml:ns:yang:ietf-interfaces'><i
         ("task: {name: send_config, params: {lines: [hostname r1], confirm: {within: 5, "
          "new_login: true}}}\n",
          "confirm must be {within: SECONDS}, got "),
+        (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
+         "lock_wait: -1}}\n",
+         "lock_wait must be a number of seconds from 0 to 3600, got -1"),
     ],
 )
 def test_a_mistake_in_a_netconf_change_is_one_line_and_exit_2(

@@ -11,6 +11,7 @@ confirmed commit is reverted by the server itself unless confirmed in time.
 
 from __future__ import annotations
 
+import random
 import time
 
 from nornir_bench.core.changes import (
@@ -35,6 +36,7 @@ from nornir_bench.tasks.changes.journal import CONFIRMED, REVERT_FAILED, REVERTE
 from nornir_bench.tasks.dialects.netconf_xml import as_config, config_text, xml_diff
 from nornir_bench.tasks.sessions._netconf_requests import (
     CANDIDATE,
+    LOCK_DENIED,
     RUNNING,
     CancelCommit,
     Commit,
@@ -47,27 +49,24 @@ from nornir_bench.tasks.sessions._netconf_requests import (
     Unlock,
     Validate,
 )
-from nornir_bench.tasks.sessions._plan import PastDeadline, Plan
+from nornir_bench.tasks.sessions._plan import PastDeadline, Plan, Wait
 
 __all__ = ["netconf_flow"]
 
+_FIRST_ASK, _LAST_ASK = 0.05, 0.5  # seconds between asks for a lock another session holds
+
 
 def netconf_flow(
-    config: str, how: ChangeOptions, progress: ChangeProgress, *, confirm_timeout: int | None
+    config: str, how: ChangeOptions, progress: ChangeProgress, *, confirm_timeout: int | None,
+    lock_wait: float = 0.0,
 ) -> Plan[Change]:
     """The change of ``config`` (a ``<config>`` element's XML) on the host's candidate, as
     requests to the server; what it did. ``confirm_timeout``: the seconds the server waits
-    for the confirming ``<commit>`` (with ``how.confirm``)."""
+    for the confirming ``<commit>`` (with ``how.confirm``); ``lock_wait``: the seconds the
+    lock is asked for again while another session holds it."""
     around = AroundChange(how)
     yield from around.read_before()
-    try:
-        yield Lock()
-    except NetconfRefused as refused:
-        held = f" (held by session {refused.holder})" if refused.holder else ""
-        raise ConfigChangeFailed(
-            f"{refused}{held}: nothing sent", state=NOT_TOUCHED, backup=None,
-            checks=around.records(),
-        ) from None
+    yield from _lock(lock_wait, around)
     change = yield from _locked(config, how, progress, around, confirm_timeout)
     try:
         yield Unlock()
@@ -78,6 +77,30 @@ def netconf_flow(
             checks=change.checks,
         ) from None
     return change
+
+
+def _lock(lock_wait: float, around: AroundChange) -> Plan[None]:
+    """The candidate locked; while another session holds it (``lock-denied``), asked again
+    for ``lock_wait`` seconds, the pause between asks growing from :data:`_FIRST_ASK` to
+    :data:`_LAST_ASK` (each a little shorter at random, so that hosts waiting on one server
+    do not ask in step)."""
+    until = time.monotonic() + lock_wait
+    pause = _FIRST_ASK
+    while True:
+        try:
+            yield Lock()
+            return
+        except NetconfRefused as refused:
+            left = until - time.monotonic()
+            if refused.tag != LOCK_DENIED or left <= 0:
+                held = f" (held by session {refused.holder})" if refused.holder else ""
+                waited = f" after asking for {lock_wait:g} s" if lock_wait else ""
+                raise ConfigChangeFailed(
+                    f"{refused}{held}: nothing sent{waited}", state=NOT_TOUCHED, backup=None,
+                    checks=around.records(),
+                ) from None
+        yield Wait(min(left, pause * random.uniform(0.5, 1.0)))
+        pause = min(pause * 2, _LAST_ASK)
 
 
 def _locked(

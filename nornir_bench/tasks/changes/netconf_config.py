@@ -9,7 +9,9 @@ Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._netconf_
 2. **Checks before** (``checks``, each an ``xpath`` read with ``<get>``): one not read leaves
    the device untouched.
 3. **Lock** the candidate. Refused (another session holds it): the host fails naming the
-   holder's session-id; nothing was sent.
+   holder's session-id; nothing was sent. With ``lock_wait: S`` the lock is asked for again
+   while another session holds it, for up to ``S`` seconds (hosts that share one server take
+   turns at its candidate this way).
 4. **Edit** the candidate (``<edit-config>``, ``:rollback-on-error``), then **validate** it
    inline (its contents given in the ``<validate>``). An ``<rpc-error>`` at either: the
    candidate is discarded, the running configuration untouched, the error named.
@@ -43,7 +45,12 @@ from nornir_bench.core.subtasks import async_twin
 from nornir_bench.core.task_traits import with_traits
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks.changes._change import Change, ChangeOptions, check_around
+from nornir_bench.tasks.changes._change import (
+    MAX_CONFIRM,
+    Change,
+    ChangeOptions,
+    check_around,
+)
 from nornir_bench.tasks.changes._netconf_flow import netconf_flow
 from nornir_bench.tasks.changes._templates import check_template
 from nornir_bench.tasks.changes.backups import (
@@ -99,6 +106,9 @@ def check_netconf_params(params: Mapping[str, Any]) -> None:
     check_around(params, netconf=True)
     if "timeout" in params:
         number("timeout", params["timeout"], above=0, unit="a number of seconds")
+    if params.get("lock_wait") is not None:
+        number("lock_wait", params["lock_wait"], minimum=0, maximum=MAX_CONFIRM,
+               unit="a number of seconds")
 
 
 def _file_xml(source: object) -> str:
@@ -160,7 +170,9 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
     # checks end within the window, the confirming commit after them.
     device_wait = None if confirm is None else math.ceil(confirm + timeout)
     progress = ChangeProgress(task)
-    return noting(netconf_flow(config, how, progress, confirm_timeout=device_wait), progress)
+    flow = netconf_flow(config, how, progress, confirm_timeout=device_wait,
+                        lock_wait=float(given["lock_wait"] or 0))
+    return noting(flow, progress)
 
 
 _changing = with_traits(
@@ -190,6 +202,7 @@ def netconf_edit_config(
     settle: float | None = None,
     confirm: dict[str, float] | None = None,
     journal_file: str | None = None,
+    lock_wait: float | None = None,
     timeout: float = DEFAULT_NETCONF_TIMEOUT,
 ) -> Result:
     """Change the host's configuration over NETCONF, through its candidate (ncclient,
@@ -208,6 +221,8 @@ def netconf_edit_config(
             with ``new_login: true``, a new login) succeed within the window; else cancelled
             (the server reverts it).
         journal_file: the journal of pending changes.
+        lock_wait: seconds to ask for the candidate's lock again while another session
+            holds it (``None``: once).
         timeout: seconds for the login and for each RPC.
 
     Returns:

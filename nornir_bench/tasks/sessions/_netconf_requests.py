@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "CANDIDATE",
+    "LOCK_DENIED",
     "RUNNING",
     "CancelCommit",
     "Commit",
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 CANDIDATE, RUNNING = "candidate", "running"
+LOCK_DENIED = "lock-denied"
+"""The ``<error-tag>`` of a lock another session holds (RFC 6241)."""
 
 
 @dataclass(frozen=True)

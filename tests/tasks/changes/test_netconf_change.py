@@ -146,6 +146,60 @@ def test_a_candidate_another_session_holds_fails_the_host_naming_it_and_sends_no
     assert "locked out" not in candidate
 
 
+def refusals(holder: Any) -> int:
+    """The ``<rpc-error>`` replies the server sent to sessions other than ``holder``, counted
+    by the server itself (ietf-netconf-monitoring)."""
+    import xmltodict
+
+    state = holder.get(filter=("subtree", "<netconf-state xmlns='urn:ietf:params:xml:ns:yang:"
+                                          "ietf-netconf-monitoring'><sessions/></netconf-state>"))
+    sessions = xmltodict.parse(state.data_xml, force_list=("session",))["data"][
+        "netconf-state"]["sessions"]["session"]
+    return sum(int(session["out-rpc-errors"]) for session in sessions
+               if session["session-id"] != holder.session_id)
+
+
+@pytest.mark.parametrize(("runner", "task"), [("threadpool", netconf_edit_config),
+                                              ("asyncio", anetconf_edit_config)])
+def test_with_lock_wait_a_lock_another_session_holds_is_asked_for_until_given_back(
+    lab: RunningNetconfLab, tmp_path: Path, runner: str, task: Any
+) -> None:
+    """Refused twice while the holder keeps it (the server counts the refusals), the change
+    is made once the holder unlocks."""
+    with other_session(lab, "nc1") as holder:
+        holder.lock("candidate")
+        ended: list[Any] = []
+        thread = threading.Thread(target=lambda: ended.append(run(
+            lab, task, tmp_path, runner, config=description(f"waited {runner}"),
+            lock_wait=HANG_GUARD)))
+        thread.start()
+        try:
+            wait_until(lambda: refusals(holder) >= 2, "the lock refused twice", every=0.1)
+        finally:
+            holder.unlock("candidate")
+        assert not still_alive([thread])
+    result = ended[0]
+    assert not result.failed, str(result["nc1"][0].exception)
+    assert result["nc1"][0].change["state"] == CHANGED
+    assert f"<description>waited {runner}</description>" in lab.config("nc1")
+
+
+def test_a_lock_held_past_lock_wait_fails_the_host_naming_the_holder_and_the_wait(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    before = lab.data("nc1")
+    with other_session(lab, "nc1") as holder:
+        holder.lock("candidate")
+        result = run(lab, netconf_edit_config, tmp_path, config=description("locked out"),
+                     lock_wait=0.5)
+        asked = refusals(holder)
+    assert str(result["nc1"][0].exception) == (
+        f"<lock> refused: lock-denied: lock denied (held by session {holder.session_id}): "
+        f"nothing sent after asking for 0.5 s")
+    assert asked >= 2
+    assert lab.data("nc1") == before
+
+
 @pytest.mark.parametrize(
     ("runner", "task", "config", "said"),
     [
