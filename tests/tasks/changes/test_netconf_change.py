@@ -130,22 +130,6 @@ def test_a_dry_run_shows_the_candidate_against_running_and_changes_nothing(
     assert not (tmp_path / "backups").exists()
 
 
-def test_a_candidate_another_session_holds_fails_the_host_naming_it_and_sends_nothing(
-    lab: RunningNetconfLab, tmp_path: Path
-) -> None:
-    before = lab.data("nc1")
-    with other_session(lab, "nc1") as holder:
-        holder.lock("candidate")
-        result = run(lab, netconf_edit_config, tmp_path, config=description("locked out"))
-        candidate = lab.data("nc1", "candidate")
-    error = result["nc1"][0].exception
-    assert str(error) == (f"<lock> refused: lock-denied: lock denied (held by session "
-                          f"{holder.session_id}): nothing sent")
-    assert error.change == {"state": NOT_TOUCHED, "backup": None}
-    assert lab.data("nc1") == before
-    assert "locked out" not in candidate
-
-
 def refusals(holder: Any) -> int:
     """The ``<rpc-error>`` replies the server sent to sessions other than ``holder``, counted
     by the server itself (ietf-netconf-monitoring)."""
@@ -184,20 +168,27 @@ def test_with_lock_wait_a_lock_another_session_holds_is_asked_for_until_given_ba
     assert f"<description>waited {runner}</description>" in lab.config("nc1")
 
 
-def test_a_lock_held_past_lock_wait_fails_the_host_naming_the_holder_and_the_wait(
-    lab: RunningNetconfLab, tmp_path: Path
+@pytest.mark.parametrize(("lock_wait", "waited", "asks"),
+                         [(None, "", 1), (0.5, " after asking for 0.5 s", 2)])
+def test_a_candidate_another_session_holds_fails_the_host_naming_it_and_sends_nothing(
+    lab: RunningNetconfLab, tmp_path: Path, lock_wait: float | None, waited: str, asks: int
 ) -> None:
+    """Asked once, or again and again until ``lock_wait`` runs out (the server counting the
+    refusals): the host fails naming the holder, the candidate untouched."""
     before = lab.data("nc1")
     with other_session(lab, "nc1") as holder:
         holder.lock("candidate")
         result = run(lab, netconf_edit_config, tmp_path, config=description("locked out"),
-                     lock_wait=0.5)
+                     lock_wait=lock_wait)
+        candidate = lab.data("nc1", "candidate")
         asked = refusals(holder)
-    assert str(result["nc1"][0].exception) == (
-        f"<lock> refused: lock-denied: lock denied (held by session {holder.session_id}): "
-        f"nothing sent after asking for 0.5 s")
-    assert asked >= 2
+    error = result["nc1"][0].exception
+    assert str(error) == (f"<lock> refused: lock-denied: lock denied (held by session "
+                          f"{holder.session_id}): nothing sent{waited}")
+    assert error.change == {"state": NOT_TOUCHED, "backup": None}
+    assert asked >= asks
     assert lab.data("nc1") == before
+    assert "locked out" not in candidate
 
 
 @pytest.mark.parametrize(
