@@ -112,8 +112,18 @@ def _what_changed(change: dict[str, object] | None) -> str:
     if change is None:
         return ""
     if change.get("backup"):
-        return f": {change['state']}: state unknown, backup at {change['backup']}"
+        holds = change.get("holds")
+        said = "state unknown," if holds is None else f"{holds};"
+        return f": {change['state']}: {said} backup at {change['backup']}"
     return f": {change['state']}"
+
+
+def _as_recorded(change: dict[str, object] | None) -> dict[str, object] | None:
+    """A change's note as its ``change`` mapping (``state``, ``backup``): what holds is in
+    the message."""
+    if change is None:
+        return None
+    return {"state": change.get("state"), "backup": change.get("backup")}
 
 
 class TaskTimeout(TimeoutError):
@@ -138,10 +148,11 @@ class TaskTimeout(TimeoutError):
         self.host = host
         self.seconds = seconds
         self.abandoned = abandoned
-        self.change = change
+        self.change = _as_recorded(change)
+        self._noted = change
 
     def __reduce__(self) -> tuple[type[TaskTimeout], tuple[Any, ...]]:
-        return (type(self), (self.task, self.host, self.seconds, self.abandoned, self.change))
+        return (type(self), (self.task, self.host, self.seconds, self.abandoned, self._noted))
 
 
 class LoginRefused(ConnectionError):
@@ -269,10 +280,11 @@ class RunTimeout(TimeoutError):
         self.seconds = seconds
         self.started = started
         self.abandoned = abandoned  # as TaskTimeout's
-        self.change = change  # as TaskTimeout's
+        self.change = _as_recorded(change)  # as TaskTimeout's
+        self._noted = change
 
     def __reduce__(self) -> tuple[type[RunTimeout], tuple[Any, ...]]:
-        return (type(self), (self.seconds, self.started, self.abandoned, self.change))
+        return (type(self), (self.seconds, self.started, self.abandoned, self._noted))
 
 
 class WorkerCrashed(RuntimeError):
