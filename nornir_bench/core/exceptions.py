@@ -112,18 +112,9 @@ def _what_changed(change: dict[str, object] | None) -> str:
     if change is None:
         return ""
     if change.get("backup"):
-        holds = change.get("holds")
-        said = "state unknown," if holds is None else f"{holds};"
+        said = f"{change['holds']};" if change.get("holds") else "state unknown,"
         return f": {change['state']}: {said} backup at {change['backup']}"
     return f": {change['state']}"
-
-
-def _as_recorded(change: dict[str, object] | None) -> dict[str, object] | None:
-    """A change's note as its ``change`` mapping (``state``, ``backup``): what holds is in
-    the message."""
-    if change is None:
-        return None
-    return {"state": change.get("state"), "backup": change.get("backup")}
 
 
 class TaskTimeout(TimeoutError):
@@ -148,8 +139,8 @@ class TaskTimeout(TimeoutError):
         self.host = host
         self.seconds = seconds
         self.abandoned = abandoned
-        self.change = _as_recorded(change)
-        self._noted = change
+        self.change = None if change is None else {k: change.get(k) for k in ("state", "backup")}
+        self._noted = change  # what holds ("holds") is said in the message
 
     def __reduce__(self) -> tuple[type[TaskTimeout], tuple[Any, ...]]:
         return (type(self), (self.task, self.host, self.seconds, self.abandoned, self._noted))
@@ -280,8 +271,8 @@ class RunTimeout(TimeoutError):
         self.seconds = seconds
         self.started = started
         self.abandoned = abandoned  # as TaskTimeout's
-        self.change = _as_recorded(change)  # as TaskTimeout's
-        self._noted = change
+        self.change = None if change is None else {k: change.get(k) for k in ("state", "backup")}
+        self._noted = change  # as TaskTimeout's
 
     def __reduce__(self) -> tuple[type[RunTimeout], tuple[Any, ...]]:
         return (type(self), (self.seconds, self.started, self.abandoned, self._noted))

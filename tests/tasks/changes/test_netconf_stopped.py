@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -63,6 +64,8 @@ def test_a_deadline_in_the_confirm_window_says_the_server_reverts_the_commit(
     in_window = dict(zip(names, notes, strict=True))["Get"]  # the last: the check after
     timeout = TaskTimeout("netconf_edit_config", "nc1", 8, True, in_window)
     assert timeout.change == {"state": INTERRUPTED, "backup": str(backup)}  # as recorded
+    back = pickle.loads(pickle.dumps(timeout))  # from a worker process, its words kept
+    assert str(back) == str(timeout) and back.change == timeout.change
 
 
 def test_a_deadline_during_a_plain_commits_rollback_says_what_holds_at_each_step(
