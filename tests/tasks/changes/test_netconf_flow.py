@@ -121,7 +121,7 @@ class ScriptedServer:
 
 
 def driven(plan: Plan[Change], server: ScriptedServer) -> Change:
-    """``plan`` answered by ``server``, its refusals thrown in where they stand."""
+    """``plan`` answered by ``server``, its errors thrown in where they stand."""
     answer: Any = None
     error: Exception | None = None
     try:
@@ -129,8 +129,8 @@ def driven(plan: Plan[Change], server: ScriptedServer) -> Change:
             request = plan.throw(error) if error is not None else plan.send(answer)
             try:
                 answer, error = server.answer(request), None
-            except NetconfRefused as refused:
-                answer, error = None, refused
+            except Exception as exc:  # noqa: BLE001 - thrown in, as the driver does
+                answer, error = None, exc
     except StopIteration as stop:
         change: Change = stop.value
         return change
@@ -337,3 +337,29 @@ def test_the_driver_drops_the_session_when_the_unlock_is_refused(tmp_path: Path)
     assert isinstance(manager.server.asked[-1], Unlock)
     assert manager._session.closes == 1  # type: ignore[attr-defined]
     assert session.manager is None
+
+
+class DroppingServer(ScriptedServer):
+    """Loses the session at the first read of running after a commit, as a server gone."""
+
+    def answer(self, request: object) -> Any:
+        if isinstance(request, GetConfig) and any(isinstance(r, Commit) for r in self.asked):
+            raise ConnectionResetError("the server went away")
+        return super().answer(request)
+
+
+@pytest.mark.parametrize(("confirm", "check", "holds"), [
+    (True, NEVER, "the server reverts its confirmed commit itself when the session ends, or "
+                  f"{T} s after the commit;"),  # read back after <cancel-commit>
+    (True, HOLDS, "committed and confirmed: running holds the change;"),
+    (False, HOLDS, "committed: running holds the change;"),
+], ids=["cancelled", "confirmed", "plain-commit"])
+def test_a_session_lost_after_the_commit_says_what_holds(
+    tmp_path: Path, confirm: bool, check: dict[str, Any], holds: str
+) -> None:
+    with pytest.raises(ConfigChangeFailed) as failed:
+        change(DroppingServer(), tmp_path, check=check, confirm=confirm)
+    assert str(failed.value) == (
+        "the session failed during the change (ConnectionResetError: the server went away): "
+        f"{holds} backup at {tmp_path / 'nc1.cfg'}")
+    assert failed.value.change == {"state": INTERRUPTED, "backup": str(tmp_path / "nc1.cfg")}
