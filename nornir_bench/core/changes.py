@@ -50,15 +50,21 @@ NOT_TOUCHED = "not touched"  # abandoned in flight before anything was sent
 _NOTE = "_nornir_bench_change"
 
 
-def note_change(task: Task, state: str | None, backup: str | None = None) -> None:
+def note_change(
+    task: Task, state: str | None, backup: str | None = None, *, holds: str | None = None
+) -> None:
     """A change task says how far its change has got, as it goes: what it did if a deadline
     stops it now (``NOT_TOUCHED`` before its first line, then ``INTERRUPTED`` with its backup;
-    ``None`` once its result or error says it). Kept on the host's own task (a subtask's note
-    reaches it), where the core reads it."""
+    ``None`` once its result or error says it), and ``holds``: what holds on the device then,
+    when the change knows (said instead of "state unknown"). Kept on the host's own task (a
+    subtask's note reaches it), where the core reads it."""
     root = task
     while getattr(root, "parent_task", None) is not None:
         root = root.parent_task  # type: ignore[assignment]
-    setattr(root, _NOTE, None if state is None else {"state": state, "backup": backup})
+    note = None if state is None else {"state": state, "backup": backup}
+    if note is not None and holds is not None:
+        note["holds"] = holds
+    setattr(root, _NOTE, note)
 
 
 def noted_change(task: Task) -> dict[str, Any] | None:

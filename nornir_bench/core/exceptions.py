@@ -112,7 +112,8 @@ def _what_changed(change: dict[str, object] | None) -> str:
     if change is None:
         return ""
     if change.get("backup"):
-        return f": {change['state']}: state unknown, backup at {change['backup']}"
+        said = f"{change['holds']};" if change.get("holds") else "state unknown,"
+        return f": {change['state']}: {said} backup at {change['backup']}"
     return f": {change['state']}"
 
 
@@ -138,10 +139,11 @@ class TaskTimeout(TimeoutError):
         self.host = host
         self.seconds = seconds
         self.abandoned = abandoned
-        self.change = change
+        self.change = None if change is None else {k: change.get(k) for k in ("state", "backup")}
+        self._noted = change  # what holds ("holds") is said in the message
 
     def __reduce__(self) -> tuple[type[TaskTimeout], tuple[Any, ...]]:
-        return (type(self), (self.task, self.host, self.seconds, self.abandoned, self.change))
+        return (type(self), (self.task, self.host, self.seconds, self.abandoned, self._noted))
 
 
 class LoginRefused(ConnectionError):
@@ -269,10 +271,11 @@ class RunTimeout(TimeoutError):
         self.seconds = seconds
         self.started = started
         self.abandoned = abandoned  # as TaskTimeout's
-        self.change = change  # as TaskTimeout's
+        self.change = None if change is None else {k: change.get(k) for k in ("state", "backup")}
+        self._noted = change  # as TaskTimeout's
 
     def __reduce__(self) -> tuple[type[RunTimeout], tuple[Any, ...]]:
-        return (type(self), (self.seconds, self.started, self.abandoned, self.change))
+        return (type(self), (self.seconds, self.started, self.abandoned, self._noted))
 
 
 class WorkerCrashed(RuntimeError):

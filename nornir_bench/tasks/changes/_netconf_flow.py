@@ -32,7 +32,13 @@ from nornir_bench.tasks.changes._change import (
     ConfigChangeFailed,
 )
 from nornir_bench.tasks.changes.backups import ChangeProgress
-from nornir_bench.tasks.changes.journal import CONFIRMED, REVERT_FAILED, REVERTED
+from nornir_bench.tasks.changes.journal import (
+    CONFIRMED,
+    PENDING,
+    REVERT_FAILED,
+    REVERTED,
+    append_entry,
+)
 from nornir_bench.tasks.dialects.netconf_xml import as_config, config_text, xml_diff
 from nornir_bench.tasks.sessions._netconf_requests import (
     CANDIDATE,
@@ -51,7 +57,11 @@ from nornir_bench.tasks.sessions._netconf_requests import (
 )
 from nornir_bench.tasks.sessions._plan import PastDeadline, Plan, Wait
 
-__all__ = ["netconf_flow"]
+__all__ = ["device_reverts", "netconf_flow"]
+
+# What holds on the device once a plain commit, or a confirming one, is answered.
+_COMMITTED = "committed: running holds the change"
+_CONFIRMED = "committed and confirmed: running holds the change"
 
 _FIRST_ASK, _LAST_ASK = 0.05, 0.5  # seconds between asks for a lock another session holds
 
@@ -70,11 +80,12 @@ def netconf_flow(
     change = yield from _locked(config, how, progress, around, confirm_timeout)
     try:
         yield Unlock()
-    except NetconfRefused as refused:  # the session is dropped, which frees the lock
+    except NetconfRefused as refused:  # raised: the driver drops the session (ndrive)
+        backup = f", backup at {change.backup}" if change.backup else ""
         raise ConfigChangeFailed(
-            f"{change.state}, and then {refused}: the session is dropped to give the lock "
-            "back", state=change.state, backup=change.backup, diff=change.diff,
-            checks=change.checks,
+            f"the change ended {change.state}{backup}; then {refused}: the session is "
+            "dropped, which gives the lock back and leaves running as the change left it",
+            state=change.state, backup=change.backup, diff=change.diff, checks=change.checks,
         ) from None
     return change
 
@@ -101,6 +112,12 @@ def _lock(lock_wait: float, around: AroundChange) -> Plan[None]:
                 ) from None
         yield Wait(min(left, pause * random.uniform(0.5, 1.0)))
         pause = min(pause * 2, _LAST_ASK)
+
+
+def device_reverts(seconds: int) -> str:
+    """What holds on a server whose confirmed commit (of ``seconds``) is not confirmed."""
+    return (f"the server reverts its confirmed commit itself when the session ends, or "
+            f"{seconds} s after the commit")
 
 
 def _locked(
@@ -132,17 +149,14 @@ def _locked(
     around.pending(saved, device_reverts_at=until)
     try:
         return (yield from _committed(running_xml, running, diff, saved, how, around,
-                                      confirm_timeout))
+                                      progress, confirm_timeout))
     except (ConfigChangeFailed, PastDeadline):
         raise
-    except Exception as exc:  # the session failed under the change: what holds is unknown
-        reverts = "" if confirm_timeout is None else (
-            f"; the server reverts its confirmed commit itself (when this session ends, or "
-            f"{confirm_timeout} s after the commit)")
+    except Exception as exc:  # the session failed under the change: it is dropped
         raise ConfigChangeFailed(
             _masked(
-                f"the session failed during the change ({type(exc).__name__}: {exc}): state "
-                f"unknown{reverts}, backup at {saved}"
+                f"the session failed during the change ({type(exc).__name__}: {exc}): "
+                f"{progress.unknown_or_holds()} backup at {saved}"
             ), state=INTERRUPTED, backup=saved, checks=around.records(),
         ) from exc
 
@@ -161,10 +175,11 @@ def _discarded() -> Plan[None]:
 
 def _committed(
     running_xml: str, running: str, diff: str, saved: str, how: ChangeOptions,
-    around: AroundChange, confirm_timeout: int | None,
+    around: AroundChange, progress: ChangeProgress, confirm_timeout: int | None,
 ) -> Plan[Change]:
     """The candidate committed (confirmed, with ``confirm_timeout``), the checks read after:
-    confirmed, or cancelled (a confirmed commit) or rolled back (a plain one)."""
+    confirmed, or cancelled (a confirmed commit) or rolled back (a plain one). Each step
+    notes what holds on the device if the change stops there (``progress``)."""
     try:
         yield Commit(confirm_timeout)
     except NetconfRefused as refused:
@@ -174,11 +189,11 @@ def _committed(
             _masked(f"{refused}: candidate discarded, running untouched"),
             state=NOT_TOUCHED, backup=saved, checks=around.records(),
         ) from None
+    progress.holding(_COMMITTED if confirm_timeout is None else device_reverts(confirm_timeout))
     problem = yield from around.read_after()
     if problem is None:
         if confirm_timeout is not None:
-            around.confirming()
-            yield Commit()  # the confirming one
+            yield from _confirmed(saved, around, progress, confirm_timeout)
         around.ended(CONFIRMED)
         now = config_text((yield GetConfig(RUNNING)))
         return Change(CHANGED, _masked(xml_diff(running, now)) or diff, saved,
@@ -191,11 +206,27 @@ def _committed(
             diff=_masked(xml_diff(running, now)), checks=around.records(),
         )
     if confirm_timeout is not None:
-        yield CancelCommit()
+        try:
+            yield CancelCommit()
+        except NetconfRefused as refused:  # pending in the journal: the device's to revert
+            raise ConfigChangeFailed(
+                _masked(f"{problem}; {refused}: the confirmed commit is still pending: the "
+                        f"session is dropped, and {device_reverts(confirm_timeout)}; backup "
+                        f"at {saved}"),
+                state=INTERRUPTED, backup=saved, checks=around.records(),
+            ) from None
         how_undone = "<cancel-commit> sent: the server reverted its confirmed commit"
     else:
-        yield CopyConfig(as_config(running_xml))
-        yield Commit()
+        progress.holding(None)  # the candidate made the configuration before, then committed
+        try:
+            yield CopyConfig(as_config(running_xml))
+            yield Commit()
+        except NetconfRefused as refused:
+            raise ConfigChangeFailed(
+                _masked(f"{problem}; rolling back, {refused}: ROLLBACK FAILED: running holds "
+                        f"the change, the configuration before is in the backup at {saved}"),
+                state=ROLLBACK_FAILED, backup=saved, diff=diff, checks=around.records(),
+            ) from None
         how_undone = "rolled back: the configuration before committed again"
     now = config_text((yield GetConfig(RUNNING)))
     left = _masked(xml_diff(running, now))
@@ -209,3 +240,24 @@ def _committed(
         f"at {saved}:\n{left}", state=ROLLBACK_FAILED, backup=saved, diff=left,
         checks=around.records(),
     )
+
+
+def _confirmed(
+    saved: str, around: AroundChange, progress: ChangeProgress, confirm_timeout: int
+) -> Plan[None]:
+    """The confirming ``<commit>`` sent, journaled ``confirming`` first: once sent, what holds
+    is the server's to say; refused, the confirmed commit is still pending."""
+    around.confirming()
+    progress.holding(None)
+    try:
+        yield Commit()
+    except NetconfRefused as refused:
+        if around.journal is not None:  # not confirmed after all: the device reverts it
+            append_entry(around.journal, around.how.host, PENDING, confirming=False)
+        raise ConfigChangeFailed(
+            _masked(f"{refused} (the confirming one): the confirmed commit is still "
+                    f"pending: the session is dropped, and {device_reverts(confirm_timeout)}; "
+                    f"backup at {saved}"),
+            state=INTERRUPTED, backup=saved, checks=around.records(),
+        ) from None
+    progress.holding(_CONFIRMED)

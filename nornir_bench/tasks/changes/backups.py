@@ -46,11 +46,15 @@ def backup_writer(host: Host, folder: str | os.PathLike[str] | None) -> Callable
 _BACKUP_NAME = re.compile(r"(?P<host>.+)-\d{8}T\d{6}\.\d{6}Z\.cfg")
 
 
-def abandoned_failure(host: str, params: Mapping[str, Any], since: float) -> Exception:
+def abandoned_failure(
+    host: str, params: Mapping[str, Any], since: float, *,
+    holding: Callable[[str], str | None] | None = None,
+) -> Exception:
     """What a change Ctrl-C stopped in flight on ``host`` (cancelled, or abandoned by a second
     press; run with ``params`` since ``since``, a ``time.time()``) may have done, told by its
     backup: written before the first line is sent, so without one in this run the device was
-    not touched."""
+    not touched. ``holding``: what holds on the device, told from that backup's path (``None``:
+    not known, "state unknown")."""
     folder = params.get("backup_dir")
     base = Path(folder) if folder is not None else records_folder() / "backups"
     made = []
@@ -65,10 +69,16 @@ def abandoned_failure(host: str, params: Mapping[str, Any], since: float) -> Exc
             change={"state": NOT_TOUCHED, "backup": None},
         )
     backup = str(max(made, key=lambda path: path.stat().st_mtime_ns))
+    holds = None if holding is None else holding(backup)
     return ConfigChangeFailed(
-        f"interrupted during change: state unknown, backup at {backup}", state=INTERRUPTED,
-        backup=backup,
+        f"interrupted during change: {_unknown_or(holds)} backup at {backup}",
+        state=INTERRUPTED, backup=backup,
     )
+
+
+def _unknown_or(holds: str | None) -> str:
+    """What holds on a device whose change stopped, before its backup is named."""
+    return "state unknown," if holds is None else f"{holds};"
 
 
 class ChangeProgress:
@@ -76,12 +86,13 @@ class ChangeProgress:
     the host's task as it goes (``core.changes``), for a deadline that stops it to say what
     the change may have done."""
 
-    __slots__ = ("backup", "sending", "task")
+    __slots__ = ("backup", "holds", "sending", "task")
 
     def __init__(self, task: Task) -> None:
         self.task = task
         self.backup: str | None = None
         self.sending = False
+        self.holds: str | None = None  # what holds on the device if the change stops now
         note_change(task, NOT_TOUCHED)
 
     def sends(self, backup: str) -> None:
@@ -89,6 +100,17 @@ class ChangeProgress:
         self.backup = backup
         self.sending = True
         note_change(self.task, INTERRUPTED, backup)
+
+    def holding(self, holds: str | None) -> None:
+        """What holds on the device if the change stops from now on (``None``: not known),
+        said by a deadline that stops it (``core.changes.note_change``)."""
+        self.holds = holds
+        note_change(self.task, INTERRUPTED, self.backup, holds=holds)
+
+    def unknown_or_holds(self) -> str:
+        """What holds on the device now, said before the backup (``...; backup at``), or
+        that it is not known (``state unknown, backup at``)."""
+        return _unknown_or(self.holds)
 
     def ended(self, state: str, backup: str | None) -> None:
         """The change ended as its result or error says: a deadline after it says so too."""

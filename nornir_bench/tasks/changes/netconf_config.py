@@ -51,7 +51,7 @@ from nornir_bench.tasks.changes._change import (
     ChangeOptions,
     check_around,
 )
-from nornir_bench.tasks.changes._netconf_flow import netconf_flow
+from nornir_bench.tasks.changes._netconf_flow import device_reverts, netconf_flow
 from nornir_bench.tasks.changes._templates import check_template
 from nornir_bench.tasks.changes.backups import (
     ChangeProgress,
@@ -60,6 +60,7 @@ from nornir_bench.tasks.changes.backups import (
     noting,
 )
 from nornir_bench.tasks.changes.config_input import MAX_CONFIG_BYTES, rendered
+from nornir_bench.tasks.changes.journal import PENDING, JournalError, read_journal
 from nornir_bench.tasks.checks.state_checks import checks_from, resolved
 from nornir_bench.tasks.dialects.netconf_xml import config_xml
 from nornir_bench.tasks.sessions._netconf_plan import ndrive
@@ -166,17 +167,43 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
         new_login=confirm is not None and bool(given["confirm"].get("new_login", False)),
         journal=None if given.get("journal_file") is None else str(given["journal_file"]),
     )
-    # The server waits for the confirming commit the window and one more RPC's time: the
-    # checks end within the window, the confirming commit after them.
-    device_wait = None if confirm is None else math.ceil(confirm + timeout)
     progress = ChangeProgress(task)
-    flow = netconf_flow(config, how, progress, confirm_timeout=device_wait,
+    plan = netconf_flow(config, how, progress, confirm_timeout=_device_wait(confirm, timeout),
                         lock_wait=float(given["lock_wait"] or 0))
-    return noting(flow, progress)
+    return noting(plan, progress)
+
+
+def _device_wait(confirm: float | None, timeout: float) -> int | None:
+    """The seconds the server waits for the confirming commit: the window and one more RPC's
+    time (the checks end within the window, the confirming commit after them)."""
+    return None if confirm is None else math.ceil(confirm + timeout)
+
+
+def _abandoned_netconf(host: str, params: Mapping[str, Any], since: float) -> Exception:
+    """What a NETCONF change Ctrl-C stopped in flight on ``host`` did (see
+    :func:`~nornir_bench.tasks.changes.backups.abandoned_failure`): with its confirmed commit
+    pending in the journal, the server reverts it itself, the run's session ending."""
+
+    def holding(backup: str) -> str | None:
+        journal, confirm = params.get("journal_file"), params.get("confirm")
+        if journal is None or not isinstance(confirm, Mapping):
+            return None
+        try:
+            entry = read_journal(journal).hosts.get(host)
+        except (OSError, JournalError):
+            return None
+        if entry is None or entry.get("backup") != backup or entry["state"] != PENDING \
+                or entry.get("confirming") or "device_reverts_at" not in entry:
+            return None  # not this change's commit, or its confirmation may have been sent
+        timeout = float(params.get("timeout", DEFAULT_NETCONF_TIMEOUT))
+        wait = _device_wait(float(confirm["within"]), timeout)
+        return None if wait is None else device_reverts(wait)
+
+    return abandoned_failure(host, params, since, holding=holding)
 
 
 _changing = with_traits(
-    honours_dry_run=True, prepare=prepare_netconf, abandoned_failure=abandoned_failure
+    honours_dry_run=True, prepare=prepare_netconf, abandoned_failure=_abandoned_netconf
 )
 
 
