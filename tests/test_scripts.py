@@ -177,8 +177,8 @@ QUICK = [
     ], needs="netconf"),
     Quick("bench_netconf_change", ["bench_netconf_change.py"], [
         r"bench_netconf_change: 4 hosts over 2 netconfd servers, 1 rounds; .*",
-        *(rf"\| {runner} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {N} \| {N} \| "
-          rf"<= 1\.5 {MET} \|" for runner in ("threadpool", "asyncio")),
+        *(rf"\| {runner} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {N} \| "
+          rf"{N} \| {N} \| <= 1\.5 {MET} \|" for runner in ("threadpool", "asyncio")),
         rf"sigkill: 2 servers each pending: True; back byte for byte: 2/2, the last {N} s after "
         rf"the SIGKILL \(<= 665 s \(met\)\); recover: exit 0, nothing to send for 2, servers "
         r"unchanged 2/2 \(all \(met\)\)",
