@@ -175,6 +175,18 @@ QUICK = [
         rf"\| scrapli-netconf, asyncssh \(\+0\.2 s after open\) \| {SPREAD} \| {SPREAD} \| "
         rf"{N} \|",
     ], needs="netconf"),
+    Quick("bench_netconf-change", ["bench_netconf.py", "--change"], [
+        r"2 hosts on 2 netconfd servers, 2 changes in a row each, 10 at once; medians "
+        r"\(min-max\) of 1",
+        *(rf"\| {client}, {kind} \| {SPREAD} \| {SPREAD} \| {N} \|"
+          for kind in ("plain", "confirmed")
+          for client in (r"ncclient \(TICK 0\.01 s\), threads",
+                         r"ncclient \(TICK 0\.001 s\), threads",
+                         "netconf_edit_config, threadpool", "anetconf_edit_config, asyncio",
+                         r"scrapli-netconf, asyncssh \(\+0\.2 s after open\)")),
+        rf"idle: 10 ncclient sessions open, 1 s: TICK 0\.01 s {N}% of a core, TICK 0\.001 s "
+        rf"{N}% of a core",
+    ], needs="netconf"),
     Quick("bench_netconf_change", ["bench_netconf_change.py"], [
         r"bench_netconf_change: 4 hosts over 2 netconfd servers, 1 rounds; .*",
         *(rf"\| {runner} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {SPREAD} \| {N} \| "
@@ -400,8 +412,10 @@ def test_the_soak_refuses_what_it_cannot_run_in_one_line(
          "'much'"),
         ("bench_routers.py", ["--lab", "nosuchlab"], "argument --lab: no router lab named "
          "'nosuchlab' is running (nornir-bench lab --routers N --name nosuchlab starts one)"),
+        ("bench_netconf.py", ["--change", "--hosts", "4"], "--change takes one host a server: "
+         "give --servers, not --hosts"),
     ],
-    ids=["count", "negative", "not-a-number", "no-lab"],
+    ids=["count", "negative", "not-a-number", "no-lab", "change-hosts"],
 )
 def test_a_script_refuses_a_count_or_number_out_of_range_in_one_line(
     script: str, options: list[str], error: str, tmp_path: Path
