@@ -271,9 +271,11 @@ blocking task's are.""")
 
 def _running(task: Task) -> Callable[..., Any]:
     """The twin ``task`` runs (the async one runs the blocking one in a thread): the change,
-    its messages and its journal are named after it."""
-    return (anetconf_edit_config if getattr(task, "task", None) is anetconf_edit_config
-            else netconf_edit_config)
+    its messages and its journal are named after it. Told by name: a run wraps the task it
+    is given (``functools.wraps`` keeps the name), so it is not the twin itself."""
+    name = getattr(getattr(task, "task", None), "__name__", None)
+    return anetconf_edit_config if name == anetconf_edit_config.__name__ \
+        else netconf_edit_config
 
 
 def _changed(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) -> Result:

@@ -418,3 +418,4 @@ def test_a_confirmed_change_runs_on_the_process_runners_as_on_threads(
                (tmp_path / "out.journal").read_text().splitlines()[1:]]
     assert [(e["state"], e.get("confirming", False)) for e in entries] == [
         ("pending", False), ("pending", True), ("confirmed", False)]
+    assert entries[0]["task"] == "anetconf_edit_config"  # the job's task, not its twin
