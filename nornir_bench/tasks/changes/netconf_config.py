@@ -53,7 +53,8 @@ from nornir_bench.tasks.changes.backups import (
     noting,
 )
 from nornir_bench.tasks.changes.config_input import MAX_CONFIG_BYTES, rendered
-from nornir_bench.tasks.checks.state_checks import checks_from, resolved
+from nornir_bench.tasks.checks.check_outcomes import resolved
+from nornir_bench.tasks.checks.state_checks import checks_from
 from nornir_bench.tasks.dialects.netconf_xml import config_xml
 from nornir_bench.tasks.sessions._netconf_plan import ndrive
 from nornir_bench.tasks.sessions._plan import Plan
