@@ -1,6 +1,7 @@
 """A NETCONF change's input refused in one line, exit 2, before any device is touched: XML
 that is not well-formed (given, in a file), checks that read by command, xpath checks on a
-CLI change. The inventory's servers do not exist: nothing may try to reach them."""
+CLI change, a check's force_list that is not a list of names or is given to a command. The
+inventory's servers do not exist: nothing may try to reach them."""
 
 from __future__ import annotations
 
@@ -33,6 +34,14 @@ INTERFACE = ("<interfaces xmlns='urn:ietf:params:xml:ns:yang:ietf-interfaces'><i
         ("task: {name: send_config, params: {lines: [hostname r1], checks: [{xpath: "
          "/interfaces}]}}\n",
          "checks[1].xpath: a check by xpath reads over NETCONF, around netconf_edit_config"),
+        (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
+         "checks: [{xpath: /interfaces, force_list: interface}]}}\n",
+         "checks[1].force_list must be a list of element names, e.g. [interface], got "
+         "'interface'"),
+        ("task: {name: send_config, params: {lines: [hostname r1], checks: [{command: "
+         "show version, force_list: [interface]}]}}\n",
+         "checks[1].force_list: element names made lists in a NETCONF reply's data, for a "
+         "check by xpath; a command's output is read by its parse"),
         (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
          "config_file: bad.xml}}\n",
          "give the XML as exactly one of config, config_file, template_file, not config "

@@ -60,7 +60,7 @@ def read_checks(
     for check in checks:
         try:
             if check.xpath is not None:
-                data = parse_data((yield Get(check.xpath, check.host)))
+                data = parse_data((yield Get(check.xpath, check.host)), check.force_list)
                 values.append((check.take(data), None))
                 continue
             text = yield Command(check.command, check.host)

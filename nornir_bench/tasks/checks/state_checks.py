@@ -10,7 +10,9 @@ A check is a mapping, as a job file gives it::
   step runs on), or on the host named by the changed host's data key ``host_from`` (each
   router's own neighbour: ``host_from: bgp_neighbour``); or, around a NETCONF change,
   ``xpath`` instead: a ``<get>`` with that XPath filter, its data parsed to Python
-  (:func:`~nornir_bench.tasks.dialects.netconf_xml.parse_data`);
+  (:func:`~nornir_bench.tasks.dialects.netconf_xml.parse_data`), the elements named in
+  ``force_list`` made lists even when the reply holds one (``[interface]``: a ``path`` then
+  reads one interface as it reads several);
 - ``parse``: ``json`` (the default), ``textfsm`` or ``ttp``, with ``template_file`` for the
   last two (:mod:`nornir_bench.tasks.checks.output_parsers`);
 - ``path``: the value to take, a JMESPath expression (the language of Ansible's
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.read_only import READ_ONLY_COMMANDS, reads_only_commands
 from nornir_bench.tasks.checks.output_parsers import check_parser
+from nornir_bench.tasks.dialects.netconf_xml import check_force_list
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -55,8 +58,8 @@ __all__ = [
 
 EXPECTS = ("same", "no_fewer", "present", "absent", "equals")
 RELATIVE = ("same", "no_fewer")
-_KEYS = ("name", "host", "host_from", "command", "xpath", "parse", "template_file", "path",
-         "expect")
+_KEYS = ("name", "host", "host_from", "command", "xpath", "force_list", "parse", "template_file",
+         "path", "expect")
 HOSTS = "_hosts"
 """The key a job gives a ``host_from`` check, with every host it may name (a worker has no
 inventory to find them in)."""
@@ -79,6 +82,7 @@ class StateCheck:
     host_from: str | None = None
     hosts: Mapping[str, Host] | None = None
     xpath: str | None = None  # read over NETCONF, instead of the command
+    force_list: tuple[str, ...] = ()  # with xpath: elements parsed as lists, even one
 
     @property
     def host_name(self) -> str | None:
@@ -191,6 +195,9 @@ _READS = {False: "command", True: "xpath"}
 
 def _command_read(item: Mapping[str, Any], where: str) -> StateCheck:
     """What a check reads by a command: the command and its parser."""
+    if "force_list" in item:
+        raise ValueError(f"{where}.force_list: element names made lists in a NETCONF reply's "
+                         "data, for a check by xpath; a command's output is read by its parse")
     command = item.get("command")
     if not isinstance(command, str) or not command.strip() or "\n" in command:
         raise ValueError(f"{where}.command must be one line of text, got {command!r}")
@@ -222,7 +229,8 @@ def _xpath_read(item: Mapping[str, Any], where: str, netconf: bool) -> StateChec
     xpath = item.get("xpath")
     if not isinstance(xpath, str) or not xpath.strip() or "\n" in xpath:
         raise ValueError(f"{where}.xpath must be an XPath expression on one line, got {xpath!r}")
-    return StateCheck(name="", command="", xpath=xpath.strip())
+    force_list = check_force_list(item.get("force_list"), f"{where}.force_list")
+    return StateCheck(name="", command="", xpath=xpath.strip(), force_list=force_list)
 
 
 def _expect(given: object, where: str) -> tuple[str, Any]:

@@ -101,15 +101,16 @@ def check_datastore(source: object) -> str:
     return str(source)
 
 
-def check_force_list(force_list: object) -> tuple[str, ...]:
-    """``force_list`` as element names (a list of strings)."""
+def check_force_list(force_list: object, where: str = "force_list") -> tuple[str, ...]:
+    """``force_list`` as element names (a list of strings); ``where``: its place, in the
+    error's words."""
     if force_list is None:
         return ()
     if isinstance(force_list, str) or not isinstance(force_list, Sequence) or not all(
         isinstance(name, str) and name for name in force_list
     ):
         raise NetconfFilterError(
-            f"force_list must be a list of element names, e.g. [interface], got {force_list!r}"
+            f"{where} must be a list of element names, e.g. [interface], got {force_list!r}"
         )
     return tuple(force_list)
 

@@ -1,0 +1,67 @@
+"""XPath checks around a NETCONF change on the NETCONF lab: ``force_list``, which makes one
+element read as a list of one, as several are (xmltodict makes one a mapping), so that a
+``path`` counting interfaces counts the same way before and after a change that adds one.
+
+Each server starts with one interface shut (eth1); the change shuts eth0 as well."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nornir_bench.core.changes import CHANGED, ROLLED_BACK
+from nornir_bench.lab import RunningNetconfLab
+from nornir_bench.tasks import netconf_edit_config
+
+IETF_INTERFACES = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
+ETH0_SHUT = (f"<interfaces xmlns='{IETF_INTERFACES}'><interface><name>eth0</name>"
+             "<enabled>false</enabled></interface></interfaces>")
+SHUT = "/interfaces/interface[enabled='false']"
+COUNTED = {"name": "shut", "xpath": SHUT, "path": "interfaces.interface | length(@)",
+           "expect": "no_fewer"}
+FILTERED = {"name": "shut, filtered", "xpath": SHUT,
+            "path": "interfaces.interface[?enabled=='false'] | length(@)", "expect": "no_fewer"}
+
+
+@pytest.fixture
+def lab(netconf_lab: RunningNetconfLab) -> RunningNetconfLab:
+    """The session's NETCONF lab (tests/netconf_lab.py), put back after the test."""
+    return netconf_lab
+
+
+def shut_eth0(lab: RunningNetconfLab, tmp_path: Path, checks: list[dict[str, Any]]) -> Any:
+    nr = lab.nornir("threadpool").filter(filter_func=lambda host: host.name == "nc1")
+    return nr.run(task=netconf_edit_config, config=ETH0_SHUT, checks=checks,
+                  backup_dir=str(tmp_path / "backups"), raise_on_error=False)["nc1"][0]
+
+
+def test_without_force_list_one_interface_is_a_mapping_and_its_keys_are_counted(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    """The problem force_list fixes: one shut interface parses to a mapping, whose length is
+    its 4 keys; two parse to a list of 2: no_fewer fails a change that shut one more."""
+    before = lab.data("nc1")
+    error = shut_eth0(lab, tmp_path, [COUNTED]).exception
+    assert error.change["state"] == ROLLED_BACK
+    assert (error.checks[0]["before"], error.checks[0]["after"]) == (4, 2)
+    assert "after the change, check 'shut' (no_fewer): was 4, now 2: fewer; rolled back" in \
+        str(error)
+    assert lab.data("nc1") == before
+
+
+def test_with_force_list_one_interface_and_two_are_counted_alike(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    """``force_list: [interface]``: one shut interface is a list of one, two a list of two;
+    a JMESPath filter over them reads one as it reads two."""
+    before = lab.data("nc1")
+    checks = [{**check, "force_list": ["interface"]} for check in (COUNTED, FILTERED)]
+    done = shut_eth0(lab, tmp_path, checks)
+    assert not done.failed, str(done.exception)
+    assert done.change["state"] == CHANGED
+    assert [(check["before"], check["after"], check["held"]) for check in done.checks] == [
+        (1, 2, True), (1, 2, True)
+    ]
+    assert lab.data("nc1") != before
