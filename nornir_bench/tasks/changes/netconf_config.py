@@ -6,8 +6,8 @@ Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._netconf_
 1. **The XML**: ``config`` (the XML of a ``<config>``, or of the elements inside one),
    ``config_file``, or ``template_file`` (Jinja2, rendered per host with ``host`` and
    ``variables``); not well-formed XML is refused before any device is touched.
-2. **Checks before** (``checks``, each an ``xpath`` read with ``<get>``): one not read leaves
-   the device untouched.
+2. **Checks before** (``checks``, each read with a ``<get>`` of its ``xpath`` or subtree
+   ``filter``): one not read leaves the device untouched.
 3. **Lock** the candidate. Refused (another session holds it): the host fails naming the
    holder's session-id; nothing was sent.
 4. **Edit** the candidate (``<edit-config>``, ``:rollback-on-error``), then **validate** it
@@ -203,7 +203,8 @@ def netconf_edit_config(
         rollback: without ``confirm``, commit the configuration before again when a check
             fails after the change.
         backup_dir: the folder of the backups (default: the records folder's ``backups/``).
-        checks: state checks (each an ``xpath``) read before and after the change.
+        checks: state checks (each an ``xpath`` or a subtree ``filter``) read before and
+            after the change.
         settle: seconds to wait after the commit before reading the checks.
         confirm: ``{within: SECONDS}``: a confirmed commit, confirmed once the checks (and,
             with ``new_login: true``, a new login) succeed within the window; else cancelled

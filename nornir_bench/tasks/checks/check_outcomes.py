@@ -59,8 +59,9 @@ def read_checks(
     values: list[tuple[Any, str | None]] = []
     for check in checks:
         try:
-            if check.xpath is not None:
-                data = parse_data((yield Get(check.xpath, check.host)), check.force_list)
+            get_filter = check.get_filter
+            if get_filter is not None:
+                data = parse_data((yield Get(get_filter, check.host)), check.force_list)
                 values.append((check.take(data), None))
                 continue
             text = yield Command(check.command, check.host)
@@ -94,6 +95,7 @@ class CheckOutcome:
         return {
             "name": check.name, "host": check.host_name, "command": check.command,
             **({"xpath": check.xpath} if check.xpath is not None else {}),
+            **({"filter": check.subtree} if check.subtree is not None else {}),
             "path": check.path, "expect": check.expect,
             **({"value": check.value} if check.expect == "equals" else {}),
             "before": self.before, "after": self.after if self.after_read else None,

@@ -9,7 +9,8 @@ A check is a mapping, as a job file gives it::
 - ``command``: one line, run on ``host`` (an inventory host's name; by default the host the
   step runs on), or on the host named by the changed host's data key ``host_from`` (each
   router's own neighbour: ``host_from: bgp_neighbour``); or, around a NETCONF change,
-  ``xpath`` instead: a ``<get>`` with that XPath filter, its data parsed to Python
+  ``xpath`` instead: a ``<get>`` with that XPath filter (or ``filter``: a subtree filter, XML
+  text, for a server without ``:xpath``), its data parsed to Python
   (:func:`~nornir_bench.tasks.dialects.netconf_xml.parse_data`), the elements named in
   ``force_list`` made lists even when the reply holds one (``[interface]``: a ``path`` then
   reads one interface as it reads several);
@@ -41,7 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.read_only import READ_ONLY_COMMANDS, reads_only_commands
 from nornir_bench.tasks.checks.output_parsers import check_parser
-from nornir_bench.tasks.dialects.netconf_xml import check_force_list
+from nornir_bench.tasks.dialects.netconf_xml import (
+    NetconfFilterError,
+    check_force_list,
+    netconf_filter,
+)
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
@@ -58,8 +63,8 @@ __all__ = [
 
 EXPECTS = ("same", "no_fewer", "present", "absent", "equals")
 RELATIVE = ("same", "no_fewer")
-_KEYS = ("name", "host", "host_from", "command", "xpath", "force_list", "parse", "template_file",
-         "path", "expect")
+_KEYS = ("name", "host", "host_from", "command", "xpath", "filter", "force_list", "parse",
+         "template_file", "path", "expect")
 HOSTS = "_hosts"
 """The key a job gives a ``host_from`` check, with every host it may name (a worker has no
 inventory to find them in)."""
@@ -82,11 +87,21 @@ class StateCheck:
     host_from: str | None = None
     hosts: Mapping[str, Host] | None = None
     xpath: str | None = None  # read over NETCONF, instead of the command
-    force_list: tuple[str, ...] = ()  # with xpath: elements parsed as lists, even one
+    subtree: str | None = None  # or read with a subtree filter (XML text)
+    force_list: tuple[str, ...] = ()  # over NETCONF: elements parsed as lists, even one
 
     @property
     def host_name(self) -> str | None:
         return self.host if self.host is None or isinstance(self.host, str) else self.host.name
+
+    @property
+    def get_filter(self) -> str | tuple[str, str] | None:
+        """The ``<get>``'s filter of a check read over NETCONF, as ncclient takes it (a
+        subtree's ``<filter>`` element as text, or ``("xpath", expression)``); ``None``: a
+        check by command."""
+        if self.xpath is not None:
+            return ("xpath", self.xpath)
+        return None if self.subtree is None else str(netconf_filter(subtree=self.subtree))
 
     @property
     def relative(self) -> bool:
@@ -158,8 +173,8 @@ def _check(item: object, where: str, audit: bool, netconf: bool) -> StateCheck:
     unknown = [key for key in item if key not in (*_KEYS, HOSTS)]
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r}; a check takes {', '.join(_KEYS)}")
-    reads = _xpath_read(item, where, netconf) if netconf or "xpath" in item \
-        else _command_read(item, where)
+    reads = _netconf_read(item, where, netconf) if netconf or "xpath" in item or \
+        "filter" in item else _command_read(item, where)
     path = item.get("path")
     if path is not None:
         if not isinstance(path, str) or not path.strip():
@@ -183,21 +198,22 @@ def _check(item: object, where: str, audit: bool, netconf: bool) -> StateCheck:
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"{where}.name must be text, got {name!r}")
-    read = reads.xpath or reads.command
+    read = reads.xpath or " ".join((reads.subtree or "").split()) or reads.command
     return replace(
         reads, name=name or (f"{read} | {path}" if path else read), path=path, expect=expect,
         value=value, host=host, host_from=host_from, hosts=item.get(HOSTS),
     )
 
 
-_READS = {False: "command", True: "xpath"}
+_READS = {False: "command", True: "xpath or filter"}
 
 
 def _command_read(item: Mapping[str, Any], where: str) -> StateCheck:
     """What a check reads by a command: the command and its parser."""
     if "force_list" in item:
         raise ValueError(f"{where}.force_list: element names made lists in a NETCONF reply's "
-                         "data, for a check by xpath; a command's output is read by its parse")
+                         "data, for a check by xpath or filter; a command's output is read by "
+                         "its parse")
     command = item.get("command")
     if not isinstance(command, str) or not command.strip() or "\n" in command:
         raise ValueError(f"{where}.command must be one line of text, got {command!r}")
@@ -215,21 +231,32 @@ def _command_read(item: Mapping[str, Any], where: str) -> StateCheck:
     )
 
 
-def _xpath_read(item: Mapping[str, Any], where: str, netconf: bool) -> StateCheck:
-    """What a check reads over NETCONF: ``<get>`` of an ``xpath`` (the data is XML: no
-    parser)."""
+def _netconf_read(item: Mapping[str, Any], where: str, netconf: bool) -> StateCheck:
+    """What a check reads over NETCONF: ``<get>`` filtered by an ``xpath`` or a subtree
+    ``filter`` (the data is XML: no parser)."""
     if not netconf:
-        raise ValueError(f"{where}.xpath: a check by xpath reads over NETCONF, around "
+        key = "xpath" if "xpath" in item else "filter"
+        raise ValueError(f"{where}.{key}: a check by {key} reads over NETCONF, around "
                          "netconf_edit_config or anetconf_edit_config; give a command here")
     for key in ("command", "parse", "template_file"):
         if key in item:
             raise ValueError(f"{where}.{key}: a NETCONF change's check reads its data with "
-                             "<get> and an xpath: give xpath, not command, parse or "
-                             "template_file")
+                             "<get> and an xpath or a subtree filter: give xpath or filter, "
+                             "not command, parse or template_file")
+    force_list = check_force_list(item.get("force_list"), f"{where}.force_list")
+    if "xpath" in item and "filter" in item:
+        raise ValueError(f"{where}: give xpath or filter (a subtree), not both")
+    if "filter" in item:
+        subtree = item["filter"]
+        try:
+            netconf_filter(subtree=subtree)
+        except NetconfFilterError as exc:
+            raise ValueError(f"{where}.{exc}") from None
+        return StateCheck(name="", command="", subtree=subtree.strip(), force_list=force_list)
     xpath = item.get("xpath")
     if not isinstance(xpath, str) or not xpath.strip() or "\n" in xpath:
-        raise ValueError(f"{where}.xpath must be an XPath expression on one line, got {xpath!r}")
-    force_list = check_force_list(item.get("force_list"), f"{where}.force_list")
+        raise ValueError(f"{where}.xpath must be an XPath expression on one line (or give "
+                         f"filter, a subtree filter), got {xpath!r}")
     return StateCheck(name="", command="", xpath=xpath.strip(), force_list=force_list)
 
 

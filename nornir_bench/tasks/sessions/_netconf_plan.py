@@ -72,7 +72,7 @@ def _answer(task: Task, session: Any, request: NetconfRequest | Login, timeout: 
         if isinstance(request, GetConfig):
             return session.get_config(source=request.source).data_xml
         if isinstance(request, Get):
-            return session.get(filter=("xpath", request.xpath)).data_xml
+            return session.get(filter=request.filter).data_xml
         if isinstance(request, Lock):
             return session.lock(CANDIDATE)
         if isinstance(request, Unlock):

@@ -1,6 +1,7 @@
-"""XPath checks around a NETCONF change on the NETCONF lab: ``force_list``, which makes one
-element read as a list of one, as several are (xmltodict makes one a mapping), so that a
-``path`` counting interfaces counts the same way before and after a change that adds one.
+"""Checks read over NETCONF around a change, on the NETCONF lab: ``force_list``, which makes
+one element read as a list of one, as several are (xmltodict makes one a mapping), so that a
+``path`` counting interfaces counts the same way before and after a change that adds one; and
+a check by subtree ``filter`` (the way to read a server without ``:xpath``).
 
 Each server starts with one interface shut (eth1); the change shuts eth0 as well."""
 
@@ -21,6 +22,10 @@ ETH0_SHUT = (f"<interfaces xmlns='{IETF_INTERFACES}'><interface><name>eth0</name
 SHUT = "/interfaces/interface[enabled='false']"
 COUNTED = {"name": "shut", "xpath": SHUT, "path": "interfaces.interface | length(@)",
            "expect": "no_fewer"}
+BY_SUBTREE = {"name": "eth0 enabled",
+              "filter": f"<interfaces xmlns='{IETF_INTERFACES}'><interface><name>eth0</name>"
+                        "</interface></interfaces>",
+              "path": "interfaces.interface.enabled", "expect": {"equals": "false"}}
 FILTERED = {"name": "shut, filtered", "xpath": SHUT,
             "path": "interfaces.interface[?enabled=='false'] | length(@)", "expect": "no_fewer"}
 
@@ -65,3 +70,14 @@ def test_with_force_list_one_interface_and_two_are_counted_alike(
         (1, 2, True), (1, 2, True)
     ]
     assert lab.data("nc1") != before
+
+
+def test_a_check_by_subtree_filter_reads_what_it_selects(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    done = shut_eth0(lab, tmp_path, [BY_SUBTREE])
+    assert not done.failed, str(done.exception)
+    assert done.change["state"] == CHANGED
+    (check,) = done.checks
+    assert (check["before"], check["after"], check["held"]) == ("true", "false", True)
+    assert check["filter"] == BY_SUBTREE["filter"]
