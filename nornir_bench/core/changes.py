@@ -89,7 +89,7 @@ def change_of(multi: MultiResult) -> tuple[dict[str, Any], str] | None:
 
 def checks_of(multi: MultiResult) -> list[dict[str, Any]] | None:
     """The state checks a host's results say (each one's values, as
-    ``tasks.checks.state_checks.CheckOutcome.record`` makes it), if any: the last task's that has
+    ``tasks.checks.check_outcomes.CheckOutcome.record`` makes it), if any: the last task's that has
     them, whether it succeeded or failed."""
     found = None
     for item in each_result(multi):

@@ -44,7 +44,7 @@ back``, ``interrupted during change``, ``not touched``; ``backup``: the file of 
 configuration before it),
 and ``diff`` its diff (:mod:`nornir_bench.core.changes`). ``checks`` holds each state check
 read around a change or by an audit (``name``, ``host``, ``command``, ``path``, ``expect``,
-``before``, ``after``, ``held``, ``failure``; :mod:`nornir_bench.tasks.checks.state_checks`), else
+``before``, ``after``, ``held``, ``failure``; :mod:`nornir_bench.tasks.checks.check_outcomes`), else
 null. Values that JSON cannot hold are
 written as their ``repr``; known secrets are masked in every
 value before it is encoded.

@@ -1,7 +1,7 @@
 """State checks in records files: each record's ``checks`` (as
-``tasks.checks.state_checks.CheckOutcome.record`` writes them) as a table of the report page, their
-values before and after per host; and, for ``nornir-bench diff``, how a host's checks drifted
-between two runs.
+``tasks.checks.check_outcomes.CheckOutcome.record`` writes them) as a table of the report page,
+their values before and after per host; and, for ``nornir-bench diff``, how a host's checks
+drifted between two runs.
 
 Records come from devices, and may be written by hand: every key is read as it may be.
 """

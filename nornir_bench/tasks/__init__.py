@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from nornir_bench.tasks.checks.audit import StateCheckFailed, acheck_state, check_state
     from nornir_bench.tasks.checks.commands import asend_command, send_command
     from nornir_bench.tasks.checks.netconf_read import (
-        NetconfCapabilityMissing,
         anetconf_get,
         anetconf_get_config,
         netconf_get,
@@ -58,7 +57,10 @@ if TYPE_CHECKING:
     )
     from nornir_bench.tasks.checks.output_parsers import OutputNotParsed, parse_output
     from nornir_bench.tasks.checks.running_config import abackup_config, backup_config
-    from nornir_bench.tasks.dialects.netconf_xml import NetconfFilterError
+    from nornir_bench.tasks.dialects.netconf_xml import (
+        NetconfCapabilityMissing,
+        NetconfFilterError,
+    )
     from nornir_bench.tasks.sessions.netconf_session import NetconfSession
     from nornir_bench.tasks.sessions.scrapli_session import ScrapliSession
     from nornir_bench.tasks.synthetic.parsing import parse_interfaces, show_interfaces_output
@@ -94,13 +96,15 @@ __getattr__, __dir__ = lazy_exports(
         "nornir_bench.tasks.checks.commands": ("asend_command", "send_command"),
         "nornir_bench.tasks.checks.running_config": ("abackup_config", "backup_config"),
         "nornir_bench.tasks.checks.netconf_read": (
-            "NetconfCapabilityMissing",
             "anetconf_get",
             "anetconf_get_config",
             "netconf_get",
             "netconf_get_config",
         ),
-        "nornir_bench.tasks.dialects.netconf_xml": ("NetconfFilterError",),
+        "nornir_bench.tasks.dialects.netconf_xml": (
+            "NetconfCapabilityMissing",
+            "NetconfFilterError",
+        ),
         "nornir_bench.tasks.sessions.netconf_session": ("NetconfSession",),
         "nornir_bench.tasks.changes.config": ("ConfigChangeFailed", "asend_config", "send_config"),
         "nornir_bench.tasks.changes.netconf_config": ("anetconf_edit_config",

@@ -1,6 +1,8 @@
 """A NETCONF change's input refused in one line, exit 2, before any device is touched: XML
 that is not well-formed (given, in a file), checks that read by command, xpath checks on a
-CLI change. The inventory's servers do not exist: nothing may try to reach them."""
+CLI change, a check's subtree filter not well-formed or given with an xpath, a check's
+force_list that is not a list of names or is given to a command. The inventory's servers do
+not exist: nothing may try to reach them."""
 
 from __future__ import annotations
 
@@ -33,6 +35,20 @@ INTERFACE = ("<interfaces xmlns='urn:ietf:params:xml:ns:yang:ietf-interfaces'><i
         ("task: {name: send_config, params: {lines: [hostname r1], checks: [{xpath: "
          "/interfaces}]}}\n",
          "checks[1].xpath: a check by xpath reads over NETCONF, around netconf_edit_config"),
+        (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
+         "checks: [{xpath: /interfaces, force_list: interface}]}}\n",
+         "checks[1].force_list must be a list of element names, e.g. [interface], got "
+         "'interface'"),
+        (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
+         "checks: [{filter: \"<interfaces><interface></interfaces>\"}]}}\n",
+         "checks[1].filter is not well-formed XML: mismatched tag (line 1)"),
+        (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
+         "checks: [{xpath: /interfaces, filter: \"<interfaces/>\"}]}}\n",
+         "checks[1]: give xpath or filter (a subtree), not both"),
+        ("task: {name: send_config, params: {lines: [hostname r1], checks: [{command: "
+         "show version, force_list: [interface]}]}}\n",
+         "checks[1].force_list: element names made lists in a NETCONF reply's data, for a "
+         "check by xpath or filter; a command's output is read by its parse"),
         (f"task: {{name: netconf_edit_config, params: {{config: \"{INTERFACE}\", "
          "config_file: bad.xml}}\n",
          "give the XML as exactly one of config, config_file, template_file, not config "

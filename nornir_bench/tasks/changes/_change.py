@@ -21,14 +21,13 @@ from nornir_bench.core.checks import number
 from nornir_bench.core.exceptions import NornirBenchError
 from nornir_bench.core.wording import seconds_text
 from nornir_bench.tasks.changes.journal import PENDING, append_entry
-from nornir_bench.tasks.checks.state_checks import (
+from nornir_bench.tasks.checks.check_outcomes import (
     CheckOutcome,
-    StateCheck,
-    checks_from,
     checks_text,
     failures_said,
     read_checks,
 )
+from nornir_bench.tasks.checks.state_checks import StateCheck, checks_from
 from nornir_bench.tasks.sessions._plan import Login, PastDeadline, Plan, Wait
 
 __all__ = [
@@ -107,7 +106,7 @@ class Change:
     """What a change did (or, as a dry run, would do) to a host: ``state`` (``would change``,
     ``no change``, ``changed``; a replace's dry run ``compliant`` or ``drifted``), the diff,
     the lines that make (or would make) it, the backup file when one was written, the
-    checks around it (:meth:`~nornir_bench.tasks.checks.state_checks.CheckOutcome.record`),
+    checks around it (:meth:`~nornir_bench.tasks.checks.check_outcomes.CheckOutcome.record`),
     and notes on its input (a restore's commit, its masked lines left out), and, when asked
     (``keep_configs``), the configuration read before and after."""
 

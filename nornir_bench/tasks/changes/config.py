@@ -77,7 +77,8 @@ from nornir_bench.tasks.changes.config_input import (
     prepare_config,
 )
 from nornir_bench.tasks.changes.from_history import history_source, masked_lines, notes
-from nornir_bench.tasks.checks.state_checks import checks_from, resolved
+from nornir_bench.tasks.checks.check_outcomes import resolved
+from nornir_bench.tasks.checks.state_checks import checks_from
 from nornir_bench.tasks.dialects.dialects import dialect_of, driver_for
 from nornir_bench.tasks.sessions._plan import Plan, adrive, drive
 

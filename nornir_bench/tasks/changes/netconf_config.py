@@ -6,8 +6,8 @@ Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._netconf_
 1. **The XML**: ``config`` (the XML of a ``<config>``, or of the elements inside one),
    ``config_file``, or ``template_file`` (Jinja2, rendered per host with ``host`` and
    ``variables``); not well-formed XML is refused before any device is touched.
-2. **Checks before** (``checks``, each an ``xpath`` read with ``<get>``): one not read leaves
-   the device untouched.
+2. **Checks before** (``checks``, each read with a ``<get>`` of its ``xpath`` or subtree
+   ``filter``): one not read leaves the device untouched.
 3. **Lock** the candidate. Refused (another session holds it): the host fails naming the
    holder's session-id; nothing was sent. With ``lock_wait: S`` the lock is asked for again
    while another session holds it, for up to ``S`` seconds (hosts that share one server take
@@ -61,7 +61,8 @@ from nornir_bench.tasks.changes.backups import (
 )
 from nornir_bench.tasks.changes.config_input import MAX_CONFIG_BYTES, rendered
 from nornir_bench.tasks.changes.journal import PENDING, JournalError, read_journal
-from nornir_bench.tasks.checks.state_checks import checks_from, resolved
+from nornir_bench.tasks.checks.check_outcomes import resolved
+from nornir_bench.tasks.checks.state_checks import checks_from
 from nornir_bench.tasks.dialects.netconf_xml import config_xml
 from nornir_bench.tasks.sessions._netconf_plan import ndrive
 from nornir_bench.tasks.sessions._plan import Plan
@@ -242,7 +243,8 @@ def netconf_edit_config(
         rollback: without ``confirm``, commit the configuration before again when a check
             fails after the change.
         backup_dir: the folder of the backups (default: the records folder's ``backups/``).
-        checks: state checks (each an ``xpath``) read before and after the change.
+        checks: state checks (each an ``xpath`` or a subtree ``filter``) read before and
+            after the change.
         settle: seconds to wait after the commit before reading the checks.
         confirm: ``{within: SECONDS}``: a confirmed commit, confirmed once the checks (and,
             with ``new_login: true``, a new login) succeed within the window; else cancelled

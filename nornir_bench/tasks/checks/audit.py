@@ -15,15 +15,14 @@ from nornir_bench.core.checks import number
 from nornir_bench.core.read_only import read_only
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
-from nornir_bench.tasks.checks.state_checks import (
+from nornir_bench.tasks.checks.check_outcomes import (
     CheckOutcome,
-    StateCheck,
-    checks_from,
     checks_text,
     failures_said,
     read_checks,
     resolved,
 )
+from nornir_bench.tasks.checks.state_checks import StateCheck, checks_from
 from nornir_bench.tasks.sessions._plan import Plan, adrive, drive
 
 if TYPE_CHECKING:

@@ -28,11 +28,11 @@ from nornir_bench.core.subtasks import async_twin
 from nornir_bench.tasks._needs import DEVICES_EXTRA, needs, require_libraries
 from nornir_bench.tasks._params import check_params_with
 from nornir_bench.tasks.dialects.netconf_xml import (
-    XPATH_CAPABILITY,
     check_datastore,
     check_force_list,
     netconf_filter,
     parse_data,
+    require_xpath,
 )
 from nornir_bench.tasks.sessions.netconf_session import netconf_session
 
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_NETCONF_TIMEOUT",
-    "NetconfCapabilityMissing",
     "anetconf_get",
     "anetconf_get_config",
     "netconf_get",
@@ -52,10 +51,6 @@ DEFAULT_NETCONF_TIMEOUT = 30.0
 """Seconds for the login, and again for each reply."""
 
 _LIBRARIES = ["ncclient", "xmltodict"]
-
-
-class NetconfCapabilityMissing(ValueError):
-    """The request needs a capability the server does not advertise (``:xpath``)."""
 
 
 def _check_read(params: Mapping[str, Any]) -> None:
@@ -160,11 +155,8 @@ def _read(task: Task, operation: str, source: str | None, flt: str | tuple[str, 
         manager = session.manager
         if manager is None or not session.is_open:
             manager = session.login(host, wait)
-        if isinstance(flt, tuple) and XPATH_CAPABILITY not in manager.server_capabilities:
-            raise NetconfCapabilityMissing(
-                f"{host.name} does not advertise :xpath ({XPATH_CAPABILITY}): give a subtree "
-                "filter instead"
-            )
+        if isinstance(flt, tuple):
+            require_xpath(manager.server_capabilities, host.name)
         manager.timeout = wait
         try:
             reply = (manager.get(filter=flt) if operation == "get"

@@ -9,8 +9,11 @@ A check is a mapping, as a job file gives it::
 - ``command``: one line, run on ``host`` (an inventory host's name; by default the host the
   step runs on), or on the host named by the changed host's data key ``host_from`` (each
   router's own neighbour: ``host_from: bgp_neighbour``); or, around a NETCONF change,
-  ``xpath`` instead: a ``<get>`` with that XPath filter, its data parsed to Python
-  (:func:`~nornir_bench.tasks.dialects.netconf_xml.parse_data`);
+  ``xpath`` instead: a ``<get>`` with that XPath filter (or ``filter``: a subtree filter, XML
+  text, for a server without ``:xpath``), its data parsed to Python
+  (:func:`~nornir_bench.tasks.dialects.netconf_xml.parse_data`), the elements named in
+  ``force_list`` made lists even when the reply holds one (``[interface]``: a ``path`` then
+  reads one interface as it reads several);
 - ``parse``: ``json`` (the default), ``textfsm`` or ``ttp``, with ``template_file`` for the
   last two (:mod:`nornir_bench.tasks.checks.output_parsers`);
 - ``path``: the value to take, a JMESPath expression (the language of Ansible's
@@ -23,8 +26,11 @@ Around a change every check is read before and after; after, each must hold. ``s
 ``no_fewer`` compare with before; ``present``, ``absent`` and ``equals`` hold or not by
 themselves (a route announced by the change is absent before it). A step of checks alone (an
 audit: :func:`check_state`, :func:`acheck_state`) reads them once, and takes only the last
-three (:mod:`nornir_bench.tasks.checks.audit`). Reading them is a plan (:func:`read_checks`) that
-either driver runs (:mod:`nornir_bench.tasks.sessions._plan`).
+three (:mod:`nornir_bench.tasks.checks.audit`).
+
+This module is what a check is and how a job's mapping becomes one (:func:`checks_from`);
+reading checks on the devices and what came of them is
+:mod:`nornir_bench.tasks.checks.check_outcomes`.
 """
 
 from __future__ import annotations
@@ -35,30 +41,30 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nornir_bench.core.read_only import READ_ONLY_COMMANDS, reads_only_commands
-from nornir_bench.tasks.checks.output_parsers import check_parser, parse_output
-from nornir_bench.tasks.dialects.netconf_xml import parse_data
-from nornir_bench.tasks.sessions._netconf_requests import Get
-from nornir_bench.tasks.sessions._plan import Command, PastDeadline, Plan
+from nornir_bench.tasks.checks.output_parsers import check_parser
+from nornir_bench.tasks.dialects.netconf_xml import (
+    NetconfFilterError,
+    check_force_list,
+    netconf_filter,
+)
 
 if TYPE_CHECKING:
     from nornir.core.inventory import Host
-    from nornir.core.task import Task
 
 __all__ = [
     "EXPECTS",
-    "CheckOutcome",
+    "HOSTS",
+    "MAX_CHECKS",
+    "RELATIVE",
     "StateCheck",
     "checks_from",
-    "checks_text",
-    "failures_said",
-    "read_checks",
-    "resolved",
+    "shown_value",
 ]
 
 EXPECTS = ("same", "no_fewer", "present", "absent", "equals")
-_RELATIVE = ("same", "no_fewer")
-_KEYS = ("name", "host", "host_from", "command", "xpath", "parse", "template_file", "path",
-         "expect")
+RELATIVE = ("same", "no_fewer")
+_KEYS = ("name", "host", "host_from", "command", "xpath", "filter", "force_list", "parse",
+         "template_file", "path", "expect")
 HOSTS = "_hosts"
 """The key a job gives a ``host_from`` check, with every host it may name (a worker has no
 inventory to find them in)."""
@@ -81,15 +87,26 @@ class StateCheck:
     host_from: str | None = None
     hosts: Mapping[str, Host] | None = None
     xpath: str | None = None  # read over NETCONF, instead of the command
+    subtree: str | None = None  # or read with a subtree filter (XML text)
+    force_list: tuple[str, ...] = ()  # over NETCONF: elements parsed as lists, even one
 
     @property
     def host_name(self) -> str | None:
         return self.host if self.host is None or isinstance(self.host, str) else self.host.name
 
     @property
+    def get_filter(self) -> str | tuple[str, str] | None:
+        """The ``<get>``'s filter of a check read over NETCONF, as ncclient takes it (a
+        subtree's ``<filter>`` element as text, or ``("xpath", expression)``); ``None``: a
+        check by command."""
+        if self.xpath is not None:
+            return ("xpath", self.xpath)
+        return None if self.subtree is None else str(netconf_filter(subtree=self.subtree))
+
+    @property
     def relative(self) -> bool:
         """Whether it compares with the value before the change."""
-        return self.expect in _RELATIVE
+        return self.expect in RELATIVE
 
     def take(self, data: Any) -> Any:
         """The value ``path`` takes from the parsed output."""
@@ -99,73 +116,28 @@ class StateCheck:
         """Why ``after`` (and ``before``, for ``same`` and ``no_fewer``) breaks the check, or
         ``None`` when it holds."""
         if self.expect == "same":
-            return None if after == before else f"was {_shown(before)}, now {_shown(after)}"
+            if after == before:
+                return None
+            return f"was {shown_value(before)}, now {shown_value(after)}"
         if self.expect == "no_fewer":
             was, now = _count(before), _count(after)
             if was is None or now is None:
-                return f"no_fewer needs a number, list or mapping: was {_shown(before)}, now " \
-                       f"{_shown(after)}"
+                return (f"no_fewer needs a number, list or mapping: was {shown_value(before)}, "
+                        f"now {shown_value(after)}")
             return None if now >= was else f"was {was}, now {now}: fewer"
         if self.expect == "present":
             return None if _present(after) else "absent"
         if self.expect == "absent":
-            return None if not _present(after) else f"present: {_shown(after)}"
-        return None if after == self.value else f"{_shown(after)}, not {_shown(self.value)}"
+            return None if not _present(after) else f"present: {shown_value(after)}"
+        if after == self.value:
+            return None
+        return f"{shown_value(after)}, not {shown_value(self.value)}"
 
     def said(self) -> str:
         """The check in words: ``'r2 sessions' (no_fewer) on h2``."""
-        what = f"equals {_shown(self.value)}" if self.expect == "equals" else self.expect
+        what = f"equals {shown_value(self.value)}" if self.expect == "equals" else self.expect
         on = f" on {self.host_name}" if self.host is not None else ""
         return f"check {self.name!r} ({what}){on}"
-
-
-@dataclass(frozen=True)
-class CheckOutcome:
-    """A check's values around a change (``before`` is ``None`` in an audit), and why it
-    failed (``None``: it held, or was not read after yet: ``after_read`` false; one that could
-    not be read before the change says so, and was never read after)."""
-
-    check: StateCheck
-    before: Any = None
-    after: Any = None
-    after_read: bool = False
-    failure: str | None = None
-
-    def record(self) -> dict[str, Any]:
-        """The outcome as records keep it."""
-        check = self.check
-        return {
-            "name": check.name, "host": check.host_name, "command": check.command,
-            **({"xpath": check.xpath} if check.xpath is not None else {}),
-            "path": check.path, "expect": check.expect,
-            **({"value": check.value} if check.expect == "equals" else {}),
-            "before": self.before, "after": self.after if self.after_read else None,
-            "held": None if not self.after_read else self.failure is None,
-            "failure": self.failure,
-        }
-
-
-def checks_text(records: Sequence[Mapping[str, Any]]) -> str:
-    """The checks' outcomes (:meth:`CheckOutcome.record`) in lines, values shortened:
-    ``check 'peers' (no_fewer) on h2: before 2, after 1: FAILED: was 2, now 1: fewer``."""
-    lines = []
-    for record in records:
-        what = (f"equals {_shown(record.get('value'))}" if record["expect"] == "equals"
-                else record["expect"])
-        on = f" on {record['host']}" if record["host"] else ""
-        if record["held"] is None and record.get("failure"):  # not read before the change
-            lines.append(f"check {record['name']!r} ({what}){on}: {record['failure']}")
-            continue
-        values = []
-        if record["expect"] in _RELATIVE or record["before"] is not None:
-            values.append(f"before {_shown(record['before'])}")
-        if record["held"] is not None:
-            values.append(f"after {_shown(record['after'])}" if values
-                          else _shown(record["after"]))
-        held = {True: "held", False: f"FAILED: {record['failure']}",
-                None: "to hold after the change"}[record["held"]]
-        lines.append(f"check {record['name']!r} ({what}){on}: {', '.join(values)}: {held}")
-    return "\n".join(lines)
 
 
 def checks_from(
@@ -201,15 +173,15 @@ def _check(item: object, where: str, audit: bool, netconf: bool) -> StateCheck:
     unknown = [key for key in item if key not in (*_KEYS, HOSTS)]
     if unknown:
         raise ValueError(f"{where}: unknown key {unknown[0]!r}; a check takes {', '.join(_KEYS)}")
-    reads = _xpath_read(item, where, netconf) if netconf or "xpath" in item \
-        else _command_read(item, where)
+    reads = _netconf_read(item, where, netconf) if netconf or "xpath" in item or \
+        "filter" in item else _command_read(item, where)
     path = item.get("path")
     if path is not None:
         if not isinstance(path, str) or not path.strip():
             raise ValueError(f"{where}.path must be a JMESPath expression, got {path!r}")
         _compile(path, f"{where}.path")
     expect, value = _expect(item.get("expect", "same"), f"{where}.expect")
-    if audit and expect in _RELATIVE:
+    if audit and expect in RELATIVE:
         raise ValueError(
             f"{where}.expect: {expect} compares with the state before a change, and this step "
             "changes nothing: use present, absent or {equals: VALUE}"
@@ -226,18 +198,22 @@ def _check(item: object, where: str, audit: bool, netconf: bool) -> StateCheck:
     name = item.get("name")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"{where}.name must be text, got {name!r}")
-    read = reads.xpath or reads.command
+    read = reads.xpath or " ".join((reads.subtree or "").split()) or reads.command
     return replace(
         reads, name=name or (f"{read} | {path}" if path else read), path=path, expect=expect,
         value=value, host=host, host_from=host_from, hosts=item.get(HOSTS),
     )
 
 
-_READS = {False: "command", True: "xpath"}
+_READS = {False: "command", True: "xpath or filter"}
 
 
 def _command_read(item: Mapping[str, Any], where: str) -> StateCheck:
     """What a check reads by a command: the command and its parser."""
+    if "force_list" in item:
+        raise ValueError(f"{where}.force_list: element names made lists in a NETCONF reply's "
+                         "data, for a check by xpath or filter; a command's output is read by "
+                         "its parse")
     command = item.get("command")
     if not isinstance(command, str) or not command.strip() or "\n" in command:
         raise ValueError(f"{where}.command must be one line of text, got {command!r}")
@@ -255,21 +231,33 @@ def _command_read(item: Mapping[str, Any], where: str) -> StateCheck:
     )
 
 
-def _xpath_read(item: Mapping[str, Any], where: str, netconf: bool) -> StateCheck:
-    """What a check reads over NETCONF: ``<get>`` of an ``xpath`` (the data is XML: no
-    parser)."""
+def _netconf_read(item: Mapping[str, Any], where: str, netconf: bool) -> StateCheck:
+    """What a check reads over NETCONF: ``<get>`` filtered by an ``xpath`` or a subtree
+    ``filter`` (the data is XML: no parser)."""
     if not netconf:
-        raise ValueError(f"{where}.xpath: a check by xpath reads over NETCONF, around "
+        key = "xpath" if "xpath" in item else "filter"
+        raise ValueError(f"{where}.{key}: a check by {key} reads over NETCONF, around "
                          "netconf_edit_config or anetconf_edit_config; give a command here")
     for key in ("command", "parse", "template_file"):
         if key in item:
             raise ValueError(f"{where}.{key}: a NETCONF change's check reads its data with "
-                             "<get> and an xpath: give xpath, not command, parse or "
-                             "template_file")
+                             "<get> and an xpath or a subtree filter: give xpath or filter, "
+                             "not command, parse or template_file")
+    force_list = check_force_list(item.get("force_list"), f"{where}.force_list")
+    if "xpath" in item and "filter" in item:
+        raise ValueError(f"{where}: give xpath or filter (a subtree), not both")
+    if "filter" in item:
+        subtree = item["filter"]
+        try:
+            netconf_filter(subtree=subtree)
+        except NetconfFilterError as exc:
+            raise ValueError(f"{where}.{exc}") from None
+        return StateCheck(name="", command="", subtree=subtree.strip(), force_list=force_list)
     xpath = item.get("xpath")
     if not isinstance(xpath, str) or not xpath.strip() or "\n" in xpath:
-        raise ValueError(f"{where}.xpath must be an XPath expression on one line, got {xpath!r}")
-    return StateCheck(name="", command="", xpath=xpath.strip())
+        raise ValueError(f"{where}.xpath must be an XPath expression on one line (or give "
+                         f"filter, a subtree filter), got {xpath!r}")
+    return StateCheck(name="", command="", xpath=xpath.strip(), force_list=force_list)
 
 
 def _expect(given: object, where: str) -> tuple[str, Any]:
@@ -313,65 +301,7 @@ def _present(value: Any) -> bool:
     return value is not None and value != [] and value != {}
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
+    """``value`` as a check's words show it: its ``repr``, shortened past 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else text[:60] + " ..." + text[-15:]
-
-
-# -- reading them --------------------------------------------------------------------------
-
-
-def resolved(task: Task, checks: tuple[StateCheck, ...]) -> tuple[StateCheck, ...]:
-    """``checks`` with each ``host`` named by a name given as the inventory's ``Host``.
-
-    Raises:
-        ValueError: a host the run's inventory does not have (a job checks this as it loads;
-            a worker elsewhere has no inventory, and the job gives it the hosts themselves).
-    """
-    hosts = getattr(getattr(task.nornir, "inventory", None), "hosts", {})
-    found = []
-    for check in checks:
-        if check.host_from is not None:
-            name = task.host.get(check.host_from)
-            if not isinstance(name, str):
-                raise ValueError(f"{check.said()}: host {task.host.name} has no data "
-                                 f"{check.host_from!r} naming the host to check on")
-            check = replace(check, host=name, host_from=None)
-        if isinstance(check.host, str):
-            # The hosts a job gave the check first: a worker's inventory is empty.
-            host = (check.hosts or {}).get(check.host) or hosts.get(check.host)
-            if host is None:
-                raise ValueError(f"{check.said()}: no host {check.host!r} in the inventory")
-            check = replace(check, host=host)
-        found.append(check)
-    return tuple(found)
-
-
-def read_checks(
-    checks: tuple[StateCheck, ...], platform: str | None
-) -> Plan[list[tuple[Any, str | None]]]:
-    """Each check's value, read from its host, or why it could not be (``platform``: the
-    host's own, for ntc-templates)."""
-    values: list[tuple[Any, str | None]] = []
-    for check in checks:
-        try:
-            if check.xpath is not None:
-                data = parse_data((yield Get(check.xpath, check.host)))
-                values.append((check.take(data), None))
-                continue
-            text = yield Command(check.command, check.host)
-            data = parse_output(
-                text, check.parse, command=check.command, template_file=check.template_file,
-                platform=platform if check.host is None else getattr(check.host, "platform", None),
-            )
-            values.append((check.take(data), None))
-        except PastDeadline:
-            raise
-        except Exception as exc:  # noqa: BLE001 - what a check could not read fails it
-            values.append((None, f"not read: {type(exc).__name__}: {exc}"))
-    return values
-
-
-def failures_said(outcomes: Sequence[CheckOutcome]) -> str:
-    """The checks that failed, in one line: ``check 'peers' (no_fewer) on h2: was 2, now 1``."""
-    return "; ".join(f"{o.check.said()}: {o.failure}" for o in outcomes if o.failure)

@@ -3,6 +3,7 @@
 - :func:`netconf_filter`: ``filter`` (a subtree: XML text) or ``xpath`` (an expression, with
   its ``namespaces`` prefixes), checked once (a job's load, a task's start) and made into
   ncclient's ``filter`` argument; a mistake is one line saying what is allowed.
+  :func:`require_xpath`: an XPath filter sent only to a server that advertises ``:xpath``.
 - :func:`parse_data`: the ``<data>`` of a ``<get>`` or ``<get-config>`` reply as dicts and
   lists (xmltodict's mapping: an element's children by name, a repeated element a list, text
   as strings), namespace declarations left out; elements named in ``force_list`` are lists
@@ -19,13 +20,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "DATASTORES", "NETCONF_NS", "XPATH_CAPABILITY", "NetconfFilterError", "as_config",
-    "check_datastore", "check_force_list", "config_text", "config_xml", "netconf_filter",
-    "parse_data", "xml_diff",
+    "DATASTORES", "NETCONF_NS", "XPATH_CAPABILITY", "NetconfCapabilityMissing",
+    "NetconfFilterError", "as_config", "check_datastore", "check_force_list", "config_text",
+    "config_xml", "netconf_filter", "parse_data", "require_xpath", "xml_diff",
 ]
 
 DATASTORES = ("running", "candidate", "startup")
@@ -36,6 +37,23 @@ MAX_CONFIG_XML = 16 * 1024 * 1024
 
 class NetconfFilterError(ValueError):
     """A filter that cannot be sent: what was wrong and what is allowed, in one line."""
+
+
+class NetconfCapabilityMissing(ValueError):
+    """The request needs a capability the server does not advertise (``:xpath``)."""
+
+
+def require_xpath(capabilities: Iterable[str], host: str) -> None:
+    """Raise :class:`NetconfCapabilityMissing` unless ``capabilities`` (the URIs the server's
+    hello advertised: ncclient's ``server_capabilities``) hold ``:xpath``, naming ``host``,
+    the capability and the way out: a subtree filter (a read's and a check's ``filter``).
+    An XPath filter is not sent to a server without it, which may refuse it, or ignore the
+    filter and answer with everything."""
+    if not any(uri.split("?", 1)[0] == XPATH_CAPABILITY for uri in capabilities):
+        raise NetconfCapabilityMissing(
+            f"{host} does not advertise :xpath ({XPATH_CAPABILITY}): give a subtree filter "
+            "(filter) instead"
+        )
 
 
 def netconf_filter(
@@ -101,15 +119,16 @@ def check_datastore(source: object) -> str:
     return str(source)
 
 
-def check_force_list(force_list: object) -> tuple[str, ...]:
-    """``force_list`` as element names (a list of strings)."""
+def check_force_list(force_list: object, where: str = "force_list") -> tuple[str, ...]:
+    """``force_list`` as element names (a list of strings); ``where``: its place, in the
+    error's words."""
     if force_list is None:
         return ()
     if isinstance(force_list, str) or not isinstance(force_list, Sequence) or not all(
         isinstance(name, str) and name for name in force_list
     ):
         raise NetconfFilterError(
-            f"force_list must be a list of element names, e.g. [interface], got {force_list!r}"
+            f"{where} must be a list of element names, e.g. [interface], got {force_list!r}"
         )
     return tuple(force_list)
 

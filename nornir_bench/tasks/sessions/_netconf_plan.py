@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nornir_bench.core.deadlines import bounded
-from nornir_bench.tasks.dialects.netconf_xml import NETCONF_NS
+from nornir_bench.tasks.dialects.netconf_xml import NETCONF_NS, require_xpath
 from nornir_bench.tasks.sessions._netconf_requests import (
     CANDIDATE,
     CancelCommit,
@@ -47,7 +47,8 @@ T = TypeVar("T")
 def _answer(task: Task, session: Any, request: NetconfRequest | Login, timeout: float,
             others: dict[str, NetconfSession]) -> Any:
     """``request`` on ``session`` (an ncclient manager; blocking), each RPC within ``timeout``
-    and the host's deadline; an ``<rpc-error>`` raised as :class:`NetconfRefused`."""
+    and the host's deadline; an ``<rpc-error>`` raised as :class:`NetconfRefused`, an XPath
+    filter to a server without ``:xpath`` as ``NetconfCapabilityMissing`` (not sent)."""
     from lxml import etree
     from ncclient.operations import RPCError
 
@@ -66,13 +67,16 @@ def _answer(task: Task, session: Any, request: NetconfRequest | Login, timeout: 
         if not other.is_open:
             other.login(private_copy(request.host), bounded(task, timeout))
         session = other.manager
+    if isinstance(request, Get) and isinstance(request.filter, tuple):  # not sent without it
+        require_xpath(session.server_capabilities,
+                      (task.host if request.host is None else request.host).name)
     session.timeout = bounded(task, timeout)
     name = _RPC_NAMES[type(request)]
     try:
         if isinstance(request, GetConfig):
             return session.get_config(source=request.source).data_xml
         if isinstance(request, Get):
-            return session.get(filter=("xpath", request.xpath)).data_xml
+            return session.get(filter=request.filter).data_xml
         if isinstance(request, Lock):
             return session.lock(CANDIDATE)
         if isinstance(request, Unlock):

@@ -41,10 +41,11 @@ class GetConfig:
 
 @dataclass(frozen=True)
 class Get:
-    """``<get>`` with an XPath filter, on the host (``host`` ``None``) or another ``Host``:
-    the ``<data>`` element's XML."""
+    """``<get>`` with ``filter`` (ncclient's: a subtree filter's ``<filter>`` element as text,
+    or ``("xpath", expression)``), on the host (``host`` ``None``) or another ``Host``: the
+    ``<data>`` element's XML."""
 
-    xpath: str
+    filter: str | tuple[str, str]
     host: Any = None
 
 

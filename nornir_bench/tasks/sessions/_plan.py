@@ -4,7 +4,7 @@ A plan is a generator of requests (:data:`Request`): it yields what it needs fro
 gets the answer sent back (or the error thrown in, where it stands), and returns what it did.
 :func:`drive` runs a plan on nornir-netmiko's connection (blocking), :func:`adrive` on
 scrapli's async session; the change (:mod:`~nornir_bench.tasks.changes.config`), the checks
-around it and an audit (:mod:`~nornir_bench.tasks.checks.state_checks`) are plans, so both
+around it and an audit (:mod:`~nornir_bench.tasks.checks.check_outcomes`) are plans, so both
 drivers behave alike.
 
 A command for another host (a check on a neighbour) goes through a session of its own to that

@@ -26,7 +26,8 @@ from nornir_bench.tasks.changes._change import Change, ChangeOptions, ConfigChan
 from nornir_bench.tasks.changes._change_flow import change_flow
 from nornir_bench.tasks.changes.backups import ChangeProgress
 from nornir_bench.tasks.changes.journal import CONFIRMED, PENDING, read_journal
-from nornir_bench.tasks.checks.state_checks import checks_from, checks_text
+from nornir_bench.tasks.checks.check_outcomes import checks_text
+from nornir_bench.tasks.checks.state_checks import checks_from
 from nornir_bench.tasks.dialects.dialects import driver_for
 from nornir_bench.tasks.sessions._plan import Command, Login, Plan, Read, Save, Send
 

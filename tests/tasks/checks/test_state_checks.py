@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from nornir_bench.tasks.checks.state_checks import CheckOutcome, StateCheck, checks_from
+from nornir_bench.tasks.checks.check_outcomes import CheckOutcome
+from nornir_bench.tasks.checks.state_checks import StateCheck, checks_from
 
 SUMMARY = {"peers": {"a": {"state": "Established"}, "b": {"state": "Idle"}}}
 ESTABLISHED = "length(peers.* | [?state=='Established'])"
