@@ -103,8 +103,8 @@ class RunSummary:
             )
         if self.changes.get(INTERRUPTED):
             out.append(
-                f"INTERRUPTED DURING CHANGE: {hosts_named(self.changes[INTERRUPTED])}: state "
-                "unknown (the records' change.backup)"
+                f"INTERRUPTED DURING CHANGE: {hosts_named(self.changes[INTERRUPTED])}: each "
+                "host's message says what may hold (the records' change.backup)"
             )
         out.append(
             f"hosts: {self.hosts}, ok: {self.ok}, failed: {self.failed}, changed: {self.changed}"
