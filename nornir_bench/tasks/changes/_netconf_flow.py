@@ -44,6 +44,7 @@ from nornir_bench.tasks.sessions._netconf_requests import (
     GetConfig,
     Lock,
     NetconfRefused,
+    SessionLost,
     Unlock,
     Validate,
 )
@@ -114,13 +115,13 @@ def _locked(
         raise
     except Exception as exc:  # the session failed under the change: what holds is unknown
         reverts = "" if confirm_timeout is None else (
-            f"; the server reverts its confirmed commit itself (when this session ends, or "
+            f"; the server reverts its confirmed commit itself (when it sees this session end, or "
             f"{confirm_timeout} s after the commit)")
+        how_failed = f"ended during the change ({exc})" if isinstance(exc, SessionLost) else \
+            f"failed during the change ({type(exc).__name__}: {exc})"
         raise ConfigChangeFailed(
-            _masked(
-                f"the session failed during the change ({type(exc).__name__}: {exc}): state "
-                f"unknown{reverts}, backup at {saved}"
-            ), state=INTERRUPTED, backup=saved, checks=around.records(),
+            _masked(f"the session {how_failed}: state unknown{reverts}, backup at {saved}"),
+            state=INTERRUPTED, backup=saved, checks=around.records(),
         ) from exc
 
 
