@@ -20,6 +20,7 @@ from nornir_bench.core.changes import CHANGED, INTERRUPTED
 from nornir_bench.lab import RunningNetconfLab
 from nornir_bench.lab.inventory_files import write_inventory
 from nornir_bench.tasks import (
+    anetconf_edit_config,
     anetconf_get_config,
     netconf_edit_config,
     netconf_get_config,
@@ -156,14 +157,16 @@ def journal_of(path: Path) -> dict[str, list[tuple[str, bool]]]:
     return states
 
 
+@pytest.mark.parametrize(("runner", "task"), [("threadpool", netconf_edit_config),
+                                              ("asyncio", anetconf_edit_config)])
 def test_a_confirmed_change_with_a_check_through_the_jump_host_is_confirmed(
-    netconf_lab: RunningNetconfLab, tmp_path: Path,
+    netconf_lab: RunningNetconfLab, tmp_path: Path, runner: str, task: Any,
 ) -> None:
     journal = tmp_path / "run.journal"
     with bastion() as jump:
         lab = behind(netconf_lab, tmp_path / "inventory", jump_data(jump), jump.line())
-        with lab.nornir("threadpool", num_workers=2) as nr:
-            result = nr.run(task=netconf_edit_config, config=description("via the bastion"),
+        with lab.nornir(runner, num_workers=2) as nr:
+            result = nr.run(task=task, config=description("via the bastion"),
                             checks=[DESCRIPTION_CHECK], confirm={"within": 20},
                             journal_file=str(journal), backup_dir=str(tmp_path / "backups"))
     assert not result.failed, {h: str(m[0].exception) for h, m in result.items()}
