@@ -103,7 +103,7 @@ def test_a_wrong_password_after_a_refused_login_is_not_tried_again(
     the second try carried the first's connection loss within it, the run took it for one
     more throttled login, and offered the wrong password 10 times more (an AAA server locks
     the account)."""
-    from tests.tasks.sessions.test_jump_hosts import bastion
+    from tests.ssh_servers import bastion
 
     with bastion() as server:
         server.refuse = 1

@@ -45,6 +45,7 @@ __all__ = [
     "LoginPace",
     "Place",
     "Refused",
+    "authentication_refused",
     "refused_before_login",
     "refused_by",
     "server_of",
@@ -98,11 +99,17 @@ def refused_before_login(error: BaseException) -> bool:
     that never answered (``NoSSHBanner``), whatever paramiko said while waiting for it."""
     for cause in causes(error):
         for raised in _chain(cause):
-            if isinstance(raised, NoSSHBanner) or type(raised).__name__ in _AUTHENTICATION_REFUSED:
+            if isinstance(raised, NoSSHBanner) or authentication_refused(raised):
                 break
             if _refusal(raised):
                 return True
     return False
+
+
+def authentication_refused(error: BaseException) -> bool:
+    """Whether ``error`` is an SSH library's word for a login the server answered with "no"
+    (a wrong username or password), not one it closed before asking."""
+    return type(error).__name__ in _AUTHENTICATION_REFUSED
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:

@@ -52,6 +52,7 @@ from nornir_bench.tasks.sessions._netconf_requests import (
     GetConfig,
     Lock,
     NetconfRefused,
+    SessionLost,
     Unlock,
     Validate,
 )
@@ -153,11 +154,11 @@ def _locked(
     except (ConfigChangeFailed, PastDeadline):
         raise
     except Exception as exc:  # the session failed under the change: it is dropped
+        how_failed = f"ended during the change ({exc})" if isinstance(exc, SessionLost) else \
+            f"failed during the change ({type(exc).__name__}: {exc})"
         raise ConfigChangeFailed(
-            _masked(
-                f"the session failed during the change ({type(exc).__name__}: {exc}): "
-                f"{progress.unknown_or_holds()} backup at {saved}"
-            ), state=INTERRUPTED, backup=saved, checks=around.records(),
+            _masked(f"the session {how_failed}: {progress.unknown_or_holds()} backup at {saved}"),
+            state=INTERRUPTED, backup=saved, checks=around.records(),
         ) from exc
 
 

@@ -6,7 +6,10 @@ task runs it whole in the run's thread pool.
 The plan yields NETCONF requests (:data:`NetconfRequest`), and ``Wait`` and ``Login`` as a CLI
 plan does; a device's ``<rpc-error>`` is thrown into it as :class:`NetconfRefused`, where it
 stands. Each RPC waits at most the host's time left; past its deadline nothing more is sent.
-A plan that raises (the session failed, a reply did not come, the deadline passed) has its
+Once the session is found ended (the device, or a jump host on the way, closed it), every
+request and wait the plan yields is answered with :class:`SessionLost`: nothing can be asked
+on it any more, and a check read again and again within a confirm window would wait out the
+window. A plan that raises (the session failed, a reply did not come, the deadline passed) has its
 session dropped, no RPC sent: the server then gives the candidate's lock back, discards what
 was not committed, and reverts a confirmed commit not yet confirmed.
 """
@@ -28,7 +31,9 @@ from nornir_bench.tasks.sessions._netconf_requests import (
     Get,
     GetConfig,
     Lock,
+    NetconfRefused,
     NetconfRequest,
+    SessionLost,
     Unlock,
     Validate,
     refused,
@@ -109,6 +114,15 @@ _RPC_NAMES: dict[type, str] = {
 }
 
 
+def _lost(said: Exception | None) -> SessionLost:
+    """The session found ended, ``said`` the last error of a request (what ended it)."""
+    if isinstance(said, SessionLost):
+        return said
+    if said is None:
+        return SessionLost("closed by the device or by a jump host on the way")
+    return SessionLost(f"{type(said).__name__}: {said}")
+
+
 def _advance(plan: Plan[T], answer: Any, error: Exception | None) -> tuple[bool, Any]:
     try:
         return False, plan.throw(error) if error is not None else plan.send(answer)
@@ -131,9 +145,12 @@ def ndrive(task: Task, plan: Plan[T], timeout: float) -> T:
             manager = session.manager
             if manager is None or not session.is_open:
                 manager = session.login(task.host, bounded(task, timeout))
+            said: Exception | None = None  # the last error of a request not answered
             done, request = _advance(plan, None, None)
             while not done:
                 try:
+                    if not manager.connected:  # a check would read it until its window ends
+                        raise _lost(said)
                     if isinstance(request, Wait):
                         within_the_deadline(task)
                         time.sleep(bounded(task, request.seconds))
@@ -143,6 +160,8 @@ def ndrive(task: Task, plan: Plan[T], timeout: float) -> T:
                     error = None
                 except Exception as exc:  # noqa: BLE001 - the plan says what it means where it is
                     answer, error = None, exc
+                    if not isinstance(exc, NetconfRefused):  # the server answered that one
+                        said = exc
                 done, request = _advance(plan, answer, error)
             ended = True
             return request  # type: ignore[no-any-return]

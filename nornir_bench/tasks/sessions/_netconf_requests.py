@@ -1,6 +1,7 @@
 """The requests a NETCONF plan yields (:mod:`~nornir_bench.tasks.sessions._netconf_plan` answers
-them), and the error a server's ``<rpc-error>`` is thrown into the plan as. Apart, so that the
-plans' request type (:data:`~nornir_bench.tasks.sessions._plan.Request`) names them."""
+them), and the errors thrown into the plan: a server's ``<rpc-error>``, the session lost. Apart,
+so that the plans' request type (:data:`~nornir_bench.tasks.sessions._plan.Request`) names
+them."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ __all__ = [
     "Lock",
     "NetconfRefused",
     "NetconfRequest",
+    "SessionLost",
     "Unlock",
     "Validate",
     "refused",
@@ -115,6 +117,13 @@ class NetconfRefused(Exception):
         where = f" at {path}" if path else ""
         super().__init__(f"<{rpc}> refused: {tag or 'rpc-error'}: {message}{where}")
         self.rpc, self.tag, self.holder = rpc, tag, holder
+
+
+class SessionLost(Exception):
+    """The host's session ended under the plan (closed by the device, or by a jump host on
+    the way): nothing more can be asked on it, so every request and wait the plan yields from
+    then on is answered with this, and a plan lets it through. Its text: what the session
+    last said (``TransportError: Not connected to NETCONF server``)."""
 
 
 _HOLDER = re.compile(r"<session-id>\s*(\d+)\s*</session-id>")

@@ -7,12 +7,13 @@ an idle one is closed. scrapli's logins get an asyncssh ``tunnel`` (connections 
 loop); netmiko's a paramiko channel (``sock``), from connections per process. A bastion
 connection that dies is dropped; the next login opens another.
 
-A bastion is connected to one attempt at a time, and the logins that waited for an attempt
-that failed fail with it (:class:`~nornir_bench.tasks.sessions.jump_hosts.JumpHostUnreachable`,
-naming the bastion and what happened): a bastion that is down costs one login timeout, not one per
-host. One that closed the connection before login (its ``MaxStartups``) is tried again as a
-device's refused login is; one that never answered (``NoSSHBanner``) or refused the connection
-is not.
+A bastion is connected to one attempt at a time, and the login that made an attempt that
+failed and the logins that waited for it fail with it
+(:class:`~nornir_bench.tasks.sessions.jump_hosts.JumpHostUnreachable`, naming the bastion and
+what happened: down, or its login refused; a key it showed that is not trusted is a
+``HostKeyError`` naming it): a bastion that is down costs one login timeout, not one per host.
+One that closed the connection before login (its ``MaxStartups``) is tried again as a device's
+refused login is; one that never answered (``NoSSHBanner``) or refused the connection is not.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nornir_bench.core.exceptions import NoSSHBanner
-from nornir_bench.core.policies.logins import refused_before_login
+from nornir_bench.core.policies.logins import authentication_refused, refused_before_login
 from nornir_bench.tasks.sessions._ssh_banner import (
     ConnectionWatch,
     login_timeout_error,
@@ -96,16 +97,11 @@ class _Attempts:
             self.failed[jump] = (ended, error)
 
     def failure(self, jump: JumpHost, error: Exception) -> BaseException:
-        """Note an attempt that failed with ``error``; what its own login fails with."""
+        """Note an attempt that failed with ``error``; what its own login fails with: as the
+        logins that waited for it, naming the bastion (a key it showed that is not trusted
+        names it already, and is kept as it is)."""
         self.end(jump, error)
-        return _again(jump, error) if _unreachable(error) else error
-
-
-def _unreachable(error: BaseException) -> bool:
-    """Whether ``error`` says the bastion could not be reached (refused, unreachable, no
-    banner, a TCP timeout) or closed the connection before login; not a key or a password it
-    refused, which the attempting login keeps as they are."""
-    return isinstance(error, OSError) or refused_before_login(error)
+        return error if isinstance(error, HostKeyError) else _again(jump, error)
 
 
 def _again(jump: JumpHost, exc: BaseException) -> BaseException:
@@ -126,7 +122,10 @@ def _reason(jump: JumpHost, exc: BaseException) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused: nothing listens on that port (is the bastion up?)"
     said = str(exc).removeprefix(f"{jump.where}: ")
-    return f"{type(exc).__name__}: {said or 'no answer'}"
+    said = f"{type(exc).__name__}: {said or 'no answer'}"
+    if authentication_refused(exc):
+        return f"login refused ({said}): check the jump host's username and password"
+    return said
 
 
 # -- asyncssh (scrapli) -----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Devices reached through a jump host, on both drivers: a real SSH bastion on loopback
-(asyncssh, forwarding to 127.0.0.1 only) in front of a server that records every password
-offered to it; both hosts' keys are checked.
+(asyncssh, forwarding to 127.0.0.1 only: tests/ssh_servers.py's) in front of a server that
+records every password offered to it; both hosts' keys are checked.
 
 The jump host is the task's: netmiko's on threadpool, scrapli's on asyncio (docs/testing.md,
 the runner matrix); how a runner retries and paces logins is tests/runners/test_logins.py's."""
@@ -10,9 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +27,7 @@ from nornir_bench.tasks.sessions.host_keys import HostKeyMismatch, HostKeyUnknow
 from nornir_bench.tasks.sessions.jump_hosts import JumpHostUnreachable
 from tests.devices import closed_port, nornir_on
 from tests.runners.test_conformance import ASYNC, RUNNERS, SYNC, Runner, each_kind, each_runner
-from tests.ssh_servers import ssh_server
+from tests.ssh_servers import JUMP_PASSWORD, Bastion, bastion, jump_data
 from tests.tasks.sessions.test_host_keys import (
     COMBINATIONS,
     PASSWORD,
@@ -39,55 +36,6 @@ from tests.tasks.sessions.test_host_keys import (
     impostor,
 )
 from tests.waiting import HANG_GUARD
-
-JUMP_PASSWORD = "bastion-secret-4d2"
-
-
-@dataclass
-class Bastion:
-    port: int
-    key: asyncssh.SSHKey
-    logins: list[str] = field(default_factory=list)  # passwords offered
-    tunnels: list[tuple[str, int]] = field(default_factory=list)
-    ended: int = 0  # connections closed, by either side
-    refuse: int = 0  # the first connections closed before login (OpenSSH's MaxStartups)
-    connections: int = 0
-
-    def line(self) -> str:
-        return f"[127.0.0.1]:{self.port} {self.key.export_public_key().decode().strip()}\n"
-
-
-@contextmanager
-def bastion() -> Iterator[Bastion]:
-    jump = Bastion(0, asyncssh.generate_private_key("ssh-ed25519"))
-
-    class Jump(asyncssh.SSHServer):
-        def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
-            jump.connections += 1
-            if jump.connections <= jump.refuse:  # before login, as OpenSSH's MaxStartups
-                asyncio.get_running_loop().call_soon(conn.abort)
-
-        def begin_auth(self, username: str) -> bool:
-            return True
-
-        def password_auth_supported(self) -> bool:
-            return True
-
-        def validate_password(self, username: str, password: str) -> bool:
-            jump.logins.append(password)
-            return password == JUMP_PASSWORD
-
-        def connection_requested(
-            self, dest_host: str, dest_port: int, orig_host: str, orig_port: int
-        ) -> bool:
-            jump.tunnels.append((dest_host, dest_port))
-            return dest_host == "127.0.0.1"  # loopback only
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            jump.ended += 1
-
-    with ssh_server(jump.key, Jump) as jump.port:
-        yield jump
 
 
 def run_through(
@@ -113,11 +61,6 @@ def run_through(
     finally:
         getattr(nr.runner, "close", lambda: None)()
     return {name: multi[0].exception for name, multi in result.items()}
-
-
-def jump_data(jump: Bastion, sessions: int = 2) -> dict[str, Any]:
-    return {"host": "127.0.0.1", "port": jump.port, "username": "ops",
-            "password": JUMP_PASSWORD, "max_sessions": sessions}
 
 
 @pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
@@ -163,6 +106,27 @@ def test_a_device_impostor_behind_the_bastion_gets_no_password(
                              known_hosts=str(known), jump_host=jump_data(jump))
     assert device.passwords == []
     assert all(isinstance(exc, HostKeyUnknown) for exc in errors.values()), errors
+
+
+@pytest.mark.parametrize(("runner", "task"), COMBINATIONS, ids=ids)
+def test_a_bastion_that_refuses_the_password_fails_every_host_in_one_line_naming_it(
+    runner: str, task: Any, tmp_path: Path
+) -> None:
+    """The login that made the attempt fails as the ones that waited for it do, naming the
+    bastion (it failed with the library's bare "Authentication failed.", which reads as the
+    device's refusal); the password is offered once."""
+    known = tmp_path / "known_hosts"
+    with bastion() as jump, impostor() as device:
+        known.write_text(jump.line() + device.line())
+        errors = run_through(jump, device, tmp_path, runner, task, known_hosts=str(known),
+                             jump_host={**jump_data(jump), "password": "wrong"})
+    refused = ("AuthenticationException: Authentication failed." if task is send_command
+               else "PermissionDenied: Permission denied for user ops on host 127.0.0.1")
+    for exc in errors.values():
+        assert isinstance(exc, JumpHostUnreachable), errors
+        assert str(exc) == (f"jump host 127.0.0.1:{jump.port}: login refused ({refused}): "
+                            "check the jump host's username and password")
+    assert jump.logins == ["wrong"] and jump.tunnels == [] and device.passwords == []
 
 
 def run_behind_down_bastion(
