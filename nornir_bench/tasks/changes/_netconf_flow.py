@@ -63,6 +63,7 @@ __all__ = ["device_reverts", "netconf_flow"]
 # What holds on the device once a plain commit, or a confirming one, is answered.
 _COMMITTED = "committed: running holds the change"
 _CONFIRMED = "committed and confirmed: running holds the change"
+_CANCELLED = "cancelled: the server reverted its confirmed commit"
 
 _FIRST_ASK, _LAST_ASK = 0.05, 0.5  # seconds between asks for a lock another session holds
 
@@ -81,13 +82,17 @@ def netconf_flow(
     change = yield from _locked(config, how, progress, around, confirm_timeout)
     try:
         yield Unlock()
-    except NetconfRefused as refused:  # raised: the driver drops the session (ndrive)
+    except PastDeadline:
+        raise
+    except Exception as exc:  # raised: the driver drops the session (ndrive)
         backup = f", backup at {change.backup}" if change.backup else ""
+        said = str(exc) if isinstance(exc, NetconfRefused) else \
+            f"the session failed at <unlock> ({type(exc).__name__}: {exc})"
         raise ConfigChangeFailed(
-            f"the change ended {change.state}{backup}; then {refused}: the session is "
-            "dropped, which gives the lock back and leaves running as the change left it",
+            f"the change ended {change.state}{backup}; then {said}: the session is dropped, "
+            "which gives the lock back and leaves running as the change left it",
             state=change.state, backup=change.backup, diff=change.diff, checks=change.checks,
-        ) from None
+        ) from exc
     return change
 
 
@@ -196,7 +201,17 @@ def _committed(
         if confirm_timeout is not None:
             yield from _confirmed(saved, around, progress, confirm_timeout)
         around.ended(CONFIRMED)
-        now = config_text((yield GetConfig(RUNNING)))
+        try:
+            now = config_text((yield GetConfig(RUNNING)))
+        except PastDeadline:
+            raise
+        except Exception as exc:  # the change holds: only its reading back failed
+            raise ConfigChangeFailed(
+                _masked(f"{progress.unknown_or_holds()} backup at {saved}; then the session "
+                        f"failed reading running back ({type(exc).__name__}: {exc}): it is "
+                        "dropped"),
+                state=CHANGED, backup=saved, diff=diff, checks=around.records(),
+            ) from exc
         return Change(CHANGED, _masked(xml_diff(running, now)) or diff, saved,
                       checks=around.records())
     if confirm_timeout is None and not how.rollback:
@@ -217,6 +232,7 @@ def _committed(
                 state=INTERRUPTED, backup=saved, checks=around.records(),
             ) from None
         how_undone = "<cancel-commit> sent: the server reverted its confirmed commit"
+        progress.holding(_CANCELLED)
     else:
         progress.holding(None)  # the candidate made the configuration before, then committed
         try:

@@ -348,18 +348,49 @@ class DroppingServer(ScriptedServer):
         return super().answer(request)
 
 
-@pytest.mark.parametrize(("confirm", "check", "holds"), [
-    (True, NEVER, "the server reverts its confirmed commit itself when the session ends, or "
-                  f"{T} s after the commit;"),  # read back after <cancel-commit>
-    (True, HOLDS, "committed and confirmed: running holds the change;"),
-    (False, HOLDS, "committed: running holds the change;"),
-], ids=["cancelled", "confirmed", "plain-commit"])
-def test_a_session_lost_after_the_commit_says_what_holds(
-    tmp_path: Path, confirm: bool, check: dict[str, Any], holds: str
+def test_a_session_lost_reading_back_a_cancelled_commit_says_the_server_reverted_it(
+    tmp_path: Path,
 ) -> None:
     with pytest.raises(ConfigChangeFailed) as failed:
-        change(DroppingServer(), tmp_path, check=check, confirm=confirm)
+        change(DroppingServer(), tmp_path, check=NEVER)
     assert str(failed.value) == (
         "the session failed during the change (ConnectionResetError: the server went away): "
-        f"{holds} backup at {tmp_path / 'nc1.cfg'}")
+        f"cancelled: the server reverted its confirmed commit; backup at {tmp_path / 'nc1.cfg'}")
     assert failed.value.change == {"state": INTERRUPTED, "backup": str(tmp_path / "nc1.cfg")}
+
+
+@pytest.mark.parametrize(("confirm", "holds"), [
+    (True, "committed and confirmed: running holds the change;"),
+    (False, "committed: running holds the change;"),
+], ids=["confirmed", "plain-commit"])
+def test_a_session_lost_reading_back_a_change_made_says_it_holds_and_records_it_changed(
+    tmp_path: Path, confirm: bool, holds: str
+) -> None:
+    """The checks held (and the commit was confirmed): the change is made, whatever the
+    reading back of running says; recorded ``changed``, the host failed naming the loss."""
+    with pytest.raises(ConfigChangeFailed) as failed:
+        change(DroppingServer(), tmp_path, confirm=confirm)
+    assert str(failed.value) == (
+        f"{holds} backup at {tmp_path / 'nc1.cfg'}; then the session failed reading running "
+        "back (ConnectionResetError: the server went away): it is dropped")
+    assert failed.value.change == {"state": CHANGED, "backup": str(tmp_path / "nc1.cfg")}
+    assert failed.value.diff == DIFF
+
+
+class LostAtUnlock(ScriptedServer):
+    """Loses the session when the lock is given back, as a server gone after the change."""
+
+    def answer(self, request: object) -> Any:
+        if isinstance(request, Unlock):
+            raise ConnectionResetError("the server went away")
+        return super().answer(request)
+
+
+def test_a_session_lost_at_the_unlock_says_how_the_change_ended(tmp_path: Path) -> None:
+    with pytest.raises(ConfigChangeFailed) as failed:
+        change(LostAtUnlock(), tmp_path)
+    assert str(failed.value) == (
+        f"the change ended changed, backup at {tmp_path / 'nc1.cfg'}; then the session failed "
+        "at <unlock> (ConnectionResetError: the server went away): the session is dropped, "
+        "which gives the lock back and leaves running as the change left it")
+    assert failed.value.change == {"state": CHANGED, "backup": str(tmp_path / "nc1.cfg")}
