@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import copy
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,11 +71,19 @@ def _free(held: list[_Held], jump: JumpHost, alive: Callable[[Any], bool]) -> _H
     return next((h for h in held if h.carried < jump.max_sessions), None)
 
 
+REFUSED_FOR = 60.0
+"""Seconds a username and password a bastion refused are not offered to it again."""
+_REFUSED: dict[JumpHost, tuple[float, BaseException]] = {}  # when, and what it said
+
+
 class _Attempts:
     """A bastion's connection attempts, made one at a time: a login that arrived while one was
     under way, and waited for it, fails with it at once if it failed, rather than trying
     again after it (a dead bastion, 200 hosts: one timeout, not 200 in a row). A login that
-    arrives after an attempt ended tries again."""
+    arrives after an attempt ended tries again; but not, for :data:`REFUSED_FOR` seconds, the
+    username and password the bastion refused (``JumpHost`` holds them), on any thread or
+    event loop of the process (:data:`_REFUSED`): offered once, not once a host (a bastion
+    that locks an account after a few failures, as PAM's faillock does, would lock it)."""
 
     def __init__(self) -> None:
         self.ended: dict[JumpHost, int] = {}
@@ -85,7 +94,11 @@ class _Attempts:
         return self.ended.get(jump, 0)
 
     def check(self, jump: JumpHost, seen: int) -> None:
-        """Raise the failure of an attempt that ended after ``seen`` (:meth:`seen`)."""
+        """Raise the failure of an attempt that ended after ``seen`` (:meth:`seen`), or of a
+        login refused within :data:`REFUSED_FOR` seconds."""
+        refused = _REFUSED.get(jump)
+        if refused is not None and time.monotonic() - refused[0] < REFUSED_FOR:
+            raise _again(jump, refused[1])
         failed = self.failed.get(jump)
         if failed is not None and failed[0] > seen:
             raise _again(jump, failed[1])
@@ -95,6 +108,10 @@ class _Attempts:
         ended = self.ended[jump] = self.ended.get(jump, 0) + 1
         if error is not None:
             self.failed[jump] = (ended, error)
+            if authentication_refused(error):
+                _REFUSED[jump] = (time.monotonic(), error)
+        else:
+            _REFUSED.pop(jump, None)
 
     def failure(self, jump: JumpHost, error: Exception) -> BaseException:
         """Note an attempt that failed with ``error``; what its own login fails with: as the
