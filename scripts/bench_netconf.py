@@ -28,15 +28,22 @@ out). ``--quick``: 2 servers, 4 hosts, 2 reads (2 rounds), 1 repeat.
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from netconf_bench.changes import change_sides, idle_ticks
-from netconf_bench.sides import AT_ONCE, HELLO_PAUSE, Side, cycle, nornir_rounds
+from netconf_bench.sides import (
+    AT_ONCE,
+    HELLO_PAUSE,
+    Side,
+    cycle,
+    nornir_rounds,
+    scrapli_rounds,
+)
 
 import harness
 from harness.entry import quiet_warnings
@@ -94,30 +101,13 @@ def nornir_task(lab: RunningNetconfLab, runner: str, reads: int) -> list[float]:
 
 def scrapli_async(lab: RunningNetconfLab, ports: list[int], reads: int) -> list[float]:
     """Each host's reads with scrapli-netconf over asyncssh, 10 at once on one loop."""
-    from scrapli_netconf.driver import AsyncNetconfDriver
 
-    async def host(port: int, places: asyncio.Semaphore) -> list[float]:
-        async with places:
-            driver = AsyncNetconfDriver(
-                host="127.0.0.1", port=port, auth_username=lab.user, auth_password=lab.password,
-                auth_strict_key=False, transport="asyncssh", timeout_ops=30)
-            await driver.open()
-            await asyncio.sleep(HELLO_PAUSE)
-            took = []
-            for _ in range(reads):
-                began = time.perf_counter()
-                reply = await driver.get_config("running", filter_=INTERFACES)
-                if reply.failed:
-                    raise SystemExit(f"bench_netconf: scrapli-netconf: {reply.result}")
-                took.append(time.perf_counter() - began)
-            await driver.close()
-            return took
+    async def read(driver: Any, port: int) -> None:
+        reply = await driver.get_config("running", filter_=INTERFACES)
+        if reply.failed:
+            raise SystemExit(f"bench_netconf: scrapli-netconf: {reply.result}")
 
-    async def hosts() -> list[list[float]]:
-        places = asyncio.Semaphore(AT_ONCE)
-        return await asyncio.gather(*(host(port, places) for port in ports))
-
-    return [t for each in asyncio.run(hosts()) for t in each]
+    return scrapli_rounds(lab, ports, reads, 30, read)
 
 
 def main(bench: harness.Bench) -> None:

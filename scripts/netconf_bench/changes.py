@@ -20,7 +20,6 @@ Then :func:`idle_ticks`: what ncclient's open sessions cost while they wait, by 
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import math
 import tempfile
@@ -31,7 +30,14 @@ from functools import partial
 from typing import Any
 
 import harness
-from netconf_bench.sides import AT_ONCE, HELLO_PAUSE, Side, cycle, nornir_rounds
+from netconf_bench.sides import (
+    AT_ONCE,
+    HELLO_PAUSE,
+    Side,
+    cycle,
+    nornir_rounds,
+    scrapli_rounds,
+)
 from nornir_bench.tasks.dialects.netconf_xml import NETCONF_NS, as_config, config_text, xml_diff
 
 __all__ = ["KINDS", "change_sides", "idle_ticks"]
@@ -174,7 +180,6 @@ def nornir_changes(lab: Any, runner: str, rounds: int, kind: str) -> list[float]
 def scrapli_changes(lab: Any, ports: list[int], rounds: int, confirm: int | None) -> list[float]:
     """Each host's changes with scrapli-netconf over asyncssh, 10 at once on one loop."""
     from lxml import etree
-    from scrapli_netconf.driver import AsyncNetconfDriver
 
     def data(reply: Any) -> str:
         found = reply.xml_result.find(f"{{{NETCONF_NS}}}data")
@@ -203,25 +208,4 @@ def scrapli_changes(lab: Any, ports: list[int], rounds: int, confirm: int | None
         await sent(driver.get_config, "running")
         await sent(driver.unlock, "candidate")
 
-    async def host(port: int, places: asyncio.Semaphore) -> list[float]:
-        async with places:
-            driver = AsyncNetconfDriver(
-                host="127.0.0.1", port=port, auth_username=lab.user, auth_password=lab.password,
-                auth_strict_key=False, transport="asyncssh", timeout_ops=TIMEOUT)
-            await driver.open()
-            took = []
-            try:
-                await asyncio.sleep(HELLO_PAUSE)
-                for _ in range(rounds):
-                    began = time.perf_counter()
-                    await change(driver, port)
-                    took.append(time.perf_counter() - began)
-            finally:
-                await driver.close()
-            return took
-
-    async def hosts() -> list[list[float]]:
-        places = asyncio.Semaphore(AT_ONCE)
-        return await asyncio.gather(*(host(port, places) for port in ports))
-
-    return [t for each in asyncio.run(hosts()) for t in each]
+    return scrapli_rounds(lab, ports, rounds, TIMEOUT, change)

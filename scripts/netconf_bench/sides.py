@@ -1,16 +1,18 @@
 """What the sides of scripts/bench_netconf.py share: a side's runs (:class:`Side`), how many
-hosts work at once, scrapli-netconf's pause after ``open()``, and the package's tasks timed a
-run at a time (:func:`nornir_rounds`)."""
+hosts work at once, scrapli-netconf's hosts on one loop (:func:`scrapli_rounds`, with its
+pause after ``open()``), and the package's tasks timed a run at a time
+(:func:`nornir_rounds`)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import harness
 
-__all__ = ["AT_ONCE", "HELLO_PAUSE", "Side", "cycle", "nornir_rounds"]
+__all__ = ["AT_ONCE", "HELLO_PAUSE", "Side", "cycle", "nornir_rounds", "scrapli_rounds"]
 
 AT_ONCE = 10
 HELLO_PAUSE = 0.2  # netconfd never answers a request it reads with the client's hello
@@ -56,3 +58,33 @@ def cycle(servers: Any) -> Iterator[Any]:
     """The lab's servers in turn, without end (hosts spread over them as the inventory does)."""
     while True:
         yield from servers
+
+
+def scrapli_rounds(lab: Any, ports: list[int], rounds: int, timeout: float,
+                   one: Callable[[Any, int], Awaitable[None]]) -> list[float]:
+    """Each port's host logged in with scrapli-netconf over asyncssh (``AT_ONCE`` at once, on
+    one event loop), then ``rounds`` of ``one(driver, port)``: each round's time."""
+    from scrapli_netconf.driver import AsyncNetconfDriver
+
+    async def host(port: int, places: asyncio.Semaphore) -> list[float]:
+        async with places:
+            driver = AsyncNetconfDriver(
+                host="127.0.0.1", port=port, auth_username=lab.user, auth_password=lab.password,
+                auth_strict_key=False, transport="asyncssh", timeout_ops=timeout)
+            await driver.open()
+            took = []
+            try:
+                await asyncio.sleep(HELLO_PAUSE)
+                for _ in range(rounds):
+                    began = time.perf_counter()
+                    await one(driver, port)
+                    took.append(time.perf_counter() - began)
+            finally:
+                await driver.close()
+            return took
+
+    async def hosts() -> list[list[float]]:
+        places = asyncio.Semaphore(AT_ONCE)
+        return await asyncio.gather(*(host(port, places) for port in ports))
+
+    return [t for each in asyncio.run(hosts()) for t in each]

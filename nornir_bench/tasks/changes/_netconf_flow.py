@@ -225,12 +225,8 @@ def _committed(
         try:
             yield CancelCommit()
         except NetconfRefused as refused:  # pending in the journal: the device's to revert
-            raise ConfigChangeFailed(
-                _masked(f"{problem}; {refused}: the confirmed commit is still pending: the "
-                        f"session is dropped, and {device_reverts(confirm_timeout)}; backup "
-                        f"at {saved}"),
-                state=INTERRUPTED, backup=saved, checks=around.records(),
-            ) from None
+            raise _still_pending(f"{problem}; {refused}", saved, around,
+                                 confirm_timeout) from None
         how_undone = "<cancel-commit> sent: the server reverted its confirmed commit"
         progress.holding(_CANCELLED)
     else:
@@ -271,10 +267,18 @@ def _confirmed(
     except NetconfRefused as refused:
         if around.journal is not None:  # not confirmed after all: the device reverts it
             append_entry(around.journal, around.how.host, PENDING, confirming=False)
-        raise ConfigChangeFailed(
-            _masked(f"{refused} (the confirming one): the confirmed commit is still "
-                    f"pending: the session is dropped, and {device_reverts(confirm_timeout)}; "
-                    f"backup at {saved}"),
-            state=INTERRUPTED, backup=saved, checks=around.records(),
-        ) from None
+        raise _still_pending(f"{refused} (the confirming one)", saved, around,
+                             confirm_timeout) from None
     progress.holding(_CONFIRMED)
+
+
+def _still_pending(
+    refused: str, saved: str, around: AroundChange, confirm_timeout: int
+) -> ConfigChangeFailed:
+    """The failure of a change whose confirmed commit is still pending after ``refused``:
+    the session is dropped (the plan raises), and the server reverts the commit itself."""
+    return ConfigChangeFailed(
+        _masked(f"{refused}: the confirmed commit is still pending: the session is dropped, "
+                f"and {device_reverts(confirm_timeout)}; backup at {saved}"),
+        state=INTERRUPTED, backup=saved, checks=around.records(),
+    )
