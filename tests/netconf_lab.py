@@ -16,8 +16,10 @@ check finds what any of them left.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +32,7 @@ __all__ = [
     "netconf_lab_unavailable",
     "netconf_session_lab",
     "skip_without_netconf_lab",
+    "wrong_keys",
 ]
 
 NEEDS_NETCONF_LAB = "needs root and apt-get install -y netconfd openssh-server"
@@ -83,3 +86,12 @@ def netconf_lab_fixture(
     changed = netconf_session_lab.changed()
     if changed:
         netconf_session_lab.restore(changed)
+
+
+def wrong_keys(lab: RunningNetconfLab, folder: Path) -> str:
+    """known_hosts lines giving each of ``lab``'s servers a key that is not its own (made in
+    ``folder``): an impostor's, or a server's key changed."""
+    key = folder / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    other = " ".join(key.with_suffix(".pub").read_text().split()[:2])
+    return "".join(f"[127.0.0.1]:{server.port} {other}\n" for server in lab.plan.servers)

@@ -278,8 +278,15 @@ def test_a_run_killed_inside_the_confirm_window_is_reverted_by_the_server_not_re
     finally:
         run.kill()
         run.wait()
+    reverted_by_the_server(lab, before, journal, tmp_path)
+
+
+def reverted_by_the_server(lab: RunningNetconfLab, before: str, journal: Path,
+                           folder: Path) -> None:
+    """nc1 back to ``before`` by itself; ``recover`` then sends nothing, journaling it
+    reverted by the device."""
     wait_until(lambda: lab.data("nc1") == before, "nc1 reverted by itself", every=0.5)
-    done = nornir_bench_here("recover", str(journal), cwd=tmp_path)
+    done = nornir_bench_here("recover", str(journal), cwd=folder)
     assert done.returncode == 0, done.stderr
     assert "recover: nc1: nothing to send: the device reverts its confirmed commit itself" \
         in done.stdout

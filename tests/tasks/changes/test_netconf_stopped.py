@@ -25,12 +25,12 @@ from nornir_bench.tasks import netconf_edit_config
 from nornir_bench.tasks.changes._change import ConfigChangeFailed
 from nornir_bench.tasks.changes.backups import abandoned_failure
 from nornir_bench.tasks.changes.journal import PENDING, append_entry, read_journal
-from tests.cli.test_run import nornir_bench_here
 from tests.tasks.changes.test_netconf_change import (
     change_job,
     description,
     journal_states,
     other_session,
+    reverted_by_the_server,
 )
 from tests.tasks.changes.test_netconf_flow import BEFORE, NEVER, ScriptedServer, T, change
 from tests.waiting import HANG_GUARD, wait_until
@@ -179,9 +179,4 @@ def test_a_second_ctrl_c_in_the_confirm_window_leaves_the_commit_to_the_server(
     with other_session(lab, "nc1") as session:  # the lock went with the run's session
         session.lock("candidate")
         session.unlock("candidate")
-    done = nornir_bench_here("recover", str(journal), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "recover: nc1: nothing to send: the device reverts its confirmed commit itself" \
-        in done.stdout
-    assert lab.data("nc1") == before
-    assert journal_states(journal) == ["pending", "reverted"]
+    reverted_by_the_server(lab, before, journal, tmp_path)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from nornir_bench.tasks import (
 )
 from nornir_bench.tasks.sessions.host_keys import HostKeyMismatch, HostKeyUnknown
 from nornir_bench.tasks.sessions.netconf_session import CONNECTION_NAME, NetconfSession
+from tests.netconf_lab import wrong_keys
 
 IETF_INTERFACES = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
 ETH0 = (f'<interfaces xmlns="{IETF_INTERFACES}">'
@@ -152,11 +152,7 @@ def test_an_unknown_host_key_is_refused_before_the_password(
 def test_a_changed_host_key_is_refused_before_the_password(
     netconf_lab: RunningNetconfLab, tmp_path: Path,
 ) -> None:
-    key = tmp_path / "other_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    other = " ".join(key.with_suffix(".pub").read_text().split()[:2])
-    lab = _known_hosts(netconf_lab, tmp_path, "".join(
-        f"[127.0.0.1]:{s.port} {other}\n" for s in netconf_lab.plan.servers))
+    lab = _known_hosts(netconf_lab, tmp_path, wrong_keys(netconf_lab, tmp_path))
     logins = lab.logins()
     with lab.nornir("threadpool", num_workers=2) as nr:
         said = results(nr.run(task=netconf_get, filter=ETH0))

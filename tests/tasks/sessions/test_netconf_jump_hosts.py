@@ -9,7 +9,6 @@ commit itself."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from nornir_bench.tasks.sessions.host_keys import HostKeyMismatch, HostKeyUnknow
 from nornir_bench.tasks.sessions.jump_hosts import JumpHostUnreachable
 from tests.cli.test_run import nornir_bench_here
 from tests.devices import closed_port
+from tests.netconf_lab import wrong_keys
 from tests.ssh_servers import bastion, jump_data
 from tests.tasks.changes.test_netconf_change import DESCRIPTION_CHECK, change_job, description
 from tests.tasks.checks.test_netconf_read import ETH0, results
@@ -95,12 +95,8 @@ def test_an_unknown_server_key_behind_the_jump_host_is_refused_before_the_passwo
 def test_a_changed_server_key_behind_the_jump_host_is_refused_before_the_password(
     netconf_lab: RunningNetconfLab, tmp_path: Path,
 ) -> None:
-    key = tmp_path / "other_key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    other = " ".join(key.with_suffix(".pub").read_text().split()[:2])
     with bastion() as jump:
-        known = jump.line() + "".join(
-            f"[127.0.0.1]:{s.port} {other}\n" for s in netconf_lab.plan.servers)
+        known = jump.line() + wrong_keys(netconf_lab, tmp_path)
         lab = behind(netconf_lab, tmp_path / "inventory", jump_data(jump), known=known)
         logins = lab.logins()
         with lab.nornir("threadpool", num_workers=2) as nr:
