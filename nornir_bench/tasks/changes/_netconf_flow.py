@@ -77,8 +77,11 @@ def netconf_flow(
     for the confirming ``<commit>`` (with ``how.confirm``); ``lock_wait``: the seconds the
     lock is asked for again while another session holds it."""
     around = AroundChange(how)
-    yield from around.read_before()
     yield from _lock(lock_wait, around)
+    # The checks are read under the lock: their values are those the change starts from,
+    # after another session's change that the lock waited for too. One not read raises: the
+    # session is dropped, which gives the lock back.
+    yield from around.read_before()
     change = yield from _locked(config, how, progress, around, confirm_timeout)
     try:
         yield Unlock()
@@ -111,7 +114,8 @@ def _lock(lock_wait: float, around: AroundChange) -> Plan[None]:
             left = until - time.monotonic()
             if refused.tag != LOCK_DENIED or left <= 0:
                 held = f" (held by session {refused.holder})" if refused.holder else ""
-                waited = f" after asking for {lock_wait:g} s" if lock_wait else ""
+                waited = f" after asking for {lock_wait:g} s" \
+                    if lock_wait and refused.tag == LOCK_DENIED else ""
                 raise ConfigChangeFailed(
                     f"{refused}{held}: nothing sent{waited}", state=NOT_TOUCHED, backup=None,
                     checks=around.records(),
@@ -264,11 +268,12 @@ def _confirmed(
     progress.holding(None)
     try:
         yield Commit()
-    except NetconfRefused as refused:
+    except (NetconfRefused, SessionLost) as refused:  # not sent, or answered no
         if around.journal is not None:  # not confirmed after all: the device reverts it
             append_entry(around.journal, around.how.host, PENDING, confirming=False)
-        raise _still_pending(f"{refused} (the confirming one)", saved, around,
-                             confirm_timeout) from None
+        said = f"{refused} (the confirming one)" if isinstance(refused, NetconfRefused) else \
+            f"the session ended before the confirming <commit> was sent ({refused})"
+        raise _still_pending(said, saved, around, confirm_timeout) from None
     progress.holding(_CONFIRMED)
 
 

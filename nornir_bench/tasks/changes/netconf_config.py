@@ -7,7 +7,8 @@ Both take the same steps, one plan (:func:`~nornir_bench.tasks.changes._netconf_
    ``config_file``, or ``template_file`` (Jinja2, rendered per host with ``host`` and
    ``variables``); not well-formed XML is refused before any device is touched.
 2. **Checks before** (``checks``, each read with a ``<get>`` of its ``xpath`` or subtree
-   ``filter``): one not read leaves the device untouched.
+   ``filter``), read once the lock (3) is taken, so that they read what the change starts
+   from: one not read leaves the device untouched.
 3. **Lock** the candidate. Refused (another session holds it): the host fails naming the
    holder's session-id; nothing was sent. With ``lock_wait: S`` the lock is asked for again
    while another session holds it, for up to ``S`` seconds (hosts that share one server take
@@ -170,8 +171,17 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
     )
     progress = ChangeProgress(task)
     plan = netconf_flow(config, how, progress, confirm_timeout=_device_wait(confirm, timeout),
-                        lock_wait=float(given["lock_wait"] or 0))
+                        lock_wait=float(_lock_wait(which, given["lock_wait"])))
     return noting(plan, progress)
+
+
+def _lock_wait(which: Callable[..., Any], value: object) -> float:
+    """``lock_wait`` as given to the task (``None``: ask once), checked as the job loader
+    checks it: a task called from Python is not loaded from a job."""
+    if value is None:
+        return 0.0
+    return number(f"{which.__name__}: lock_wait", value, minimum=0, maximum=MAX_CONFIRM,
+                  unit="a number of seconds")
 
 
 def _device_wait(confirm: float | None, timeout: float) -> int | None:

@@ -104,7 +104,18 @@ def _answer(task: Task, session: Any, request: NetconfRequest | Login, timeout: 
         assert isinstance(request, DiscardChanges)
         return session.discard_changes()
     except RPCError as error:
+        if _warned_only(error) and not isinstance(request, (GetConfig, Get)):
+            return None  # done: a warning is not a refusal (the plan needs no reply's data)
         raise refused(name, error) from None
+
+
+def _warned_only(error: Any) -> bool:
+    """Whether ncclient's ``RPCError`` ``error`` holds warnings only (``<error-severity>
+    warning``: Junos's "statement has no contents; ignored"): the server did what it was
+    asked. ncclient raises warnings too, and its own choice of raising errors only reads the
+    first of several."""
+    errors = getattr(error, "errors", None) or [error]
+    return all(getattr(each, "severity", None) == "warning" for each in errors)
 
 
 _RPC_NAMES: dict[type, str] = {

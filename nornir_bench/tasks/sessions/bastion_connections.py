@@ -82,8 +82,9 @@ class _Attempts:
     again after it (a dead bastion, 200 hosts: one timeout, not 200 in a row). A login that
     arrives after an attempt ended tries again; but not, for :data:`REFUSED_FOR` seconds, the
     username and password the bastion refused (``JumpHost`` holds them), on any thread or
-    event loop of the process (:data:`_REFUSED`): offered once, not once a host (a bastion
-    that locks an account after a few failures, as PAM's faillock does, would lock it)."""
+    event loop of the process (:data:`_REFUSED`): offered once a process (each worker process
+    of processpool and Dask is one), not once a host (a bastion that locks an account after a
+    few failures, as PAM's faillock does, would lock it)."""
 
     def __init__(self) -> None:
         self.ended: dict[JumpHost, int] = {}
@@ -108,8 +109,8 @@ class _Attempts:
         ended = self.ended[jump] = self.ended.get(jump, 0) + 1
         if error is not None:
             self.failed[jump] = (ended, error)
-            if authentication_refused(error):
-                _REFUSED[jump] = (time.monotonic(), error)
+            if authentication_refused(error):  # kept without the frames holding its transport
+                _REFUSED[jump] = (time.monotonic(), error.with_traceback(None))
         else:
             _REFUSED.pop(jump, None)
 

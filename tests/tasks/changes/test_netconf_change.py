@@ -144,6 +144,19 @@ def rpc_errors(session: Any) -> int:
         int(each["out-rpc-errors"]) for each in data["sessions"]["session"])
 
 
+def test_a_lock_wait_given_from_python_is_checked_as_a_jobs(
+    lab: RunningNetconfLab, tmp_path: Path
+) -> None:
+    """Not loaded from a job, the task checks it itself: an endless wait (a lock held by an
+    operator's CLI session) is refused before any login."""
+    before = lab.logins()
+    result = run(lab, netconf_edit_config, tmp_path, config=description("endless"),
+                 lock_wait=float("inf"))
+    assert str(result["nc1"][0].exception) == (
+        "netconf_edit_config: lock_wait must be a number of seconds from 0 to 3600, got inf")
+    assert lab.logins() == before
+
+
 @pytest.mark.parametrize(("runner", "task"), [("threadpool", netconf_edit_config),
                                               ("asyncio", anetconf_edit_config)])
 def test_with_lock_wait_a_lock_another_session_holds_is_asked_for_until_given_back(

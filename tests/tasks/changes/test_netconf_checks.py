@@ -2,7 +2,8 @@
 one element read as a list of one, as several are (xmltodict makes one a mapping), so that a
 ``path`` counting interfaces counts the same way before and after a change that adds one; a
 check by subtree ``filter``; and an xpath check for a server without ``:xpath``, refused before
-the lock. yuma123's netconfd advertises ``:xpath`` whatever its options (its agt_cap.c adds it
+the change's edit (the checks are read under the lock; the session dropped gives it back).
+yuma123's netconfd advertises ``:xpath`` whatever its options (its agt_cap.c adds it
 unconditionally), so that refusal is tested where it is made, on a server's own capability
 list taken without ``:xpath``, and its answer thrown into the change's plan as the driver
 throws it.
@@ -25,7 +26,7 @@ from nornir_bench.tasks.changes._netconf_flow import netconf_flow
 from nornir_bench.tasks.changes.backups import ChangeProgress
 from nornir_bench.tasks.checks.state_checks import checks_from
 from nornir_bench.tasks.dialects.netconf_xml import XPATH_CAPABILITY, require_xpath
-from nornir_bench.tasks.sessions._netconf_requests import Get
+from nornir_bench.tasks.sessions._netconf_requests import Get, Lock
 from nornir_bench.tasks.sessions.netconf_session import CONNECTION_NAME
 
 IETF_INTERFACES = "urn:ietf:params:xml:ns:yang:ietf-interfaces"
@@ -120,7 +121,7 @@ def test_an_xpath_filter_goes_only_to_a_server_that_advertises_xpath(
     assert str(refused.value) == MISSING
 
 
-def test_an_xpath_check_for_a_server_without_xpath_fails_the_change_before_the_lock(
+def test_an_xpath_check_for_a_server_without_xpath_fails_the_change_before_its_edit(
     lab: RunningNetconfLab, tmp_path: Path
 ) -> None:
     """The check's ``<get>`` is answered as the driver answers it for such a server (the
@@ -132,7 +133,8 @@ def test_an_xpath_check_for_a_server_without_xpath_fails_the_change_before_the_l
                         checks=checks_from([COUNTED], netconf=True))
     progress = ChangeProgress(SimpleNamespace(parent_task=None))  # type: ignore[arg-type]
     plan = netconf_flow(ETH0_SHUT, how, progress, confirm_timeout=None)
-    assert next(plan) == Get(("xpath", SHUT))
+    assert next(plan) == Lock()
+    assert plan.send(None) == Get(("xpath", SHUT))
     with pytest.raises(NetconfCapabilityMissing) as refused:
         require_xpath(without, "nc1")
     with pytest.raises(ConfigChangeFailed) as failed:

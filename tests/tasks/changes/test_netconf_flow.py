@@ -29,7 +29,7 @@ from nornir_bench.tasks.changes._netconf_flow import netconf_flow
 from nornir_bench.tasks.changes.backups import ChangeProgress
 from nornir_bench.tasks.changes.journal import PENDING, REVERTED
 from nornir_bench.tasks.checks.state_checks import checks_from
-from nornir_bench.tasks.dialects.netconf_xml import NETCONF_NS
+from nornir_bench.tasks.dialects.netconf_xml import NETCONF_NS, XPATH_CAPABILITY
 from nornir_bench.tasks.sessions._netconf_plan import ndrive
 from nornir_bench.tasks.sessions._netconf_requests import (
     CANDIDATE,
@@ -43,6 +43,7 @@ from nornir_bench.tasks.sessions._netconf_requests import (
     GetConfig,
     Lock,
     NetconfRefused,
+    SessionLost,
     Unlock,
     Validate,
 )
@@ -142,7 +143,7 @@ HOLDS = {**NEVER, "expect": "present"}
 
 
 def change(server: ScriptedServer, tmp_path: Path, *, check: dict[str, Any] = HOLDS,
-           confirm: bool = True, task: Any = None) -> Change:
+           confirm: bool = True, task: Any = None, lock_wait: float = 0.0) -> Change:
     """The change of eth1's description on ``server``, with ``check`` read after; ``confirm``:
     a confirmed commit of :data:`T` s (a window of a moment), journaled in
     ``tmp_path/run.journal``."""
@@ -161,7 +162,8 @@ def change(server: ScriptedServer, tmp_path: Path, *, check: dict[str, Any] = HO
     task = task or SimpleNamespace(parent_task=None)
     server.task = task
     config = f"<config xmlns='{NETCONF_NS}'>{AFTER[AFTER.index('<interfaces'):-7]}</config>"
-    plan = netconf_flow(config, how, ChangeProgress(task), confirm_timeout=T if confirm else None)
+    plan = netconf_flow(config, how, ChangeProgress(task), confirm_timeout=T if confirm else None,
+                        lock_wait=lock_wait)
     return driven(plan, server)
 
 
@@ -339,6 +341,58 @@ def test_the_driver_drops_the_session_when_the_unlock_is_refused(tmp_path: Path)
     assert session.manager is None
 
 
+class WarningManager(ScriptedManager):
+    """Does what it is asked, and answers ``warns``' requests with an ``<rpc-error>`` of
+    severity warning besides (Junos: "statement has no contents; ignored"), which ncclient
+    raises as it raises a refusal."""
+
+    server_capabilities = [XPATH_CAPABILITY]
+
+    def __init__(self, server: ScriptedServer, warns: Callable[[object], bool]) -> None:
+        super().__init__(server)
+        self.warns = warns
+
+    def _rpc(self, request: object) -> Any:
+        from ncclient.operations import RPCError
+
+        reply = super()._rpc(request)
+        if self.warns(request):
+            raise RPCError(etree.fromstring(
+                f"<rpc-error xmlns='{NETCONF_NS}'><error-type>application</error-type>"
+                "<error-tag>operation-failed</error-tag><error-severity>warning</error-severity>"
+                "<error-message>statement has no contents; ignored</error-message></rpc-error>"))
+        return reply
+
+
+@pytest.mark.parametrize("warns", [Commit, EditConfig, Lock, Unlock],
+                         ids=lambda kind: kind.__name__)
+def test_a_warning_is_not_a_refusal(tmp_path: Path, warns: type) -> None:
+    """An RPC answered with a warning was done: the change goes on, confirmed by its checks
+    and journaled so (a warning at the confirming commit once read as a refusal, journaled
+    the commit as still pending, and recover then called it reverted by the device)."""
+    host = Host("nc1", platform="netconf")
+    session = NetconfSession()
+    server = ScriptedServer()
+    session.manager = WarningManager(server, lambda request: isinstance(request, warns))  # type: ignore[assignment]
+    host.connections[CONNECTION_NAME] = session  # type: ignore[assignment]
+    task = SimpleNamespace(host=host, parent_task=None)
+    server.task = task
+
+    def backup(text: str) -> Path:
+        return tmp_path / "nc1.cfg"
+
+    how = ChangeOptions(task="netconf_edit_config", host="nc1", platform="netconf",
+                        dry_run=False, rollback=True, save=False, backup=backup,
+                        checks=checks_from([HOLDS], netconf=True), confirm=0.001,
+                        new_login=False, journal=str(tmp_path / "run.journal"))
+    config = f"<config xmlns='{NETCONF_NS}'>{AFTER[AFTER.index('<interfaces'):-7]}</config>"
+    plan = netconf_flow(config, how, ChangeProgress(task), confirm_timeout=T)  # type: ignore[arg-type]
+    done = ndrive(task, plan, 30.0)  # type: ignore[arg-type]
+    assert done.state == CHANGED and server.running == AFTER
+    assert server.names().count("Commit") == 1  # the confirming one, after the confirmed
+    assert journal_states(tmp_path / "run.journal") == [PENDING, PENDING, "confirmed"]
+
+
 class DroppingServer(ScriptedServer):
     """Loses the session at the first read of running after a commit, as a server gone."""
 
@@ -394,3 +448,56 @@ def test_a_session_lost_at_the_unlock_says_how_the_change_ended(tmp_path: Path) 
         "at <unlock> (ConnectionResetError: the server went away): the session is dropped, "
         "which gives the lock back and leaves running as the change left it")
     assert failed.value.change == {"state": CHANGED, "backup": str(tmp_path / "nc1.cfg")}
+
+
+def test_the_checks_before_are_read_under_the_lock(tmp_path: Path) -> None:
+    """Their values are those the change starts from: read once the candidate is locked,
+    after any change of another session that the lock waited for."""
+    server = ScriptedServer()
+    change(server, tmp_path)
+    assert server.names()[:2] == ["Lock", "Get"]
+
+
+class LostBeforeConfirming(ScriptedServer):
+    """The session found ended when the confirming ``<commit>`` is to be sent (the driver
+    answers so before sending anything)."""
+
+    def answer(self, request: object) -> Any:
+        if isinstance(request, Commit) and request.confirm_timeout is None \
+                and self.before_confirmed is not None:
+            raise SessionLost("TransportError: Not connected to NETCONF server")
+        return super().answer(request)
+
+
+def test_a_session_lost_before_the_confirming_commit_says_the_server_reverts_it(
+    tmp_path: Path,
+) -> None:
+    """Nothing was sent, and the server sees the session end: the confirmed commit is the
+    server's to revert, journaled pending again (not confirming: recover says so, rather
+    than 'the run died sending the commit that confirms the change')."""
+    with pytest.raises(ConfigChangeFailed) as failed:
+        change(LostBeforeConfirming(), tmp_path)
+    assert str(failed.value) == (
+        "the session ended before the confirming <commit> was sent (TransportError: Not "
+        "connected to NETCONF server): the confirmed commit is still pending: the session is "
+        f"dropped, and the server reverts its confirmed commit itself when the session ends, "
+        f"or {T} s after the commit; backup at {tmp_path / 'nc1.cfg'}")
+    entries = [json.loads(line) for line in
+               (tmp_path / "run.journal").read_text().splitlines()[1:]]
+    assert (entries[-1]["state"], entries[-1].get("confirming")) == (PENDING, False)
+
+
+class DeniesAccess(ScriptedServer):
+    def answer(self, request: object) -> Any:
+        if isinstance(request, Lock):
+            self.asked.append(request)
+            raise NetconfRefused("lock", "access-denied", "not allowed")
+        return super().answer(request)
+
+
+def test_a_lock_refused_otherwise_than_held_is_not_asked_again(tmp_path: Path) -> None:
+    server = DeniesAccess()
+    with pytest.raises(ConfigChangeFailed) as failed:
+        change(server, tmp_path, lock_wait=60)
+    assert str(failed.value) == "<lock> refused: access-denied: not allowed: nothing sent"
+    assert server.names() == ["Lock"]
