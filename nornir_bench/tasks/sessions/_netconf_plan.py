@@ -20,7 +20,11 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nornir_bench.core.deadlines import bounded
-from nornir_bench.tasks.dialects.netconf_xml import NETCONF_NS, require_xpath
+from nornir_bench.tasks.dialects.netconf_xml import (
+    NETCONF_NS,
+    NetconfCapabilityMissing,
+    require_xpath,
+)
 from nornir_bench.tasks.sessions._netconf_requests import (
     CANDIDATE,
     CancelCommit,
@@ -38,7 +42,14 @@ from nornir_bench.tasks.sessions._netconf_requests import (
     Validate,
     refused,
 )
-from nornir_bench.tasks.sessions._plan import Login, Plan, Wait, private_copy, within_the_deadline
+from nornir_bench.tasks.sessions._plan import (
+    Login,
+    PastDeadline,
+    Plan,
+    Wait,
+    private_copy,
+    within_the_deadline,
+)
 from nornir_bench.tasks.sessions.netconf_session import NetconfSession, netconf_session
 
 if TYPE_CHECKING:
@@ -118,6 +129,10 @@ def _warned_only(error: Any) -> bool:
     return all(getattr(each, "severity", None) == "warning" for each in errors)
 
 
+# Errors that do not tell how the host's session ended: the server answered (a refusal), or
+# nothing was sent (a filter this server cannot take, the host's deadline).
+_NOT_THE_SESSIONS = (NetconfRefused, NetconfCapabilityMissing, PastDeadline)
+
 _RPC_NAMES: dict[type, str] = {
     GetConfig: "get-config", Get: "get", Lock: "lock", Unlock: "unlock",
     EditConfig: "edit-config", CopyConfig: "copy-config", Validate: "validate", Commit: "commit",
@@ -171,7 +186,7 @@ def ndrive(task: Task, plan: Plan[T], timeout: float) -> T:
                     error = None
                 except Exception as exc:  # noqa: BLE001 - the plan says what it means where it is
                     answer, error = None, exc
-                    if not isinstance(exc, NetconfRefused):  # the server answered that one
+                    if not isinstance(exc, _NOT_THE_SESSIONS):  # what the session said
                         said = exc
                 done, request = _advance(plan, answer, error)
             ended = True
