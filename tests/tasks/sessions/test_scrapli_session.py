@@ -18,7 +18,6 @@ from nornir.core.task import Task
 from scrapli.exceptions import ScrapliConnectionError
 
 from nornir_bench.core.attempts import attempts_of
-from nornir_bench.core.liveness import bytes_waiting
 from nornir_bench.tasks import asend_command
 from nornir_bench.tasks.sessions.scrapli_session import CONNECTION_NAME, ScrapliSession, session_of
 from tests.devices import LabProcess, closed_port, lab_process, nornir_on
@@ -402,7 +401,9 @@ def test_a_cli_that_ended_is_dead_before_its_channel_closes(
         chan.get_connection()._loop.call_soon_threadsafe(  # the exit status, no close yet
             chan._send_request, b"exit-status", UInt32(0)
         )
-        sock = session.connection.transport.session.get_extra_info("socket")  # type: ignore
-        wait_until(lambda: bytes_waiting(sock), "the exit status reached this end")
-        assert not idle_loop.run_until_complete(session.still_open())
+        # Asked until the exit status has reached this end whole (the first bytes waiting may
+        # be another packet, or part of it): only still_open turns the idle loop meanwhile.
+        wait_until(lambda: not idle_loop.run_until_complete(session.still_open()),
+                   "the exit status read at this end", every=0.05)
         assert session.connection is None  # dropped: the caller logs in again
+        assert not chan.is_closing()  # dead before its channel closed
