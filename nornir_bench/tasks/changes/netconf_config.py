@@ -109,9 +109,7 @@ def check_netconf_params(params: Mapping[str, Any]) -> None:
     check_around(params, netconf=True)
     if "timeout" in params:
         number("timeout", params["timeout"], above=0, unit="a number of seconds")
-    if params.get("lock_wait") is not None:
-        number("lock_wait", params["lock_wait"], minimum=0, maximum=MAX_CONFIRM,
-               unit="a number of seconds")
+    _lock_wait(params.get("lock_wait"))
 
 
 def _file_xml(source: object) -> str:
@@ -171,17 +169,18 @@ def _planned(which: Callable[..., Any], task: Task, given: Mapping[str, Any]) ->
     )
     progress = ChangeProgress(task)
     plan = netconf_flow(config, how, progress, confirm_timeout=_device_wait(confirm, timeout),
-                        lock_wait=float(_lock_wait(which, given["lock_wait"])))
+                        lock_wait=_lock_wait(given["lock_wait"], f"{which.__name__}: "))
     return noting(plan, progress)
 
 
-def _lock_wait(which: Callable[..., Any], value: object) -> float:
-    """``lock_wait`` as given to the task (``None``: ask once), checked as the job loader
-    checks it: a task called from Python is not loaded from a job."""
+def _lock_wait(value: object, where: str = "") -> float:
+    """``lock_wait`` in seconds (``None``: ask once), checked: by the job loader, and again as
+    the task starts (a task called from Python is not loaded from a job); ``where`` prefixes
+    the message."""
     if value is None:
         return 0.0
-    return number(f"{which.__name__}: lock_wait", value, minimum=0, maximum=MAX_CONFIRM,
-                  unit="a number of seconds")
+    return float(number(f"{where}lock_wait", value, minimum=0, maximum=MAX_CONFIRM,
+                        unit="a number of seconds"))
 
 
 def _device_wait(confirm: float | None, timeout: float) -> int | None:
